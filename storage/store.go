@@ -1,0 +1,243 @@
+// Package storage holds redcell's keyspace: rate-limit state by key, spread
+// over lock-striped shards so that all cores serve decisions at once.
+//
+// A key's value is its TAT (gcra.Instant), which is also when it expires. Keys
+// expire lazily on access and actively through ExpireSome. The store never
+// reads a clock: every method that needs the time takes now.
+package storage
+
+import (
+	"errors"
+	"hash/maphash"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"redcell/gcra"
+)
+
+// Config configures a Store. The zero Config is valid and uses the defaults.
+type Config struct {
+	// Shards is the number of lock stripes, rounded up to a power of two.
+	// The default is DefaultShards().
+	Shards int
+	// TrackChanges makes the store remember which keys changed, for
+	// TakeChanges. Leave it off when nothing persists the store, or the
+	// record grows without bound.
+	TrackChanges bool
+}
+
+// DefaultShards is 16 stripes per available CPU, so that two cores rarely
+// contend for one lock.
+func DefaultShards() int { return runtime.GOMAXPROCS(0) * 16 }
+
+// ErrInvalidShards is returned by Validate for a negative shard count or one
+// above MaxShards.
+var ErrInvalidShards = errors.New("storage: shards must be between 1 and 65536")
+
+// MaxShards bounds Config.Shards.
+const MaxShards = 1 << 16
+
+// Validate reports whether c can build a Store.
+func (c Config) Validate() error {
+	if c.Shards < 0 || c.Shards > MaxShards {
+		return ErrInvalidShards
+	}
+	return nil
+}
+
+// Store is the sharded keyspace. It is safe for concurrent use.
+type Store struct {
+	shards  []shard
+	mask    uint64
+	seed    maphash.Seed
+	expired atomic.Int64 // keys removed because their TAT passed
+}
+
+type shard struct {
+	mu     sync.Mutex
+	t      table
+	cursor int // where the sweeper resumes
+	// Pad to a multiple of a cache line so neighbouring locks do not share one.
+	_ [64]byte
+}
+
+// New returns an empty Store. It panics if cfg is invalid; call Validate first.
+func New(cfg Config) *Store {
+	if err := cfg.Validate(); err != nil {
+		panic(err)
+	}
+	n := cfg.Shards
+	if n == 0 {
+		n = DefaultShards()
+	}
+	n = nextPowerOfTwo(n)
+	s := &Store{shards: make([]shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
+	for i := range s.shards {
+		s.shards[i].t = newTable(cfg.TrackChanges)
+	}
+	return s
+}
+
+func nextPowerOfTwo(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+// Shards returns the number of lock stripes.
+func (s *Store) Shards() int { return len(s.shards) }
+
+func (s *Store) shardOf(key []byte) *shard {
+	return &s.shards[maphash.Bytes(s.seed, key)&s.mask]
+}
+
+// Throttle runs one GCRA decision for key at now, under the key's shard lock
+// and no other, and stores the new TAT when the decision says to. It does not
+// allocate unless it creates the key.
+func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	tat, _ := sh.t.get(key) // an expired TAT is <= now: Decide treats it as absent
+	res, newTAT, store, err := gcra.Decide(r, tat, now)
+	if store {
+		sh.t.put(key, newTAT)
+	}
+	sh.mu.Unlock()
+	return res, err
+}
+
+// Get returns key's TAT if the key is live at now. An expired key found here
+// is deleted.
+func (s *Store) Get(key []byte, now gcra.Instant) (gcra.Instant, bool) {
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	tat, ok := sh.t.get(key)
+	if ok && tat <= now {
+		sh.t.remove(key)
+		s.expired.Add(1)
+		return 0, false
+	}
+	return tat, ok
+}
+
+// Delete removes key and reports whether it was live at now.
+func (s *Store) Delete(key []byte, now gcra.Instant) bool {
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	tat, ok := sh.t.get(key)
+	if !ok {
+		return false
+	}
+	sh.t.remove(key)
+	if tat <= now {
+		s.expired.Add(1)
+		return false
+	}
+	return true
+}
+
+// Restore sets key's TAT unconditionally, as when loading a snapshot.
+func (s *Store) Restore(key []byte, tat gcra.Instant) {
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	sh.t.put(key, tat)
+	sh.mu.Unlock()
+}
+
+// Len returns the number of keys held, including expired keys not yet swept.
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.t.entries)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// Expired returns how many keys have been removed because their TAT passed.
+func (s *Store) Expired() int64 { return s.expired.Load() }
+
+// Clear deletes every key.
+func (s *Store) Clear() {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		sh.t.clear()
+		sh.mu.Unlock()
+	}
+}
+
+// ExpireSome examines at most perShard keys in every shard, resuming where
+// the previous call stopped, deletes those whose TAT is <= now, and returns
+// how many it deleted. Each shard's lock is held only for its own bounded
+// batch, so a pass never stalls decisions for long.
+func (s *Store) ExpireSome(now gcra.Instant, perShard int) int {
+	total := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		var n int
+		sh.cursor, n = sh.t.expire(sh.cursor, perShard, now)
+		sh.mu.Unlock()
+		total += n
+	}
+	s.expired.Add(int64(total))
+	return total
+}
+
+// Scan calls fn for live keys, at most count entries examined, starting at
+// cursor, and returns the cursor to pass next; 0 means the scan is complete.
+// As Redis's SCAN, a key present for the whole scan is returned at least once
+// unless it is moved by a concurrent deletion; fn must not call the Store.
+func (s *Store) Scan(cursor uint64, count int, now gcra.Instant, fn func(key string, tat gcra.Instant)) uint64 {
+	// The cursor is shard<<32 | index within the shard's entries.
+	si, idx := int(cursor>>32), int(cursor&0xffffffff)
+	for si < len(s.shards) && count > 0 {
+		sh := &s.shards[si]
+		sh.mu.Lock()
+		for idx < len(sh.t.entries) && count > 0 {
+			if e := sh.t.entries[idx]; e.tat > now {
+				fn(e.key, e.tat)
+			}
+			idx++
+			count--
+		}
+		done := idx >= len(sh.t.entries)
+		sh.mu.Unlock()
+		if done {
+			si, idx = si+1, 0
+		}
+	}
+	if si >= len(s.shards) {
+		return 0
+	}
+	return uint64(si)<<32 | uint64(idx)
+}
+
+// Each calls fn for every live key, one shard at a time under its lock. fn
+// must be quick and must not call the Store.
+func (s *Store) Each(now gcra.Instant, fn func(key string, tat gcra.Instant)) {
+	for c := s.Scan(0, 1<<30, now, fn); c != 0; c = s.Scan(c, 1<<30, now, fn) {
+	}
+}
+
+// TakeChanges appends to buf every key changed since the previous call, with
+// its current TAT or zero for a deleted key, and forgets them. Only a Store
+// built with TrackChanges records changes. Each shard's lock is held only to
+// copy its changes out, never during the caller's I/O.
+func (s *Store) TakeChanges(buf []Change) []Change {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		buf = sh.t.takeChanges(buf)
+		sh.mu.Unlock()
+	}
+	return buf
+}
