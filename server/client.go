@@ -1,0 +1,74 @@
+package server
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/redcon"
+)
+
+// client is one connection's state. The fields without atomics are touched
+// only by the connection's own goroutine; the atomic ones are also read by
+// CLIENT LIST and INFO from other connections.
+type client struct {
+	conn    redcon.Conn
+	srv     *Server
+	id      int64
+	addr    string
+	laddr   string
+	created time.Time
+
+	resp   int // 2 or 3, switched by HELLO
+	authed bool
+
+	name       atomic.Pointer[string]
+	libName    atomic.Pointer[string]
+	libVersion atomic.Pointer[string]
+	lastActive atomic.Int64 // unix nanoseconds of the last command
+	lastCmd    atomic.Pointer[command]
+	respSeen   atomic.Int32 // resp, for other goroutines
+
+	// closing is set by QUIT and SHUTDOWN: the connection closes after the
+	// reply is flushed.
+	closing bool
+}
+
+func loadString(p *atomic.Pointer[string]) string {
+	if s := p.Load(); s != nil {
+		return *s
+	}
+	return ""
+}
+
+// info renders the client as one line of CLIENT LIST / CLIENT INFO, with the
+// fields Redis 7 prints that mean something here.
+func (c *client) info(now time.Time) string {
+	b := make([]byte, 0, 256)
+	b = append(b, "id="...)
+	b = strconv.AppendInt(b, c.id, 10)
+	b = append(b, " addr="...)
+	b = append(b, c.addr...)
+	b = append(b, " laddr="...)
+	b = append(b, c.laddr...)
+	b = append(b, " fd=-1 name="...)
+	b = append(b, loadString(&c.name)...)
+	b = append(b, " age="...)
+	b = strconv.AppendInt(b, int64(now.Sub(c.created)/time.Second), 10)
+	b = append(b, " idle="...)
+	idle := now.UnixNano() - c.lastActive.Load()
+	b = strconv.AppendInt(b, max(idle, 0)/int64(time.Second), 10)
+	b = append(b, " flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 cmd="...)
+	if cmd := c.lastCmd.Load(); cmd != nil {
+		b = append(b, cmd.name...)
+	} else {
+		b = append(b, "NULL"...)
+	}
+	b = append(b, " user=default redir=-1 resp="...)
+	b = strconv.AppendInt(b, int64(c.respSeen.Load()), 10)
+	b = append(b, " lib-name="...)
+	b = append(b, loadString(&c.libName)...)
+	b = append(b, " lib-ver="...)
+	b = append(b, loadString(&c.libVersion)...)
+	return string(b)
+}

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"strconv"
+	"time"
+
+	"redcell/gcra"
+)
+
+// DEL key [key ...]
+// UNLINK key [key ...]
+func cmdDel(c *client, args [][]byte, now time.Time) {
+	at := gcra.InstantOf(now)
+	n := int64(0)
+	for _, key := range args[1:] {
+		if c.srv.store.Delete(key, at) {
+			n++
+		}
+	}
+	c.writeInt(n)
+}
+
+// EXISTS key [key ...]
+//
+// A key named twice counts twice, as in Redis.
+func cmdExists(c *client, args [][]byte, now time.Time) {
+	at := gcra.InstantOf(now)
+	n := int64(0)
+	for _, key := range args[1:] {
+		if _, ok := c.srv.store.Get(key, at); ok {
+			n++
+		}
+	}
+	c.writeInt(n)
+}
+
+// PTTL key
+//
+// Every key expires at its TAT, so the reply is never -1; -2 means absent.
+// The remaining nanoseconds are rounded to the nearest millisecond.
+func cmdPTTL(c *client, args [][]byte, now time.Time) {
+	if ms, ok := pttl(c, args[1], now); ok {
+		c.writeInt(ms)
+		return
+	}
+	c.writeInt(-2)
+}
+
+// TTL key
+//
+// Seconds rounded from the milliseconds as Redis does: (pttl+500)/1000.
+func cmdTTL(c *client, args [][]byte, now time.Time) {
+	if ms, ok := pttl(c, args[1], now); ok {
+		c.writeInt((ms + 500) / 1000)
+		return
+	}
+	c.writeInt(-2)
+}
+
+func pttl(c *client, key []byte, now time.Time) (int64, bool) {
+	at := gcra.InstantOf(now)
+	tat, ok := c.srv.store.Get(key, at)
+	if !ok {
+		return 0, false
+	}
+	left := time.Duration(tat - at)
+	return int64((left + time.Millisecond/2) / time.Millisecond), true
+}
+
+// GET key
+//
+// The value is the TAT in nanoseconds since the Unix epoch, as a decimal
+// string: what redis-cell stores under the key.
+func cmdGet(c *client, args [][]byte, now time.Time) {
+	tat, ok := c.srv.store.Get(args[1], gcra.InstantOf(now))
+	if !ok {
+		c.writeNull()
+		return
+	}
+	var buf [20]byte
+	c.writeBulk(strconv.AppendInt(buf[:0], int64(tat), 10))
+}
+
+// TYPE key
+func cmdType(c *client, args [][]byte, now time.Time) {
+	if _, ok := c.srv.store.Get(args[1], gcra.InstantOf(now)); ok {
+		c.writeSimple("string")
+		return
+	}
+	c.writeSimple("none")
+}
+
+// KEYS pattern
+func cmdKeys(c *client, args [][]byte, now time.Time) {
+	pattern := args[1]
+	var keys []string
+	c.srv.store.Each(gcra.InstantOf(now), func(key string, _ gcra.Instant) {
+		if globMatch(pattern, key) {
+			keys = append(keys, key)
+		}
+	})
+	c.writeArray(len(keys))
+	for _, k := range keys {
+		c.writeBulkString(k)
+	}
+}
+
+// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+func cmdScan(c *client, args [][]byte, now time.Time) {
+	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
+	if err != nil {
+		c.writeError(errInvalidCursor)
+		return
+	}
+	var pattern []byte
+	count := int64(10)
+	onlyStrings := true
+	for i := 2; i < len(args); i += 2 {
+		if i+1 >= len(args) {
+			c.writeError(errSyntax)
+			return
+		}
+		switch opt, val := args[i], args[i+1]; {
+		case equalFold(opt, "match"):
+			pattern = val
+		case equalFold(opt, "count"):
+			n, ok := parseInt(val)
+			if !ok {
+				c.writeError(errNotInteger)
+				return
+			}
+			if n < 1 {
+				c.writeError(errSyntax)
+				return
+			}
+			count = min(n, 1<<20)
+		case equalFold(opt, "type"):
+			onlyStrings = equalFold(val, "string")
+		default:
+			c.writeError(errSyntax)
+			return
+		}
+	}
+	var keys []string
+	next := c.srv.store.Scan(cursor, int(count), gcra.InstantOf(now), func(key string, _ gcra.Instant) {
+		if onlyStrings && (pattern == nil || globMatch(pattern, key)) {
+			keys = append(keys, key)
+		}
+	})
+	c.writeArray(2)
+	c.writeBulkString(strconv.FormatUint(next, 10))
+	c.writeArray(len(keys))
+	for _, k := range keys {
+		c.writeBulkString(k)
+	}
+}
+
+// DBSIZE
+func cmdDBSize(c *client, _ [][]byte, _ time.Time) {
+	c.writeInt(int64(c.srv.store.Len()))
+}
+
+// FLUSHDB [ASYNC|SYNC]
+// FLUSHALL [ASYNC|SYNC]
+func cmdFlush(c *client, args [][]byte, _ time.Time) {
+	if len(args) == 2 && !equalFold(args[1], "async") && !equalFold(args[1], "sync") {
+		c.writeError(errSyntax)
+		return
+	}
+	c.srv.store.Clear()
+	c.writeOK()
+}

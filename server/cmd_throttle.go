@@ -1,0 +1,71 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"redcell/gcra"
+)
+
+// CL.THROTTLE key max_burst count period [quantity]
+//
+// The hot path: parse four integers without allocating, read the clock once
+// (the dispatcher did), decide under one shard lock, reply with five integers.
+func cmdThrottle(c *client, args [][]byte, now time.Time) {
+	burst, ok := parseInt(args[2])
+	if !ok {
+		c.writeError(errBurstNotInteger)
+		return
+	}
+	count, ok := parseInt(args[3])
+	if !ok {
+		c.writeError(errCountNotInteger)
+		return
+	}
+	period, ok := parseInt(args[4])
+	if !ok {
+		c.writeError(errPeriodNotInteger)
+		return
+	}
+	quantity := int64(1)
+	if len(args) == 6 {
+		if quantity, ok = parseInt(args[5]); !ok {
+			c.writeError(errQuantityNotInteger)
+			return
+		}
+	}
+	rate, err := gcra.NewRate(burst, count, period, quantity)
+	if err != nil {
+		c.writeError(throttleErrorText(err))
+		return
+	}
+	res, err := c.srv.store.Throttle(args[1], rate, gcra.InstantOf(now))
+	if err != nil {
+		c.writeError(throttleErrorText(err))
+		return
+	}
+	c.srv.stats.countDecision(res.Limited)
+	reply := res.Ints()
+	c.writeArray(len(reply))
+	for _, v := range reply {
+		c.writeInt(v)
+	}
+}
+
+// throttleErrorText maps gcra's sentinels to their client text.
+func throttleErrorText(err error) string {
+	switch {
+	case errors.Is(err, gcra.ErrNegativeBurst):
+		return errNegativeBurst
+	case errors.Is(err, gcra.ErrNegativeCount):
+		return errNegativeCount
+	case errors.Is(err, gcra.ErrNegativePeriod):
+		return errNegativePeriod
+	case errors.Is(err, gcra.ErrZeroRate):
+		return errZeroRate
+	case errors.Is(err, gcra.ErrNegativeQuantity):
+		return errNegativeQuantity
+	default:
+		return errOutOfRange
+	}
+}

@@ -1,0 +1,70 @@
+package server
+
+// Client-facing error texts, in one place. Each carries its Redis prefix and,
+// where Redis has one, Redis's exact wording, so clients that match on error
+// text behave as they do against Redis.
+const (
+	errNoAuth         = "NOAUTH Authentication required."
+	errHelloNoAuth    = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	errWrongPass      = "WRONGPASS invalid username-password pair or user is disabled."
+	errAuthNoPassword = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	errNoProto        = "NOPROTO unsupported protocol version"
+	errSyntax         = "ERR syntax error"
+	errNotInteger     = "ERR value is not an integer or out of range"
+	errDBIndex        = "ERR DB index is out of range"
+	errInvalidCursor  = "ERR invalid cursor"
+	errClientName     = "ERR Client names cannot contain spaces, newlines or special characters."
+	errNoSuchClient   = "ERR No such client"
+	errTracking       = "ERR client tracking is not supported by redcell; connect with client-side caching disabled (rueidis: DisableCache: true)"
+	errShutdownSave   = "ERR Errors trying to SHUTDOWN. Check logs."
+	errNoPersistence  = "ERR persistence is not configured"
+
+	// CL.THROTTLE, SPEC.md section 1.
+	errBurstNotInteger    = "ERR max_burst is not an integer or out of range"
+	errCountNotInteger    = "ERR count is not an integer or out of range"
+	errPeriodNotInteger   = "ERR period is not an integer or out of range"
+	errQuantityNotInteger = "ERR quantity is not an integer or out of range"
+	errNegativeBurst      = "ERR max_burst must not be negative"
+	errNegativeCount      = "ERR count must be positive"
+	errNegativePeriod     = "ERR period must be positive"
+	errZeroRate           = "ERR zero rates are not supported"
+	errNegativeQuantity   = "ERR quantity must not be negative"
+	errOutOfRange         = "ERR rate limit parameters out of range"
+
+	errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
+)
+
+// errWrongArgs is Redis's arity error for the command's lower-case full name,
+// e.g. "cl.throttle" or "client|setname".
+func errWrongArgs(name string) string {
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+// errUnknownCommand words an unknown command as Redis 7 does, quoting the
+// name and as many arguments as fit in 128 bytes.
+func errUnknownCommand(args [][]byte) string {
+	var quoted []byte
+	for _, a := range args[1:] {
+		if len(quoted) >= 128 {
+			break
+		}
+		// As Redis's sdscatprintf(args, "'%.*s' ", 128-sdslen(args), arg).
+		room := 128 - len(quoted)
+		quoted = append(quoted, '\'')
+		quoted = append(quoted, clip(a, room)...)
+		quoted = append(quoted, "' "...)
+	}
+	return "ERR unknown command '" + string(clip(args[0], 128)) + "', with args beginning with: " + string(quoted)
+}
+
+// errUnknownSubcommand words an unknown subcommand as Redis 7 does.
+func errUnknownSubcommand(sub []byte, command string) string {
+	return "ERR unknown subcommand '" + string(clip(sub, 128)) + "'. Try " + command + " HELP."
+}
+
+func clip(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}

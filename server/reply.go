@@ -1,0 +1,76 @@
+package server
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Reply writers that know the connection's protocol. Where RESP2 and RESP3
+// differ (null, maps, sets, verbatim text) the client's HELLO choice decides;
+// everything else goes straight to redcon's writer.
+
+func (c *client) writeError(msg string) {
+	// A CR or LF inside an error would break the protocol: Redis replaces
+	// them with spaces, and so do we.
+	if strings.ContainsAny(msg, "\r\n") {
+		msg = strings.NewReplacer("\r", " ", "\n", " ").Replace(msg)
+	}
+	c.conn.WriteError(msg)
+}
+
+func (c *client) writeOK()                 { c.conn.WriteString("OK") }
+func (c *client) writeSimple(s string)     { c.conn.WriteString(s) }
+func (c *client) writeInt(n int64)         { c.conn.WriteInt64(n) }
+func (c *client) writeBulk(b []byte)       { c.conn.WriteBulk(b) }
+func (c *client) writeBulkString(s string) { c.conn.WriteBulkString(s) }
+func (c *client) writeArray(n int)         { c.conn.WriteArray(n) }
+
+func (c *client) writeNull() {
+	if c.resp == 3 {
+		c.conn.WriteRaw([]byte("_\r\n"))
+		return
+	}
+	c.conn.WriteNull()
+}
+
+// writeMap writes a map header of n pairs; RESP2 gets a flat array of 2n.
+func (c *client) writeMap(n int) {
+	if c.resp == 3 {
+		c.writeHeader('%', n)
+		return
+	}
+	c.conn.WriteArray(2 * n)
+}
+
+// writeSet writes a set header of n members; RESP2 gets an array.
+func (c *client) writeSet(n int) {
+	if c.resp == 3 {
+		c.writeHeader('~', n)
+		return
+	}
+	c.conn.WriteArray(n)
+}
+
+func (c *client) writeHeader(kind byte, n int) {
+	var b [24]byte
+	h := append(b[:0], kind)
+	h = strconv.AppendInt(h, int64(n), 10)
+	h = append(h, '\r', '\n')
+	c.conn.WriteRaw(h)
+}
+
+// writeVerbatim writes text as RESP3 verbatim text (as Redis does for INFO
+// and CLIENT LIST), or as a bulk string under RESP2.
+func (c *client) writeVerbatim(text string) {
+	if c.resp != 3 {
+		c.conn.WriteBulkString(text)
+		return
+	}
+	b := make([]byte, 0, len(text)+32)
+	b = append(b, '=')
+	b = strconv.AppendInt(b, int64(len(text)+4), 10)
+	b = append(b, "\r\ntxt:"...)
+	b = append(b, text...)
+	b = append(b, '\r', '\n')
+	c.conn.WriteRaw(b)
+}

@@ -1,0 +1,194 @@
+// Package server speaks RESP: it accepts connections through redcon, parses
+// commands, reads the clock once per command, asks storage for decisions and
+// writes Redis-compatible replies under RESP2 or RESP3.
+package server
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"redcell/storage"
+)
+
+// Version is the redcell version reported by INFO and HELLO.
+const Version = "0.1.0"
+
+// RedisVersion is the Redis version redcell reports to clients that look at
+// it (HELLO, INFO redis_version): the Redis 7.2 command surface it follows.
+const RedisVersion = "7.2.0"
+
+// Config configures a Server. The zero Config serves without a password on
+// the real clock.
+type Config struct {
+	// RequirePass, when set, makes clients AUTH (or HELLO ... AUTH) first.
+	RequirePass string
+	// Now is the clock. The default is time.Now; tests inject a manual one.
+	Now func() time.Time
+	// Shutdown is called by the SHUTDOWN command with save false for
+	// SHUTDOWN NOSAVE. It should stop the process cleanly; an error is
+	// reported to the client. Nil makes SHUTDOWN an error.
+	Shutdown func(save bool) error
+	// Settings are reported by INFO and CONFIG GET; they change nothing here.
+	Bind string
+	Port int
+	Dir  string
+}
+
+// Server is a RESP server over one Store. It is safe for concurrent use.
+type Server struct {
+	cfg      Config
+	store    *storage.Store
+	now      func() time.Time
+	started  time.Time
+	commands map[string]*command
+	rc       *redcon.Server
+
+	nextClientID atomic.Int64
+	mu           sync.Mutex
+	clients      map[*client]struct{}
+
+	stats stats
+}
+
+// stats are the server-wide counters INFO reports.
+type stats struct {
+	commands    atomic.Int64
+	connections atomic.Int64
+	errors      atomic.Int64
+	allowed     atomic.Int64 // CL.THROTTLE decisions that allowed
+	limited     atomic.Int64 // CL.THROTTLE decisions that limited
+}
+
+func (st *stats) countDecision(limited bool) {
+	if limited {
+		st.limited.Add(1)
+	} else {
+		st.allowed.Add(1)
+	}
+}
+
+// New returns a Server serving store. Call Serve to accept connections.
+func New(cfg Config, store *storage.Store) *Server {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{
+		cfg:     cfg,
+		store:   store,
+		now:     cfg.Now,
+		clients: make(map[*client]struct{}),
+	}
+	s.started = s.now()
+	s.commands = commandTable()
+	s.rc = redcon.NewServerNetwork("tcp", "", s.handle, s.accept, s.closed)
+	return s
+}
+
+// Serve accepts connections on ln until Close. When it returns, every
+// connection has been closed.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.rc.Serve(ln)
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// Close stops accepting connections and closes the open ones.
+func (s *Server) Close() error { return s.rc.Close() }
+
+func (s *Server) accept(conn redcon.Conn) bool {
+	now := s.now()
+	c := &client{
+		conn:    conn,
+		srv:     s,
+		id:      s.nextClientID.Add(1),
+		addr:    conn.RemoteAddr(),
+		created: now,
+		resp:    2,
+	}
+	if nc := conn.NetConn(); nc != nil {
+		c.laddr = nc.LocalAddr().String()
+	}
+	c.respSeen.Store(2)
+	c.lastActive.Store(now.UnixNano())
+	c.authed = s.cfg.RequirePass == ""
+	conn.SetContext(c)
+	s.mu.Lock()
+	s.clients[c] = struct{}{}
+	s.mu.Unlock()
+	s.stats.connections.Add(1)
+	return true
+}
+
+func (s *Server) closed(conn redcon.Conn, _ error) {
+	c, _ := conn.Context().(*client)
+	if c == nil {
+		return
+	}
+	s.mu.Lock()
+	delete(s.clients, c)
+	s.mu.Unlock()
+}
+
+// connectedClients returns a snapshot of the open connections.
+func (s *Server) connectedClients() []*client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*client, 0, len(s.clients))
+	for c := range s.clients {
+		out = append(out, c)
+	}
+	return out
+}
+
+// handle dispatches one command: look it up, check arity, then
+// authentication, in that order as Redis does, then run it.
+func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
+	c := conn.Context().(*client)
+	if c.closing {
+		return // QUIT or SHUTDOWN: the rest of the pipeline is not run
+	}
+	s.stats.commands.Add(1)
+	args := cmd.Args
+	spec := s.lookup(args[0])
+	if spec == nil {
+		s.stats.errors.Add(1)
+		c.writeError(errUnknownCommand(args))
+		return
+	}
+	if !spec.arityOK(len(args)) {
+		s.stats.errors.Add(1)
+		c.writeError(errWrongArgs(spec.name))
+		return
+	}
+	if !c.authed && !spec.noAuth {
+		s.stats.errors.Add(1)
+		c.writeError(errNoAuth)
+		return
+	}
+	now := s.now()
+	c.lastActive.Store(now.UnixNano())
+	c.lastCmd.Store(spec)
+	spec.run(c, args, now)
+}
+
+// lookup finds a command by name, case-insensitively, without allocating.
+func (s *Server) lookup(name []byte) *command {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		buf[i] = ch
+	}
+	return s.commands[string(buf[:len(name)])]
+}
