@@ -140,9 +140,9 @@ func TestNewRateErrors(t *testing.T) {
 		// 1s / 2e9 truncates to a 0 ns emission interval.
 		{1, 2_000_000_000, 1, 1, ErrZeroRate},
 		{1, 1, math.MaxInt64/int64(time.Second) + 1, 1, ErrOutOfRange}, // period * 1e9
-		{math.MaxInt64, 1, 1, 1, ErrOutOfRange},         // max_burst + 1
-		{1 << 40, 1, 1 << 20, 1, ErrOutOfRange},         // dvt
-		{1, 1, 1, 1 << 40, ErrOutOfRange},               // inc
+		{math.MaxInt64, 1, 1, 1, ErrOutOfRange},                        // max_burst + 1
+		{1 << 40, 1, 1 << 20, 1, ErrOutOfRange},                        // dvt
+		{1, 1, 1, 1 << 40, ErrOutOfRange},                              // inc
 		// The negative-argument checks come in argument order.
 		{-1, -1, -1, -1, ErrNegativeBurst},
 		{1, -1, 0, 1, ErrNegativeCount},
