@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	_ "net/http/pprof" // served only with --pprof-addr
 	"os"
 	"os/signal"
 	"strconv"
@@ -27,6 +29,7 @@ type Config struct {
 	Dir         string
 	RequirePass string
 	Shards      int
+	PprofAddr   string
 }
 
 // Defaults, as documented in the README and --help.
@@ -59,6 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.Dir, "dir", DefaultDir, "directory for persisted state (created if missing)")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (empty: none)")
 	fs.IntVar(&cfg.Shards, "shards", 0, "lock stripes of the keyspace, rounded up to a power of two (0: 16 per CPU)")
+	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (empty: off)")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -93,6 +97,16 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 		return fmt.Errorf("data directory %s: %w", cfg.Dir, err)
 	}
 	store := storage.New(storage.Config{Shards: cfg.Shards})
+	if cfg.PprofAddr != "" {
+		pln, err := net.Listen("tcp", cfg.PprofAddr)
+		if err != nil {
+			return fmt.Errorf("--pprof-addr %s: %w", cfg.PprofAddr, err)
+		}
+		ps := &http.Server{Handler: http.DefaultServeMux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = ps.Serve(pln) }()
+		defer ps.Close()
+		logger.Info("serving pprof", "addr", pln.Addr().String())
+	}
 
 	addr := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", addr)
