@@ -1,0 +1,288 @@
+package protocol_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+)
+
+// step is one CL.THROTTLE call of a reference vector: at this offset from
+// the vector's start, charging quantity, the five integers a user sees.
+type step struct {
+	at       time.Duration
+	quantity int64
+	want     [5]int64 // limited, limit, remaining, retry_after, reset_after
+}
+
+// vector is one of SPEC.md section 1's reference sequences on one key.
+type vector struct {
+	name                 string
+	key                  string
+	burst, count, period int64
+	omitQuantity         bool // send four arguments: quantity defaults to 1
+	steps                []step
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
+// specVectors are every reference vector of SPEC.md section 1.
+var specVectors = []vector{
+	{name: "table", key: "k", burst: 4, count: 1, period: 1, steps: []step{
+		{0, 6, [5]int64{1, 5, 5, -1, 0}},
+		{0, 1, [5]int64{0, 5, 4, -1, 1}},
+		{0, 1, [5]int64{0, 5, 3, -1, 2}},
+		{0, 1, [5]int64{0, 5, 2, -1, 3}},
+		{0, 1, [5]int64{0, 5, 1, -1, 4}},
+		{0, 1, [5]int64{0, 5, 0, -1, 5}},
+		{0, 1, [5]int64{1, 5, 0, 1, 5}},
+		{ms(3000), 1, [5]int64{0, 5, 2, -1, 3}},
+		{ms(3100), 1, [5]int64{0, 5, 1, -1, 4}},
+		{ms(4000), 1, [5]int64{0, 5, 1, -1, 4}},
+		{ms(8000), 1, [5]int64{0, 5, 4, -1, 1}},
+		{ms(9500), 1, [5]int64{0, 5, 4, -1, 1}},
+		{ms(9500), 0, [5]int64{0, 5, 4, -1, 1}},
+		{ms(9500), 2, [5]int64{0, 5, 2, -1, 3}},
+		{ms(9500), 5, [5]int64{1, 5, 2, 3, 3}},
+	}},
+	{name: "no burst", key: "k", burst: 0, count: 1, period: 2, steps: []step{
+		{0, 1, [5]int64{0, 1, 0, -1, 2}},
+		{0, 1, [5]int64{1, 1, 0, 2, 2}},
+		{ms(2000), 1, [5]int64{0, 1, 0, -1, 2}},
+	}},
+	{name: "slow rate", key: "k", burst: 4, count: 1, period: 10, omitQuantity: true, steps: []step{
+		{0, 1, [5]int64{0, 5, 4, -1, 10}},
+		{0, 1, [5]int64{0, 5, 3, -1, 20}},
+		{0, 1, [5]int64{0, 5, 2, -1, 30}},
+		{0, 1, [5]int64{0, 5, 1, -1, 40}},
+		{0, 1, [5]int64{0, 5, 0, -1, 50}},
+		{0, 1, [5]int64{1, 5, 0, 10, 50}},
+	}},
+	{name: "readme", key: "user123", burst: 15, count: 30, period: 60, omitQuantity: true, steps: []step{
+		{0, 1, [5]int64{0, 16, 15, -1, 2}},
+	}},
+	{name: "two per second", key: "k", burst: 1, count: 2, period: 1, omitQuantity: true, steps: []step{
+		{0, 1, [5]int64{0, 2, 1, -1, 1}},
+		{0, 1, [5]int64{0, 2, 0, -1, 1}},
+		{0, 1, [5]int64{1, 2, 0, 1, 1}},
+	}},
+}
+
+// args is the CL.THROTTLE command for step s of v.
+func (v vector) args(s step) []string {
+	a := []string{"CL.THROTTLE", v.key, itoa(v.burst), itoa(v.count), itoa(v.period)}
+	if !v.omitQuantity {
+		a = append(a, itoa(s.quantity))
+	}
+	return a
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// groups splits the steps into runs at the same instant, which a pipeline or
+// one redis-cli invocation can send together.
+func (v vector) groups() [][]int {
+	var out [][]int
+	for i, s := range v.steps {
+		if i == 0 || s.at != v.steps[i-1].at {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], i)
+	}
+	return out
+}
+
+// batchThrottler sends the commands of one group at once and returns one
+// reply (or error) per command.
+type batchThrottler func(t *testing.T, cmds [][]string) ([][]int64, []error)
+
+// runVectors plays every SPEC vector, each on a fresh server, through do,
+// setting the manual clock before each group of same-instant steps.
+func runVectors(t *testing.T, connect func(t *testing.T, ts *testServer) batchThrottler) {
+	for _, v := range specVectors {
+		t.Run(v.name, func(t *testing.T) {
+			ts := startServer(t)
+			do := connect(t, ts)
+			for _, g := range v.groups() {
+				ts.Clock.Set(t0.Add(v.steps[g[0]].at))
+				cmds := make([][]string, len(g))
+				for j, i := range g {
+					cmds[j] = v.args(v.steps[i])
+				}
+				got, errs := do(t, cmds)
+				require.Len(t, got, len(g))
+				for j, i := range g {
+					s := v.steps[i]
+					if errs[j] != nil {
+						t.Errorf("step %d: at %v %s = error %v want %v", i, s.at, strings.Join(cmds[j], " "), errs[j], s.want)
+						continue
+					}
+					if !equalInts(got[j], s.want) {
+						t.Errorf("step %d: at %v %s = %v want %v", i, s.at, strings.Join(cmds[j], " "), got[j], s.want)
+					}
+				}
+			}
+		})
+	}
+}
+
+func equalInts(got []int64, want [5]int64) bool {
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func anyArgs(args []string) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		out[i] = a
+	}
+	return out
+}
+
+// goRedisOneByOne sends each command in its own round trip.
+func goRedisOneByOne(opts ...func(*redis.Options)) func(t *testing.T, ts *testServer) batchThrottler {
+	return func(t *testing.T, ts *testServer) batchThrottler {
+		rdb := ts.goRedis(t, opts...)
+		return func(t *testing.T, cmds [][]string) ([][]int64, []error) {
+			got, errs := make([][]int64, len(cmds)), make([]error, len(cmds))
+			for i, c := range cmds {
+				got[i], errs[i] = rdb.Do(ctx(t), anyArgs(c)...).Int64Slice()
+			}
+			return got, errs
+		}
+	}
+}
+
+func TestVectorsGoRedisRESP3(t *testing.T) {
+	runVectors(t, goRedisOneByOne())
+}
+
+func TestVectorsGoRedisRESP2(t *testing.T) {
+	runVectors(t, goRedisOneByOne(func(o *redis.Options) { o.Protocol = 2 }))
+}
+
+// Every group of same-instant steps goes out as one pipeline: one write, one
+// read of all the replies.
+func TestVectorsGoRedisPipeline(t *testing.T) {
+	for _, proto := range []int{2, 3} {
+		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) {
+			runVectors(t, func(t *testing.T, ts *testServer) batchThrottler {
+				rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = proto })
+				return func(t *testing.T, cmds [][]string) ([][]int64, []error) {
+					pipe := rdb.Pipeline()
+					results := make([]*redis.Cmd, len(cmds))
+					for i, c := range cmds {
+						results[i] = pipe.Do(ctx(t), anyArgs(c)...)
+					}
+					_, err := pipe.Exec(ctx(t))
+					// Exec reports the first failed command; each is checked below.
+					_ = err
+					got, errs := make([][]int64, len(cmds)), make([]error, len(cmds))
+					for i, r := range results {
+						got[i], errs[i] = r.Int64Slice()
+					}
+					return got, errs
+				}
+			})
+		})
+	}
+}
+
+func TestVectorsRueidis(t *testing.T) {
+	runVectors(t, func(t *testing.T, ts *testServer) batchThrottler {
+		c := ts.rueidis(t)
+		return func(t *testing.T, cmds [][]string) ([][]int64, []error) {
+			built := make(rueidis.Commands, len(cmds))
+			for i, a := range cmds {
+				built[i] = c.B().Arbitrary(a[0]).Keys(a[1]).Args(a[2:]...).Build()
+			}
+			got, errs := make([][]int64, len(cmds)), make([]error, len(cmds))
+			for i, r := range c.DoMulti(ctx(t), built...) { // one pipeline
+				got[i], errs[i] = r.AsIntSlice()
+			}
+			return got, errs
+		}
+	})
+}
+
+// The raw bytes on the wire: the same five integers under RESP2 and RESP3.
+func TestVectorsRawBytes(t *testing.T) {
+	for _, proto := range []string{"2", "3"} {
+		t.Run("RESP"+proto, func(t *testing.T) {
+			for _, v := range specVectors {
+				t.Run(v.name, func(t *testing.T) {
+					ts := startServer(t)
+					c := ts.raw(t)
+					require.Contains(t, c.do("HELLO", proto), "proto\r\n:"+proto+"\r\n")
+					for i, s := range v.steps {
+						ts.Clock.Set(t0.Add(s.at))
+						want := ints(s.want[:]...)
+						if got := c.do(v.args(s)...); got != want {
+							t.Errorf("step %d: at %v quantity %d = %q want %q", i, s.at, s.quantity, got, want)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+// redis-cli prints each integer of the reply on its own line when its
+// output is not a terminal; each same-instant group is one invocation with
+// the commands on stdin.
+func TestVectorsRedisCLI(t *testing.T) {
+	redisCLI(t)
+	for _, v := range specVectors {
+		t.Run(v.name, func(t *testing.T) {
+			ts := startServer(t)
+			for _, g := range v.groups() {
+				ts.Clock.Set(t0.Add(v.steps[g[0]].at))
+				var stdin, want strings.Builder
+				for _, i := range g {
+					stdin.WriteString(strings.Join(v.args(v.steps[i]), " ") + "\n")
+					want.WriteString(cliInts(v.steps[i].want))
+				}
+				got := cli(t, ts.Port, stdin.String())
+				if got != want.String() {
+					t.Errorf("steps %v at %v: redis-cli printed %q want %q", g, v.steps[g[0]].at, got, want.String())
+				}
+			}
+		})
+	}
+}
+
+// cliInts is how redis-cli prints a CL.THROTTLE reply to a pipe.
+func cliInts(want [5]int64) string {
+	var b strings.Builder
+	for _, n := range want {
+		b.WriteString(itoa(n) + "\n")
+	}
+	return b.String()
+}
+
+// The stats INFO reports count decisions: after the 15-step table, 12
+// allowed (the peek included) and 3 limited.
+func TestInfoCountsDecisions(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.goRedis(t)
+	v := specVectors[0]
+	for _, s := range v.steps {
+		ts.Clock.Set(t0.Add(s.at))
+		require.NoError(t, rdb.Do(ctx(t), anyArgs(v.args(s))...).Err())
+	}
+	info, err := rdb.Info(ctx(t), "stats").Result()
+	require.NoError(t, err)
+	require.Contains(t, info, "\r\nthrottle_allowed:12\r\n")
+	require.Contains(t, info, "\r\nthrottle_limited:3\r\n")
+}
