@@ -149,6 +149,30 @@ func (s *Store) Restore(key []byte, tat gcra.Instant) {
 	sh.mu.Unlock()
 }
 
+// restoreUntracked sets key's TAT without recording a change: the value
+// came from the backend, so writing it back would be wasted work.
+func (s *Store) restoreUntracked(key []byte, tat gcra.Instant) {
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	track := sh.t.track
+	sh.t.track = false
+	sh.t.put(key, tat)
+	sh.t.track = track
+	sh.mu.Unlock()
+}
+
+// PendingChanges returns how many changed keys wait for the next flush.
+func (s *Store) PendingChanges() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.t.changes)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
 // Len returns the number of keys held, including expired keys not yet swept.
 func (s *Store) Len() int {
 	n := 0
