@@ -29,6 +29,10 @@ type client struct {
 	lastCmd    atomic.Pointer[command]
 	respSeen   atomic.Int32 // resp, for other goroutines
 
+	// unsynced is set in durable mode by a command that changed state: the
+	// pipeline's replies wait for a sync.
+	unsynced bool
+
 	// closing is set by QUIT and SHUTDOWN: the connection closes after the
 	// reply is flushed.
 	closing bool

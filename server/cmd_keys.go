@@ -17,6 +17,9 @@ func cmdDel(c *client, args [][]byte, now time.Time) {
 			n++
 		}
 	}
+	if n > 0 {
+		c.changed()
+	}
 	c.writeInt(n)
 }
 
@@ -168,5 +171,6 @@ func cmdFlush(c *client, args [][]byte, _ time.Time) {
 		return
 	}
 	c.srv.store.Clear()
+	c.changed()
 	c.writeOK()
 }

@@ -50,6 +50,57 @@ func cmdShutdown(c *client, args [][]byte, _ time.Time) {
 	c.conn.Close()
 }
 
+// SAVE
+//
+// Writes every change and syncs it before replying.
+func cmdSave(c *client, _ [][]byte, _ time.Time) {
+	p := c.srv.cfg.Persistence
+	if p == nil {
+		c.writeError(errNoPersistence)
+		return
+	}
+	if err := p.Flush(true); err != nil {
+		c.srv.logError("SAVE failed", err)
+		c.writeError("ERR " + err.Error())
+		return
+	}
+	c.writeOK()
+}
+
+// BGSAVE [SCHEDULE]
+func cmdBgsave(c *client, args [][]byte, _ time.Time) {
+	p := c.srv.cfg.Persistence
+	if p == nil {
+		c.writeError(errNoPersistence)
+		return
+	}
+	if len(args) == 2 && !equalFold(args[1], "schedule") {
+		c.writeError(errSyntax)
+		return
+	}
+	if !p.BackgroundSave(func(err error) { c.srv.logError("BGSAVE failed", err) }) {
+		if len(args) == 2 {
+			c.writeSimple("Background saving scheduled")
+			return
+		}
+		c.writeError("ERR Background save already in progress")
+		return
+	}
+	c.writeSimple("Background saving started")
+}
+
+// LASTSAVE
+//
+// The Unix time of the last successful flush (the start time before one).
+func cmdLastsave(c *client, _ [][]byte, _ time.Time) {
+	p := c.srv.cfg.Persistence
+	if p == nil {
+		c.writeInt(c.srv.started.Unix())
+		return
+	}
+	c.writeInt(p.Stats().LastSave.Unix())
+}
+
 // CONFIG GET parameter [parameter ...] | CONFIG SET ... | CONFIG RESETSTAT
 //
 // GET reports the settings monitoring tools and clients read; SET is refused
@@ -82,6 +133,26 @@ func cmdConfig(c *client, args [][]byte, _ time.Time) {
 		c.writeError(errWrongArgs("config|" + strings.ToLower(string(sub))))
 	default:
 		c.writeError(errUnknownSubcommand(sub, "CONFIG"))
+	}
+}
+
+// saveParam and appendfsyncParam describe redcell's flushing in the words
+// of the Redis settings closest to it.
+func (s *Server) saveParam() string {
+	if s.cfg.Persistence == nil {
+		return ""
+	}
+	return "1 1"
+}
+
+func (s *Server) appendfsyncParam() string {
+	switch {
+	case s.cfg.Persistence == nil:
+		return "no"
+	case s.cfg.DurableWrites:
+		return "always"
+	default:
+		return "everysec"
 	}
 }
 

@@ -45,6 +45,9 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		return
 	}
 	c.srv.stats.countDecision(res.Limited)
+	if !res.Limited && quantity > 0 {
+		c.changed()
+	}
 	reply := res.Ints()
 	c.writeArray(len(reply))
 	for _, v := range reply {

@@ -121,9 +121,44 @@ func (s *Server) infoMemory(time.Time) [][2]string {
 	}
 }
 
-func (s *Server) infoPersistence(time.Time) [][2]string {
+// infoPersistence reports flushing in the fields Redis users watch: the
+// rdb_* fields describe redcell's flushes to Pebble.
+func (s *Server) infoPersistence(now time.Time) [][2]string {
+	p := s.cfg.Persistence
+	if p == nil {
+		return [][2]string{
+			{"loading", "0"},
+			{"persistence_enabled", "0"},
+			{"rdb_changes_since_last_save", itoa(int64(s.store.PendingChanges()))},
+			{"rdb_last_save_time", itoa(s.started.Unix())},
+			{"rdb_last_bgsave_status", "ok"},
+			{"aof_enabled", "0"},
+		}
+	}
+	st := p.Stats()
+	status := "ok"
+	if !st.LastOK {
+		status = "err"
+	}
+	inProgress := "0"
+	if st.BackgroundSaving {
+		inProgress = "1"
+	}
 	return [][2]string{
 		{"loading", "0"},
+		{"persistence_enabled", "1"},
+		{"async_loading", "0"},
+		{"rdb_changes_since_last_save", itoa(int64(s.store.PendingChanges()))},
+		{"rdb_bgsave_in_progress", inProgress},
+		{"rdb_last_save_time", itoa(st.LastSave.Unix())},
+		{"rdb_last_bgsave_status", status},
+		{"rdb_last_bgsave_time_sec", itoa(int64(st.LastDuration / time.Second))},
+		{"redcell_last_flush_usec", itoa(int64(st.LastDuration / time.Microsecond))},
+		{"redcell_last_flush_keys", itoa(st.LastCount)},
+		{"redcell_flushes", itoa(st.Flushes)},
+		{"redcell_flush_mode", s.appendfsyncParam()},
+		{"redcell_loaded_keys", itoa(s.cfg.LoadedKeys)},
+		{"redcell_load_usec", itoa(int64(s.cfg.LoadDuration / time.Microsecond))},
 		{"aof_enabled", "0"},
 	}
 }

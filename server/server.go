@@ -5,6 +5,7 @@ package server
 
 import (
 	"errors"
+	"log/slog"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -33,11 +34,33 @@ type Config struct {
 	// SHUTDOWN NOSAVE. It should stop the process cleanly; an error is
 	// reported to the client. Nil makes SHUTDOWN an error.
 	Shutdown func(save bool) error
+	// Persistence, when set, serves SAVE, BGSAVE, LASTSAVE and INFO's
+	// Persistence section. Nil means state lives in memory only.
+	Persistence Persistence
+	// DurableWrites makes every reply that follows a change wait until the
+	// change is synced (Persistence.Sync), as Redis's appendfsync always.
+	DurableWrites bool
+	// Logger receives errors the server cannot tell a client. The default
+	// discards them.
+	Logger *slog.Logger
+	// LoadedKeys and LoadDuration describe the start-up load, for INFO.
+	LoadedKeys   int64
+	LoadDuration time.Duration
 	// Settings are reported by INFO and CONFIG GET; they change nothing here.
 	Bind string
 	Port int
 	Dir  string
 }
+
+// Persistence is what the server needs from the flusher.
+type Persistence interface {
+	Flush(sync bool) error
+	BackgroundSave(onError func(error)) bool
+	Sync() error
+	Stats() storage.FlushStats
+}
+
+var _ Persistence = (*storage.Flusher)(nil)
 
 // Server is a RESP server over one Store. It is safe for concurrent use.
 type Server struct {
@@ -76,6 +99,9 @@ func (st *stats) countDecision(limited bool) {
 func New(cfg Config, store *storage.Store) *Server {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
 		cfg:     cfg,
@@ -136,6 +162,10 @@ func (s *Server) closed(conn redcon.Conn, _ error) {
 	s.mu.Unlock()
 }
 
+func (s *Server) logError(msg string, err error) {
+	s.cfg.Logger.Error(msg, "err", err)
+}
+
 // connectedClients returns a snapshot of the open connections.
 func (s *Server) connectedClients() []*client {
 	s.mu.Lock()
@@ -176,6 +206,31 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 	c.lastActive.Store(now.UnixNano())
 	c.lastCmd.Store(spec)
 	spec.run(c, args, now)
+	if c.unsynced && len(conn.PeekPipeline()) == 0 {
+		s.syncBeforeReply(c)
+	}
+}
+
+// syncBeforeReply runs in durable mode after the last command of a pipeline
+// that changed state, before redcon sends the pipeline's replies: it waits
+// for the group commit that covers the changes. If that fails the replies are
+// dropped and the connection closed, so nothing unpersisted is acknowledged.
+func (s *Server) syncBeforeReply(c *client) {
+	c.unsynced = false
+	if err := s.cfg.Persistence.Sync(); err != nil {
+		s.logError("durable write failed; closing the connection unacknowledged", err)
+		redcon.BaseWriter(c.conn).SetBuffer(nil)
+		c.closing = true
+		c.conn.Close()
+	}
+}
+
+// changed records that the current command changed stored state: in durable
+// mode its reply waits for a sync.
+func (c *client) changed() {
+	if c.srv.cfg.DurableWrites {
+		c.unsynced = true
+	}
 }
 
 // lookup finds a command by name, case-insensitively, without allocating.
