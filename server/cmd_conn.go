@@ -2,7 +2,9 @@ package server
 
 import (
 	"crypto/subtle"
+	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -141,7 +143,8 @@ func cmdHello(c *client, args [][]byte, _ time.Time) {
 	c.writeArray(0)
 }
 
-// validClientName is Redis's rule: printable ASCII without spaces.
+// validClientName is Redis's rule for client names and library names and
+// versions: printable ASCII without spaces.
 func validClientName(name []byte) bool {
 	for _, ch := range name {
 		if ch < '!' || ch > '~' {
@@ -161,9 +164,11 @@ func (c *client) setName(name []byte) {
 }
 
 // CLIENT ID | GETNAME | SETNAME name | SETINFO LIB-NAME|LIB-VER value |
-// INFO | LIST [TYPE normal] | NO-EVICT on|off | NO-TOUCH on|off | TRACKING ...
+// INFO | LIST [TYPE type | ID id ...] | NO-EVICT on|off | NO-TOUCH on|off |
+// TRACKING ...
 func cmdClient(c *client, args [][]byte, now time.Time) {
 	sub := args[1]
+	c.noteSubcommand(sub)
 	switch {
 	case equalFold(sub, "id") && len(args) == 2:
 		c.writeInt(c.id)
@@ -181,26 +186,34 @@ func cmdClient(c *client, args [][]byte, now time.Time) {
 		c.setName(args[2])
 		c.writeOK()
 	case equalFold(sub, "setinfo") && len(args) == 4:
-		val := string(args[3])
-		if strings.ContainsAny(val, " \r\n") {
-			c.writeError("ERR " + string(clip(args[2], 32)) + " cannot contain spaces, newlines or special characters.")
-			return
-		}
+		// As Redis: an unknown attribute is reported before a bad value.
+		var dst *atomic.Pointer[string]
 		switch {
 		case equalFold(args[2], "lib-name"):
-			c.libName.Store(&val)
+			dst = &c.libName
 		case equalFold(args[2], "lib-ver"):
-			c.libVersion.Store(&val)
+			dst = &c.libVersion
 		default:
-			c.writeError("ERR Unrecognized option '" + string(clip(args[2], 32)) + "'")
+			c.writeError("ERR Unrecognized option '" + string(clip(args[2], 128)) + "'")
 			return
 		}
+		if !validClientName(args[3]) {
+			c.writeError("ERR " + string(clip(args[2], 128)) + " cannot contain spaces, newlines or special characters.")
+			return
+		}
+		val := string(args[3])
+		dst.Store(&val)
 		c.writeOK()
 	case equalFold(sub, "info") && len(args) == 2:
 		c.writeVerbatim(c.info(now) + "\n")
 	case equalFold(sub, "list"):
+		clients, errText := c.listClients(args[2:])
+		if errText != "" {
+			c.writeError(errText)
+			return
+		}
 		var b strings.Builder
-		for _, other := range c.srv.connectedClients() {
+		for _, other := range clients {
 			b.WriteString(other.info(now))
 			b.WriteByte('\n')
 		}
@@ -219,6 +232,58 @@ func cmdClient(c *client, args [][]byte, now time.Time) {
 			return
 		}
 		c.writeError(errUnknownSubcommand(sub, "CLIENT"))
+	}
+}
+
+// noteSubcommand records CLIENT's subcommand as the connection's last
+// command, so CLIENT LIST shows cmd=client|info as Redis 7 does.
+func (c *client) noteSubcommand(sub []byte) {
+	parent := c.srv.commands["client"]
+	if parent == nil {
+		return
+	}
+	for _, spec := range parent.subcommands {
+		if equalFold(sub, strings.TrimPrefix(spec.name, "client|")) {
+			c.lastCmd.Store(spec)
+			return
+		}
+	}
+}
+
+// listClients selects the connections CLIENT LIST [TYPE type | ID id ...]
+// reports: all of them oldest first, or those of the IDs given, in their
+// order. It returns the error text for bad options.
+func (c *client) listClients(opts [][]byte) ([]*client, string) {
+	all := c.srv.connectedClients()
+	sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
+	switch {
+	case len(opts) == 0:
+		return all, ""
+	case len(opts) == 2 && equalFold(opts[0], "type"):
+		switch t := opts[1]; {
+		case equalFold(t, "normal"):
+			return all, ""
+		case equalFold(t, "master"), equalFold(t, "replica"), equalFold(t, "slave"), equalFold(t, "pubsub"):
+			return nil, "" // redcell has no such connections
+		default:
+			return nil, "ERR Unknown client type '" + string(clip(t, 128)) + "'"
+		}
+	case len(opts) >= 2 && equalFold(opts[0], "id"):
+		var out []*client
+		for _, a := range opts[1:] {
+			id, ok := parseInt(a)
+			if !ok {
+				return nil, "ERR Invalid client ID"
+			}
+			for _, other := range all {
+				if other.id == id {
+					out = append(out, other)
+				}
+			}
+		}
+		return out, ""
+	default:
+		return nil, errSyntax
 	}
 }
 
