@@ -1,15 +1,20 @@
 package server
 
 import (
+	"bytes"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
 // COMMAND | COMMAND COUNT | COMMAND INFO [name ...] | COMMAND DOCS [name ...] |
-// COMMAND LIST
+// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern] |
+// COMMAND GETKEYS command [arg ...]
 //
 // Replies have Redis 7's shape, so cluster-aware clients find each command's
 // keys (CL.THROTTLE's first key is at position 1) and redis-cli its docs.
+// Names may be a subcommand's full name, as "client|list".
 func cmdCommand(c *client, args [][]byte, _ time.Time) {
 	if len(args) == 1 {
 		c.writeCommandInfos(c.srv.sortedCommands())
@@ -17,20 +22,20 @@ func cmdCommand(c *client, args [][]byte, _ time.Time) {
 	}
 	sub := args[1]
 	switch {
-	case equalFold(sub, "count") && len(args) == 2:
+	case equalFold(sub, "count"):
+		if len(args) != 2 {
+			c.writeError(errWrongArgs("command|count"))
+			return
+		}
 		c.writeInt(int64(len(c.srv.commands)))
 	case equalFold(sub, "list"):
-		cmds := c.srv.sortedCommands()
-		c.writeArray(len(cmds))
-		for _, cmd := range cmds {
-			c.writeBulkString(cmd.name)
-		}
+		c.commandList(args[2:])
 	case equalFold(sub, "info"):
 		cmds := c.srv.sortedCommands()
 		if len(args) > 2 {
 			cmds = cmds[:0]
 			for _, name := range args[2:] {
-				cmds = append(cmds, c.srv.lookup(name)) // nil: reported as null
+				cmds = append(cmds, c.srv.lookupFull(name)) // nil: reported as null
 			}
 		}
 		c.writeCommandInfos(cmds)
@@ -39,7 +44,7 @@ func cmdCommand(c *client, args [][]byte, _ time.Time) {
 		if len(args) > 2 {
 			cmds = cmds[:0]
 			for _, name := range args[2:] {
-				if cmd := c.srv.lookup(name); cmd != nil {
+				if cmd := c.srv.lookupFull(name); cmd != nil {
 					cmds = append(cmds, cmd)
 				}
 			}
@@ -49,8 +54,99 @@ func cmdCommand(c *client, args [][]byte, _ time.Time) {
 			c.writeBulkString(cmd.name)
 			c.writeCommandDoc(cmd)
 		}
+	case equalFold(sub, "getkeys"):
+		if len(args) < 3 {
+			c.writeError(errWrongArgs("command|getkeys"))
+			return
+		}
+		c.commandGetKeys(args[2:])
 	default:
 		c.writeError(errUnknownSubcommand(sub, "COMMAND"))
+	}
+}
+
+// lookupFull finds a command by name or a subcommand by its full name
+// ("client|list"), case-insensitively.
+func (s *Server) lookupFull(name []byte) *command {
+	parent, child, ok := bytes.Cut(name, []byte("|"))
+	cmd := s.lookup(parent)
+	if !ok || cmd == nil {
+		return cmd
+	}
+	for _, sub := range cmd.subcommands {
+		if equalFold(child, strings.TrimPrefix(sub.name, cmd.name+"|")) {
+			return sub
+		}
+	}
+	return nil
+}
+
+// commandList writes COMMAND LIST: every command's name, each followed by
+// its subcommands' full names, as Redis lists them.
+func (c *client) commandList(opts [][]byte) {
+	keep := func(*command) bool { return true }
+	switch {
+	case len(opts) == 0:
+	case len(opts) == 3 && equalFold(opts[0], "filterby"):
+		arg := strings.ToLower(string(opts[2]))
+		switch kind := opts[1]; {
+		case equalFold(kind, "module"):
+			keep = func(*command) bool { return false } // no module commands here
+		case equalFold(kind, "aclcat"):
+			keep = func(cmd *command) bool { return slices.Contains(cmd.acl, "@"+arg) }
+		case equalFold(kind, "pattern"):
+			keep = func(cmd *command) bool { return globMatch([]byte(arg), cmd.name) }
+		default:
+			c.writeError(errSyntax)
+			return
+		}
+	default:
+		c.writeError(errSyntax)
+		return
+	}
+	var names []string
+	for _, cmd := range c.srv.sortedCommands() {
+		if keep(cmd) {
+			names = append(names, cmd.name)
+		}
+		for _, sub := range cmd.subcommands {
+			if keep(sub) {
+				names = append(names, sub.name)
+			}
+		}
+	}
+	c.writeArray(len(names))
+	for _, name := range names {
+		c.writeBulkString(name)
+	}
+}
+
+// commandGetKeys writes the key arguments of the command line args, with
+// Redis's errors and Redis's arity rule.
+func (c *client) commandGetKeys(args [][]byte) {
+	cmd := c.srv.lookupFull(args[0])
+	switch {
+	case cmd == nil:
+		c.writeError("ERR Invalid command specified")
+		return
+	case cmd.firstKey == 0:
+		c.writeError("ERR The command has no key arguments")
+		return
+	case cmd.arity > 0 && len(args) != cmd.arity, len(args) < -cmd.arity:
+		c.writeError("ERR Invalid number of arguments specified for command")
+		return
+	}
+	last := cmd.lastKey
+	if last < 0 {
+		last += len(args)
+	}
+	n := 0
+	for i := cmd.firstKey; i <= last && i < len(args); i += cmd.step {
+		n++
+	}
+	c.writeArray(n)
+	for i := cmd.firstKey; i <= last && i < len(args); i += cmd.step {
+		c.writeBulk(args[i])
 	}
 }
 
