@@ -1,0 +1,690 @@
+package protocol_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"redcell/server"
+)
+
+// SPEC.md section 2: the Redis commands a drop-in must answer as Redis does.
+
+func TestPingEcho(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	require.Equal(t, simple("PONG"), c.do("PING"))
+	require.Equal(t, simple("PONG"), c.do("ping"))
+	require.Equal(t, bulk("hello world"), c.do("PING", "hello world"))
+	require.Equal(t, bulk(""), c.do("PING", ""))
+	require.Equal(t, bulk("a\r\nb"), c.do("ECHO", "a\r\nb"))
+	require.Equal(t, errReply("ERR wrong number of arguments for 'ping' command"), c.do("PING", "a", "b"))
+	require.Equal(t, errReply("ERR wrong number of arguments for 'echo' command"), c.do("ECHO"))
+	require.Equal(t, errReply("ERR wrong number of arguments for 'echo' command"), c.do("ECHO", "a", "b"))
+}
+
+// QUIT replies OK and closes; what was pipelined after it is not run.
+func TestQuitStopsThePipeline(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	c.write(command("PING") + command("QUIT") + command("CL.THROTTLE", "after-quit", "4", "1", "1") + command("PING"))
+	require.Equal(t, simple("PONG"), c.read())
+	require.Equal(t, ok, c.read())
+	c.expectClosed()
+
+	other := ts.raw(t)
+	require.Equal(t, integer(0), other.do("EXISTS", "after-quit"), "the command after QUIT did not run")
+	require.Equal(t, integer(0), other.do("DBSIZE"))
+}
+
+func TestSelect(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	require.Equal(t, ok, c.do("SELECT", "0"))
+	require.Equal(t, errReply(errDBIndex), c.do("SELECT", "1"))
+	require.Equal(t, errReply(errDBIndex), c.do("SELECT", "15"))
+	require.Equal(t, errReply(errDBIndex), c.do("SELECT", "-1"))
+	require.Equal(t, errReply(errNotInteger), c.do("SELECT", "x"))
+	require.Equal(t, errReply(errNotInteger), c.do("SELECT", "0.0"))
+	require.Equal(t, errReply("ERR wrong number of arguments for 'select' command"), c.do("SELECT"))
+	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1"), "the connection still works")
+
+	// go-redis's DB option sends SELECT on connect: DB 0 is fine, 1 fails.
+	rdb := ts.goRedis(t, func(o *redis.Options) { o.DB = 1 })
+	require.EqualError(t, rdb.Ping(ctx(t)).Err(), errDBIndex)
+}
+
+// TIME reads the server's clock, the manual one here.
+func TestTime(t *testing.T) {
+	ts := startServer(t)
+	at := time.Date(2027, 3, 1, 8, 30, 15, 123456789, time.UTC)
+	ts.Clock.Set(at)
+	c := ts.raw(t)
+	require.Equal(t, bulks(strconv.FormatInt(at.Unix(), 10), "123456"), c.do("TIME"))
+
+	rdb := ts.goRedis(t)
+	got, err := rdb.Time(ctx(t)).Result()
+	require.NoError(t, err)
+	require.True(t, at.Truncate(time.Microsecond).Equal(got), "TIME = %v want %v", got, at)
+	require.Equal(t, errReply("ERR wrong number of arguments for 'time' command"), c.do("TIME", "now"))
+}
+
+// throttle makes one allowed CL.THROTTLE call on key, with a TAT period
+// seconds after now.
+func throttle(t *testing.T, c *rawConn, key string, period int) {
+	t.Helper()
+	require.Equal(t, ints(0, 1, 0, -1, int64(period)), c.do("CL.THROTTLE", key, "0", "1", strconv.Itoa(period)))
+}
+
+func TestDBSizeFlushDBFlushAll(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	require.Equal(t, integer(0), c.do("DBSIZE"))
+	for _, k := range []string{"a", "b", "c"} {
+		throttle(t, c, k, 60)
+	}
+	require.Equal(t, integer(3), c.do("DBSIZE"))
+	require.Equal(t, ints(1, 1, 0, 60, 60), c.do("CL.THROTTLE", "a", "0", "1", "60"))
+
+	require.Equal(t, ok, c.do("FLUSHDB"))
+	require.Equal(t, integer(0), c.do("DBSIZE"))
+	require.Equal(t, ints(0, 1, 0, -1, 60), c.do("CL.THROTTLE", "a", "0", "1", "60"), "FLUSHDB reset the limiter")
+
+	require.Equal(t, ok, c.do("FLUSHALL", "ASYNC"))
+	require.Equal(t, integer(0), c.do("DBSIZE"))
+	throttle(t, c, "a", 60)
+	require.Equal(t, ok, c.do("flushall", "sync"))
+	require.Equal(t, ok, c.do("FLUSHDB", "async"))
+	require.Equal(t, integer(0), c.do("DBSIZE"))
+	require.Equal(t, errReply(errSyntax), c.do("FLUSHDB", "now"))
+	require.Equal(t, errReply("ERR wrong number of arguments for 'flushall' command"), c.do("FLUSHALL", "SYNC", "ASYNC"))
+}
+
+func TestKeys(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	for _, k := range []string{"user:1", "user:2", "user:10", "admin:1", "a*b", "short"} {
+		throttle(t, c, k, 60)
+	}
+	throttle(t, c, "user:soon-gone", 1)
+	keys := func(pattern string) []string {
+		t.Helper()
+		rdb := ts.goRedis(t)
+		got, err := rdb.Keys(ctx(t), pattern).Result()
+		require.NoError(t, err)
+		sort.Strings(got)
+		return got
+	}
+	require.Equal(t, []string{"a*b", "admin:1", "short", "user:1", "user:10", "user:2", "user:soon-gone"}, keys("*"))
+	require.Equal(t, []string{"user:1", "user:10", "user:2", "user:soon-gone"}, keys("user:*"))
+	require.Equal(t, []string{"user:1", "user:2"}, keys("user:?"))
+	require.Equal(t, []string{"user:1", "user:2"}, keys("user:[0-9]"))
+	require.Equal(t, []string{"admin:1", "user:1"}, keys("*:1"))
+	require.Equal(t, []string{"a*b"}, keys(`a\*b`))
+	require.Equal(t, []string{"short"}, keys("[^au]*"))
+	require.Equal(t, []string{}, keys("nomatch*"))
+
+	ts.Clock.Advance(time.Second)
+	require.Equal(t, []string{"user:1", "user:10", "user:2"}, keys("user:*"), "an expired key is not listed")
+	require.Equal(t, "*0\r\n", c.do("KEYS", "nomatch"))
+	require.Equal(t, bulks("short"), c.do("KEYS", "short"))
+}
+
+func TestScanCoversEveryKey(t *testing.T) {
+	ts := startServer(t)
+	rdb := ts.goRedis(t)
+	var want []string
+	for i := 0; i < 250; i++ {
+		k := fmt.Sprintf("key:%d", i)
+		want = append(want, k)
+		require.NoError(t, rdb.Do(ctx(t), "CL.THROTTLE", k, 0, 1, 60).Err())
+	}
+	for i := 0; i < 20; i++ {
+		require.NoError(t, rdb.Do(ctx(t), "CL.THROTTLE", fmt.Sprintf("other:%d", i), 0, 1, 60).Err())
+	}
+
+	var got []string
+	cursor, calls := uint64(0), 0
+	for {
+		keys, next, err := rdb.Scan(ctx(t), cursor, "key:*", 7).Result()
+		require.NoError(t, err)
+		got = append(got, keys...)
+		calls++
+		cursor = next
+		if cursor == 0 {
+			break
+		}
+		require.Less(t, calls, 1000, "SCAN must terminate")
+	}
+	require.ElementsMatch(t, want, got, "every key exactly once")
+	require.Greater(t, calls, 270/7, "COUNT bounds each call")
+
+	// go-redis's iterator, no MATCH: all 270.
+	n := 0
+	iter := rdb.Scan(ctx(t), 0, "", 0).Iterator()
+	for iter.Next(ctx(t)) {
+		n++
+	}
+	require.NoError(t, iter.Err())
+	require.Equal(t, 270, n)
+
+	c := ts.raw(t)
+	require.Equal(t, errReply("ERR invalid cursor"), c.do("SCAN", "x"))
+	require.Equal(t, errReply("ERR invalid cursor"), c.do("SCAN", "-1"))
+	require.Equal(t, errReply(errSyntax), c.do("SCAN", "0", "COUNT", "0"))
+	require.Equal(t, errReply(errNotInteger), c.do("SCAN", "0", "COUNT", "x"))
+	require.Equal(t, errReply(errSyntax), c.do("SCAN", "0", "MATCH"))
+	require.Equal(t, errReply(errSyntax), c.do("SCAN", "0", "LIMIT", "5"))
+	require.Equal(t, "*2\r\n$1\r\n0\r\n*0\r\n", c.do("SCAN", "0", "COUNT", "1000", "TYPE", "hash"))
+	require.Equal(t, "*2\r\n$1\r\n0\r\n"+bulks("other:7"), c.do("SCAN", "0", "MATCH", "other:7", "COUNT", "1000", "TYPE", "string"))
+}
+
+// DEL is redis-cell's documented way to reset a limiter; UNLINK too.
+func TestDelAndUnlinkResetTheLimiter(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	for i := int64(0); i < 5; i++ {
+		require.Equal(t, ints(0, 5, 4-i, -1, i+1), c.do("CL.THROTTLE", "k", "4", "1", "1"))
+	}
+	require.Equal(t, ints(1, 5, 0, 1, 5), c.do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, integer(1), c.do("DEL", "k"))
+	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1"), "DEL reset the limiter")
+	require.Equal(t, integer(0), c.do("DEL", "absent"))
+
+	require.Equal(t, integer(1), c.do("UNLINK", "k"))
+	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1"), "UNLINK reset the limiter")
+
+	throttle(t, c, "a", 60)
+	throttle(t, c, "b", 60)
+	require.Equal(t, integer(3), c.do("DEL", "a", "b", "k", "absent", "a"), "each existing key counted once")
+	require.Equal(t, integer(0), c.do("DBSIZE"))
+	require.Equal(t, errReply("ERR wrong number of arguments for 'del' command"), c.do("DEL"))
+}
+
+func TestExists(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	require.Equal(t, integer(0), c.do("EXISTS", "k"))
+	throttle(t, c, "k", 2)
+	require.Equal(t, integer(1), c.do("EXISTS", "k"))
+	require.Equal(t, integer(2), c.do("EXISTS", "k", "k", "absent"), "a key named twice counts twice")
+	ts.Clock.Advance(2 * time.Second)
+	require.Equal(t, integer(0), c.do("EXISTS", "k"), "gone when its TAT passes")
+}
+
+// TTL and PTTL count down to the TAT on the manual clock, then -2.
+func TestTTLAndPTTL(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	require.Equal(t, ints(0, 5, 4, -1, 10), c.do("CL.THROTTLE", "k", "4", "1", "10"))
+	require.Equal(t, integer(10000), c.do("PTTL", "k"))
+	require.Equal(t, integer(10), c.do("TTL", "k"))
+
+	for _, tc := range []struct {
+		at        time.Duration
+		pttl, ttl int64
+	}{
+		{ms(2500), 7500, 8}, // TTL rounds as Redis: (7500+500)/1000
+		{ms(2501), 7499, 7},
+		{ms(9000), 1000, 1},
+		{ms(9499), 501, 1},
+		{ms(9501), 499, 0},
+		{9*time.Second + 999_600*time.Microsecond, 0, 0}, // 0.4 ms left rounds to 0
+		{10 * time.Second, -2, -2},
+		{time.Hour, -2, -2},
+	} {
+		ts.Clock.Set(t0.Add(tc.at))
+		require.Equal(t, integer(tc.pttl), c.do("PTTL", "k"), "PTTL at %v", tc.at)
+		require.Equal(t, integer(tc.ttl), c.do("TTL", "k"), "TTL at %v", tc.at)
+	}
+	require.Equal(t, integer(-2), c.do("PTTL", "absent"))
+	require.Equal(t, integer(-2), c.do("TTL", "absent"))
+
+	// go-redis's typed replies.
+	ts.Clock.Set(t0.Add(time.Hour))
+	rdb := ts.goRedis(t)
+	require.NoError(t, rdb.Do(ctx(t), "CL.THROTTLE", "k", 4, 1, 10, 3).Err())
+	require.Equal(t, 30*time.Second, rdb.TTL(ctx(t), "k").Val())
+	require.Equal(t, 30*time.Second, rdb.PTTL(ctx(t), "k").Val())
+	require.Equal(t, time.Duration(-2), rdb.TTL(ctx(t), "absent").Val())
+}
+
+// A limited call changes neither the TAT nor the expiry.
+func TestLimitedCallKeepsExpiry(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	require.Equal(t, ints(0, 1, 0, -1, 60), c.do("CL.THROTTLE", "k", "0", "1", "60"))
+	ts.Clock.Advance(10 * time.Second)
+	require.Equal(t, ints(1, 1, 0, 50, 50), c.do("CL.THROTTLE", "k", "0", "1", "60"))
+	require.Equal(t, integer(50000), c.do("PTTL", "k"))
+	require.Equal(t, bulk(strconv.FormatInt(t0.Add(time.Minute).UnixNano(), 10)), c.do("GET", "k"))
+	require.Equal(t, ints(0, 1, 1, -1, 0), c.do("CL.THROTTLE", "peek", "0", "1", "60", "0"))
+	require.Equal(t, integer(0), c.do("EXISTS", "peek"), "a peek never creates a key")
+}
+
+// GET shows the TAT in nanoseconds since the Unix epoch; TYPE says string.
+func TestGetAndType(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	require.Equal(t, null2, c.do("GET", "k"))
+	require.Equal(t, simple("none"), c.do("TYPE", "k"))
+	require.Equal(t, ints(0, 5, 4, -1, 10), c.do("CL.THROTTLE", "k", "4", "1", "10"))
+	tat := t0.Add(10 * time.Second).UnixNano()
+	require.Equal(t, bulk(strconv.FormatInt(tat, 10)), c.do("GET", "k"))
+	require.Equal(t, simple("string"), c.do("TYPE", "k"))
+	require.Equal(t, ints(0, 5, 3, -1, 20), c.do("CL.THROTTLE", "k", "4", "1", "10"))
+	require.Equal(t, bulk(strconv.FormatInt(tat+int64(10*time.Second), 10)), c.do("GET", "k"))
+
+	rdb := ts.goRedis(t)
+	n, err := rdb.Get(ctx(t), "k").Int64()
+	require.NoError(t, err)
+	require.Equal(t, tat+int64(10*time.Second), n)
+	require.Equal(t, "string", rdb.Type(ctx(t), "k").Val())
+	require.ErrorIs(t, rdb.Get(ctx(t), "absent").Err(), redis.Nil, "RESP3 null is go-redis's redis.Nil")
+	require.Equal(t, "none", rdb.Type(ctx(t), "absent").Val())
+
+	ts.Clock.Advance(20 * time.Second)
+	require.Equal(t, null2, c.do("GET", "k"), "gone at its TAT")
+	require.Equal(t, simple("none"), c.do("TYPE", "k"))
+}
+
+// An expired key stops costing memory without being touched again: the
+// store's sweeper (as main runs it) frees it, and INFO counts it.
+func TestActiveExpiry(t *testing.T) {
+	ts := startServer(t)
+	sweep, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ts.Store.RunExpiry(sweep, time.Millisecond, 1000, ts.Clock.Now)
+	}()
+	t.Cleanup(func() { stop(); <-done })
+
+	c := ts.raw(t)
+	for i := 0; i < 100; i++ {
+		throttle(t, c, fmt.Sprintf("k%d", i), 5)
+	}
+	throttle(t, c, "long", 3600)
+	require.Equal(t, integer(101), c.do("DBSIZE"))
+	ts.Clock.Advance(5 * time.Second)
+	require.Eventually(t, func() bool { return ts.Store.Len() == 1 }, 10*time.Second, time.Millisecond)
+	require.Equal(t, integer(1), c.do("DBSIZE"))
+	require.Contains(t, c.do("INFO", "stats"), "\r\nexpired_keys:100\r\n")
+	require.Equal(t, "# Keyspace\r\ndb0:keys=1,expires=1,avg_ttl=0\r\n", bulkBody(t, c.do("INFO", "keyspace")))
+}
+
+// bulkBody returns the text of a RESP2 bulk string reply.
+func bulkBody(t *testing.T, reply string) string {
+	t.Helper()
+	head, body, found := strings.Cut(reply, "\r\n")
+	require.True(t, found && strings.HasPrefix(head, "$"), "not a bulk string: %q", reply)
+	n, err := strconv.Atoi(head[1:])
+	require.NoError(t, err)
+	require.Len(t, body, n+2)
+	return body[:n]
+}
+
+// clientLine is one line of CLIENT LIST / CLIENT INFO as redcell prints it.
+func clientLine(id int64, addr, laddr, name string, age, idle int, cmd string, resp int, libName, libVer string) string {
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s",
+		id, addr, laddr, name, age, idle, cmd, resp, libName, libVer)
+}
+
+func TestClientCommands(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	addr := c.conn.LocalAddr().String()
+	require.Equal(t, integer(1), c.do("CLIENT", "ID"))
+	require.Equal(t, null2, c.do("CLIENT", "GETNAME"))
+	require.Equal(t, ok, c.do("CLIENT", "SETNAME", "app-1"))
+	require.Equal(t, bulk("app-1"), c.do("client", "getname"))
+	require.Equal(t, errReply("ERR Client names cannot contain spaces, newlines or special characters."), c.do("CLIENT", "SETNAME", "app 1"))
+	require.Equal(t, errReply("ERR Client names cannot contain spaces, newlines or special characters."), c.do("CLIENT", "SETNAME", "app\n1"))
+	require.Equal(t, bulk("app-1"), c.do("CLIENT", "GETNAME"), "a refused name changes nothing")
+	require.Equal(t, ok, c.do("CLIENT", "SETNAME", ""))
+	require.Equal(t, null2, c.do("CLIENT", "GETNAME"), "an empty name clears it")
+	require.Equal(t, ok, c.do("CLIENT", "SETNAME", "app-1"))
+
+	require.Equal(t, ok, c.do("CLIENT", "SETINFO", "LIB-NAME", "mylib"))
+	require.Equal(t, ok, c.do("CLIENT", "SETINFO", "lib-ver", "1.2.3"))
+	require.Equal(t, errReply("ERR Unrecognized option 'lib-color'"), c.do("CLIENT", "SETINFO", "lib-color", "red"))
+	require.Equal(t, errReply("ERR Unrecognized option 'lib-color'"), c.do("CLIENT", "SETINFO", "lib-color", "bright red"))
+	require.Equal(t, errReply("ERR LIB-NAME cannot contain spaces, newlines or special characters."), c.do("CLIENT", "SETINFO", "LIB-NAME", "my lib"))
+	require.Equal(t, errReply("ERR lib-ver cannot contain spaces, newlines or special characters."), c.do("CLIENT", "SETINFO", "lib-ver", "1.2\t3"))
+	require.Equal(t, errReply("ERR lib-ver cannot contain spaces, newlines or special characters."), c.do("CLIENT", "SETINFO", "lib-ver", "1.2é"))
+
+	ts.Clock.Advance(65 * time.Second)
+	info := clientLine(1, addr, ts.Addr, "app-1", 65, 0, "client|info", 2, "mylib", "1.2.3") + "\n"
+	require.Equal(t, bulk(info), c.do("CLIENT", "INFO"))
+
+	// A second connection, 5 s later: CLIENT LIST shows both, oldest first,
+	// each with its last command and how long it has been idle.
+	ts.Clock.Advance(5 * time.Second)
+	c2 := ts.raw(t)
+	require.Equal(t, helloReply(3, 2), c2.do("HELLO", "3"))
+	ts.Clock.Advance(time.Second)
+	list := clientLine(1, addr, ts.Addr, "app-1", 71, 6, "client|info", 2, "mylib", "1.2.3") + "\n" +
+		clientLine(2, c2.conn.LocalAddr().String(), ts.Addr, "", 1, 0, "client|list", 3, "", "") + "\n"
+	require.Equal(t, "="+strconv.Itoa(len(list)+4)+"\r\ntxt:"+list+"\r\n", c2.do("CLIENT", "LIST"), "RESP3 verbatim text")
+	fromC := clientLine(1, addr, ts.Addr, "app-1", 71, 0, "client|list", 2, "mylib", "1.2.3") + "\n" +
+		clientLine(2, c2.conn.LocalAddr().String(), ts.Addr, "", 1, 0, "client|list", 3, "", "") + "\n"
+	require.Equal(t, bulk(fromC), c.do("CLIENT", "LIST", "TYPE", "normal"))
+	require.Equal(t, "$0\r\n\r\n", c.do("CLIENT", "LIST", "TYPE", "pubsub"))
+	require.Equal(t, errReply("ERR Unknown client type 'bogus'"), c.do("CLIENT", "LIST", "TYPE", "bogus"))
+	require.Equal(t, bulk(clientLine(2, c2.conn.LocalAddr().String(), ts.Addr, "", 1, 0, "client|list", 3, "", "")+"\n"), c.do("CLIENT", "LIST", "ID", "2", "99"))
+	require.Equal(t, errReply("ERR Invalid client ID"), c.do("CLIENT", "LIST", "ID", "x"))
+
+	require.Equal(t, errReply("ERR wrong number of arguments for 'client|setname' command"), c.do("CLIENT", "SETNAME"))
+	require.Equal(t, errReply("ERR wrong number of arguments for 'client|id' command"), c.do("CLIENT", "ID", "extra"))
+	require.Equal(t, errReply("ERR unknown subcommand 'FROB'. Try CLIENT HELP."), c.do("CLIENT", "FROB"))
+	require.Equal(t, errReply("ERR wrong number of arguments for 'client' command"), c.do("CLIENT"))
+
+	// go-redis parses the lines.
+	rdb := ts.goRedis(t, func(o *redis.Options) { o.ClientName = "gr" })
+	ci, err := rdb.ClientInfo(ctx(t)).Result()
+	require.NoError(t, err)
+	require.Equal(t, "gr", ci.Name)
+	require.Equal(t, "client|info", ci.LastCmd)
+	require.Equal(t, ts.Addr, ci.LAddr)
+	id, err := rdb.ClientID(ctx(t)).Result()
+	require.NoError(t, err)
+	require.Equal(t, ci.ID, id)
+	name, err := rdb.ClientGetName(ctx(t)).Result()
+	require.NoError(t, err)
+	require.Equal(t, "gr", name)
+	all, err := rdb.ClientList(ctx(t)).Result()
+	require.NoError(t, err)
+	require.Len(t, strings.Split(strings.TrimSuffix(all, "\n"), "\n"), 3)
+}
+
+// COMMAND describes the commands served so that cluster-aware clients find
+// CL.THROTTLE's key at position 1.
+func TestCommand(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	// As Redis: every command, each followed by its subcommands' full names;
+	// COMMAND COUNT counts the commands.
+	listed := bulkList(t, c.do("COMMAND", "LIST"))
+	var names []string
+	for _, n := range listed {
+		if !strings.Contains(n, "|") {
+			names = append(names, n)
+		}
+	}
+	require.Contains(t, names, "cl.throttle")
+	require.Contains(t, names, "ping")
+	require.Contains(t, listed, "client|setname")
+	require.True(t, sort.StringsAreSorted(names), "COMMAND LIST is sorted: %v", names)
+	require.Equal(t, integer(int64(len(names))), c.do("COMMAND", "COUNT"))
+	require.Equal(t, bulks("client|getname", "client|setname"), c.do("COMMAND", "LIST", "FILTERBY", "PATTERN", "client|?etname"))
+	require.Equal(t, bulks("cl.throttle"), c.do("COMMAND", "LIST", "FILTERBY", "PATTERN", "cl.*"))
+	require.Equal(t, bulks("cl.throttle"), c.do("COMMAND", "LIST", "FILTERBY", "pattern", "CL.THROTTLE"))
+	require.Equal(t, "*0\r\n", c.do("COMMAND", "LIST", "FILTERBY", "MODULE", "redis-cell"))
+	require.Contains(t, c.do("COMMAND", "LIST", "FILTERBY", "ACLCAT", "write"), bulk("cl.throttle"))
+	require.NotContains(t, c.do("COMMAND", "LIST", "FILTERBY", "ACLCAT", "read"), bulk("cl.throttle"))
+	require.Equal(t, errReply(errSyntax), c.do("COMMAND", "LIST", "FILTERBY", "COLOR", "red"))
+	require.Equal(t, errReply(errSyntax), c.do("COMMAND", "LIST", "extra"))
+	require.Equal(t, errReply("ERR wrong number of arguments for 'command|count' command"), c.do("COMMAND", "COUNT", "extra"))
+	require.Equal(t, errReply("ERR unknown subcommand 'FROB'. Try COMMAND HELP."), c.do("COMMAND", "FROB"))
+
+	// COMMAND GETKEYS, as cluster clients ask it.
+	require.Equal(t, bulks("user:1"), c.do("COMMAND", "GETKEYS", "CL.THROTTLE", "user:1", "4", "1", "1"))
+	require.Equal(t, bulks("a", "b", "c"), c.do("COMMAND", "GETKEYS", "del", "a", "b", "c"))
+	require.Equal(t, errReply("ERR Invalid command specified"), c.do("COMMAND", "GETKEYS", "nosuch", "k"))
+	require.Equal(t, errReply("ERR The command has no key arguments"), c.do("COMMAND", "GETKEYS", "PING"))
+	require.Equal(t, errReply("ERR Invalid number of arguments specified for command"), c.do("COMMAND", "GETKEYS", "CL.THROTTLE", "k"))
+	require.Equal(t, errReply("ERR wrong number of arguments for 'command|getkeys' command"), c.do("COMMAND", "GETKEYS"))
+
+	// COMMAND INFO cl.throttle, byte for byte, as Redis 7 shapes an entry.
+	throttleInfo := "*10\r\n" + bulk("cl.throttle") + integer(-5) +
+		"*3\r\n" + simple("write") + simple("denyoom") + simple("fast") +
+		integer(1) + integer(1) + integer(1) +
+		"*2\r\n" + simple("@write") + simple("@fast") +
+		"*0\r\n" + // tips
+		"*1\r\n*6\r\n" + bulk("flags") + "*2\r\n" + simple("RW") + simple("UPDATE") +
+		bulk("begin_search") + "*4\r\n" + bulk("type") + bulk("index") + bulk("spec") + "*2\r\n" + bulk("index") + integer(1) +
+		bulk("find_keys") + "*4\r\n" + bulk("type") + bulk("range") + bulk("spec") +
+		"*6\r\n" + bulk("lastkey") + integer(0) + bulk("keystep") + integer(1) + bulk("limit") + integer(0) +
+		"*0\r\n" // subcommands
+	require.Equal(t, "*1\r\n"+throttleInfo, c.do("COMMAND", "INFO", "cl.throttle"))
+	require.Equal(t, "*2\r\n"+throttleInfo+null2, c.do("COMMAND", "INFO", "CL.THROTTLE", "nosuch"))
+	require.True(t, strings.HasPrefix(c.do("COMMAND", "INFO", "client|list"), "*1\r\n*10\r\n"+bulk("client|list")+integer(-2)))
+	all := c.do("COMMAND")
+	require.True(t, strings.HasPrefix(all, "*"+strconv.Itoa(len(names))+"\r\n"))
+	require.Contains(t, all, throttleInfo)
+
+	for _, proto := range []int{2, 3} {
+		rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = proto })
+		cmds, err := rdb.Command(ctx(t)).Result()
+		require.NoError(t, err, "RESP%d", proto)
+		require.Len(t, cmds, len(names))
+		ct := cmds["cl.throttle"]
+		require.NotNil(t, ct)
+		require.Equal(t, int8(-5), ct.Arity)
+		require.Equal(t, int8(1), ct.FirstKeyPos)
+		require.Equal(t, int8(1), ct.LastKeyPos)
+		require.Equal(t, int8(1), ct.StepCount)
+		require.Equal(t, []string{"write", "denyoom", "fast"}, ct.Flags)
+		require.Equal(t, []string{"@write", "@fast"}, ct.ACLFlags)
+		require.False(t, ct.ReadOnly)
+		require.True(t, cmds["get"].ReadOnly)
+		require.Equal(t, int8(-1), cmds["del"].LastKeyPos)
+		require.Equal(t, int8(0), cmds["ping"].FirstKeyPos)
+
+		docs, err := rdb.Do(ctx(t), "COMMAND", "DOCS", "cl.throttle").Result()
+		require.NoError(t, err)
+		doc := docMap(t, proto, docs)["cl.throttle"]
+		require.NotNil(t, doc)
+		fields := docMap(t, proto, doc)
+		require.Equal(t, "generic", fields["group"])
+		require.Equal(t, "0.1.0", fields["since"])
+		require.Equal(t, "O(1)", fields["complexity"])
+		require.Contains(t, fields["summary"], "redis-cell")
+	}
+	require.Equal(t, "*0\r\n", c.do("COMMAND", "DOCS", "nosuch"))
+	require.Equal(t, "*2\r\n"+bulk("ping"), c.do("COMMAND", "DOCS", "ping")[:len("*2\r\n$4\r\nping\r\n")])
+}
+
+// docMap reads a COMMAND DOCS map under either protocol.
+func docMap(t *testing.T, proto int, v any) map[string]any {
+	t.Helper()
+	out := map[string]any{}
+	if proto == 3 {
+		m, ok := v.(map[any]any)
+		require.True(t, ok, "%T", v)
+		for k, v := range m {
+			out[k.(string)] = v
+		}
+		return out
+	}
+	a, ok := v.([]any)
+	require.True(t, ok, "%T", v)
+	for i := 0; i+1 < len(a); i += 2 {
+		out[a[i].(string)] = a[i+1]
+	}
+	return out
+}
+
+var infoLine = regexp.MustCompile(`^(# [A-Za-z]+|[a-z0-9_]+:[^\r\n]*|)$`)
+
+// INFO is Redis's text: "# Section" headers, "field:value" lines, CRLF line
+// ends, a blank line between sections.
+func TestInfo(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	throttle(t, c, "a", 60)
+	throttle(t, c, "b", 60)
+	ts.Clock.Advance(3600 * time.Second)
+	throttle(t, c, "c", 3600)
+	throttle(t, c, "d", 3600)
+
+	text := bulkBody(t, c.do("INFO"))
+	require.True(t, strings.HasSuffix(text, "\r\n"))
+	require.NotContains(t, strings.ReplaceAll(text, "\r\n", ""), "\n", "every line ends in CRLF")
+	var headers []string
+	for _, line := range strings.Split(strings.TrimSuffix(text, "\r\n"), "\r\n") {
+		require.Regexp(t, infoLine, line)
+		if strings.HasPrefix(line, "# ") {
+			headers = append(headers, line[2:])
+		}
+	}
+	for _, h := range []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Keyspace"} {
+		require.Contains(t, headers, h)
+	}
+	require.Equal(t, "Server", headers[0])
+	require.Equal(t, "Keyspace", headers[len(headers)-1])
+	require.Contains(t, text, "\r\n\r\n# Clients\r\n", "a blank line before each section")
+	require.Contains(t, text, "# Server\r\nredis_version:"+server.RedisVersion+"\r\n")
+	require.Contains(t, text, "\r\ntcp_port:"+strconv.Itoa(ts.Port)+"\r\n")
+	require.Contains(t, text, "\r\nuptime_in_seconds:3600\r\n")
+	require.Contains(t, text, "\r\nserver_time_usec:"+strconv.FormatInt(t0.Add(time.Hour).UnixMicro(), 10)+"\r\n")
+	require.Contains(t, text, "\r\nconnected_clients:1\r\n")
+	// a and b expired an hour ago but nothing swept them: as in Redis, they
+	// are counted until they are.
+	require.Contains(t, text, "# Keyspace\r\ndb0:keys=4,expires=4,avg_ttl=0\r\n")
+
+	c2 := ts.raw(t)
+	require.Equal(t, "# Clients\r\nconnected_clients:2\r\nmaxclients:10000\r\nblocked_clients:0\r\n", bulkBody(t, c2.do("INFO", "clients")))
+	require.Equal(t, ok, c.do("FLUSHDB"))
+	require.Equal(t, "# Keyspace\r\n", bulkBody(t, c.do("INFO", "KEYSPACE")))
+	two := bulkBody(t, c.do("INFO", "server", "keyspace"))
+	require.True(t, strings.HasPrefix(two, "# Server\r\n"))
+	require.True(t, strings.HasSuffix(two, "\r\n\r\n# Keyspace\r\n"))
+	require.NotContains(t, two, "# Clients")
+
+	// go-redis reads it the same under RESP3 (verbatim text) and RESP2.
+	for _, proto := range []int{2, 3} {
+		rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = proto })
+		got, err := rdb.Info(ctx(t), "keyspace").Result()
+		require.NoError(t, err)
+		require.Equal(t, "# Keyspace\r\n", got)
+		m, err := rdb.InfoMap(ctx(t), "server").Result()
+		require.NoError(t, err)
+		require.Equal(t, server.RedisVersion, m["Server"]["redis_version"])
+	}
+}
+
+func TestConfigGet(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	require.Equal(t, bulks("maxmemory", "0"), c.do("CONFIG", "GET", "maxmemory"))
+	require.Equal(t, bulks("maxmemory", "0"), c.do("config", "get", "MAXMEMORY"))
+	require.Equal(t, bulks("maxmemory", "0", "maxmemory-policy", "noeviction"), c.do("CONFIG", "GET", "maxmemory*"))
+	require.Equal(t, bulks("port", strconv.Itoa(ts.Port)), c.do("CONFIG", "GET", "port"))
+	require.Equal(t, "*0\r\n", c.do("CONFIG", "GET", "no-such-setting"))
+	require.Equal(t, errReply("ERR wrong number of arguments for 'config|get' command"), c.do("CONFIG", "GET"))
+	require.Equal(t, "%1\r\n"+bulk("maxmemory")+bulk("0"), helloThen(t, c, "CONFIG", "GET", "maxmemory"), "a RESP3 map")
+
+	rdb := ts.goRedis(t)
+	got, err := rdb.ConfigGet(ctx(t), "*").Result()
+	require.NoError(t, err)
+	for _, k := range []string{"maxmemory", "maxmemory-policy", "maxclients", "databases", "save", "appendonly", "timeout", "bind", "port", "dir", "cluster-enabled"} {
+		require.Contains(t, got, k)
+	}
+	require.Equal(t, "noeviction", got["maxmemory-policy"])
+	require.Equal(t, "1", got["databases"])
+	require.Equal(t, "no", got["cluster-enabled"])
+}
+
+// helloThen switches c to RESP3 and sends one command.
+func helloThen(t *testing.T, c *rawConn, args ...string) string {
+	t.Helper()
+	require.Contains(t, c.do("HELLO", "3"), "proto")
+	return c.do(args...)
+}
+
+// Unknown commands and wrong arities read exactly as Redis words them.
+func TestUnknownCommandAndArity(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	require.Equal(t, errReply("ERR unknown command 'foo', with args beginning with: 'a' 'b' "), c.do("foo", "a", "b"))
+	require.Equal(t, errReply("ERR unknown command 'FOO', with args beginning with: "), c.do("FOO"))
+	require.Equal(t, errReply("ERR unknown command 'foo', with args beginning with: 'a  b' "), c.do("foo", "a\r\nb"), "CR and LF become spaces")
+	long := strings.Repeat("x", 200)
+	require.Equal(t, errReply("ERR unknown command 'foo', with args beginning with: '"+long[:128]+"' "), c.do("foo", long, "next"))
+	require.Equal(t, errReply("ERR unknown command '"+long[:128]+"', with args beginning with: "), c.do(long))
+	require.Equal(t, errReply("ERR unknown command 'cl.throttl', with args beginning with: 'k' "), c.do("cl.throttl", "k"))
+
+	for _, tc := range []struct {
+		args []string
+		name string
+	}{
+		{[]string{"GET"}, "get"},
+		{[]string{"get", "a", "b"}, "get"},
+		{[]string{"TTL"}, "ttl"},
+		{[]string{"PTTL", "a", "b"}, "pttl"},
+		{[]string{"TYPE"}, "type"},
+		{[]string{"EXISTS"}, "exists"},
+		{[]string{"UNLINK"}, "unlink"},
+		{[]string{"KEYS"}, "keys"},
+		{[]string{"SCAN"}, "scan"},
+		{[]string{"DBSIZE", "x"}, "dbsize"},
+		{[]string{"SELECT", "0", "1"}, "select"},
+		{[]string{"AUTH", "a", "b", "c"}, "auth"},
+		{[]string{"CLIENT", "GETNAME", "x"}, "client|getname"},
+		{[]string{"CLIENT", "SETINFO", "lib-name"}, "client|setinfo"},
+		{[]string{"CONFIG"}, "config"},
+		{[]string{"CONFIG", "GET"}, "config|get"},
+	} {
+		want := errReply("ERR wrong number of arguments for '" + tc.name + "' command")
+		require.Equal(t, want, c.do(tc.args...), "%q", tc.args)
+	}
+	require.Equal(t, simple("PONG"), c.do("PING"), "the connection still works")
+
+	rdb := ts.goRedis(t)
+	require.EqualError(t, rdb.Do(ctx(t), "NOSUCH", "x").Err(), "ERR unknown command 'NOSUCH', with args beginning with: 'x' ")
+}
+
+// go-redis's typed helpers parse every reply of section 2 under both
+// protocols.
+func TestGoRedisTypedAPI(t *testing.T) {
+	for _, proto := range []int{2, 3} {
+		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) {
+			ts := startServer(t)
+			rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = proto })
+			c := ctx(t)
+			require.Equal(t, "PONG", rdb.Ping(c).Val())
+			require.Equal(t, "hi", rdb.Echo(c, "hi").Val())
+			got, err := rdb.Do(c, "CL.THROTTLE", "k", 4, 1, 10).Int64Slice()
+			require.NoError(t, err)
+			require.Equal(t, []int64{0, 5, 4, -1, 10}, got)
+			require.Equal(t, int64(1), rdb.DBSize(c).Val())
+			require.Equal(t, int64(1), rdb.Exists(c, "k").Val())
+			require.Equal(t, 10*time.Second, rdb.TTL(c, "k").Val())
+			require.Equal(t, 10*time.Second, rdb.PTTL(c, "k").Val())
+			require.Equal(t, strconv.FormatInt(t0.Add(10*time.Second).UnixNano(), 10), rdb.Get(c, "k").Val())
+			require.Equal(t, "string", rdb.Type(c, "k").Val())
+			require.Equal(t, []string{"k"}, rdb.Keys(c, "*").Val())
+			require.Equal(t, int64(1), rdb.Del(c, "k").Val())
+			require.Equal(t, int64(0), rdb.Unlink(c, "k").Val())
+			require.Equal(t, "OK", rdb.FlushDB(c).Val())
+			require.Equal(t, "OK", rdb.FlushAll(c).Val())
+			require.Equal(t, map[string]string{"maxmemory": "0"}, rdb.ConfigGet(c, "maxmemory").Val())
+			require.True(t, t0.Equal(rdb.Time(c).Val()))
+			require.Equal(t, "OK", rdb.Do(c, "SELECT", 0).Val())
+		})
+	}
+}
+
+// bulkList reads a RESP2 array of bulk strings.
+func bulkList(t *testing.T, reply string) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(reply, "\r\n"), "\r\n")
+	require.True(t, strings.HasPrefix(lines[0], "*"), "not an array: %q", reply)
+	n, err := strconv.Atoi(lines[0][1:])
+	require.NoError(t, err)
+	require.Len(t, lines, 1+2*n, "not an array of bulk strings: %q", reply)
+	out := make([]string, n)
+	for i := range out {
+		out[i] = lines[2+2*i]
+	}
+	return out
+}
