@@ -307,3 +307,12 @@ func cli(t testing.TB, port int, stdin string, args ...string) string {
 	require.Empty(t, stderr.String(), "redis-cli %v stderr", args)
 	return stdout.String()
 }
+
+// deadline is how long a test waits for the server before failing.
+func deadline() time.Time { return time.Now().Add(10 * time.Second) }
+
+// readAll reads until the server closes the connection.
+func readAll(c *rawConn) (string, error) {
+	b, err := io.ReadAll(c.rd)
+	return string(b), err
+}
