@@ -290,22 +290,31 @@ func redisCLI(t testing.TB) string {
 
 // cli runs redis-cli against port with args, feeding stdin, and returns
 // what it printed. Its output is not a terminal, so it prints raw replies.
+// Anything on stderr fails the test.
 func cli(t testing.TB, port int, stdin string, args ...string) string {
 	t.Helper()
-	path := redisCLI(t)
+	stdout, stderr, err := runCLI(redisCLI(t), port, stdin, args...)
+	require.NoError(t, err, "redis-cli %v (stderr %q)", args, stderr)
+	require.Empty(t, stderr, "redis-cli %v stderr", args)
+	return stdout
+}
+
+// runCLI runs redis-cli without touching the test, for use inside
+// require.Eventually. An exit status reporting a command error is not an
+// error: the error text is in stdout.
+func runCLI(path string, port int, stdin string, args ...string) (stdout, stderr string, err error) {
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(c, path, append([]string{"-h", "127.0.0.1", "-p", strconv.Itoa(port)}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
 	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatalf("redis-cli %v: %v (stderr %q)", args, err, stderr.String())
+	if errors.As(err, &exit) {
+		err = nil
 	}
-	require.Empty(t, stderr.String(), "redis-cli %v stderr", args)
-	return stdout.String()
+	return out.String(), errOut.String(), err
 }
 
 // deadline is how long a test waits for the server before failing.
