@@ -94,18 +94,34 @@ func cmdType(c *client, args [][]byte, now time.Time) {
 }
 
 // KEYS pattern
+//
+// Keys are collected under each shard's lock and matched after, so a costly
+// pattern never holds up decisions.
 func cmdKeys(c *client, args [][]byte, now time.Time) {
-	pattern := args[1]
 	var keys []string
 	c.srv.store.Each(gcra.InstantOf(now), func(key string, _ gcra.Instant) {
-		if globMatch(pattern, key) {
-			keys = append(keys, key)
-		}
+		keys = append(keys, key)
 	})
+	keys = matching(keys, args[1])
 	c.writeArray(len(keys))
 	for _, k := range keys {
 		c.writeBulkString(k)
 	}
+}
+
+// matching filters keys in place to those matching pattern; a nil pattern
+// or "*" keeps them all.
+func matching(keys []string, pattern []byte) []string {
+	if pattern == nil || string(pattern) == "*" {
+		return keys
+	}
+	out := keys[:0]
+	for _, k := range keys {
+		if globMatch(pattern, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
@@ -146,10 +162,11 @@ func cmdScan(c *client, args [][]byte, now time.Time) {
 	}
 	var keys []string
 	next := c.srv.store.Scan(cursor, int(count), gcra.InstantOf(now), func(key string, _ gcra.Instant) {
-		if onlyStrings && (pattern == nil || globMatch(pattern, key)) {
+		if onlyStrings {
 			keys = append(keys, key)
 		}
 	})
+	keys = matching(keys, pattern)
 	c.writeArray(2)
 	c.writeBulkString(strconv.FormatUint(next, 10))
 	c.writeArray(len(keys))

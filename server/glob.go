@@ -2,9 +2,23 @@ package server
 
 // globMatch reports whether s matches the Redis glob pattern: * any run, ?
 // any byte, [abc] [^abc] [a-z] classes, and \x for a literal x. It follows
-// Redis's stringmatchlen, including its treatment of malformed patterns.
+// Redis's stringmatchlen, including its treatment of malformed patterns and
+// its defence against abusive ones: a failed '*' stops the earlier '*'s from
+// trying longer matches, so the work is polynomial, not exponential, in the
+// number of '*' (CVE-2022-36021), and nesting is capped.
 func globMatch(pattern []byte, s string) bool {
-	for len(pattern) > 0 {
+	skipLonger := false
+	return globMatchFrom(pattern, s, &skipLonger, 0)
+}
+
+// maxGlobNesting is Redis's cap on '*' recursion.
+const maxGlobNesting = 1000
+
+func globMatchFrom(pattern []byte, s string, skipLonger *bool, nesting int) bool {
+	if nesting > maxGlobNesting {
+		return false
+	}
+	for len(pattern) > 0 && len(s) > 0 {
 		switch pattern[0] {
 		case '*':
 			for len(pattern) > 1 && pattern[1] == '*' {
@@ -13,21 +27,21 @@ func globMatch(pattern []byte, s string) bool {
 			if len(pattern) == 1 {
 				return true
 			}
-			for i := 0; i <= len(s); i++ {
-				if globMatch(pattern[1:], s[i:]) {
+			for ; len(s) > 0; s = s[1:] {
+				if globMatchFrom(pattern[1:], s, skipLonger, nesting+1) {
 					return true
 				}
+				if *skipLonger {
+					return false
+				}
 			}
+			// The rest of the pattern matches nowhere in the rest of s, so
+			// no earlier '*' can help by matching more: give up entirely.
+			*skipLonger = true
 			return false
 		case '?':
-			if len(s) == 0 {
-				return false
-			}
 			s = s[1:]
 		case '[':
-			if len(s) == 0 {
-				return false
-			}
 			pattern = pattern[1:]
 			not := len(pattern) > 0 && pattern[0] == '^'
 			if not {
@@ -74,12 +88,18 @@ func globMatch(pattern []byte, s string) bool {
 			}
 			fallthrough
 		default:
-			if len(s) == 0 || pattern[0] != s[0] {
+			if pattern[0] != s[0] {
 				return false
 			}
 			s = s[1:]
 		}
 		pattern = pattern[1:]
 	}
-	return len(s) == 0
+	// s is used up: trailing '*'s match the empty rest.
+	if len(s) == 0 {
+		for len(pattern) > 0 && pattern[0] == '*' {
+			pattern = pattern[1:]
+		}
+	}
+	return len(pattern) == 0 && len(s) == 0
 }
