@@ -15,9 +15,12 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"redcell/gcra"
 	"redcell/server"
 	"redcell/storage"
 )
@@ -29,7 +32,10 @@ type Config struct {
 	Dir         string
 	RequirePass string
 	Shards      int
-	PprofAddr   string
+	// FlushInterval is how often changes are written to disk; 0 writes
+	// (and syncs) before every reply.
+	FlushInterval time.Duration
+	PprofAddr     string
 }
 
 // Defaults, as documented in the README and --help.
@@ -47,6 +53,9 @@ func (c Config) Validate() error {
 	if c.Dir == "" {
 		return errors.New("--dir must not be empty")
 	}
+	if c.FlushInterval < 0 {
+		return fmt.Errorf("--flush-interval %v: must not be negative", c.FlushInterval)
+	}
 	if err := (storage.Config{Shards: c.Shards}).Validate(); err != nil {
 		return fmt.Errorf("--shards %d: %w", c.Shards, err)
 	}
@@ -60,6 +69,9 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.Bind, "bind", DefaultBind, "address to listen on")
 	fs.IntVar(&cfg.Port, "port", DefaultPort, "TCP port to listen on (0 picks a free one)")
 	fs.StringVar(&cfg.Dir, "dir", DefaultDir, "directory for persisted state (created if missing)")
+	fs.StringVar(&cfg.Dir, "data-dir", DefaultDir, "same as --dir")
+	fs.DurationVar(&cfg.FlushInterval, "flush-interval", storage.DefaultFlushInterval,
+		"how often changed keys are written and synced to disk; 0 syncs before every reply (durable mode)")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (empty: none)")
 	fs.IntVar(&cfg.Shards, "shards", 0, "lock stripes of the keyspace, rounded up to a power of two (0: 16 per CPU)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (empty: off)")
@@ -96,7 +108,25 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return fmt.Errorf("data directory %s: %w", cfg.Dir, err)
 	}
-	store := storage.New(storage.Config{Shards: cfg.Shards})
+	backend, err := storage.OpenPebble(cfg.Dir, logger)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := backend.Close(); err != nil {
+			logger.Error("closing the store", "dir", cfg.Dir, "err", err)
+		}
+	}()
+	store := storage.New(storage.Config{Shards: cfg.Shards, TrackChanges: true})
+	start := time.Now()
+	loaded, dropped, err := storage.LoadInto(store, backend, gcra.InstantOf(start))
+	if err != nil {
+		return fmt.Errorf("load store %s: %w", cfg.Dir, err)
+	}
+	loadTime := time.Since(start)
+	logger.Info("loaded state", "dir", cfg.Dir, "keys", loaded, "expired_dropped", dropped, "duration", loadTime)
+	flusher := storage.NewFlusher(store, backend, time.Now)
+
 	if cfg.PprofAddr != "" {
 		pln, err := net.Listen("tcp", cfg.PprofAddr)
 		if err != nil {
@@ -116,33 +146,67 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var saveOnExit atomic.Bool
+	saveOnExit.Store(true)
 	srv := server.New(server.Config{
 		RequirePass: cfg.RequirePass,
 		Shutdown: func(save bool) error {
 			logger.Info("SHUTDOWN received", "save", save)
+			saveOnExit.Store(save)
 			cancel()
 			return nil
 		},
-		Bind: cfg.Bind,
-		Port: ln.Addr().(*net.TCPAddr).Port,
-		Dir:  cfg.Dir,
+		Persistence:   flusher,
+		DurableWrites: cfg.FlushInterval == 0,
+		Logger:        logger,
+		LoadedKeys:    int64(loaded),
+		LoadDuration:  loadTime,
+		Bind:          cfg.Bind,
+		Port:          ln.Addr().(*net.TCPAddr).Port,
+		Dir:           cfg.Dir,
 	}, store)
 
-	go store.RunExpiry(ctx, storage.DefaultExpiryInterval, storage.DefaultExpiryBatch, time.Now)
+	var background sync.WaitGroup
+	background.Go(func() {
+		store.RunExpiry(ctx, storage.DefaultExpiryInterval, storage.DefaultExpiryBatch, time.Now)
+	})
+	logFlushError := func(err error) {
+		logger.Error("flush failed; changes kept for the next one", "dir", cfg.Dir, "err", err)
+	}
+	if cfg.FlushInterval == 0 {
+		background.Go(func() { flusher.RunGroupCommit(ctx) })
+	} else {
+		background.Go(func() { flusher.Run(ctx, cfg.FlushInterval, logFlushError) })
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	logger.Info("ready to accept connections", "addr", ln.Addr().String(), "shards", store.Shards(), "dir", cfg.Dir)
+	logger.Info("ready to accept connections", "addr", ln.Addr().String(), "shards", store.Shards(),
+		"dir", cfg.Dir, "flush_interval", cfg.FlushInterval)
 	if ready != nil {
 		ready <- ln.Addr()
 	}
 
 	select {
 	case <-ctx.Done():
-		logger.Info("shutting down")
-		_ = srv.Close()
-		return <-served
-	case err := <-served:
+		err = nil
+	case err = <-served:
+		cancel()
+	}
+	logger.Info("shutting down")
+	_ = srv.Close()
+	if serveErr := <-served; err == nil {
+		err = serveErr
+	}
+	background.Wait()
+	if !saveOnExit.Load() {
+		logger.Info("exiting without the final save (SHUTDOWN NOSAVE)")
 		return err
 	}
+	start = time.Now()
+	if ferr := flusher.Flush(true); ferr != nil {
+		return errors.Join(err, fmt.Errorf("final save to %s: %w", cfg.Dir, ferr))
+	}
+	logger.Info("saved state", "keys", flusher.Stats().LastCount, "duration", time.Since(start))
+	return err
 }
