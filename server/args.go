@@ -3,13 +3,14 @@ package server
 import "math"
 
 // parseInt parses b as a base-10 int64: an optional leading '-', then digits,
-// nothing else (no '+', spaces or decimals). It does not allocate.
+// nothing else (no '+', spaces or decimals). Leading zeros are allowed, any
+// number of them, as strconv.ParseInt allows. It does not allocate.
 func parseInt(b []byte) (int64, bool) {
 	neg := len(b) > 0 && b[0] == '-'
 	if neg {
 		b = b[1:]
 	}
-	if len(b) == 0 || len(b) > 20 {
+	if len(b) == 0 {
 		return 0, false
 	}
 	// Accumulate as a negative number so that MinInt64 fits.

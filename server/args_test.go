@@ -1,0 +1,91 @@
+package server
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestParseInt(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+	}{
+		{"0", 0},
+		{"-0", 0},
+		{"5", 5},
+		{"-5", -5},
+		{"007", 7},
+		{"-007", -7},
+		{"000000000000000000000000000042", 42}, // leading zeros do not overflow
+		{"9223372036854775807", math.MaxInt64},
+		{"-9223372036854775808", math.MinInt64},
+		{"09223372036854775807", math.MaxInt64},
+	} {
+		got, ok := parseInt([]byte(c.in))
+		if !ok || got != c.want {
+			t.Errorf("parseInt(%q) = %d, %v want %d, true", c.in, got, ok, c.want)
+		}
+	}
+	for _, in := range []string{
+		"", "-", "--5", "+5", "+0", " 5", "5 ", "5.0", "5e3", "0x10", "1_000", "abc", "5a", "a5",
+		"\x005", "٥", // an Arabic-Indic five
+		"9223372036854775808", "-9223372036854775809", "99999999999999999999", "18446744073709551616",
+		strings.Repeat("9", 100),
+	} {
+		if got, ok := parseInt([]byte(in)); ok {
+			t.Errorf("parseInt(%q) = %d, true want rejected", in, got)
+		}
+	}
+}
+
+// parseInt agrees with strconv.ParseInt on every input without a '+' (which
+// strconv accepts and SPEC.md section 1 does not).
+func FuzzParseInt(f *testing.F) {
+	for _, s := range []string{"0", "-5", "007", "9223372036854775807", "-9223372036854775808",
+		"9223372036854775808", "-", "", "+5", " 5", "5.0", "00000000000000000000001"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseInt([]byte(s))
+		if strings.Contains(s, "+") {
+			if ok {
+				t.Fatalf("parseInt(%q) = %d, true: '+' must be rejected", s, got)
+			}
+			return
+		}
+		want, err := strconv.ParseInt(s, 10, 64)
+		if ok != (err == nil) || (ok && got != want) {
+			t.Fatalf("parseInt(%q) = %d, %v; strconv.ParseInt = %d, %v", s, got, ok, want, err)
+		}
+	})
+}
+
+func TestEqualFold(t *testing.T) {
+	for _, c := range []struct {
+		b, lower string
+		want     bool
+	}{
+		{"CL.THROTTLE", "cl.throttle", true},
+		{"Cl.ThRoTtLe", "cl.throttle", true},
+		{"cl.throttle", "cl.throttle", true},
+		{"cl.throttl", "cl.throttle", false},
+		{"cl.throttlex", "cl.throttle", false},
+		{"", "", true},
+		{"@", "`", false}, // 0x40 is not the upper case of 0x60
+		{"[", "{", false},
+	} {
+		if got := equalFold([]byte(c.b), c.lower); got != c.want {
+			t.Errorf("equalFold(%q, %q) = %v want %v", c.b, c.lower, got, c.want)
+		}
+	}
+}
+
+func BenchmarkParseInt(b *testing.B) {
+	b.ReportAllocs()
+	in := []byte("-1234567890123")
+	for b.Loop() {
+		parseInt(in)
+	}
+}
