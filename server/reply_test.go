@@ -1,0 +1,99 @@
+package server
+
+import (
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/tidwall/redcon"
+
+	"redcell/storage"
+)
+
+// fakeConn is a redcon.Conn that keeps what the server writes, so handlers
+// can be tested, and benchmarked, without a network.
+type fakeConn struct {
+	*redcon.Writer
+	ctx    any
+	closed bool
+}
+
+var _ redcon.Conn = (*fakeConn)(nil)
+
+func newFakeConn() *fakeConn { return &fakeConn{Writer: redcon.NewWriter(nil)} }
+
+func (f *fakeConn) RemoteAddr() string             { return "127.0.0.1:50000" }
+func (f *fakeConn) Close() error                   { f.closed = true; return nil }
+func (f *fakeConn) Context() any                   { return f.ctx }
+func (f *fakeConn) SetContext(v any)               { f.ctx = v }
+func (f *fakeConn) SetReadBuffer(int)              {}
+func (f *fakeConn) Detach() redcon.DetachedConn    { panic("not supported") }
+func (f *fakeConn) ReadPipeline() []redcon.Command { return nil }
+func (f *fakeConn) PeekPipeline() []redcon.Command { return nil }
+func (f *fakeConn) NetConn() net.Conn              { return nil }
+
+// take returns what was written since the last call and forgets it.
+func (f *fakeConn) take() string {
+	out := string(f.Buffer())
+	f.SetBuffer(nil)
+	return out
+}
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// testClient is one connection to a fresh Server on a fixed clock.
+type testClient struct {
+	srv  *Server
+	conn *fakeConn
+	c    *client
+}
+
+func newTestClient(t testing.TB, cfg Config) *testClient {
+	t.Helper()
+	if cfg.Now == nil {
+		cfg.Now = func() time.Time { return t0 }
+	}
+	srv := New(cfg, storage.New(storage.Config{}))
+	conn := newFakeConn()
+	require.True(t, srv.accept(conn))
+	return &testClient{srv: srv, conn: conn, c: conn.Context().(*client)}
+}
+
+// do runs one command through the server's dispatcher and returns the reply.
+func (tc *testClient) do(args ...string) string {
+	cmd := redcon.Command{Args: make([][]byte, len(args))}
+	for i, a := range args {
+		cmd.Args[i] = []byte(a)
+	}
+	tc.srv.handle(tc.conn, cmd)
+	return tc.conn.take()
+}
+
+func TestRepliesFollowTheProtocol(t *testing.T) {
+	tc := newTestClient(t, Config{})
+	c := tc.c
+	for _, resp := range []int{2, 3} {
+		c.resp = resp
+		c.writeNull()
+		c.writeMap(2)
+		c.writeSet(3)
+		c.writeVerbatim("a:1\r\n")
+		got := tc.conn.take()
+		if resp == 2 {
+			require.Equal(t, "$-1\r\n*4\r\n*3\r\n$5\r\na:1\r\n\r\n", got)
+		} else {
+			require.Equal(t, "_\r\n%2\r\n~3\r\n=9\r\ntxt:a:1\r\n\r\n", got)
+		}
+	}
+}
+
+// An error text must stay on one line: CR and LF become spaces, as Redis
+// does for errors that echo user input.
+func TestWriteErrorKeepsOneLine(t *testing.T) {
+	tc := newTestClient(t, Config{})
+	tc.c.writeError("ERR bad\r\nthing\rhere\n")
+	require.Equal(t, "-ERR bad  thing here \r\n", tc.conn.take())
+}
+
+func redconCommand(args [][]byte) redcon.Command { return redcon.Command{Args: args} }
