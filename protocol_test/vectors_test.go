@@ -286,3 +286,66 @@ func TestInfoCountsDecisions(t *testing.T) {
 	require.Contains(t, info, "\r\nthrottle_allowed:12\r\n")
 	require.Contains(t, info, "\r\nthrottle_limited:3\r\n")
 }
+
+// Edge cases of SPEC.md section 1 that follow from the math, one server and
+// one connection, each on its own key.
+func TestThrottleEdgeCases(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+
+	// quantity > limit on an existing key: limited, retry_after -1, the key
+	// as it was.
+	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "big", "4", "1", "1"))
+	require.Equal(t, ints(1, 5, 4, -1, 1), c.do("CL.THROTTLE", "big", "4", "1", "1", "6"))
+	require.Equal(t, ints(1, 5, 4, -1, 1), c.do("CL.THROTTLE", "big", "4", "1", "1", "1000000"))
+	require.Equal(t, ints(0, 5, 0, -1, 5), c.do("CL.THROTTLE", "big", "4", "1", "1", "4"), "exactly the rest of the burst")
+
+	// Only count/period matters: 15 30 60 and 15 1 2 answer alike, call by call.
+	for i := 0; i < 20; i++ {
+		a := c.do("CL.THROTTLE", "ratio-a", "15", "30", "60")
+		b := c.do("CL.THROTTLE", "ratio-b", "15", "1", "2")
+		require.Equal(t, a, b, "call %d", i)
+		ts.Clock.Advance(700 * time.Millisecond)
+	}
+
+	// Where redis-cell reports remaining > limit (6024 for k 6000 6000 1),
+	// redcell stays within the limit: ei truncates to 166666 ns, and a
+	// reset_after under a millisecond is 0 s.
+	require.Equal(t, ints(0, 6001, 6000, -1, 0), c.do("CL.THROTTLE", "fast", "6000", "6000", "1"))
+	// Two million a second: ei = 500 ns; reset_after 500 ns is below the
+	// millisecond that rounds up.
+	require.Equal(t, ints(0, 11, 10, -1, 0), c.do("CL.THROTTLE", "faster", "10", "2000000", "1"))
+	for i := 0; i < 11; i++ {
+		c.do("CL.THROTTLE", "faster", "10", "2000000", "1")
+	}
+	require.Equal(t, ints(1, 11, 0, 0, 0), c.do("CL.THROTTLE", "faster", "10", "2000000", "1"), "limited with under a millisecond to wait")
+
+	// The clock stepping back 10 s (an NTP step) grants nothing extra.
+	ts.Clock.Set(t0.Add(time.Hour))
+	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "step", "4", "1", "1"))
+	ts.Clock.Set(t0.Add(time.Hour - 10*time.Second))
+	require.Equal(t, ints(1, 5, 0, 7, 11), c.do("CL.THROTTLE", "step", "4", "1", "1"))
+
+}
+
+// Keys are binary-safe and any length: empty, CRLF, NUL, invalid UTF-8 and
+// long keys are separate limiters, listed and deleted like any other.
+func TestBinaryAndLongKeys(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	keys := []string{"", "a\r\nb", "\x00", "\xff\xfe", "sp ace"}
+	for _, n := range []int{15, 16, 23, 24, 31, 32, 33, 64, 1000, 100_000} {
+		keys = append(keys, strings.Repeat("k", n))
+	}
+	for _, k := range keys {
+		require.Equal(t, ints(0, 2, 1, -1, 1), c.do("CL.THROTTLE", k, "1", "2", "1"), "key %.20q (%d bytes)", k, len(k))
+		require.Equal(t, ints(0, 2, 0, -1, 1), c.do("CL.THROTTLE", k, "1", "2", "1"), "key %.20q (%d bytes)", k, len(k))
+		require.Equal(t, integer(1), c.do("EXISTS", k), "key %.20q", k)
+	}
+	require.Equal(t, integer(int64(len(keys))), c.do("DBSIZE"))
+	require.Equal(t, bulks(strings.Repeat("k", 100_000)), c.do("KEYS", "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk*"))
+	for _, k := range keys {
+		require.Equal(t, integer(1), c.do("DEL", k), "key %.20q", k)
+	}
+	require.Equal(t, integer(0), c.do("DBSIZE"))
+}
