@@ -136,6 +136,41 @@ func TestKeys(t *testing.T) {
 	require.Equal(t, []string{"user:1", "user:10", "user:2"}, keys("user:*"), "an expired key is not listed")
 	require.Equal(t, "*0\r\n", c.do("KEYS", "nomatch"))
 	require.Equal(t, bulks("short"), c.do("KEYS", "short"))
+
+	// A pattern built to backtrack (CVE-2022-36021 in Redis) against a long
+	// key answers at once, and decisions on other keys carry on.
+	long := strings.Repeat("a", 2000)
+	throttle(t, c, long, 60)
+	abusive := strings.Repeat("*a", 40) + "*b"
+	other := ts.raw(t)
+	done := make(chan string, 1)
+	go func() { done <- c.do("KEYS", abusive) }()
+	require.Equal(t, ints(0, 1, 0, -1, 60), other.do("CL.THROTTLE", "during-keys", "0", "1", "60"))
+	select {
+	case got := <-done:
+		require.Equal(t, "*0\r\n", got)
+	case <-time.After(10 * time.Second):
+		t.Fatal("KEYS with a backtracking pattern did not answer within 10s")
+	}
+	require.Equal(t, "*2\r\n$1\r\n0\r\n*0\r\n", c.do("SCAN", "0", "MATCH", abusive, "COUNT", "100000"))
+}
+
+// redis-cli --scan walks SCAN to the end.
+func TestRedisCLIScan(t *testing.T) {
+	redisCLI(t)
+	ts := startServer(t)
+	c := ts.raw(t)
+	var want []string
+	for i := 0; i < 120; i++ {
+		k := fmt.Sprintf("user:%d", i)
+		want = append(want, k)
+		throttle(t, c, k, 60)
+		throttle(t, c, fmt.Sprintf("other:%d", i), 60)
+	}
+	out := cli(t, ts.Port, "", "--scan", "--pattern", "user:*")
+	got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.ElementsMatch(t, want, got)
+	require.Equal(t, "240\n", cli(t, ts.Port, "", "DBSIZE"))
 }
 
 func TestScanCoversEveryKey(t *testing.T) {
