@@ -1,0 +1,339 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// TestMain lets a test run this very binary as a redcell server child process
+// (REDCELL_TEST_CHILD=1, flags in REDCELL_TEST_ARGS), so that it can be
+// killed with SIGKILL like a crashing server.
+func TestMain(m *testing.M) {
+	if os.Getenv("REDCELL_TEST_CHILD") == "1" {
+		os.Args = append([]string{"redcell"}, strings.Fields(os.Getenv("REDCELL_TEST_ARGS"))...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// child is a redcell server in a child process.
+type child struct {
+	cmd  *exec.Cmd
+	addr string
+	logs *strings.Builder
+	mu   *sync.Mutex
+	done chan struct{}
+}
+
+var readyAddr = regexp.MustCompile(`ready to accept connections" addr=(\S+)`)
+
+func startChild(t *testing.T, args ...string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "REDCELL_TEST_CHILD=1", "REDCELL_TEST_ARGS="+strings.Join(append([]string{"--port", "0"}, args...), " "))
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	c := &child{cmd: cmd, logs: &strings.Builder{}, mu: &sync.Mutex{}, done: make(chan struct{})}
+	addrc := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			c.mu.Lock()
+			c.logs.WriteString(sc.Text() + "\n")
+			c.mu.Unlock()
+			if m := readyAddr.FindStringSubmatch(sc.Text()); m != nil {
+				addrc <- m[1]
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		_ = cmd.Wait()
+		close(c.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-c.done
+	})
+	select {
+	case c.addr = <-addrc:
+	case <-c.done:
+		t.Fatalf("child exited before listening:\n%s", c.log())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("child did not start:\n%s", c.log())
+	}
+	return c
+}
+
+func (c *child) log() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.logs.String()
+}
+
+func (c *child) client(t *testing.T) *redis.Client {
+	rdb := redis.NewClient(&redis.Options{Addr: c.addr, Protocol: 2, MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// stop sends sig and waits for the child to exit.
+func (c *child) stop(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	require.NoError(t, c.cmd.Process.Signal(sig))
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("child did not exit on %v:\n%s", sig, c.log())
+	}
+}
+
+func throttle(ctx context.Context, rdb *redis.Client, key string, args ...any) ([]int64, error) {
+	return rdb.Do(ctx, append([]any{"CL.THROTTLE", key}, args...)...).Int64Slice()
+}
+
+// tats reads every key's stored TAT (GET).
+func tats(t *testing.T, rdb *redis.Client, keys []string) map[string]string {
+	t.Helper()
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		v, err := rdb.Get(context.Background(), k).Result()
+		if err == redis.Nil {
+			continue
+		}
+		require.NoError(t, err)
+		out[k] = v
+	}
+	return out
+}
+
+func makeKeys(t *testing.T, rdb *redis.Client, n int) []string {
+	ctx := context.Background()
+	keys := make([]string, n)
+	pipe := rdb.Pipeline()
+	for i := range keys {
+		keys[i] = fmt.Sprintf("user:%d", i)
+		pipe.Do(ctx, "CL.THROTTLE", keys[i], 9, 1, 3600, 1+i%5)
+	}
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+	return keys
+}
+
+func TestCleanRestartKeepsEveryTATExactly(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			// A long interval: only the save on a clean stop can keep the keys.
+			c := startChild(t, "--dir", dir, "--flush-interval", "1h")
+			keys := makeKeys(t, c.client(t), 500)
+			before := tats(t, c.client(t), keys)
+			require.Len(t, before, 500)
+			c.stop(t, sig)
+			require.Contains(t, c.log(), `msg="saved state" keys=500`)
+
+			c = startChild(t, "--dir", dir)
+			require.Contains(t, c.log(), "keys=500")
+			require.Equal(t, before, tats(t, c.client(t), keys))
+		})
+	}
+}
+
+func TestShutdownCommandSavesAndNosaveDoesNot(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	c := startChild(t, "--dir", dir, "--flush-interval", "1h")
+	rdb := c.client(t)
+	keys := makeKeys(t, rdb, 10)
+	before := tats(t, rdb, keys)
+	_ = rdb.Do(ctx, "SHUTDOWN").Err() // the connection closes without a reply
+	<-c.done
+	c = startChild(t, "--dir", dir, "--flush-interval", "1h")
+	rdb = c.client(t)
+	require.Equal(t, before, tats(t, rdb, keys))
+
+	_, err := throttle(ctx, rdb, "after-nosave", 0, 1, 3600)
+	require.NoError(t, err)
+	_ = rdb.Do(ctx, "SHUTDOWN", "NOSAVE").Err()
+	<-c.done
+	c = startChild(t, "--dir", dir, "--flush-interval", "1h")
+	rdb = c.client(t)
+	require.Equal(t, before, tats(t, rdb, keys), "what was saved before stays")
+	n, err := rdb.Exists(ctx, "after-nosave").Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "SHUTDOWN NOSAVE skipped the save")
+}
+
+func TestKillAfterFlushKeepsEveryFlushedKey(t *testing.T) {
+	dir := t.TempDir()
+	c := startChild(t, "--dir", dir, "--flush-interval", "50ms")
+	rdb := c.client(t)
+	keys := makeKeys(t, rdb, 2000)
+	before := tats(t, rdb, keys)
+	// Wait until a flush has taken every change, then crash.
+	require.Eventually(t, func() bool {
+		info, err := rdb.Info(context.Background(), "persistence").Result()
+		return err == nil && strings.Contains(info, "rdb_changes_since_last_save:0\r\n") &&
+			!strings.Contains(info, "redcell_flushes:0\r\n")
+	}, 10*time.Second, 10*time.Millisecond)
+	c.stop(t, syscall.SIGKILL)
+
+	c = startChild(t, "--dir", dir)
+	require.Equal(t, before, tats(t, c.client(t), keys))
+}
+
+func TestSaveThenKillKeepsEverything(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	c := startChild(t, "--dir", dir, "--flush-interval", "1h")
+	rdb := c.client(t)
+	keys := makeKeys(t, rdb, 300)
+	before := tats(t, rdb, keys)
+	lastBefore, err := rdb.LastSave(ctx).Result()
+	require.NoError(t, err)
+	require.Equal(t, "OK", rdb.Save(ctx).Val())
+	lastAfter, err := rdb.LastSave(ctx).Result()
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, lastAfter, lastBefore)
+	c.stop(t, syscall.SIGKILL)
+
+	c = startChild(t, "--dir", dir)
+	require.Equal(t, before, tats(t, c.client(t), keys))
+}
+
+// In durable mode (--flush-interval 0) every acknowledged decision survives a
+// SIGKILL that lands in the middle of a load.
+func TestDurableModeLosesNoAcknowledgedDecisionOnKill(t *testing.T) {
+	dir := t.TempDir()
+	c := startChild(t, "--dir", dir, "--flush-interval", "0")
+
+	var acked sync.Map // key -> struct{}: allowed and acknowledged
+	var count atomic.Int64
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			rdb := redis.NewClient(&redis.Options{Addr: c.addr, Protocol: 2, MaxRetries: -1, PoolSize: 2})
+			defer rdb.Close()
+			for i := 0; ctx.Err() == nil; i++ {
+				key := fmt.Sprintf("w%d:%d", w, i)
+				// max_burst 0, one per hour: the first call is allowed and
+				// must leave the key throttled for an hour.
+				r, err := throttle(ctx, rdb, key, 0, 1, 3600)
+				if err != nil {
+					return // the server died under us: this call is unacknowledged
+				}
+				if r[0] == 0 {
+					acked.Store(key, struct{}{})
+					count.Add(1)
+				}
+			}
+		}(w)
+	}
+	require.Eventually(t, func() bool { return count.Load() >= 1000 }, 60*time.Second, 5*time.Millisecond)
+	c.stop(t, syscall.SIGKILL)
+	cancel()
+	wg.Wait()
+
+	c = startChild(t, "--dir", dir)
+	rdb := c.client(t)
+	n := 0
+	acked.Range(func(k, _ any) bool {
+		r, err := throttle(context.Background(), rdb, k.(string), 0, 1, 3600, 0)
+		require.NoError(t, err)
+		require.Equal(t, int64(0), r[2], "key %s: acknowledged decision lost (remaining %d)", k, r[2])
+		n++
+		return true
+	})
+	require.GreaterOrEqual(t, n, 1000)
+	t.Logf("%d acknowledged decisions, all present after SIGKILL", n)
+}
+
+func TestExpiredKeysAreNotLoadedBack(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	c := startChild(t, "--dir", dir, "--flush-interval", "1h")
+	rdb := c.client(t)
+	// One action a second: each key's TAT is 1s away.
+	for i := 0; i < 20; i++ {
+		_, err := throttle(ctx, rdb, fmt.Sprintf("short:%d", i), 0, 1, 1)
+		require.NoError(t, err)
+	}
+	_, err := throttle(ctx, rdb, "long", 0, 1, 3600)
+	require.NoError(t, err)
+	deadline := time.Now().Add(time.Second)
+	c.stop(t, syscall.SIGTERM)
+	require.Contains(t, c.log(), `msg="saved state" keys=21`)
+	require.Eventually(t, func() bool { return time.Now().After(deadline) }, 5*time.Second, 10*time.Millisecond)
+
+	c = startChild(t, "--dir", dir)
+	require.Contains(t, c.log(), "keys=1 expired_dropped=20")
+	rdb = c.client(t)
+	require.Equal(t, int64(1), rdb.DBSize(ctx).Val())
+}
+
+func TestCorruptStoreFailsStartWithAClearError(t *testing.T) {
+	dir := t.TempDir()
+	c := startChild(t, "--dir", dir)
+	makeKeys(t, c.client(t), 5)
+	c.stop(t, syscall.SIGTERM)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "MANIFEST-") {
+			require.NoError(t, os.WriteFile(dir+"/"+e.Name(), []byte("garbage"), 0o644))
+		}
+	}
+	var stderr strings.Builder
+	err = run(context.Background(), Config{Bind: "127.0.0.1", Port: 0, Dir: dir, FlushInterval: time.Second},
+		slog.New(slog.NewTextHandler(&stderr, nil)), nil)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "open store "+dir)
+
+	// And the binary exits non-zero with the directory named.
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "REDCELL_TEST_CHILD=1", "REDCELL_TEST_ARGS=--port 0 --dir "+dir)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 1, exit.ExitCode())
+	require.Contains(t, string(out), "open store "+dir)
+}
+
+// run's in-process path: ready reports the address, cancel stops it cleanly.
+func TestRunServesUntilCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	dir := t.TempDir()
+	go func() {
+		done <- run(ctx, Config{Bind: "127.0.0.1", Port: 0, Dir: dir, FlushInterval: time.Second}, slog.New(slog.DiscardHandler), ready)
+	}()
+	addr := <-ready
+	rdb := redis.NewClient(&redis.Options{Addr: addr.String()})
+	defer rdb.Close()
+	r, err := throttle(context.Background(), rdb, "k", 4, 1, 1)
+	require.NoError(t, err)
+	require.Equal(t, []int64{0, 5, 4, -1, 1}, r)
+	cancel()
+	require.NoError(t, <-done)
+}
