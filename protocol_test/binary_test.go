@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -194,4 +196,38 @@ func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 		}
 		require.Contains(t, stopping.Log(), "shutting down")
 	})
+}
+
+// Lengths that would overflow must be refused, not crash the process or pin
+// a CPU. Both reach the server before AUTH, so either is a denial of service
+// by anyone who can connect. Run against the built binary so that a crash
+// shows as a failure here rather than killing the test process.
+//
+// Known bug, so it runs only with REDCELL_KNOWN_BUGS=1: redcon v1.6.4's
+// Reader.readCommands (redcon.go:912-925) checks a bulk length only for
+// size < 0, so "$9223372036854775807" overflows i+size+2 and indexes out of
+// range (a panic in a connection goroutine: the process exits), and it loops
+// "for j := 0; j < count; j++" over an unchecked multibulk count. redcell
+// needs a length cap before redcon parses: Redis refuses multibulk counts
+// above 1024*1024 and bulk lengths above 512 MB ("invalid multibulk length",
+// "invalid bulk length").
+func TestHugeLengthsAreRefused(t *testing.T) {
+	if os.Getenv("REDCELL_KNOWN_BUGS") == "" {
+		t.Skip("known bug in github.com/tidwall/redcon v1.6.4: a 26-byte request crashes the server; set REDCELL_KNOWN_BUGS=1 to run")
+	}
+	bin := buildBinary(t)
+	srv := startBinary(t, bin)
+	addr := "127.0.0.1:" + strconv.Itoa(srv.Port)
+	for _, input := range []string{"*1\r\n$9223372036854775807\r\n", "*9223372036854775807\r\n", "*1\r\n$1099511627776\r\n"} {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		require.NoError(t, err)
+		_, err = conn.Write([]byte(input))
+		require.NoError(t, err)
+		require.NoError(t, conn.SetReadDeadline(deadline()))
+		got, err := io.ReadAll(conn)
+		require.NoError(t, err, "%q", input)
+		require.Contains(t, string(got), "-ERR Protocol error: invalid", "%q", input)
+		require.NoError(t, conn.Close())
+		require.Equal(t, "PONG\n", cli(t, srv.Port, "", "PING"), "after %q the server still answers; log:\n%s", input, srv.Log())
+	}
 }
