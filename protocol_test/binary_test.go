@@ -204,7 +204,7 @@ func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 // shows as a failure here rather than killing the test process.
 //
 // Known bug, so it runs only with REDCELL_KNOWN_BUGS=1: redcon v1.6.4's
-// Reader.readCommands (redcon.go:912-925) checks a bulk length only for
+// Reader.readCommands (redcon.go:898-925) checks a bulk length only for
 // size < 0, so "$9223372036854775807" overflows i+size+2 and indexes out of
 // range (a panic in a connection goroutine: the process exits), and it loops
 // "for j := 0; j < count; j++" over an unchecked multibulk count. redcell
