@@ -35,7 +35,9 @@ type Config struct {
 	// FlushInterval is how often changes are written to disk; 0 writes
 	// (and syncs) before every reply.
 	FlushInterval time.Duration
-	PprofAddr     string
+	// InMemory keeps state in memory only, lost on restart: no --dir.
+	InMemory  bool
+	PprofAddr string
 }
 
 // Defaults, as documented in the README and --help.
@@ -70,6 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.IntVar(&cfg.Port, "port", DefaultPort, "TCP port to listen on (0 picks a free one)")
 	fs.StringVar(&cfg.Dir, "dir", DefaultDir, "directory for persisted state (created if missing)")
 	fs.StringVar(&cfg.Dir, "data-dir", DefaultDir, "same as --dir")
+	fs.BoolVar(&cfg.InMemory, "in-memory", false, "keep state in memory only, lost on restart (no --dir)")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", storage.DefaultFlushInterval,
 		"how often changed keys are written and synced to disk; 0 syncs before every reply (durable mode)")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (empty: none)")
@@ -104,28 +107,78 @@ func main() {
 
 // run serves until ctx is done or a client sends SHUTDOWN. ready, if not nil,
 // receives the listening address once connections are accepted.
-func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.Addr) error {
+// state is the keyspace and, unless persistence is off, its Pebble store.
+type state struct {
+	store    *storage.Store
+	backend  *storage.PebbleBackend // nil when persistence is off
+	flusher  *storage.Flusher       // nil when persistence is off
+	loaded   int
+	loadTime time.Duration
+}
+
+// openState opens the store under cfg.Dir and loads every live key from it.
+func openState(cfg Config, logger *slog.Logger) (*state, error) {
+	if cfg.InMemory {
+		logger.Warn("persistence is off: state is lost on restart")
+		return &state{store: storage.New(storage.Config{Shards: cfg.Shards})}, nil
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return fmt.Errorf("data directory %s: %w", cfg.Dir, err)
+		return nil, fmt.Errorf("data directory %s: %w", cfg.Dir, err)
 	}
 	backend, err := storage.OpenPebble(cfg.Dir, logger)
 	if err != nil {
+		return nil, err
+	}
+	st := &state{store: storage.New(storage.Config{Shards: cfg.Shards, TrackChanges: true}), backend: backend}
+	start := time.Now()
+	loaded, dropped, err := storage.LoadInto(st.store, backend, gcra.InstantOf(start))
+	if err != nil {
+		backend.Close()
+		return nil, fmt.Errorf("load store %s: %w", cfg.Dir, err)
+	}
+	st.loaded, st.loadTime = loaded, time.Since(start)
+	logger.Info("loaded state", "dir", cfg.Dir, "keys", loaded, "expired_dropped", dropped, "duration", st.loadTime)
+	st.flusher = storage.NewFlusher(st.store, backend, time.Now)
+	return st, nil
+}
+
+func (st *state) persistence() server.Persistence {
+	if st.flusher == nil {
+		return nil // not a typed nil: the server checks for nil
+	}
+	return st.flusher
+}
+
+// save writes every change on the way out, then closes the store.
+func (st *state) close(save bool, logger *slog.Logger) error {
+	if st.backend == nil {
+		return nil
+	}
+	var err error
+	if save {
+		start := time.Now()
+		if err = st.flusher.Flush(true); err == nil {
+			logger.Info("saved state", "keys", st.flusher.Stats().LastCount, "duration", time.Since(start))
+		}
+	} else {
+		logger.Info("exiting without the final save (SHUTDOWN NOSAVE)")
+	}
+	return errors.Join(err, st.backend.Close())
+}
+
+func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.Addr) (err error) {
+	st, err := openState(cfg, logger)
+	if err != nil {
 		return err
 	}
+	store := st.store
+	var saveOnExit atomic.Bool
+	saveOnExit.Store(true)
 	defer func() {
-		if err := backend.Close(); err != nil {
-			logger.Error("closing the store", "dir", cfg.Dir, "err", err)
+		if cerr := st.close(saveOnExit.Load(), logger); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("final save to %s: %w", cfg.Dir, cerr))
 		}
 	}()
-	store := storage.New(storage.Config{Shards: cfg.Shards, TrackChanges: true})
-	start := time.Now()
-	loaded, dropped, err := storage.LoadInto(store, backend, gcra.InstantOf(start))
-	if err != nil {
-		return fmt.Errorf("load store %s: %w", cfg.Dir, err)
-	}
-	loadTime := time.Since(start)
-	logger.Info("loaded state", "dir", cfg.Dir, "keys", loaded, "expired_dropped", dropped, "duration", loadTime)
-	flusher := storage.NewFlusher(store, backend, time.Now)
 
 	if cfg.PprofAddr != "" {
 		pln, err := net.Listen("tcp", cfg.PprofAddr)
@@ -146,8 +199,6 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var saveOnExit atomic.Bool
-	saveOnExit.Store(true)
 	srv := server.New(server.Config{
 		RequirePass: cfg.RequirePass,
 		Shutdown: func(save bool) error {
@@ -156,11 +207,11 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 			cancel()
 			return nil
 		},
-		Persistence:   flusher,
-		DurableWrites: cfg.FlushInterval == 0,
+		Persistence:   st.persistence(),
+		DurableWrites: st.flusher != nil && cfg.FlushInterval == 0,
 		Logger:        logger,
-		LoadedKeys:    int64(loaded),
-		LoadDuration:  loadTime,
+		LoadedKeys:    int64(st.loaded),
+		LoadDuration:  st.loadTime,
 		Bind:          cfg.Bind,
 		Port:          ln.Addr().(*net.TCPAddr).Port,
 		Dir:           cfg.Dir,
@@ -173,10 +224,12 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 	logFlushError := func(err error) {
 		logger.Error("flush failed; changes kept for the next one", "dir", cfg.Dir, "err", err)
 	}
-	if cfg.FlushInterval == 0 {
-		background.Go(func() { flusher.RunGroupCommit(ctx) })
-	} else {
-		background.Go(func() { flusher.Run(ctx, cfg.FlushInterval, logFlushError) })
+	switch {
+	case st.flusher == nil:
+	case cfg.FlushInterval == 0:
+		background.Go(func() { st.flusher.RunGroupCommit(ctx) })
+	default:
+		background.Go(func() { st.flusher.Run(ctx, cfg.FlushInterval, logFlushError) })
 	}
 
 	served := make(chan error, 1)
@@ -189,24 +242,14 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 
 	select {
 	case <-ctx.Done():
-		err = nil
+		logger.Info("shutting down")
+		_ = srv.Close()
+		err = <-served
 	case err = <-served:
 		cancel()
 	}
-	logger.Info("shutting down")
-	_ = srv.Close()
-	if serveErr := <-served; err == nil {
-		err = serveErr
-	}
+	// Connections are closed: nothing changes the store any more, and the
+	// deferred close saves it.
 	background.Wait()
-	if !saveOnExit.Load() {
-		logger.Info("exiting without the final save (SHUTDOWN NOSAVE)")
-		return err
-	}
-	start = time.Now()
-	if ferr := flusher.Flush(true); ferr != nil {
-		return errors.Join(err, fmt.Errorf("final save to %s: %w", cfg.Dir, ferr))
-	}
-	logger.Info("saved state", "keys", flusher.Stats().LastCount, "duration", time.Since(start))
 	return err
 }
