@@ -40,6 +40,9 @@ type Config struct {
 	// DurableWrites makes every reply that follows a change wait until the
 	// change is synced (Persistence.Sync), as Redis's appendfsync always.
 	DurableWrites bool
+	// Limits bound what one command may announce; zero fields take the
+	// defaults (DefaultMaxBulkLen, DefaultMaxArgs, DefaultMaxInlineLen).
+	Limits Limits
 	// Logger receives errors the server cannot tell a client. The default
 	// discards them.
 	Logger *slog.Logger
@@ -118,7 +121,7 @@ func New(cfg Config, store *storage.Store) *Server {
 // Serve accepts connections on ln until Close. When it returns, every
 // connection has been closed.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.rc.Serve(ln)
+	err := s.rc.Serve(guardListener{Listener: ln, limits: s.cfg.Limits.withDefaults()})
 	if errors.Is(err, net.ErrClosed) {
 		return nil
 	}
