@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -203,18 +202,10 @@ func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 // by anyone who can connect. Run against the built binary so that a crash
 // shows as a failure here rather than killing the test process.
 //
-// Known bug, so it runs only with REDCELL_KNOWN_BUGS=1: redcon v1.6.4's
-// Reader.readCommands (redcon.go:898-925) checks a bulk length only for
-// size < 0, so "$9223372036854775807" overflows i+size+2 and indexes out of
-// range (a panic in a connection goroutine: the process exits), and it loops
-// "for j := 0; j < count; j++" over an unchecked multibulk count. redcell
-// needs a length cap before redcon parses: Redis refuses multibulk counts
-// above 1024*1024 and bulk lengths above 512 MB ("invalid multibulk length",
-// "invalid bulk length").
+// redcon v1.6.4's reader trusts announced lengths ("$9223372036854775807"
+// overflows its index arithmetic and panics; a huge multibulk count spins):
+// server/guard.go refuses such frames before redcon parses them.
 func TestHugeLengthsAreRefused(t *testing.T) {
-	if os.Getenv("REDCELL_KNOWN_BUGS") == "" {
-		t.Skip("known bug in github.com/tidwall/redcon v1.6.4: a 26-byte request crashes the server; set REDCELL_KNOWN_BUGS=1 to run")
-	}
 	bin := buildBinary(t)
 	srv := startBinary(t, bin)
 	addr := "127.0.0.1:" + strconv.Itoa(srv.Port)
