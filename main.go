@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -24,68 +23,6 @@ import (
 	"redcell/server"
 	"redcell/storage"
 )
-
-// Config is everything the command line sets.
-type Config struct {
-	Bind        string
-	Port        int
-	Dir         string
-	RequirePass string
-	Shards      int
-	// FlushInterval is how often changes are written to disk; 0 writes
-	// (and syncs) before every reply.
-	FlushInterval time.Duration
-	// InMemory keeps state in memory only, lost on restart: no --dir.
-	InMemory  bool
-	PprofAddr string
-}
-
-// Defaults, as documented in the README and --help.
-const (
-	DefaultBind = "127.0.0.1"
-	DefaultPort = 6379
-	DefaultDir  = "./data"
-)
-
-// Validate reports the first setting that cannot work.
-func (c Config) Validate() error {
-	if c.Port < 0 || c.Port > 65535 {
-		return fmt.Errorf("--port %d: must be between 0 and 65535", c.Port)
-	}
-	if c.Dir == "" {
-		return errors.New("--dir must not be empty")
-	}
-	if c.FlushInterval < 0 {
-		return fmt.Errorf("--flush-interval %v: must not be negative", c.FlushInterval)
-	}
-	if err := (storage.Config{Shards: c.Shards}).Validate(); err != nil {
-		return fmt.Errorf("--shards %d: %w", c.Shards, err)
-	}
-	return nil
-}
-
-func parseFlags(args []string, stderr io.Writer) (Config, error) {
-	var cfg Config
-	fs := flag.NewFlagSet("redcell", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.Bind, "bind", DefaultBind, "address to listen on")
-	fs.IntVar(&cfg.Port, "port", DefaultPort, "TCP port to listen on (0 picks a free one)")
-	fs.StringVar(&cfg.Dir, "dir", DefaultDir, "directory for persisted state (created if missing)")
-	fs.StringVar(&cfg.Dir, "data-dir", DefaultDir, "same as --dir")
-	fs.BoolVar(&cfg.InMemory, "in-memory", false, "keep state in memory only, lost on restart (no --dir)")
-	fs.DurationVar(&cfg.FlushInterval, "flush-interval", storage.DefaultFlushInterval,
-		"how often changed keys are written and synced to disk; 0 syncs before every reply (durable mode)")
-	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (empty: none)")
-	fs.IntVar(&cfg.Shards, "shards", 0, "lock stripes of the keyspace, rounded up to a power of two (0: 16 per CPU)")
-	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (empty: off)")
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
-	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	return cfg, cfg.Validate()
-}
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
