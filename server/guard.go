@@ -67,13 +67,13 @@ func (l guardListener) Accept() (net.Conn, error) {
 
 // Scanner states: where in the RESP framing the next byte falls.
 const (
-	atFrame       = iota // first byte of a command
-	inInline             // an inline command line, until '\n'
-	inCount              // the digits of "*<count>\r\n"
-	atBulkHeader         // expecting '$' of the next argument
-	inBulkLen            // the digits of "$<len>\r\n"
-	inBulkBody           // skipping len+2 bytes of argument and CRLF
-	passThrough          // framing redcon will reject itself: stop checking
+	atFrame      = iota // first byte of a command
+	inInline            // an inline command line, until '\n'
+	inCount             // the digits of "*<count>\r\n"
+	atBulkHeader        // expecting '$' of the next argument
+	inBulkLen           // the digits of "$<len>\r\n"
+	inBulkBody          // skipping len+2 bytes of argument and CRLF
+	passThrough         // framing redcon will reject itself: stop checking
 )
 
 // guardConn scans what it reads. The scan mirrors redcon's framing; on input
