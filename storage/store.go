@@ -179,7 +179,7 @@ func (s *Store) Len() int {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.t.entries)
+		n += sh.t.len()
 		sh.mu.Unlock()
 	}
 	return n
@@ -226,14 +226,14 @@ func (s *Store) Scan(cursor uint64, count int, now gcra.Instant, fn func(key str
 	for si < len(s.shards) && count > 0 {
 		sh := &s.shards[si]
 		sh.mu.Lock()
-		for idx < len(sh.t.entries) && count > 0 {
-			if e := sh.t.entries[idx]; e.tat > now {
-				fn(e.key, e.tat)
+		for idx < sh.t.len() && count > 0 {
+			if tat := sh.t.tatAt(idx); tat > now {
+				fn(sh.t.keyAt(idx), tat) // a copy: fn may keep it
 			}
 			idx++
 			count--
 		}
-		done := idx >= len(sh.t.entries)
+		done := idx >= sh.t.len()
 		sh.mu.Unlock()
 		if done {
 			si, idx = si+1, 0

@@ -1,94 +1,348 @@
 package storage
 
-import "redcell/gcra"
+import (
+	"encoding/binary"
+	"hash/maphash"
+	"math"
+	"unsafe"
 
-// entry is one live key: its name and its TAT, which is also the instant the
-// key expires.
-type entry struct {
-	key   string
-	tat   gcra.Instant
-	dirty bool // changed since the last takeChanges; only set when tracking
-}
+	"redcell/gcra"
+)
 
 // table is one shard's keyspace. It is not safe for concurrent use: its shard's
 // mutex guards it.
 //
-// Keys live in a dense slice so that the sweeper and SCAN can walk it with a
-// plain index as their cursor, and so that updating an existing key writes
-// the slice, not the map: an update allocates nothing.
+// Keys live in a dense array, entries, so that the sweeper and SCAN can walk
+// it with a plain index as their cursor; removing a key moves the last entry
+// into its place. An open-addressing index, slots, finds a key's entry. A key
+// of up to inlineKey bytes is stored in its entry, so a lookup touches two
+// cache lines (slot, entry); a longer one lives in a byte arena. None of the
+// arrays holds a pointer, so the garbage collector never scans them, and
+// large ones are mapped outside the Go heap (see region): a million keys cost
+// their own bytes in RSS, not twice that under GOGC's heap goal.
+//
+// A table holds at most 2^32-2 keys and 4 GiB of long keys (a shard, not the
+// store); keys are at most 2 GiB long.
 type table struct {
-	index   map[string]int32
+	// entries has one element per key; its capacity is mem.entries'.
 	entries []entry
+	// slots is the index: 0 for an empty slot, else the key's 32-bit hash
+	// in the high half and its entry index + 1 in the low half. Its length
+	// is zero or a power of two; linear probing; at most 3/4 full.
+	slots []uint64
+	// arena holds the keys longer than inlineKey; its capacity is
+	// mem.arena's. Removed keys leave garbage bytes until it is compacted.
+	arena   []byte
+	garbage int
+
+	mem *tableMem
 
 	// track makes every change append to changes, for the persister.
-	track   bool
-	changes []string
+	track bool
+	// changes has one element per recorded change: an entry index whose key
+	// was written (dirtyBit set on the entry until takeChanges reports it),
+	// or deletedBit | length for a deleted key whose bytes follow the
+	// previous ones in deleted. A key may be recorded more than once;
+	// takeChanges reports it once per call.
+	changes []uint32
+	deleted []byte
+	// Scratch for takeChanges, kept between calls.
+	scratchKeys []byte
+	scratchLens []uint32
 }
 
+// entry is one key and its TAT, which is also the instant the key expires.
+type entry struct {
+	tat gcra.Instant
+	n   uint32 // key length, with dirtyBit while a write is unreported
+	// key holds the key if n <= inlineKey, else its offset in the arena
+	// (little-endian, first four bytes).
+	key [inlineKey]byte
+}
+
+const inlineKey = 20 // makes an entry 32 bytes: two per cache line
+
+const (
+	// dirtyBit in entry.n marks a key written since the last takeChanges
+	// (only when tracking).
+	dirtyBit = 1 << 31
+	// deletedBit in a changes element marks a deleted key's length.
+	deletedBit = 1 << 31
+
+	minSlots      = 8
+	minEntries    = 4
+	minArena      = 256
+	compactArena  = 4 << 10 // arenas smaller than this are never compacted
+	maxArenaBytes = math.MaxUint32
+)
+
+var tableSeed = maphash.MakeSeed()
+
+// hashKey is the table's hash of a key: its low bits pick the home slot, all
+// 32 are kept in the slot to skip most mismatches without reading the entry.
+func hashKey(key []byte) uint32 { return uint32(maphash.Bytes(tableSeed, key)) }
+
 func newTable(track bool) table {
-	return table{index: make(map[string]int32), track: track}
+	return table{mem: newTableMem(), track: track}
+}
+
+// len returns the number of keys, expired or not.
+func (t *table) len() int { return len(t.entries) }
+
+// tatAt returns the TAT of the entry at i, for i < len().
+func (t *table) tatAt(i int) gcra.Instant { return t.entries[i].tat }
+
+// keyAt returns a copy of the key at i, for i < len(): the copy stays valid
+// whatever happens to the table afterwards.
+func (t *table) keyAt(i int) string { return string(t.keyOf(&t.entries[i])) }
+
+// keyOf returns e's key as a view of the table's memory, valid until the
+// table next changes.
+func (t *table) keyOf(e *entry) []byte {
+	n := e.n &^ dirtyBit
+	if n <= inlineKey {
+		return e.key[:n]
+	}
+	off := binary.LittleEndian.Uint32(e.key[:])
+	return t.arena[off : off+n]
+}
+
+// find returns the entry index of key, whose hash is h, and the position of
+// its slot; for an absent key, -1 and the empty slot where it would go. The
+// index must not be empty.
+func (t *table) find(key []byte, h uint32) (idx, pos int) {
+	mask := len(t.slots) - 1
+	for p := int(h) & mask; ; p = (p + 1) & mask {
+		s := t.slots[p]
+		if s == 0 {
+			return -1, p
+		}
+		if uint32(s>>32) == h {
+			i := int(uint32(s)) - 1
+			if e := &t.entries[i]; int(e.n&^dirtyBit) == len(key) && string(t.keyOf(e)) == string(key) {
+				return i, p
+			}
+		}
+	}
+}
+
+// slotOf returns the position of the slot pointing at entry i.
+func (t *table) slotOf(i int) int {
+	h := hashKey(t.keyOf(&t.entries[i]))
+	mask := len(t.slots) - 1
+	want := uint64(h)<<32 | uint64(i+1)
+	for p := int(h) & mask; ; p = (p + 1) & mask {
+		if t.slots[p] == want {
+			return p
+		}
+	}
+}
+
+// lookup returns the entry index of key, or -1.
+func (t *table) lookup(key []byte) int {
+	if len(t.entries) == 0 {
+		return -1
+	}
+	i, _ := t.find(key, hashKey(key))
+	return i
 }
 
 // get returns the TAT stored for key, expired or not.
 func (t *table) get(key []byte) (gcra.Instant, bool) {
-	i, ok := t.index[string(key)]
-	if !ok {
-		return 0, false
+	if i := t.lookup(key); i >= 0 {
+		return t.entries[i].tat, true
 	}
-	return t.entries[i].tat, true
+	return 0, false
 }
 
 // put stores tat for key, creating the key if needed.
 func (t *table) put(key []byte, tat gcra.Instant) {
-	if i, ok := t.index[string(key)]; ok {
-		e := &t.entries[i]
-		e.tat = tat
-		t.markDirty(e)
-		return
+	h := hashKey(key)
+	if len(t.entries) > 0 {
+		if i, _ := t.find(key, h); i >= 0 {
+			t.entries[i].tat = tat
+			t.markDirty(i)
+			return
+		}
 	}
-	t.insert(string(key), tat)
+	t.add(key, h, tat)
 }
 
 // insert adds a key known to be absent.
 func (t *table) insert(key string, tat gcra.Instant) {
-	t.index[key] = int32(len(t.entries))
-	t.entries = append(t.entries, entry{key: key, tat: tat})
-	t.markDirty(&t.entries[len(t.entries)-1])
+	b := unsafe.Slice(unsafe.StringData(key), len(key)) // read only
+	t.add(b, hashKey(b), tat)
 }
 
-func (t *table) markDirty(e *entry) {
-	if t.track && !e.dirty {
-		e.dirty = true
-		t.changes = append(t.changes, e.key)
+// add appends an entry for key, which is absent and hashes to h.
+func (t *table) add(key []byte, h uint32, tat gcra.Instant) {
+	if len(key) >= dirtyBit {
+		panic("storage: key longer than 2 GiB")
 	}
+	n := len(t.entries)
+	if n >= math.MaxUint32-1 {
+		panic("storage: more than 2^32-2 keys in one shard")
+	}
+	if (n+1)*4 > len(t.slots)*3 {
+		t.resizeSlots(max(minSlots, 2*len(t.slots)))
+	}
+	if n == cap(t.entries) {
+		t.resizeEntries(max(minEntries, 2*n))
+	}
+	e := entry{tat: tat, n: uint32(len(key))}
+	if len(key) <= inlineKey {
+		copy(e.key[:], key)
+	} else {
+		binary.LittleEndian.PutUint32(e.key[:], t.appendKey(key))
+	}
+	t.entries = append(t.entries, e) // within capacity: never reallocates
+	_, pos := t.find(key, h) // an empty slot: the key is absent
+	t.slots[pos] = uint64(h)<<32 | uint64(n+1)
+	t.markDirty(n)
+}
+
+// appendKey copies a long key to the end of the arena, making room by
+// compacting or growing it, and returns its offset.
+func (t *table) appendKey(key []byte) uint32 {
+	if len(t.arena)+len(key) > cap(t.arena) {
+		// Growing copies the live keys anyway: drop the garbage as well.
+		live := len(t.arena) - t.garbage + len(key)
+		if live > maxArenaBytes {
+			panic("storage: more than 4 GiB of keys in one shard")
+		}
+		t.compactArena(max(minArena, 2*live))
+	}
+	off := len(t.arena)
+	t.arena = append(t.arena, key...) // within capacity: never reallocates
+	return uint32(off)
+}
+
+// compactArena moves the live long keys into a fresh arena of at least size
+// bytes, dropping the garbage.
+func (t *table) compactArena(size int) {
+	old := t.mem.arena
+	t.mem.arena = allocRegion(min(size, maxArenaBytes))
+	arena := t.mem.arena.b[:0]
+	for i := range t.entries {
+		e := &t.entries[i]
+		if e.n&^dirtyBit > inlineKey {
+			off := len(arena)
+			arena = append(arena, t.keyOf(e)...)
+			binary.LittleEndian.PutUint32(e.key[:], uint32(off))
+		}
+	}
+	t.arena = arena
+	t.garbage = 0
+	old.free()
+}
+
+// resizeEntries moves the entries to an array of capacity n >= len.
+func (t *table) resizeEntries(n int) {
+	old := t.mem.entries
+	t.mem.entries = allocRegion(n * int(unsafe.Sizeof(entry{})))
+	es := unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(t.mem.entries.b))), n)
+	t.entries = es[:copy(es, t.entries)]
+	old.free()
+}
+
+// resizeSlots rebuilds the index with n slots, a power of two.
+func (t *table) resizeSlots(n int) {
+	old, oldSlots := t.mem.slots, t.slots
+	t.mem.slots = allocRegion(n * 8)
+	t.slots = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(t.mem.slots.b))), n)
+	mask := n - 1
+	for _, s := range oldSlots {
+		if s == 0 {
+			continue
+		}
+		p := int(s>>32) & mask
+		for t.slots[p] != 0 {
+			p = (p + 1) & mask
+		}
+		t.slots[p] = s
+	}
+	old.free()
+}
+
+func (t *table) markDirty(i int) {
+	if e := &t.entries[i]; t.track && e.n&dirtyBit == 0 {
+		e.n |= dirtyBit
+		t.changes = append(t.changes, uint32(i))
+	}
+}
+
+func (t *table) recordDeletion(key []byte) {
+	t.changes = append(t.changes, deletedBit|uint32(len(key)))
+	t.deleted = append(t.deleted, key...)
 }
 
 // remove deletes key and reports whether it was present.
 func (t *table) remove(key []byte) bool {
-	i, ok := t.index[string(key)]
-	if !ok {
+	i := t.lookup(key)
+	if i < 0 {
 		return false
 	}
-	t.removeAt(int(i))
+	t.removeAt(i)
 	return true
 }
 
 // removeAt deletes the entry at i by moving the last entry into its place.
 func (t *table) removeAt(i int) {
-	e := t.entries[i]
-	delete(t.index, e.key)
+	e := &t.entries[i]
+	t.deleteSlot(t.slotOf(i))
+	if t.track {
+		t.recordDeletion(t.keyOf(e))
+	}
+	if n := int(e.n &^ dirtyBit); n > inlineKey {
+		t.garbage += n
+	}
+
 	last := len(t.entries) - 1
 	if i != last {
+		p := t.slotOf(last)
+		t.slots[p] = t.slots[p]&^math.MaxUint32 | uint64(i+1)
 		t.entries[i] = t.entries[last]
-		t.index[t.entries[i].key] = int32(i)
+		if t.entries[i].n&dirtyBit != 0 {
+			t.changes = append(t.changes, uint32(i)) // its index changed
+		}
 	}
-	t.entries[last] = entry{}
 	t.entries = t.entries[:last]
-	// A dirty key is already in changes; either way takeChanges will find
-	// it absent and record a deletion.
-	if t.track && !e.dirty {
-		t.changes = append(t.changes, e.key)
+
+	switch {
+	case last == 0:
+		t.release()
+		return
+	case last*16 < len(t.slots) && len(t.slots) > minSlots:
+		t.resizeSlots(len(t.slots) / 2)
 	}
+	if last*4 < cap(t.entries) && cap(t.entries) > minEntries {
+		t.resizeEntries(cap(t.entries) / 2)
+	}
+	if used := len(t.arena); t.garbage > used/2 && used >= compactArena {
+		t.compactArena(2 * (used - t.garbage))
+	}
+}
+
+// deleteSlot empties the slot at p, shifting back the slots after it that
+// would otherwise no longer be found (linear probing needs no tombstones).
+func (t *table) deleteSlot(p int) {
+	mask := len(t.slots) - 1
+	for q := (p + 1) & mask; t.slots[q] != 0; q = (q + 1) & mask {
+		home := int(t.slots[q]>>32) & mask
+		// The slot at q may move to p unless its home lies cyclically in
+		// (p, q]: a lookup starting there would not see p.
+		if (q-home)&mask >= (q-p)&mask {
+			t.slots[p] = t.slots[q]
+			p = q
+		}
+	}
+	t.slots[p] = 0
+}
+
+// release frees the table's memory; it must hold no key.
+func (t *table) release() {
+	t.mem.free()
+	t.entries, t.slots, t.arena, t.garbage = nil, nil, nil, 0
 }
 
 // expire deletes expired entries among at most n starting at cursor and returns
@@ -112,15 +366,11 @@ func (t *table) expire(cursor, n int, now gcra.Instant) (next, expired int) {
 // clear deletes every key.
 func (t *table) clear() {
 	if t.track {
-		for _, e := range t.entries {
-			if !e.dirty {
-				t.changes = append(t.changes, e.key)
-			}
+		for i := range t.entries {
+			t.recordDeletion(t.keyOf(&t.entries[i]))
 		}
 	}
-	clear(t.index)
-	clear(t.entries)
-	t.entries = t.entries[:0]
+	t.release()
 }
 
 // Change is one key's new state for the persister: its TAT, or zero when the
@@ -133,19 +383,49 @@ type Change struct {
 // takeChanges appends every change since the last call to buf, one per key,
 // and forgets them.
 func (t *table) takeChanges(buf []Change) []Change {
-	for _, k := range t.changes {
-		i, ok := t.index[k]
-		if !ok {
-			buf = append(buf, Change{Key: k})
+	if len(t.changes) == 0 {
+		return buf
+	}
+	start := len(buf)
+	keys, lens := t.scratchKeys[:0], t.scratchLens[:0]
+	emit := func(key []byte, tat gcra.Instant) {
+		buf = append(buf, Change{TAT: tat})
+		keys = append(keys, key...)
+		lens = append(lens, uint32(len(key)))
+	}
+	off := 0
+	for _, c := range t.changes {
+		if c&deletedBit == 0 {
+			// A write, unless the entry moved (then it was recorded again)
+			// or was already reported in this call.
+			if i := int(c); i < len(t.entries) && t.entries[i].n&dirtyBit != 0 {
+				e := &t.entries[i]
+				e.n &^= dirtyBit
+				emit(t.keyOf(e), e.tat)
+			}
 			continue
 		}
-		e := &t.entries[i]
-		if e.dirty { // else already taken in this call
-			e.dirty = false
-			buf = append(buf, Change{Key: k, TAT: e.tat})
+		key := t.deleted[off : off+int(c&^deletedBit)]
+		off += len(key)
+		// A key written again since is reported by its write, or was
+		// restored without tracking: either way nothing is deleted.
+		if t.lookup(key) < 0 {
+			emit(key, 0)
 		}
 	}
-	clear(t.changes)
-	t.changes = t.changes[:0]
+	// One string holds every key of the batch: one allocation, and each
+	// Change.Key stays valid whatever the table does once unlocked.
+	s := string(keys)
+	off = 0
+	for j, n := range lens {
+		buf[start+j].Key = s[off : off+int(n)]
+		off += int(n)
+	}
+	// Keep the buffers for the next batch unless a burst made them large.
+	if cap(t.changes) > 1<<16 {
+		t.changes, t.deleted, t.scratchKeys, t.scratchLens = nil, nil, nil, nil
+	} else {
+		t.changes, t.deleted, t.scratchKeys, t.scratchLens = t.changes[:0], t.deleted[:0], keys, lens
+	}
 	return buf
 }
