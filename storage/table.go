@@ -196,7 +196,8 @@ func (t *table) add(key []byte, h uint32, tat gcra.Instant) {
 		binary.LittleEndian.PutUint32(e.key[:], t.appendKey(key))
 	}
 	t.entries = append(t.entries, e) // within capacity: never reallocates
-	_, pos := t.find(key, h) // an empty slot: the key is absent
+
+	_, pos := t.find(key, h) // an empty slot, as the key is absent
 	t.slots[pos] = uint64(h)<<32 | uint64(n+1)
 	t.markDirty(n)
 }
