@@ -46,9 +46,6 @@ type table struct {
 	// takeChanges reports it once per call.
 	changes []uint32
 	deleted []byte
-	// Scratch for takeChanges, kept between calls.
-	scratchKeys []byte
-	scratchLens []uint32
 }
 
 // entry is one key and its TAT, which is also the instant the key expires.
@@ -387,13 +384,10 @@ func (t *table) takeChanges(buf []Change) []Change {
 	if len(t.changes) == 0 {
 		return buf
 	}
-	start := len(buf)
-	keys, lens := t.scratchKeys[:0], t.scratchLens[:0]
-	emit := func(key []byte, tat gcra.Instant) {
-		buf = append(buf, Change{TAT: tat})
-		keys = append(keys, key...)
-		lens = append(lens, uint32(len(key)))
-	}
+	// First pass: decide what to report, each Key a view of the table's
+	// memory, which does not move until we return.
+	start, size := len(buf), 0
+	view := func(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 	off := 0
 	for _, c := range t.changes {
 		if c&deletedBit == 0 {
@@ -402,7 +396,9 @@ func (t *table) takeChanges(buf []Change) []Change {
 			if i := int(c); i < len(t.entries) && t.entries[i].n&dirtyBit != 0 {
 				e := &t.entries[i]
 				e.n &^= dirtyBit
-				emit(t.keyOf(e), e.tat)
+				key := t.keyOf(e)
+				buf = append(buf, Change{Key: view(key), TAT: e.tat})
+				size += len(key)
 			}
 			continue
 		}
@@ -411,22 +407,29 @@ func (t *table) takeChanges(buf []Change) []Change {
 		// A key written again since is reported by its write, or was
 		// restored without tracking: either way nothing is deleted.
 		if t.lookup(key) < 0 {
-			emit(key, 0)
+			buf = append(buf, Change{Key: view(key)})
+			size += len(key)
 		}
 	}
-	// One string holds every key of the batch: one allocation, and each
-	// Change.Key stays valid whatever the table does once unlocked.
-	s := string(keys)
+	// Second pass: copy the keys into one string, one allocation for the
+	// batch, so each Change.Key stays valid whatever the table does once
+	// unlocked.
+	keys := make([]byte, 0, size)
+	for _, c := range buf[start:] {
+		keys = append(keys, c.Key...)
+	}
+	s := view(keys)
 	off = 0
-	for j, n := range lens {
-		buf[start+j].Key = s[off : off+int(n)]
-		off += int(n)
+	for j := start; j < len(buf); j++ {
+		n := len(buf[j].Key)
+		buf[j].Key = s[off : off+n]
+		off += n
 	}
 	// Keep the buffers for the next batch unless a burst made them large.
 	if cap(t.changes) > 1<<16 {
-		t.changes, t.deleted, t.scratchKeys, t.scratchLens = nil, nil, nil, nil
+		t.changes, t.deleted = nil, nil
 	} else {
-		t.changes, t.deleted, t.scratchKeys, t.scratchLens = t.changes[:0], t.deleted[:0], keys, lens
+		t.changes, t.deleted = t.changes[:0], t.deleted[:0]
 	}
 	return buf
 }
