@@ -33,6 +33,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "redcell:", err)
 		os.Exit(2)
 	}
+	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
