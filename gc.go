@@ -24,7 +24,9 @@ import (
 const (
 	gcHeadroom   = 16 << 20
 	minGCPercent = 25
-	maxGCPercent = 800
+	// maxGCPercent also bounds the heap's floor, which the runtime sets to
+	// 4 MiB * GOGC/100: at 400 it is gcHeadroom.
+	maxGCPercent = 400
 )
 
 // tuneGC starts pacing the collector, unless the GOGC environment variable
