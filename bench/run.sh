@@ -140,11 +140,15 @@ for m in $(seq "$MEM_ROUNDS"); do
 		sleep 3
 		rss2=$(rss "$pid")
 		keys1=$(redis-cli -h $HOST -p "$port" DBSIZE)
-		echo "$(((${rss1} > ${rss2} ? rss1 : rss2) - rss0)) $((keys1 - keys0))" >>"$work/mem.$side"
+		rss1=$((rss1 > rss2 ? rss1 : rss2))
+		echo "$((rss1 - rss0)) $((keys1 - keys0)) $rss1 $keys1" >>"$work/mem.$side"
 	done
 done
-awk '{ printf "%.1f\n", $1 / $2 }' "$work/mem.rc" >"$work/bpk.rc"
-awk '{ printf "%.1f\n", $1 / $2 }' "$work/mem.peer" >"$work/bpk.peer"
+for side in rc peer; do
+	awk '{ printf "%.1f\n", $1 / $2 }' "$work/mem.$side" >"$work/bpk.$side"
+	awk '{ printf "%.1f\n", $3 / $4 }' "$work/mem.$side" >"$work/total.$side"
+	awk '{ printf "%.1f\n", $3 / 1048576 }' "$work/mem.$side" >"$work/mib.$side"
+done
 
 row() { # load, redcell file, peer file or "", note
 	local rc=$2 peer=$3
@@ -170,8 +174,10 @@ row "random keys, unpipelined -c 50" lat.rc lat.peer
 row "one hot key, unpipelined -c 50" lathot.rc lathot.peer
 row "redcell PING (PING_MBULK), -P 16 -c 50" ping.rc ""
 printf '| throttle / ping (random keys / PING_MBULK, redcell) | %s | | | | |\n' "$(ratio "$(median rand.rc 1)" "$(median ping.rc 1)")"
-printf '| RSS bytes per live key, ~1M keys (B/key) | %s | %s | %s | | |\n' \
-	"$(median bpk.rc 1)" "$(median bpk.peer 1)" "$(ratio "$(median bpk.rc 1)" "$(median bpk.peer 1)")"
+memrow() { printf '| %s | %s | %s | %s | | |\n' "$1" "$(median "$2.rc" 1)" "$(median "$2.peer" 1)" "$(ratio "$(median "$2.rc" 1)" "$(median "$2.peer" 1)")"; }
+memrow "RSS growth per live key, filling ~1M keys (B/key)" bpk
+memrow "total RSS / live keys after the fill (B/key)" total
+memrow "total RSS after the fill (MiB)" mib
 printf '| live keys after fill (DBSIZE growth) | %s | %s | | | |\n' "$(awk '{print $2}' "$work/mem.rc" | tr '\n' ' ')" "$(awk '{print $2}' "$work/mem.peer" | tr '\n' ' ')"
 echo
 echo "Commands (redcell port $rc_port, a free one; peer: redis-server --port $PEER_PORT --save '' --appendonly no,"
