@@ -36,6 +36,9 @@ type client struct {
 	// closing is set by QUIT and SHUTDOWN: the connection closes after the
 	// reply is flushed.
 	closing bool
+
+	// failed is set when the running command replies with an error.
+	failed bool
 }
 
 func loadString(p *atomic.Pointer[string]) string {

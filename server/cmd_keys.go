@@ -30,7 +30,7 @@ func cmdExists(c *client, args [][]byte, now time.Time) {
 	at := gcra.InstantOf(now)
 	n := int64(0)
 	for _, key := range args[1:] {
-		if _, ok := c.srv.store.Get(key, at); ok {
+		if _, ok := c.srv.lookupKey(key, at); ok {
 			n++
 		}
 	}
@@ -62,7 +62,7 @@ func cmdTTL(c *client, args [][]byte, now time.Time) {
 
 func pttl(c *client, key []byte, now time.Time) (int64, bool) {
 	at := gcra.InstantOf(now)
-	tat, ok := c.srv.store.Get(key, at)
+	tat, ok := c.srv.lookupKey(key, at)
 	if !ok {
 		return 0, false
 	}
@@ -75,7 +75,7 @@ func pttl(c *client, key []byte, now time.Time) (int64, bool) {
 // The value is the TAT in nanoseconds since the Unix epoch, as a decimal
 // string: what redis-cell stores under the key.
 func cmdGet(c *client, args [][]byte, now time.Time) {
-	tat, ok := c.srv.store.Get(args[1], gcra.InstantOf(now))
+	tat, ok := c.srv.lookupKey(args[1], gcra.InstantOf(now))
 	if !ok {
 		c.writeNull()
 		return
@@ -86,7 +86,7 @@ func cmdGet(c *client, args [][]byte, now time.Time) {
 
 // TYPE key
 func cmdType(c *client, args [][]byte, now time.Time) {
-	if _, ok := c.srv.store.Get(args[1], gcra.InstantOf(now)); ok {
+	if _, ok := c.srv.lookupKey(args[1], gcra.InstantOf(now)); ok {
 		c.writeSimple("string")
 		return
 	}

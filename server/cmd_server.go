@@ -137,12 +137,14 @@ func cmdConfig(c *client, args [][]byte, _ time.Time) {
 }
 
 // saveParam and appendfsyncParam describe redcell's flushing in the words
-// of the Redis settings closest to it.
+// of the Redis settings closest to it: a flush every interval if anything
+// changed is "save <seconds> 1", rounded up to a whole second.
 func (s *Server) saveParam() string {
-	if s.cfg.Persistence == nil {
+	if s.cfg.Persistence == nil || s.cfg.DurableWrites {
 		return ""
 	}
-	return "1 1"
+	secs := (s.cfg.FlushInterval + time.Second - 1) / time.Second
+	return strconv.FormatInt(int64(max(secs, 1)), 10) + " 1"
 }
 
 func (s *Server) appendfsyncParam() string {
@@ -156,21 +158,119 @@ func (s *Server) appendfsyncParam() string {
 	}
 }
 
-// configParams are the values CONFIG GET reports, by Redis's names.
+// configParams are the values CONFIG GET reports, by Redis's names: the ones
+// redis_exporter, dashboards and client libraries read. redcell keeps no slow
+// log and no latency monitor: the settings say so in Redis's terms (a
+// negative slowlog threshold and a zero latency threshold are "off"), and
+// SLOWLOG and LATENCY answer empty.
 func (s *Server) configParams() map[string]string {
-	return map[string]string{
-		"bind":             s.cfg.Bind,
-		"port":             strconv.Itoa(s.cfg.Port),
-		"dir":              s.cfg.Dir,
-		"databases":        "1",
-		"maxmemory":        "0",
-		"maxmemory-policy": "noeviction",
-		"maxclients":       "10000",
-		"timeout":          "0",
-		"save":             "",
-		"appendonly":       "no",
-		"requirepass":      "",
-		"protected-mode":   "no",
-		"cluster-enabled":  "no",
+	appendonly := "no"
+	if s.cfg.DurableWrites {
+		appendonly = "yes"
 	}
+	return map[string]string{
+		"bind":                              s.cfg.Bind,
+		"port":                              strconv.Itoa(s.cfg.Port),
+		"dir":                               s.cfg.Dir,
+		"databases":                         "1",
+		"maxmemory":                         "0",
+		"maxmemory-policy":                  "noeviction",
+		"maxclients":                        "10000",
+		"timeout":                           "0",
+		"tcp-keepalive":                     "0",
+		"save":                              s.saveParam(),
+		"appendonly":                        appendonly,
+		"appendfsync":                       s.appendfsyncParam(),
+		"requirepass":                       "",
+		"protected-mode":                    "no",
+		"cluster-enabled":                   "no",
+		"io-threads":                        "1",
+		"hz":                                "10",
+		"slowlog-log-slower-than":           "-1",
+		"slowlog-max-len":                   "0",
+		"latency-monitor-threshold":         "0",
+		"latency-tracking":                  "yes",
+		"latency-tracking-info-percentiles": "50 99 99.9",
+	}
+}
+
+// SLOWLOG GET [count] | LEN | RESET | HELP
+//
+// redcell keeps no slow log (slowlog-log-slower-than is -1): the log is
+// always empty. The latency histogram in /metrics and INFO latencystats show
+// slow commands instead.
+func cmdSlowlog(c *client, args [][]byte, _ time.Time) {
+	sub := args[1]
+	switch {
+	case equalFold(sub, "get") && len(args) <= 3:
+		if len(args) == 3 {
+			if n, ok := parseInt(args[2]); !ok || n < -1 {
+				c.writeError("ERR count should be greater than or equal to -1")
+				return
+			}
+		}
+		c.writeArray(0)
+	case equalFold(sub, "len") && len(args) == 2:
+		c.writeInt(0)
+	case equalFold(sub, "reset") && len(args) == 2:
+		c.writeOK()
+	case equalFold(sub, "help") && len(args) == 2:
+		c.writeArray(len(slowlogHelp))
+		for _, line := range slowlogHelp {
+			c.writeSimple(line)
+		}
+	case equalFold(sub, "get"), equalFold(sub, "len"), equalFold(sub, "reset"), equalFold(sub, "help"):
+		c.writeError(errWrongArgs("slowlog|" + strings.ToLower(string(sub))))
+	default:
+		c.writeError(errUnknownSubcommand(sub, "SLOWLOG"))
+	}
+}
+
+var slowlogHelp = []string{
+	"SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"GET [<count>]",
+	"    redcell keeps no slow log: always an empty list.",
+	"LEN",
+	"    Always 0.",
+	"RESET",
+	"    Does nothing.",
+	"HELP",
+	"    Print this help.",
+}
+
+// LATENCY LATEST | HISTORY event | RESET [event ...] | HELP
+//
+// redcell runs no latency monitor (latency-monitor-threshold is 0, as in a
+// default Redis): there are no latency events to report.
+func cmdLatency(c *client, args [][]byte, _ time.Time) {
+	sub := args[1]
+	switch {
+	case equalFold(sub, "latest") && len(args) == 2:
+		c.writeArray(0)
+	case equalFold(sub, "history") && len(args) == 3:
+		c.writeArray(0)
+	case equalFold(sub, "reset"):
+		c.writeInt(0)
+	case equalFold(sub, "help") && len(args) == 2:
+		c.writeArray(len(latencyHelp))
+		for _, line := range latencyHelp {
+			c.writeSimple(line)
+		}
+	case equalFold(sub, "latest"), equalFold(sub, "history"), equalFold(sub, "help"):
+		c.writeError(errWrongArgs("latency|" + strings.ToLower(string(sub))))
+	default:
+		c.writeError(errUnknownSubcommand(sub, "LATENCY"))
+	}
+}
+
+var latencyHelp = []string{
+	"LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"LATEST",
+	"    redcell runs no latency monitor: always an empty list.",
+	"HISTORY <event>",
+	"    Always an empty list.",
+	"RESET [<event> ...]",
+	"    Always 0.",
+	"HELP",
+	"    Print this help.",
 }

@@ -51,10 +51,10 @@ func TestThrottleHandler(t *testing.T) {
 			t.Errorf("step %d: the clock was read %d times; once per command is the contract", i, n)
 		}
 	}
-	if got, want := tc.srv.stats.allowed.Load(), int64(3); got != want {
+	if got, want := tc.srv.counters().allowed, int64(3); got != want {
 		t.Errorf("allowed decisions = %d want %d", got, want)
 	}
-	if got, want := tc.srv.stats.limited.Load(), int64(2); got != want {
+	if got, want := tc.srv.counters().limited, int64(2); got != want {
 		t.Errorf("limited decisions = %d want %d", got, want)
 	}
 }

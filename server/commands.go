@@ -24,6 +24,9 @@ type command struct {
 	subcommands                       []*command
 
 	run func(c *client, args [][]byte, now time.Time)
+
+	// stats count the command's calls for INFO and /metrics (metrics.go).
+	stats *cmdStats
 }
 
 func (cmd *command) arityOK(n int) bool {
@@ -112,11 +115,16 @@ func commandTable() map[string]*command {
 			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Writes every changed key to disk in the background.", run: cmdBgsave},
 		{name: "lastsave", arity: 1, flags: []string{"loading", "stale", "fast"}, acl: []string{"@admin", "@fast", "@dangerous"},
 			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Returns the Unix time of the last successful save.", run: cmdLastsave},
+		{name: "slowlog", arity: -2, maxArgs: 3, flags: []string{"admin", "noscript", "loading", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},
+			group: "server", since: "2.2.12", complexity: "O(1)", summary: "Answers as an empty slow log: redcell keeps none.", run: cmdSlowlog},
+		{name: "latency", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},
+			group: "server", since: "2.8.13", complexity: "O(1)", summary: "Answers as a latency monitor with no events: redcell runs none.", run: cmdLatency},
 		{name: "command", arity: -1, flags: []string{"loading", "stale"}, acl: []string{"@slow", "@connection"},
 			group: "server", since: "2.8.13", complexity: "O(N) where N is the total number of commands", summary: "Returns detailed information about all commands.", run: cmdCommand},
 	}
 	table := make(map[string]*command, len(list))
 	for _, cmd := range list {
+		cmd.stats = new(cmdStats)
 		table[cmd.name] = cmd
 	}
 	return table

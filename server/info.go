@@ -7,39 +7,52 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"redcell/gcra"
 )
 
 // infoSection is one "# Name" block of INFO.
 type infoSection struct {
-	name   string
-	fields func(s *Server, now time.Time) [][2]string
+	name string
+	// inDefault sections are printed by INFO without arguments (and INFO
+	// default); the others only when named or with INFO all/everything.
+	inDefault bool
+	fields    func(s *Server, now time.Time) [][2]string
 }
 
-// infoSections are INFO's sections in Redis's order. The default set is
-// every section here; "all" and "everything" are the same.
+// infoSections are INFO's sections in Redis 7's order.
 var infoSections = []infoSection{
-	{"Server", (*Server).infoServer},
-	{"Clients", (*Server).infoClients},
-	{"Memory", (*Server).infoMemory},
-	{"Persistence", (*Server).infoPersistence},
-	{"Stats", (*Server).infoStats},
-	{"Replication", (*Server).infoReplication},
-	{"CPU", (*Server).infoCPU},
-	{"Keyspace", (*Server).infoKeyspace},
+	{"Server", true, (*Server).infoServer},
+	{"Clients", true, (*Server).infoClients},
+	{"Memory", true, (*Server).infoMemory},
+	{"Persistence", true, (*Server).infoPersistence},
+	{"Stats", true, (*Server).infoStats},
+	{"Replication", true, (*Server).infoReplication},
+	{"CPU", true, (*Server).infoCPU},
+	{"Modules", true, func(*Server, time.Time) [][2]string { return nil }},
+	{"Commandstats", false, (*Server).infoCommandstats},
+	{"Errorstats", true, (*Server).infoErrorstats},
+	{"Latencystats", false, (*Server).infoLatencystats},
+	{"Cluster", true, func(*Server, time.Time) [][2]string { return [][2]string{{"cluster_enabled", "0"}} }},
+	{"Keyspace", true, (*Server).infoKeyspace},
 }
 
 // info renders INFO in Redis's text format: "# Section" headers, "field:value"
-// lines ending in CRLF, a blank line between sections.
+// lines ending in CRLF, a blank line between sections. want holds lower-case
+// section names; none means "default". Unknown names select nothing.
 func (s *Server) info(want []string, now time.Time) string {
-	all := len(want) == 0
+	all, defaults := false, len(want) == 0
 	for _, w := range want {
-		if w == "all" || w == "everything" || w == "default" {
+		switch w {
+		case "all", "everything":
 			all = true
+		case "default":
+			defaults = true
 		}
 	}
 	var b strings.Builder
 	for _, sec := range infoSections {
-		if !all && !contains(want, strings.ToLower(sec.name)) {
+		if !all && !(defaults && sec.inDefault) && !contains(want, strings.ToLower(sec.name)) {
 			continue
 		}
 		if b.Len() > 0 {
@@ -77,6 +90,7 @@ func (s *Server) infoServer(now time.Time) [][2]string {
 		{"arch_bits", strconv.Itoa(strconv.IntSize)},
 		{"go_version", runtime.Version()},
 		{"process_id", strconv.Itoa(os.Getpid())},
+		{"run_id", s.runID},
 		{"tcp_port", strconv.Itoa(s.cfg.Port)},
 		{"server_time_usec", itoa(now.UnixMicro())},
 		{"uptime_in_seconds", itoa(int64(uptime / time.Second))},
@@ -164,17 +178,79 @@ func (s *Server) infoPersistence(now time.Time) [][2]string {
 }
 
 func (s *Server) infoStats(time.Time) [][2]string {
-	st := &s.stats
+	c := s.counters()
 	return [][2]string{
-		{"total_connections_received", itoa(st.connections.Load())},
-		{"total_commands_processed", itoa(st.commands.Load())},
-		{"rejected_connections", "0"},
-		{"expired_keys", itoa(s.store.Expired())},
+		{"total_connections_received", itoa(c.connections)},
+		{"total_commands_processed", itoa(c.commandsProcessed)},
+		{"instantaneous_ops_per_sec", itoa(c.instantaneousOpsPS)},
+		{"rejected_connections", itoa(c.rejectedConns)},
+		{"expired_keys", itoa(c.expiredKeys)},
 		{"evicted_keys", "0"},
-		{"total_error_replies", itoa(st.errors.Load())},
-		{"throttle_allowed", itoa(st.allowed.Load())},
-		{"throttle_limited", itoa(st.limited.Load())},
+		{"keyspace_hits", itoa(c.hits)},
+		{"keyspace_misses", itoa(c.misses)},
+		{"total_error_replies", itoa(c.errorReplies)},
+		{"throttle_allowed", itoa(c.allowed)},
+		{"throttle_limited", itoa(c.limited)},
 	}
+}
+
+// infoCommandstats is Redis 7's per-command line:
+// cmdstat_<name>:calls=N,usec=N,usec_per_call=N.NN,rejected_calls=N,failed_calls=N
+func (s *Server) infoCommandstats(time.Time) [][2]string {
+	var out [][2]string
+	for _, cs := range s.commandStats() {
+		usec := int64(cs.latency.sum / time.Microsecond)
+		perCall := 0.0
+		if cs.latency.count > 0 {
+			perCall = float64(cs.latency.sum) / float64(time.Microsecond) / float64(cs.latency.count)
+		}
+		out = append(out, [2]string{"cmdstat_" + cs.name,
+			"calls=" + itoa(cs.latency.count) + ",usec=" + itoa(usec) +
+				",usec_per_call=" + strconv.FormatFloat(perCall, 'f', 2, 64) +
+				",rejected_calls=" + itoa(cs.rejected) + ",failed_calls=" + itoa(cs.failed)})
+	}
+	return out
+}
+
+// infoErrorstats counts error replies by their prefix, as Redis's
+// errorstat_ERR:count=N.
+func (s *Server) infoErrorstats(time.Time) [][2]string {
+	c := s.counters()
+	var byPrefix []string
+	counts := map[string]int64{}
+	for i, k := range errorKinds {
+		if c.errors[i] == 0 || k.prefix == "" {
+			continue
+		}
+		if _, seen := counts[k.prefix]; !seen {
+			byPrefix = append(byPrefix, k.prefix)
+		}
+		counts[k.prefix] += c.errors[i]
+	}
+	out := make([][2]string, 0, len(byPrefix))
+	for _, p := range byPrefix {
+		out = append(out, [2]string{"errorstat_" + p, "count=" + itoa(counts[p])})
+	}
+	return out
+}
+
+// infoLatencystats estimates each command's p50, p99 and p99.9 in
+// microseconds from its latency histogram, in Redis 7's
+// latency_percentiles_usec_<name>:p50=N,p99=N,p99.9=N.
+func (s *Server) infoLatencystats(time.Time) [][2]string {
+	var out [][2]string
+	usec := func(d time.Duration) string {
+		return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 3, 64)
+	}
+	for _, cs := range s.commandStats() {
+		if cs.latency.count == 0 {
+			continue
+		}
+		out = append(out, [2]string{"latency_percentiles_usec_" + cs.name,
+			"p50=" + usec(cs.latency.quantile(0.5)) + ",p99=" + usec(cs.latency.quantile(0.99)) +
+				",p99.9=" + usec(cs.latency.quantile(0.999))})
+	}
+	return out
 }
 
 func (s *Server) infoReplication(time.Time) [][2]string {
@@ -192,13 +268,29 @@ func (s *Server) infoCPU(time.Time) [][2]string {
 	return [][2]string{{"used_cpu_sys", secs(ru.Stime)}, {"used_cpu_user", secs(ru.Utime)}}
 }
 
-func (s *Server) infoKeyspace(time.Time) [][2]string {
+// avgTTLSample is how many keys avg_ttl looks at, as Redis estimates it from
+// the keys its expiry cycle samples.
+const avgTTLSample = 256
+
+func (s *Server) infoKeyspace(now time.Time) [][2]string {
 	n := int64(s.store.Len())
 	if n == 0 {
 		return nil
 	}
-	// Every key has an expiry: its TAT.
-	return [][2]string{{"db0", "keys=" + itoa(n) + ",expires=" + itoa(n) + ",avg_ttl=0"}}
+	// Every key has an expiry: its TAT. Keys are spread over shards by a
+	// hash, so the first keys of the scan are a fair sample.
+	var sumMs float64 // a float: a few far-future TATs would overflow a Duration
+	var sampled int
+	at := gcra.InstantOf(now)
+	s.store.Scan(0, avgTTLSample, at, func(_ string, tat gcra.Instant) {
+		sumMs += float64(tat-at) / float64(time.Millisecond)
+		sampled++
+	})
+	avg := int64(0)
+	if sampled > 0 {
+		avg = int64(sumMs / float64(sampled))
+	}
+	return [][2]string{{"db0", "keys=" + itoa(n) + ",expires=" + itoa(n) + ",avg_ttl=" + itoa(avg)}}
 }
 
 // residentBytes is the process's resident set size, from /proc on Linux.

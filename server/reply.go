@@ -15,6 +15,7 @@ func (c *client) writeError(msg string) {
 	if strings.ContainsAny(msg, "\r\n") {
 		msg = strings.NewReplacer("\r", " ", "\n", " ").Replace(msg)
 	}
+	c.countError(msg)
 	c.conn.WriteError(msg)
 }
 

@@ -53,6 +53,8 @@ type Config struct {
 	Bind string
 	Port int
 	Dir  string
+	// FlushInterval is reported as CONFIG GET save.
+	FlushInterval time.Duration
 }
 
 // Persistence is what the server needs from the flusher.
@@ -78,28 +80,17 @@ type Server struct {
 	mu           sync.Mutex
 	clients      map[*client]struct{}
 
-	stats stats
-}
-
-// stats are the server-wide counters INFO reports.
-type stats struct {
-	commands    atomic.Int64
-	connections atomic.Int64
-	errors      atomic.Int64
-	allowed     atomic.Int64 // CL.THROTTLE decisions that allowed
-	limited     atomic.Int64 // CL.THROTTLE decisions that limited
-}
-
-func (st *stats) countDecision(limited bool) {
-	if limited {
-		st.limited.Add(1)
-	} else {
-		st.allowed.Add(1)
-	}
+	// Counters and how they are kept: metrics.go.
+	stats       stats
+	commandList []*command // the table's commands, by name
+	timed       bool       // the clock is the real one: measure durations
+	debug       bool       // the logger takes debug records
+	runID       string     // random per start, as Redis's run_id
 }
 
 // New returns a Server serving store. Call Serve to accept connections.
 func New(cfg Config, store *storage.Store) *Server {
+	timed := cfg.Now == nil
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -114,6 +105,7 @@ func New(cfg Config, store *storage.Store) *Server {
 	}
 	s.started = s.now()
 	s.commands = commandTable()
+	s.initMetrics(timed)
 	s.rc = redcon.NewServerNetwork("tcp", "", s.handle, s.accept, s.closed)
 	return s
 }
@@ -121,6 +113,7 @@ func New(cfg Config, store *storage.Store) *Server {
 // Serve accepts connections on ln until Close. When it returns, every
 // connection has been closed.
 func (s *Server) Serve(ln net.Listener) error {
+	defer s.startSampler()()
 	err := s.rc.Serve(guardListener{Listener: ln, limits: s.cfg.Limits.withDefaults()})
 	if errors.Is(err, net.ErrClosed) {
 		return nil
@@ -155,7 +148,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 	return true
 }
 
-func (s *Server) closed(conn redcon.Conn, _ error) {
+func (s *Server) closed(conn redcon.Conn, err error) {
 	c, _ := conn.Context().(*client)
 	if c == nil {
 		return
@@ -163,6 +156,7 @@ func (s *Server) closed(conn redcon.Conn, _ error) {
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
+	s.connectionEnded(c, err)
 }
 
 func (s *Server) logError(msg string, err error) {
@@ -187,28 +181,26 @@ func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
 	if c.closing {
 		return // QUIT or SHUTDOWN: the rest of the pipeline is not run
 	}
-	s.stats.commands.Add(1)
 	args := cmd.Args
 	spec := s.lookup(args[0])
 	if spec == nil {
-		s.stats.errors.Add(1)
 		c.writeError(errUnknownCommand(args))
 		return
 	}
 	if !spec.arityOK(len(args)) {
-		s.stats.errors.Add(1)
+		spec.stats.rejected.Add(1)
 		c.writeError(errWrongArgs(spec.name))
 		return
 	}
 	if !c.authed && !spec.noAuth {
-		s.stats.errors.Add(1)
+		spec.stats.rejected.Add(1)
 		c.writeError(errNoAuth)
 		return
 	}
 	now := s.now()
 	c.lastActive.Store(now.UnixNano())
 	c.lastCmd.Store(spec)
-	spec.run(c, args, now)
+	s.execute(c, spec, args, now)
 	if c.unsynced && len(conn.PeekPipeline()) == 0 {
 		s.syncBeforeReply(c)
 	}

@@ -1,0 +1,502 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"redcell/gcra"
+)
+
+// The counters behind INFO and /metrics. Commands and decisions update plain
+// atomics; INFO and the Prometheus collector read them when asked, so the hot
+// path never calls into client_golang. What one CL.THROTTLE pays: its
+// decision counter, its latency bucket and sum (on the command's own padded
+// counters), and, on the real clock, one monotonic clock read.
+
+// stats are the server-wide counters.
+type stats struct {
+	// decisions counts CL.THROTTLE decisions by decisionIndex: whether
+	// the call was limited and whether it found its key live, in one add.
+	// Every decision writes it, so it has a cache line of its own.
+	_         [64]byte
+	decisions [4]atomic.Int64
+	_         [32]byte
+
+	connections atomic.Int64 // connections accepted
+	// rejectedConnections counts connections refused at accept (maxclients).
+	rejectedConnections atomic.Int64
+	// lookups counts the key reads of GET, TTL, PTTL, TYPE and EXISTS:
+	// [0] found nothing, [1] found a live key.
+	lookups [2]atomic.Int64
+	// errors counts error replies by errorKind.
+	errors [numErrorKinds]atomic.Int64
+
+	ops opsSampler
+}
+
+func decisionIndex(limited, hit bool) int {
+	i := 0
+	if limited {
+		i = 2
+	}
+	if hit {
+		i++
+	}
+	return i
+}
+
+// countDecision records one CL.THROTTLE decision; hit says whether the key
+// held live state when the call arrived (keyspace_hits, as Redis counts a
+// read that finds its key).
+func (st *stats) countDecision(limited, hit bool) {
+	st.decisions[decisionIndex(limited, hit)].Add(1)
+}
+
+// countLookup records one key read by a command other than CL.THROTTLE.
+func (st *stats) countLookup(hit bool) {
+	if hit {
+		st.lookups[1].Add(1)
+	} else {
+		st.lookups[0].Add(1)
+	}
+}
+
+// keyWasLive reports whether a decision found its key's TAT in the future,
+// from the decision alone. GCRA stores nothing for a limited call, so its
+// ResetAfter is the stored TAT minus now (0 when absent); an allowed call adds
+// its increment to max(TAT, now), so ResetAfter exceeds the increment exactly
+// when the TAT was ahead of now.
+func keyWasLive(res gcra.Result, r gcra.Rate) bool {
+	if res.Limited {
+		return res.ResetAfter > 0
+	}
+	return res.ResetAfter > r.Increment
+}
+
+// Error kinds, for redcell_errors_total{kind} and INFO Errorstats.
+const (
+	errKindUnknownCommand = iota // ERR unknown command or subcommand
+	errKindWrongArity            // ERR wrong number of arguments
+	errKindCommand               // any other ERR from a command: bad arguments, refused settings
+	errKindProtocol              // malformed RESP: the connection is closed
+	errKindNoAuth                // NOAUTH
+	errKindWrongPass             // WRONGPASS
+	errKindWrongType             // WRONGTYPE
+	errKindNoProto               // NOPROTO
+	errKindOther                 // any other prefix
+	numErrorKinds
+)
+
+var errorKinds = [numErrorKinds]struct{ name, prefix string }{
+	errKindUnknownCommand: {"unknown_command", "ERR"},
+	errKindWrongArity:     {"wrong_arity", "ERR"},
+	errKindCommand:        {"command", "ERR"},
+	errKindProtocol:       {"protocol", "ERR"},
+	errKindNoAuth:         {"noauth", "NOAUTH"},
+	errKindWrongPass:      {"wrongpass", "WRONGPASS"},
+	errKindWrongType:      {"wrongtype", "WRONGTYPE"},
+	errKindNoProto:        {"noproto", "NOPROTO"},
+	errKindOther:          {"other", ""},
+}
+
+// errorKind classifies an error reply by its text.
+func errorKind(msg string) int {
+	prefix, rest, _ := strings.Cut(msg, " ")
+	switch prefix {
+	case "ERR":
+		switch {
+		case strings.HasPrefix(rest, "unknown command"), strings.HasPrefix(rest, "unknown subcommand"):
+			return errKindUnknownCommand
+		case strings.HasPrefix(rest, "wrong number of arguments"):
+			return errKindWrongArity
+		case strings.HasPrefix(rest, "Protocol error"):
+			return errKindProtocol
+		}
+		return errKindCommand
+	case "NOAUTH":
+		return errKindNoAuth
+	case "WRONGPASS":
+		return errKindWrongPass
+	case "WRONGTYPE":
+		return errKindWrongType
+	case "NOPROTO":
+		return errKindNoProto
+	}
+	return errKindOther
+}
+
+// countError records one error reply. Client errors are logged at debug
+// level only: a hostile client must not be able to flood the log.
+func (c *client) countError(msg string) {
+	s := c.srv
+	s.stats.errors[errorKind(msg)].Add(1)
+	c.failed = true
+	if s.debug {
+		s.cfg.Logger.Debug("error reply", "client", c.addr, "id", c.id, "reply", msg)
+	}
+}
+
+// connectionEnded records how a connection ended: a protocol error counts as
+// an error reply (redcon or the guard sent it), and any error is logged at
+// debug level.
+func (s *Server) connectionEnded(c *client, err error) {
+	if err == nil {
+		return
+	}
+	if errors.Is(err, errProtocolLimit) || strings.HasPrefix(err.Error(), "Protocol error") {
+		s.stats.errors[errKindProtocol].Add(1)
+	}
+	if s.debug {
+		s.cfg.Logger.Debug("connection closed", "client", c.addr, "id", c.id, "err", err)
+	}
+}
+
+// latencyBounds are the upper bounds of the command latency histogram's
+// buckets; a last bucket holds everything slower. A CL.THROTTLE served from
+// memory takes well under a microsecond, hence the fine low end.
+var latencyBounds = [...]time.Duration{
+	250 * time.Nanosecond, 500 * time.Nanosecond,
+	time.Microsecond, 2500 * time.Nanosecond, 5 * time.Microsecond,
+	10 * time.Microsecond, 25 * time.Microsecond, 50 * time.Microsecond,
+	100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond,
+	time.Second,
+}
+
+// histogram is a fixed-bucket histogram of durations made of atomics. It is
+// safe for concurrent use; a reader may see an observation in the count
+// before the sum.
+type histogram struct {
+	counts [len(latencyBounds) + 1]atomic.Int64
+	sum    atomic.Int64 // nanoseconds
+}
+
+func (h *histogram) observe(d time.Duration) {
+	i := 0
+	for i < len(latencyBounds) && d > latencyBounds[i] {
+		i++
+	}
+	h.counts[i].Add(1)
+	h.sum.Add(int64(d))
+}
+
+// histogramSnapshot is a histogram's figures at one moment.
+type histogramSnapshot struct {
+	counts [len(latencyBounds) + 1]int64
+	count  int64
+	sum    time.Duration
+}
+
+func (h *histogram) snapshot() histogramSnapshot {
+	var hs histogramSnapshot
+	for i := range h.counts {
+		hs.counts[i] = h.counts[i].Load()
+		hs.count += hs.counts[i]
+	}
+	hs.sum = time.Duration(h.sum.Load())
+	return hs
+}
+
+// quantile estimates the q-quantile (0 < q < 1) by linear interpolation
+// inside the bucket that holds it, as Prometheus's histogram_quantile does.
+// An estimate in the last, unbounded bucket is its lower bound.
+func (hs histogramSnapshot) quantile(q float64) time.Duration {
+	if hs.count == 0 {
+		return 0
+	}
+	rank := q * float64(hs.count)
+	var seen float64
+	for i, n := range hs.counts {
+		if n == 0 || seen+float64(n) < rank {
+			seen += float64(n)
+			continue
+		}
+		if i == len(latencyBounds) {
+			return latencyBounds[i-1]
+		}
+		lower := time.Duration(0)
+		if i > 0 {
+			lower = latencyBounds[i-1]
+		}
+		upper := latencyBounds[i]
+		return lower + time.Duration(float64(upper-lower)*(rank-seen)/float64(n))
+	}
+	return latencyBounds[len(latencyBounds)-1]
+}
+
+// cmdStats are one command's counters, for INFO commandstats and latencystats
+// and /metrics. Calls are the latency histogram's count. The padding keeps
+// them off the cache lines of the command table, which every connection
+// reads.
+type cmdStats struct {
+	_        [64]byte
+	latency  histogram
+	rejected atomic.Int64 // refused before running: arity, NOAUTH
+	failed   atomic.Int64 // ran and replied with an error
+	_        [64]byte
+}
+
+// execute runs spec and records it. On the real clock the duration costs one
+// monotonic clock read (time.Since of the dispatcher's now); on an injected
+// clock durations are not measured and count as 0.
+func (s *Server) execute(c *client, spec *command, args [][]byte, now time.Time) {
+	c.failed = false
+	spec.run(c, args, now)
+	var d time.Duration
+	if s.timed {
+		d = time.Since(now)
+	}
+	spec.stats.latency.observe(d)
+	if c.failed {
+		spec.stats.failed.Add(1)
+	}
+}
+
+// opsSampler keeps instantaneous_ops_per_sec as Redis does: the command count
+// sampled every 100 ms, averaged over the last 16 samples.
+type opsSampler struct {
+	mu      sync.Mutex
+	samples [16]float64
+	next    int
+	last    int64
+	lastAt  time.Time
+}
+
+const opsSampleEvery = 100 * time.Millisecond
+
+func (o *opsSampler) add(total int64, at time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.lastAt.IsZero() {
+		if dt := at.Sub(o.lastAt); dt > 0 {
+			o.samples[o.next] = float64(total-o.last) / dt.Seconds()
+			o.next = (o.next + 1) % len(o.samples)
+		}
+	}
+	o.last, o.lastAt = total, at
+}
+
+func (o *opsSampler) perSecond() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var sum float64
+	for _, v := range o.samples {
+		sum += v
+	}
+	return int64(sum/float64(len(o.samples)) + 0.5)
+}
+
+// sampleOps runs the sampler on the real clock until stop is closed.
+func (s *Server) sampleOps(stop <-chan struct{}) {
+	t := time.NewTicker(opsSampleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case at := <-t.C:
+			s.stats.ops.add(s.commandsProcessed(), at)
+		}
+	}
+}
+
+// startSampler starts the ops sampler and returns the function that stops it.
+func (s *Server) startSampler() (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() { s.sampleOps(done) })
+	return func() { close(done); wg.Wait() }
+}
+
+// commandsProcessed is total_commands_processed: every command that ran. As
+// in Redis, commands refused before running (unknown, wrong arity, NOAUTH)
+// are not counted.
+func (s *Server) commandsProcessed() int64 {
+	var n int64
+	for _, cmd := range s.commandList {
+		for i := range cmd.stats.latency.counts {
+			n += cmd.stats.latency.counts[i].Load()
+		}
+	}
+	return n
+}
+
+// commandStat is one command's figures at one moment.
+type commandStat struct {
+	name             string
+	latency          histogramSnapshot
+	rejected, failed int64
+}
+
+// commandStats returns the figures of every command that has been called or
+// refused, in the command table's order.
+func (s *Server) commandStats() []commandStat {
+	var out []commandStat
+	for _, cmd := range s.commandList {
+		cs := commandStat{
+			name:     cmd.name,
+			latency:  cmd.stats.latency.snapshot(),
+			rejected: cmd.stats.rejected.Load(),
+			failed:   cmd.stats.failed.Load(),
+		}
+		if cs.latency.count > 0 || cs.rejected > 0 || cs.failed > 0 {
+			out = append(out, cs)
+		}
+	}
+	return out
+}
+
+// counters are the server-wide figures INFO and /metrics report.
+type counters struct {
+	allowed, limited   int64
+	hits, misses       int64
+	errors             [numErrorKinds]int64
+	errorReplies       int64
+	connections        int64
+	rejectedConns      int64
+	connectedClients   int64
+	expiredKeys        int64
+	commandsProcessed  int64
+	instantaneousOpsPS int64
+}
+
+func (s *Server) counters() counters {
+	st := &s.stats
+	var c counters
+	d := [4]int64{}
+	for i := range st.decisions {
+		d[i] = st.decisions[i].Load()
+	}
+	c.allowed = d[decisionIndex(false, false)] + d[decisionIndex(false, true)]
+	c.limited = d[decisionIndex(true, false)] + d[decisionIndex(true, true)]
+	c.hits = d[decisionIndex(false, true)] + d[decisionIndex(true, true)] + st.lookups[1].Load()
+	c.misses = d[decisionIndex(false, false)] + d[decisionIndex(true, false)] + st.lookups[0].Load()
+	for i := range st.errors {
+		c.errors[i] = st.errors[i].Load()
+		c.errorReplies += c.errors[i]
+	}
+	c.connections = st.connections.Load()
+	c.rejectedConns = st.rejectedConnections.Load()
+	s.mu.Lock()
+	c.connectedClients = int64(len(s.clients))
+	s.mu.Unlock()
+	c.expiredKeys = s.store.Expired()
+	c.commandsProcessed = s.commandsProcessed()
+	c.instantaneousOpsPS = st.ops.perSecond()
+	return c
+}
+
+// Collector returns a Prometheus collector of the server's figures. It reads
+// the counters when scraped; register it once per Server.
+func (s *Server) Collector() prometheus.Collector { return collector{s} }
+
+type collector struct{ s *Server }
+
+var (
+	descDecisions = prometheus.NewDesc("redcell_decisions_total",
+		"CL.THROTTLE decisions by result: allowed or limited.", []string{"result"}, nil)
+	descHits = prometheus.NewDesc("redcell_keyspace_hits_total",
+		"Commands that found their key live (CL.THROTTLE, GET, TTL, PTTL, TYPE, EXISTS), as Redis's keyspace_hits.", nil, nil)
+	descMisses = prometheus.NewDesc("redcell_keyspace_misses_total",
+		"Commands that found their key absent or expired, as Redis's keyspace_misses.", nil, nil)
+	descErrors = prometheus.NewDesc("redcell_errors_total",
+		"Error replies by kind: unknown_command, wrong_arity, command (bad arguments and other ERR), protocol, noauth, wrongpass, wrongtype, noproto, other.", []string{"kind"}, nil)
+	descCommands = prometheus.NewDesc("redcell_commands_total",
+		"Commands run, by lower-case name; refused ones are not counted.", []string{"cmd"}, nil)
+	descRejected = prometheus.NewDesc("redcell_commands_rejected_total",
+		"Commands refused before running (wrong arity, NOAUTH), by name.", []string{"cmd"}, nil)
+	descFailed = prometheus.NewDesc("redcell_commands_failed_total",
+		"Commands that ran and replied with an error, by name.", []string{"cmd"}, nil)
+	descLatency = prometheus.NewDesc("redcell_command_duration_seconds",
+		"Time to serve a command, from dispatch until its reply is buffered, by name (cmd=\"cl.throttle\" is the rate-limit decision).", []string{"cmd"}, nil)
+	descKeys = prometheus.NewDesc("redcell_keys",
+		"Keys held, including expired keys not yet swept (DBSIZE).", nil, nil)
+	descExpired = prometheus.NewDesc("redcell_expired_keys_total",
+		"Keys removed because their TAT passed.", nil, nil)
+	descPending = prometheus.NewDesc("redcell_pending_changes",
+		"Changed keys waiting for the next flush to disk.", nil, nil)
+	descConnected = prometheus.NewDesc("redcell_connected_clients",
+		"Open client connections.", nil, nil)
+	descConnections = prometheus.NewDesc("redcell_connections_received_total",
+		"Client connections accepted.", nil, nil)
+	descRejectedConns = prometheus.NewDesc("redcell_rejected_connections_total",
+		"Client connections refused (maxclients).", nil, nil)
+)
+
+func (collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descDecisions, descHits, descMisses, descErrors, descCommands,
+		descRejected, descFailed, descLatency, descKeys, descExpired, descPending, descConnected,
+		descConnections, descRejectedConns} {
+		ch <- d
+	}
+}
+
+func (col collector) Collect(ch chan<- prometheus.Metric) {
+	s := col.s
+	c := s.counters()
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	}
+	counter(descDecisions, c.allowed, "allowed")
+	counter(descDecisions, c.limited, "limited")
+	counter(descHits, c.hits)
+	counter(descMisses, c.misses)
+	for i, k := range errorKinds {
+		counter(descErrors, c.errors[i], k.name)
+	}
+	for _, cs := range s.commandStats() {
+		counter(descCommands, cs.latency.count, cs.name)
+		counter(descRejected, cs.rejected, cs.name)
+		counter(descFailed, cs.failed, cs.name)
+		buckets := make(map[float64]uint64, len(latencyBounds))
+		var cum int64
+		for i, b := range latencyBounds {
+			cum += cs.latency.counts[i]
+			buckets[b.Seconds()] = uint64(cum)
+		}
+		ch <- prometheus.MustNewConstHistogram(descLatency, uint64(cs.latency.count),
+			cs.latency.sum.Seconds(), buckets, cs.name)
+	}
+	gauge(descKeys, int64(s.store.Len()))
+	counter(descExpired, c.expiredKeys)
+	gauge(descPending, int64(s.store.PendingChanges()))
+	gauge(descConnected, c.connectedClients)
+	counter(descConnections, c.connections)
+	counter(descRejectedConns, c.rejectedConns)
+}
+
+// initMetrics prepares the counters; timed says the clock is the real one.
+func (s *Server) initMetrics(timed bool) {
+	s.timed = timed
+	var id [20]byte
+	_, _ = rand.Read(id[:]) // never fails: crypto/rand panics rather than return an error
+	s.runID = hex.EncodeToString(id[:])
+	s.debug = s.cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
+	s.commandList = make([]*command, 0, len(s.commands))
+	for _, cmd := range s.commands {
+		s.commandList = append(s.commandList, cmd)
+	}
+	sort.Slice(s.commandList, func(i, j int) bool { return s.commandList[i].name < s.commandList[j].name })
+}
+
+// lookupKey is Store.Get counted as a keyspace hit or miss.
+func (s *Server) lookupKey(key []byte, now gcra.Instant) (gcra.Instant, bool) {
+	tat, ok := s.store.Get(key, now)
+	s.stats.countLookup(ok)
+	return tat, ok
+}

@@ -1,0 +1,285 @@
+package server
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
+	"github.com/stretchr/testify/require"
+
+	"redcell/gcra"
+	"redcell/storage"
+)
+
+// keyWasLive infers from a decision whether the key was live; check it
+// against the store itself over random traffic on a few keys.
+func TestKeyWasLiveAgreesWithTheStore(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	store := storage.New(storage.Config{Shards: 1})
+	now := gcra.InstantOf(t0)
+	hits, misses := 0, 0
+	for i := range 20000 {
+		key := []byte{'k', byte('0' + rng.IntN(4))}
+		r, err := gcra.NewRate(rng.Int64N(5), 1+rng.Int64N(10), 1+rng.Int64N(3), rng.Int64N(8))
+		require.NoError(t, err)
+		_, live := store.Get(key, now)
+		res, err := store.Throttle(key, r, now)
+		require.NoError(t, err)
+		if got := keyWasLive(res, r); got != live {
+			t.Fatalf("step %d: key %s rate %+v result %+v: keyWasLive = %v, the store had it live = %v", i, key, r, res, got, live)
+		}
+		if live {
+			hits++
+		} else {
+			misses++
+		}
+		now += gcra.Instant(rng.Int64N(int64(700 * time.Millisecond)))
+	}
+	require.Greater(t, hits, 1000, "the traffic exercises both cases")
+	require.Greater(t, misses, 1000, "the traffic exercises both cases")
+}
+
+func TestErrorKind(t *testing.T) {
+	for msg, want := range map[string]int{
+		errUnknownCommand(argv("FOO", "a")):    errKindUnknownCommand,
+		errUnknownSubcommand([]byte("x"), "C"): errKindUnknownCommand,
+		errWrongArgs("get"):                    errKindWrongArity,
+		errNegativeBurst:                       errKindCommand,
+		errSyntax:                              errKindCommand,
+		errProtoBulk:                           errKindProtocol,
+		errNoAuth:                              errKindNoAuth,
+		errWrongPass:                           errKindWrongPass,
+		errWrongType:                           errKindWrongType,
+		errNoProto:                             errKindNoProto,
+		"BUSY something":                       errKindOther,
+		"":                                     errKindOther,
+	} {
+		if got := errorKind(msg); got != want {
+			t.Errorf("errorKind(%q) = %s want %s", msg, errorKinds[got].name, errorKinds[want].name)
+		}
+	}
+}
+
+// A duration lands in the first bucket whose bound it does not exceed, as
+// Prometheus's "le" says; quantiles interpolate inside a bucket.
+func TestHistogram(t *testing.T) {
+	var h histogram
+	for _, d := range []time.Duration{0, 250 * time.Nanosecond, 251 * time.Nanosecond, time.Microsecond, 2 * time.Second} {
+		h.observe(d)
+	}
+	hs := h.snapshot()
+	require.Equal(t, int64(5), hs.count)
+	require.Equal(t, 2*time.Second+1501*time.Nanosecond, hs.sum)
+	require.Equal(t, int64(2), hs.counts[0], "0 and 250ns: le=250ns")
+	require.Equal(t, int64(1), hs.counts[1], "251ns: le=500ns")
+	require.Equal(t, int64(1), hs.counts[2], "1us: le=1us")
+	require.Equal(t, int64(1), hs.counts[len(latencyBounds)], "2s: +Inf")
+
+	var even histogram
+	for range 100 {
+		even.observe(time.Microsecond) // all in (500ns, 1us]
+	}
+	es := even.snapshot()
+	require.Equal(t, 750*time.Nanosecond, es.quantile(0.5), "halfway through (500ns, 1us]")
+	require.Equal(t, 995*time.Nanosecond, es.quantile(0.99))
+	require.Equal(t, time.Duration(0), histogramSnapshot{}.quantile(0.5), "empty")
+	require.Equal(t, time.Second, hs.quantile(0.999), "in +Inf: the last bound")
+}
+
+func TestOpsSampler(t *testing.T) {
+	var o opsSampler
+	require.Equal(t, int64(0), o.perSecond())
+	at := t0
+	o.add(0, at)
+	for i := 1; i <= 16; i++ {
+		at = at.Add(opsSampleEvery)
+		o.add(int64(i)*500, at) // 500 commands every 100ms
+	}
+	require.Equal(t, int64(5000), o.perSecond())
+	for i := 0; i < 8; i++ {
+		at = at.Add(opsSampleEvery)
+		o.add(16*500, at) // idle
+	}
+	require.Equal(t, int64(2500), o.perSecond(), "half the window idle")
+}
+
+// Commandstats, errorstats, keyspace hits and total_commands_processed count
+// what the commands did, as Redis counts them: a refused command is a
+// rejected call and not a processed one; one that replies with an error is a
+// failed call.
+func TestCommandAccounting(t *testing.T) {
+	tc := newTestClient(t, Config{RequirePass: "pw"})
+	for _, step := range [][]string{
+		{"PING"},                                     // NOAUTH: rejected
+		{"AUTH", "pw"},                               // auth ok
+		{"CL.THROTTLE", "k", "4", "1", "1"},          // allowed, miss
+		{"CL.THROTTLE", "k", "4", "1", "1", "0"},     // allowed (peek), hit
+		{"CL.THROTTLE", "k", "0", "1", "1"},          // limited, hit
+		{"CL.THROTTLE", "k", "-1", "1", "1"},         // failed
+		{"CL.THROTTLE", "k"},                         // rejected (arity)
+		{"CL.THROTTLE", "fresh", "0", "1", "1", "5"}, // limited, miss
+		{"GET", "k"},                                 // hit
+		{"TTL", "nope"},                              // miss
+		{"EXISTS", "k", "nope"},                      // hit + miss
+		{"NOSUCH"},                                   // unknown: counted nowhere but errors
+	} {
+		tc.do(step...)
+	}
+	c := tc.srv.counters()
+	require.Equal(t, int64(2), c.allowed)
+	require.Equal(t, int64(2), c.limited)
+	require.Equal(t, int64(4), c.hits)
+	require.Equal(t, int64(4), c.misses)
+	require.Equal(t, int64(9), c.commandsProcessed, "AUTH, 5 CL.THROTTLE that ran, GET, TTL, EXISTS")
+	require.Equal(t, int64(4), c.errorReplies)
+
+	cmdstats := tc.do("INFO", "commandstats")
+	require.Equal(t, bulkString("# Commandstats\r\n"+
+		"cmdstat_auth:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"+
+		"cmdstat_cl.throttle:calls=5,usec=0,usec_per_call=0.00,rejected_calls=1,failed_calls=1\r\n"+
+		"cmdstat_exists:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"+
+		"cmdstat_get:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"+
+		"cmdstat_ping:calls=0,usec=0,usec_per_call=0.00,rejected_calls=1,failed_calls=0\r\n"+
+		"cmdstat_ttl:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"), cmdstats,
+		"an injected clock measures no durations")
+	require.Equal(t, bulkString("# Errorstats\r\nerrorstat_ERR:count=3\r\nerrorstat_NOAUTH:count=1\r\n"), tc.do("INFO", "errorstats"))
+	stats := tc.do("INFO", "stats")
+	// The two INFOs before this one count; as in Redis, a command counts
+	// once it has run, so this INFO does not see itself.
+	for _, line := range []string{"total_commands_processed:11", "keyspace_hits:4", "keyspace_misses:4",
+		"total_error_replies:4", "throttle_allowed:2", "throttle_limited:2", "total_connections_received:1"} {
+		require.Contains(t, stats, "\r\n"+line+"\r\n")
+	}
+}
+
+func bulkString(s string) string { return "$" + itoa(int64(len(s))) + "\r\n" + s + "\r\n" }
+
+// The collector exposes the same counters in Prometheus's text format.
+func TestCollector(t *testing.T) {
+	tc := newTestClient(t, Config{})
+	tc.do("CL.THROTTLE", "k", "1", "1", "1")
+	tc.do("CL.THROTTLE", "k", "1", "1", "1")
+	tc.do("CL.THROTTLE", "k", "1", "1", "1")
+	tc.do("CL.THROTTLE", "k", "x", "1", "1")
+	tc.do("FOO")
+
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(tc.srv.Collector()))
+	text := gatherText(t, reg)
+	for _, line := range []string{
+		`redcell_decisions_total{result="allowed"} 2`,
+		`redcell_decisions_total{result="limited"} 1`,
+		`redcell_keyspace_hits_total 2`,
+		`redcell_keyspace_misses_total 1`,
+		`redcell_commands_total{cmd="cl.throttle"} 4`,
+		`redcell_commands_failed_total{cmd="cl.throttle"} 1`,
+		`redcell_commands_rejected_total{cmd="cl.throttle"} 0`,
+		`redcell_errors_total{kind="command"} 1`,
+		`redcell_errors_total{kind="unknown_command"} 1`,
+		`redcell_errors_total{kind="noauth"} 0`,
+		`redcell_command_duration_seconds_bucket{cmd="cl.throttle",le="2.5e-07"} 4`,
+		`redcell_command_duration_seconds_bucket{cmd="cl.throttle",le="+Inf"} 4`,
+		`redcell_command_duration_seconds_count{cmd="cl.throttle"} 4`,
+		`redcell_keys 1`,
+		`redcell_expired_keys_total 0`,
+		`redcell_connected_clients 1`,
+		`redcell_connections_received_total 1`,
+		`redcell_rejected_connections_total 0`,
+		`redcell_pending_changes 0`,
+	} {
+		require.Contains(t, text, "\n"+line+"\n")
+	}
+	require.NotContains(t, text, `cmd="foo"`, "unknown commands have no series")
+	require.NotContains(t, text, `cmd="ping"`, "commands never called have no series")
+}
+
+func gatherText(t *testing.T, g prometheus.Gatherer) string {
+	t.Helper()
+	families, err := g.Gather()
+	require.NoError(t, err)
+	var b bytes.Buffer
+	b.WriteString("\n")
+	for _, mf := range families {
+		_, err := expfmt.MetricFamilyToText(&b, mf)
+		require.NoError(t, err)
+	}
+	return b.String()
+}
+
+// On the real clock every command's duration is measured: the time from
+// dispatch to the buffered reply.
+func TestDurationsOnTheRealClock(t *testing.T) {
+	srv := New(Config{}, storage.New(storage.Config{}))
+	conn := newFakeConn()
+	require.True(t, srv.accept(conn))
+	before := time.Now()
+	for range 10 {
+		srv.handle(conn, redconCommand(argv("CL.THROTTLE", "k", "100", "10", "1")))
+	}
+	elapsed := time.Since(before)
+	hs := srv.commands["cl.throttle"].stats.latency.snapshot()
+	require.Equal(t, int64(10), hs.count)
+	require.Greater(t, hs.sum, time.Duration(0))
+	require.LessOrEqual(t, hs.sum, elapsed, "the measured durations fit inside the loop")
+	require.True(t, strings.HasPrefix(srv.info([]string{"commandstats"}, time.Now()), "# Commandstats\r\ncmdstat_cl.throttle:calls=10,usec="))
+}
+
+// The instrumented dispatcher still allocates nothing for a CL.THROTTLE on
+// an existing key, on the real clock.
+func TestThrottleAllocatesNothing(t *testing.T) {
+	srv := New(Config{}, storage.New(storage.Config{}))
+	conn := newFakeConn()
+	require.True(t, srv.accept(conn))
+	cmd := redconCommand(argv("CL.THROTTLE", "user:1", "100", "10", "1"))
+	srv.handle(conn, cmd)
+	buf := make([]byte, 0, 256)
+	allocs := testing.AllocsPerRun(1000, func() {
+		conn.SetBuffer(buf[:0])
+		srv.handle(conn, cmd)
+	})
+	require.Zero(t, allocs)
+}
+
+// BenchmarkThrottleRealClock is BenchmarkThrottleHandler on the real clock,
+// so that it includes what instrumentation costs there: the clock read for
+// the latency histogram.
+func BenchmarkThrottleRealClock(b *testing.B) {
+	srv := New(Config{}, storage.New(storage.Config{}))
+	conn := newFakeConn()
+	srv.accept(conn)
+	cmd := redconCommand(argv("CL.THROTTLE", "user:12345", "100", "10", "1"))
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		conn.SetBuffer(buf[:0])
+		srv.handle(conn, cmd)
+	}
+}
+
+// BenchmarkThrottleRealClockParallel runs it from every goroutine, each its
+// own connection, over 10k keys: the shared counters are contended here.
+func BenchmarkThrottleRealClockParallel(b *testing.B) {
+	srv := New(Config{}, storage.New(storage.Config{}))
+	keys := make([][]byte, 10_000)
+	for i := range keys {
+		keys[i] = []byte("user:" + itoa(int64(i)))
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		conn := newFakeConn()
+		srv.accept(conn)
+		args := argv("CL.THROTTLE", "", "100", "10", "1")
+		buf := make([]byte, 0, 256)
+		i := rand.IntN(len(keys))
+		for pb.Next() {
+			i++
+			args[1] = keys[i%len(keys)]
+			conn.SetBuffer(buf[:0])
+			srv.handle(conn, redconCommand(args))
+		}
+	})
+}
