@@ -5,6 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"time"
 
 	"redcell/storage"
@@ -23,6 +25,17 @@ type Config struct {
 	// InMemory keeps state in memory only, lost on restart: no --dir.
 	InMemory  bool
 	PprofAddr string
+	// MetricsAddr, when set, serves Prometheus metrics at /metrics there.
+	MetricsAddr string
+	// LogFormat is "text" (the default) or "json"; LogLevel is the least
+	// severe level logged (the default is info).
+	LogFormat string
+	LogLevel  slog.Level
+
+	// Actions instead of serving: print the version; ping the server this
+	// configuration describes and exit 0 if it answers (cli.go).
+	Version     bool
+	HealthCheck bool
 }
 
 // Defaults, as documented in the README and --help.
@@ -46,13 +59,23 @@ func (c Config) Validate() error {
 	if err := (storage.Config{Shards: c.Shards}).Validate(); err != nil {
 		return fmt.Errorf("--shards %d: %w", c.Shards, err)
 	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("--log-format %q: must be text or json", c.LogFormat)
+	}
 	return nil
 }
 
+// parseFlags reads the configuration from args over the environment
+// (REDCELL_<FLAG>, cli.go) over the defaults.
 func parseFlags(args []string, stderr io.Writer) (Config, error) {
+	return parseFlagsEnv(args, os.LookupEnv, stderr)
+}
+
+// parseFlagsEnv is parseFlags with the environment read through lookup.
+func parseFlagsEnv(args []string, lookup func(string) (string, bool), stderr io.Writer) (Config, error) {
 	var cfg Config
 	fs := flag.NewFlagSet("redcell", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // errors are returned, and main prints them once
 	fs.StringVar(&cfg.Bind, "bind", DefaultBind, "address to listen on")
 	fs.IntVar(&cfg.Port, "port", DefaultPort, "TCP port to listen on (0 picks a free one)")
 	fs.StringVar(&cfg.Dir, "dir", DefaultDir, "directory for persisted state (created if missing)")
@@ -63,7 +86,19 @@ func parseFlags(args []string, stderr io.Writer) (Config, error) {
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (empty: none)")
 	fs.IntVar(&cfg.Shards, "shards", 0, "lock stripes of the keyspace, rounded up to a power of two (0: 16 per CPU)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (empty: off)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`address`/metrics, e.g. 127.0.0.1:9379 (empty: off)")
+	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log to stderr in this `format`: text (logfmt) or json")
+	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "least severe `level` logged: debug, info, warn or error (debug adds every client error)")
+	fs.BoolVar(&cfg.Version, "version", false, "print the version, commit and Go version, and exit")
+	fs.BoolVar(&cfg.HealthCheck, "healthcheck", false, "send PING to the server these settings describe; exit 0 if it answers PONG (for Docker's HEALTHCHECK)")
+	fs.Usage = func() {} // --help prints the manual below; an error says to try it
+	if err := applyEnv(fs, lookup); err != nil {
+		return cfg, err
+	}
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(fs, stderr)
+		}
 		return cfg, err
 	}
 	if fs.NArg() > 0 {

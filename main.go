@@ -13,6 +13,7 @@ import (
 	_ "net/http/pprof" // served only with --pprof-addr
 	"os"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,12 +32,26 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "redcell:", err)
+		fmt.Fprintln(os.Stderr, "Try 'redcell --help'.")
 		os.Exit(2)
+	}
+	if cfg.Version {
+		fmt.Println(versionLine())
+		return
+	}
+	if cfg.HealthCheck {
+		if err := healthCheck(cfg, 3*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, "redcell: health check:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logger := newLogger(cfg, os.Stderr)
+	logger.Info("starting redcell", append([]any{"version", server.Version, "commit", buildCommit(),
+		"go", runtime.Version(), "pid", os.Getpid()}, settingsAttrs(cfg)...)...)
 	if err := run(ctx, cfg, logger, nil); err != nil {
 		logger.Error("redcell stopped", "err", err)
 		os.Exit(1)
@@ -50,6 +65,7 @@ type state struct {
 	store    *storage.Store
 	backend  *storage.PebbleBackend // nil when persistence is off
 	flusher  *storage.Flusher       // nil when persistence is off
+	flushes  *flushObserver         // the flusher's writes; nil when persistence is off
 	loaded   int
 	loadTime time.Duration
 }
@@ -76,7 +92,8 @@ func openState(cfg Config, logger *slog.Logger) (*state, error) {
 	}
 	st.loaded, st.loadTime = loaded, time.Since(start)
 	logger.Info("loaded state", "dir", cfg.Dir, "keys", loaded, "expired_dropped", dropped, "duration", st.loadTime)
-	st.flusher = storage.NewFlusher(st.store, backend, time.Now)
+	st.flushes = newFlushObserver(backend, cfg.FlushInterval, logger)
+	st.flusher = storage.NewFlusher(st.store, st.flushes, time.Now)
 	return st, nil
 }
 
@@ -153,7 +170,16 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 		Bind:          cfg.Bind,
 		Port:          ln.Addr().(*net.TCPAddr).Port,
 		Dir:           cfg.Dir,
+		FlushInterval: cfg.FlushInterval,
 	}, store)
+	if cfg.MetricsAddr != "" {
+		stopMetrics, err := serveMetrics(cfg.MetricsAddr, registry(srv, st), logger)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer stopMetrics()
+	}
 
 	var background sync.WaitGroup
 	background.Go(func() {

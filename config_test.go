@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"redcell/server"
+	"redcell/storage"
+)
+
+// env is a fake environment for parseFlagsEnv.
+type env map[string]string
+
+func (e env) lookup(name string) (string, bool) {
+	v, ok := e[name]
+	return v, ok
+}
+
+func parseWith(t *testing.T, e env, args ...string) Config {
+	t.Helper()
+	cfg, err := parseFlagsEnv(args, e.lookup, io.Discard)
+	require.NoError(t, err)
+	return cfg
+}
+
+// The defaults, as the README's configuration table states them.
+func TestDefaults(t *testing.T) {
+	cfg := parseWith(t, env{})
+	require.Equal(t, Config{
+		Bind:          "127.0.0.1",
+		Port:          6379,
+		Dir:           "./data",
+		FlushInterval: time.Second,
+		LogFormat:     "text",
+		LogLevel:      slog.LevelInfo,
+	}, stripUnset(cfg))
+}
+
+// stripUnset keeps the fields TestDefaults knows, so that a flag added
+// later with a zero default does not break it.
+func stripUnset(c Config) Config {
+	return Config{Bind: c.Bind, Port: c.Port, Dir: c.Dir, FlushInterval: c.FlushInterval, LogFormat: c.LogFormat,
+		LogLevel: c.LogLevel, RequirePass: c.RequirePass, Shards: c.Shards, InMemory: c.InMemory, PprofAddr: c.PprofAddr,
+		MetricsAddr: c.MetricsAddr}
+}
+
+// Every setting comes from REDCELL_<FLAG> when the command line does not
+// give it; the command line wins over the environment.
+func TestEnvironmentOverridesDefaultsAndFlagsOverrideEnvironment(t *testing.T) {
+	e := env{
+		"REDCELL_BIND":           "0.0.0.0",
+		"REDCELL_PORT":           "7000",
+		"REDCELL_DIR":            "/var/lib/redcell",
+		"REDCELL_FLUSH_INTERVAL": "250ms",
+		"REDCELL_REQUIREPASS":    "s3cret",
+		"REDCELL_SHARDS":         "64",
+		"REDCELL_PPROF_ADDR":     "127.0.0.1:6060",
+		"REDCELL_METRICS_ADDR":   "127.0.0.1:9379",
+		"REDCELL_LOG_FORMAT":     "json",
+		"REDCELL_LOG_LEVEL":      "debug",
+		"REDCELL_IN_MEMORY":      "true",
+		"REDCELL_UNRELATED":      "ignored",
+	}
+	require.Equal(t, Config{
+		Bind: "0.0.0.0", Port: 7000, Dir: "/var/lib/redcell", FlushInterval: 250 * time.Millisecond,
+		RequirePass: "s3cret", Shards: 64, PprofAddr: "127.0.0.1:6060", MetricsAddr: "127.0.0.1:9379",
+		LogFormat: "json", LogLevel: slog.LevelDebug, InMemory: true,
+	}, stripUnset(parseWith(t, e)))
+
+	got := parseWith(t, e, "--port", "7001", "--flush-interval=0", "--log-format", "text", "--in-memory=false", "--dir", "./here")
+	require.Equal(t, Config{
+		Bind: "0.0.0.0", Port: 7001, Dir: "./here", FlushInterval: 0,
+		RequirePass: "s3cret", Shards: 64, PprofAddr: "127.0.0.1:6060", MetricsAddr: "127.0.0.1:9379",
+		LogFormat: "text", LogLevel: slog.LevelDebug, InMemory: false,
+	}, stripUnset(got), "flags win over the environment, the rest still comes from it")
+}
+
+// Every flag has its variable: the mechanism is generic over the flag set,
+// so a flag added later is covered without a change here.
+func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
+	var help strings.Builder
+	_, err := parseFlagsEnv([]string{"--help"}, env{}.lookup, &help)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	flags := regexp.MustCompile(`(?m)^    --([a-z0-9-]+)`).FindAllStringSubmatch(help.String(), -1)
+	require.GreaterOrEqual(t, len(flags), 14, "--help lists every flag:\n%s", help.String())
+	for _, m := range flags {
+		name := m[1]
+		if actionFlags[name] {
+			require.NotContains(t, help.String(), envName(name), "an action is not a setting")
+			continue
+		}
+		require.Contains(t, help.String(), "(REDCELL_"+strings.ToUpper(strings.ReplaceAll(name, "-", "_")), "--%s's variable is shown", name)
+	}
+	require.Equal(t, "REDCELL_FLUSH_INTERVAL", envName("flush-interval"))
+	require.Equal(t, "REDCELL_DATA_DIR", envName("data-dir"))
+}
+
+func TestEnvironmentErrorsNameTheVariable(t *testing.T) {
+	for _, c := range []struct {
+		env  env
+		want string
+	}{
+		{env{"REDCELL_PORT": "abc"}, `REDCELL_PORT="abc": parse error`},
+		{env{"REDCELL_FLUSH_INTERVAL": "soon"}, `REDCELL_FLUSH_INTERVAL="soon": parse error`},
+		{env{"REDCELL_IN_MEMORY": "perhaps"}, `REDCELL_IN_MEMORY="perhaps": parse error`},
+		{env{"REDCELL_LOG_LEVEL": "loud"}, `REDCELL_LOG_LEVEL="loud": slog: level string "loud": unknown name`},
+		{env{"REDCELL_LOG_FORMAT": "xml"}, `--log-format "xml": must be text or json`},
+		{env{"REDCELL_PORT": "70000"}, `--port 70000: must be between 0 and 65535`},
+	} {
+		_, err := parseFlagsEnv(nil, c.env.lookup, io.Discard)
+		require.EqualError(t, err, c.want)
+	}
+}
+
+// An action left in the environment must not turn the server into a
+// one-shot command.
+func TestActionsAreNotReadFromTheEnvironment(t *testing.T) {
+	cfg := parseWith(t, env{"REDCELL_VERSION": "true", "REDCELL_HEALTHCHECK": "true"})
+	require.False(t, cfg.Version)
+	require.False(t, cfg.HealthCheck)
+	require.True(t, parseWith(t, env{}, "--version").Version)
+}
+
+// Of the two names of the data directory, REDCELL_DIR wins in the
+// environment, and either flag wins over both.
+func TestDirAliases(t *testing.T) {
+	e := env{"REDCELL_DATA_DIR": "/a", "REDCELL_DIR": "/b"}
+	require.Equal(t, "/b", parseWith(t, e).Dir)
+	require.Equal(t, "/a", parseWith(t, env{"REDCELL_DATA_DIR": "/a"}).Dir)
+	require.Equal(t, "/c", parseWith(t, e, "--data-dir", "/c").Dir)
+}
+
+// --help reads like a man page's summary.
+func TestHelp(t *testing.T) {
+	var out strings.Builder
+	_, err := parseFlagsEnv([]string{"-h"}, env{}.lookup, &out)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	text := out.String()
+	var headings []string
+	for _, line := range strings.Split(text, "\n") {
+		if line != "" && line == strings.ToUpper(line) && !strings.HasPrefix(line, " ") {
+			headings = append(headings, line)
+		}
+	}
+	require.Equal(t, []string{"NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "SIGNALS", "EXIT STATUS", "EXAMPLES", "SEE ALSO"}, headings)
+	require.Contains(t, text, "    --flush-interval duration  (REDCELL_FLUSH_INTERVAL, default 1s)\n")
+	require.Contains(t, text, "    --metrics-addr address  (REDCELL_METRICS_ADDR)\n")
+	require.Contains(t, text, "    --version\n")
+	for _, line := range strings.Split(text, "\n") {
+		require.LessOrEqual(t, len(line), 80, "fits a terminal: %q", line)
+	}
+	// A mistake prints nothing itself: main prints the error and a hint.
+	var quiet strings.Builder
+	_, err = parseFlagsEnv([]string{"--no-such-flag"}, env{}.lookup, &quiet)
+	require.EqualError(t, err, "flag provided but not defined: -no-such-flag")
+	require.Empty(t, quiet.String())
+}
+
+func TestVersionLine(t *testing.T) {
+	require.Equal(t, "redcell "+server.Version+" (commit "+buildCommit()+", "+runtime.Version()+", "+runtime.GOOS+"/"+runtime.GOARCH+
+		"; Redis protocol of Redis "+server.RedisVersion+")", versionLine())
+	defer func(c string) { commit = c }(commit)
+	commit = "abc123"
+	require.Contains(t, versionLine(), "(commit abc123, ")
+}
+
+// The health check speaks RESP to the configured address: PING, after AUTH
+// when a password is set; a server bound to every address is pinged on the
+// loopback.
+func TestHealthCheck(t *testing.T) {
+	start := func(pass string) int {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		srv := server.New(server.Config{RequirePass: pass}, storage.New(storage.Config{}))
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ln) }()
+		t.Cleanup(func() { require.NoError(t, srv.Close()); require.NoError(t, <-done) })
+		return ln.Addr().(*net.TCPAddr).Port
+	}
+	open := start("")
+	require.NoError(t, healthCheck(Config{Bind: "127.0.0.1", Port: open}, 5*time.Second))
+	require.NoError(t, healthCheck(Config{Bind: "0.0.0.0", Port: open}, 5*time.Second))
+
+	locked := start("pw")
+	require.NoError(t, healthCheck(Config{Bind: "127.0.0.1", Port: locked, RequirePass: "pw"}, 5*time.Second))
+	err := healthCheck(Config{Bind: "127.0.0.1", Port: locked}, 5*time.Second)
+	require.EqualError(t, err, "127.0.0.1:"+strconv.Itoa(locked)+`: PING answered "-NOAUTH Authentication required."`)
+	err = healthCheck(Config{Bind: "127.0.0.1", Port: locked, RequirePass: "wrong"}, 5*time.Second)
+	require.EqualError(t, err, "127.0.0.1:"+strconv.Itoa(locked)+`: AUTH answered "-WRONGPASS invalid username-password pair or user is disabled."`)
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().(*net.TCPAddr).Port
+	require.NoError(t, ln.Close())
+	var op *net.OpError
+	require.True(t, errors.As(healthCheck(Config{Bind: "127.0.0.1", Port: closed}, 5*time.Second), &op), "connection refused")
+}
+
+// The start-up line carries every setting, and never a password.
+func TestStartupSettingsHidePasswords(t *testing.T) {
+	var out strings.Builder
+	logger := newLogger(Config{LogFormat: "json", LogLevel: slog.LevelInfo}, &out)
+	cfg := parseWith(t, env{}, "--requirepass", "hunter2", "--port", "7007")
+	logger.Info("starting redcell", settingsAttrs(cfg)...)
+	line := out.String()
+	require.NotContains(t, line, "hunter2")
+	require.Contains(t, line, `"require_pass":true`)
+	require.Contains(t, line, `"port":7007`)
+	require.Contains(t, line, `"flush_interval":1000000000`)
+	require.Contains(t, line, `"metrics_addr":""`)
+	require.NotContains(t, line, `"version"`)
+	require.NotContains(t, line, `"health_check"`)
+}
+
+// --log-level debug adds client errors; info leaves them out.
+func TestLogLevels(t *testing.T) {
+	for _, c := range []struct {
+		level slog.Level
+		want  bool
+	}{{slog.LevelDebug, true}, {slog.LevelInfo, false}} {
+		var out strings.Builder
+		logger := newLogger(Config{LogFormat: "text", LogLevel: c.level}, &out)
+		require.Equal(t, c.want, logger.Enabled(context.Background(), slog.LevelDebug))
+	}
+}
