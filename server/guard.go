@@ -1,203 +1,645 @@
 package server
 
 import (
+	"bytes"
+	"crypto/tls"
 	"errors"
 	"net"
+	"sync"
+	"time"
 )
 
-// Protocol limits, checked before redcon parses a byte. redcon trusts the
-// lengths a client announces: a bulk length near MaxInt64 overflows its
-// arithmetic and panics, and a huge multibulk count spins a core. The guard
-// reads the RESP framing as it streams past and refuses such frames the way
-// Redis does: an error reply, then the connection is closed.
+// Every connection's bytes pass through a guardConn before redcon parses
+// them, because redcon (v1.6.4) trusts its input:
+//
+//   - a bulk length near MaxInt64 overflows its index arithmetic and panics,
+//     and a huge multibulk count spins a core;
+//   - its inline parser copies the rest of the line for every argument: one
+//     64 KiB line of "a a a ..." costs 1.1 GB of allocation and 0.3 s of CPU;
+//   - its read buffer doubles whenever it fills with a command incomplete,
+//     and shrinks only once drained, so a client streaming commands that
+//     never pauses on a command boundary grows it without bound (191 MB sent
+//     in 5 s grew the heap by 405 MB);
+//   - it parses an incomplete command again from its start on every read,
+//     so a command of many small arguments trickled in costs quadratic time.
+//
+// The guard follows the RESP framing as it streams past. It hands redcon
+// whole multibulk commands only, or a long command in chunks of at least
+// readChunk bytes; it turns inline commands into multibulk ones itself,
+// splitting them as Redis's sdssplitargs does; and it refuses what Redis
+// refuses the way Redis does, with an error reply, then closing the
+// connection. It also keeps the idle timeout and bounds TLS handshakes.
 const (
-	// DefaultMaxBulkLen bounds one argument. Redis allows 512 MiB; a
-	// rate-limit key never needs more than a few hundred bytes, so redcell
-	// refuses anything over 1 MiB rather than buffer it.
-	DefaultMaxBulkLen = 1 << 20
-	// DefaultMaxArgs bounds the arguments of one command.
-	DefaultMaxArgs = 1 << 16
-	// DefaultMaxInlineLen bounds an inline (telnet-style) command line, as
-	// Redis's PROTO_INLINE_MAX_SIZE.
-	DefaultMaxInlineLen = 64 << 10
+	// readChunk is the most one read takes from a socket, as Redis's
+	// PROTO_IOBUF_LEN, and the least of a long command handed on at once.
+	readChunk = 16 << 10
+	// writeChunk is how much of a reply is written under one deadline when
+	// there is an idle timeout: a client reading slowly but steadily is
+	// not idle.
+	writeChunk = 64 << 10
+	// tlsHandshakeTimeout bounds a TLS handshake.
+	tlsHandshakeTimeout = 10 * time.Second
+	// refusalTimeout bounds writing the reply that explains a refusal.
+	refusalTimeout = 5 * time.Second
 )
 
-// Limits are the protocol limits a Server enforces. Zero fields take the
-// defaults above.
-type Limits struct {
-	MaxBulkLen   int64
-	MaxArgs      int64
-	MaxInlineLen int64
-}
-
-func (l Limits) withDefaults() Limits {
-	if l.MaxBulkLen <= 0 {
-		l.MaxBulkLen = DefaultMaxBulkLen
-	}
-	if l.MaxArgs <= 0 {
-		l.MaxArgs = DefaultMaxArgs
-	}
-	if l.MaxInlineLen <= 0 {
-		l.MaxInlineLen = DefaultMaxInlineLen
-	}
-	return l
-}
-
-// Redis's protocol error replies for the frames the guard refuses.
+// Redis's protocol error replies.
 const (
-	errProtoMultibulk = "ERR Protocol error: invalid multibulk length"
-	errProtoBulk      = "ERR Protocol error: invalid bulk length"
-	errProtoInline    = "ERR Protocol error: too big inline request"
+	errProtoMultibulk   = "ERR Protocol error: invalid multibulk length"
+	errProtoBulk        = "ERR Protocol error: invalid bulk length"
+	errProtoInline      = "ERR Protocol error: too big inline request"
+	errProtoQuotes      = "ERR Protocol error: unbalanced quotes in request"
+	errUnauthMultibulk  = "ERR Protocol error: unauthenticated multibulk length"
+	errUnauthBulk       = "ERR Protocol error: unauthenticated bulk length"
+	errProtoExpectedFmt = "ERR Protocol error: expected '$', got '"
 )
 
-var errProtocolLimit = errors.New("protocol limit exceeded")
+// closeSilently is the refusal of a client over the query buffer limit:
+// Redis closes such a connection without a reply.
+const closeSilently = "\x00"
 
+// errProtocolLimit ends a connection the guard refused; redcon closes it.
+var errProtocolLimit = errors.New("connection refused by a protocol limit")
+
+// guardListener wraps every accepted connection in a guardConn.
 type guardListener struct {
 	net.Listener
+	srv    *Server
 	limits Limits
 }
 
-func (l guardListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+// Accept returns the next connection. Errors other than a closed listener
+// (EMFILE when out of file descriptors, ECONNABORTED) are retried with a
+// growing pause, as net/http does: redcon would otherwise retry at once, in
+// a loop that pins a core.
+func (l *guardListener) Accept() (net.Conn, error) {
+	var pause time.Duration
+	for {
+		c, err := l.Listener.Accept()
+		if err == nil {
+			return &guardConn{Conn: c, limits: &l.limits, srv: l.srv}, nil
+		}
+		if errors.Is(err, net.ErrClosed) {
+			return nil, err
+		}
+		pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+		l.srv.cfg.Logger.Warn("accept failed; retrying", "err", err, "pause", pause)
+		time.Sleep(pause)
 	}
-	return &guardConn{Conn: c, limits: l.limits}, nil
 }
 
-// Scanner states: where in the RESP framing the next byte falls.
+// Framing states: where in the RESP framing the next byte falls.
 const (
-	atFrame      = iota // first byte of a command
+	atFrame      = iota // the first byte of a command
 	inInline            // an inline command line, until '\n'
 	inCount             // the digits of "*<count>\r\n"
 	atBulkHeader        // expecting '$' of the next argument
 	inBulkLen           // the digits of "$<len>\r\n"
-	inBulkBody          // skipping len+2 bytes of argument and CRLF
-	passThrough         // framing redcon will reject itself: stop checking
+	inBulkBody          // the bytes of an argument
+	inBulkCR            // the '\r' after an argument
+	inBulkLF            // the '\n' after an argument
 )
 
-// guardConn scans what it reads. The scan mirrors redcon's framing; on input
-// redcon would reject anyway it stops checking and lets redcon answer.
+// framing is where a connection's input stands in the RESP framing.
+type framing struct {
+	state  int
+	num    int64 // the number read so far in a count or length
+	digits int
+	neg    bool
+	cr     bool  // the number's '\r' has been read
+	args   int64 // arguments still to come in this command
+	skip   int64 // bytes still to come in this argument
+	frame  int64 // bytes of this command so far, announced ones included
+}
+
+// guardConn is a net.Conn whose reads hand redcon only well-formed RESP.
+// Its Read and Write run on the connection's goroutine only.
 type guardConn struct {
 	net.Conn
-	limits Limits
+	limits *Limits
+	srv    *Server
+	// client is the connection's state, set when it is accepted (nil in
+	// tests of the guard alone): before it has authenticated, Redis's
+	// smaller limits apply.
+	client *client
 
-	state    int
-	num      int64 // digits read so far in a count or length
-	digits   int
-	neg      bool
-	args     int64 // arguments left in the current command
-	skip     int64 // bytes left in the current bulk body
-	line     int64 // bytes in the current inline line
-	refusal  string
+	f     framing
+	out   []byte // input for redcon; out[:ready] is whole commands
+	ready int
+	line  []byte // the inline command being read
+	raw   []byte // input read but not yet looked at
+	err   error  // the read error to report once out is handed on
+
 	refusing bool
+	refusal  string // the reply that explains a refusal, or closeSilently
+
+	handshook bool
+	// pending counts reply bytes queued since the last flush (limitedConn).
+	pending int64
 }
 
+// outPool recycles input buffers: a connection holds one only while a
+// command is incomplete or redcon has not taken all of it.
+var outPool = sync.Pool{New: func() any { b := make([]byte, 0, 2*readChunk); return &b }}
+
+// Read hands redcon whole commands. It returns partial commands only when
+// redcon's buffer cannot take the whole, or in chunks of at least readChunk
+// bytes for a long command.
 func (g *guardConn) Read(p []byte) (int, error) {
-	if g.refusing {
-		// The commands before the bad frame have been answered: now say
-		// why, and end the connection.
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		switch {
+		case g.ready > 0:
+			return g.take(p, g.ready), nil
+		case g.refusing:
+			return 0, g.refuse()
+		case len(g.raw) > 0:
+			k := g.process(g.raw)
+			g.raw = g.raw[:copy(g.raw, g.raw[k:])]
+			if len(g.raw) == 0 {
+				g.raw = nil
+			}
+			continue
+		case len(g.out) > 0 && (len(g.out) >= readChunk || len(g.out) >= len(p)):
+			return g.take(p, len(g.out)), nil // a long command, in chunks
+		case g.err != nil:
+			g.release()
+			return 0, g.err
+		}
+		n, err := g.readConn(p[:min(len(p), readChunk)])
+		if err != nil {
+			g.err = err
+		}
+		if n == 0 {
+			continue
+		}
+		if len(g.out) == 0 && g.f.state == atFrame && g.wholeCommands(p[:n]) {
+			return n, nil // the common case: whole commands, handed on in place
+		}
+		if k := g.process(p[:n]); k < n {
+			g.raw = append(g.raw, p[k:n]...)
+		}
+	}
+}
+
+// take copies up to limit bytes of out to p and drops them from out.
+func (g *guardConn) take(p []byte, limit int) int {
+	n := copy(p, g.out[:limit])
+	g.out = g.out[:copy(g.out, g.out[n:])]
+	g.ready = max(g.ready-n, 0)
+	if len(g.out) == 0 {
+		g.release()
+	}
+	return n
+}
+
+// release returns the input buffer to the pool.
+func (g *guardConn) release() {
+	if g.out != nil && cap(g.out) <= 4*readChunk {
+		b := g.out[:0]
+		outPool.Put(&b)
+	}
+	g.out, g.ready = nil, 0
+}
+
+func (g *guardConn) appendOut(b ...byte) {
+	if g.out == nil {
+		g.out = (*outPool.Get().(*[]byte))[:0]
+	}
+	g.out = append(g.out, b...)
+}
+
+// readConn reads from the connection, after the TLS handshake, under the
+// idle timeout.
+func (g *guardConn) readConn(p []byte) (int, error) {
+	if err := g.handshake(); err != nil {
+		return 0, err
+	}
+	if g.limits.IdleTimeout > 0 {
+		_ = g.Conn.SetReadDeadline(time.Now().Add(g.limits.IdleTimeout))
+	}
+	return g.Conn.Read(p)
+}
+
+// handshake runs a TLS connection's handshake, once, within
+// tlsHandshakeTimeout: a client that connects and says nothing holds a
+// connection no longer than that.
+func (g *guardConn) handshake() error {
+	tc, ok := g.Conn.(*tls.Conn)
+	if !ok || g.handshook {
+		return nil
+	}
+	g.handshook = true
+	_ = tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+	err := tc.Handshake()
+	_ = tc.SetDeadline(time.Time{})
+	if err != nil {
+		g.srv.cfg.Logger.Debug("TLS handshake failed", "addr", tc.RemoteAddr().String(), "err", err)
+	}
+	return err
+}
+
+// Write sends redcon's replies: the pipeline's, all at once. Under an idle
+// timeout each chunk must be taken within it.
+func (g *guardConn) Write(b []byte) (int, error) {
+	defer func() { g.pending = 0 }()
+	if g.limits.IdleTimeout <= 0 {
+		return g.Conn.Write(b)
+	}
+	n := 0
+	for n < len(b) {
+		_ = g.Conn.SetWriteDeadline(time.Now().Add(g.limits.IdleTimeout))
+		k, err := g.Conn.Write(b[n:min(len(b), n+writeChunk)])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// refuseWith makes the connection's next read send reply (unless it is
+// closeSilently) and end the connection. Commands already handed on are answered first.
+func (g *guardConn) refuseWith(reply string) {
+	g.refusing, g.refusal = true, reply
+	g.out, g.raw, g.line = g.out[:g.ready], nil, nil
+}
+
+// refuse sends the refusal and returns the error that makes redcon close
+// the connection.
+func (g *guardConn) refuse() error {
+	g.release()
+	if g.refusal != closeSilently && g.handshake() == nil {
+		_ = g.Conn.SetWriteDeadline(time.Now().Add(refusalTimeout))
 		_, _ = g.Conn.Write([]byte("-" + g.refusal + "\r\n"))
-		return 0, errProtocolLimit
 	}
-	n, err := g.Conn.Read(p)
-	if k, bad := g.scan(p[:n]); bad != "" {
-		g.refusing, g.refusal = true, bad
-		if k == 0 {
-			return g.Read(p)
-		}
-		return k, nil // hand redcon the good commands before the bad frame
-	}
-	return n, err
+	return errProtocolLimit
 }
 
-// scan advances the framing over b. It returns len(b) and "", or the offset
-// where the refused frame starts in b (0 if it started in an earlier read)
-// and the refusal text.
-func (g *guardConn) scan(b []byte) (int, string) {
-	frame := 0 // where the current frame starts in b; 0 if it began earlier
-	refuse := func(why string) (int, string) { return frame, why }
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		switch g.state {
-		case passThrough:
-			return len(b), ""
-		case atFrame:
-			frame = i
-			if c == '*' {
-				g.state, g.num, g.digits, g.neg = inCount, 0, 0, false
-			} else {
-				g.state, g.line = inInline, 1
-			}
-		case inInline:
-			if c == '\n' {
-				g.state = atFrame
-				continue
-			}
-			g.line++
-			if g.line > g.limits.MaxInlineLen {
-				return refuse(errProtoInline)
-			}
-		case inCount, inBulkLen:
-			if !g.digit(c) {
-				g.state = passThrough
-				continue
-			}
-			if c != '\n' {
-				continue
-			}
-			if g.state == inCount {
-				if g.neg || g.num <= 0 {
-					g.state = passThrough // redcon rejects it itself
-					continue
-				}
-				if g.num > g.limits.MaxArgs {
-					return refuse(errProtoMultibulk)
-				}
-				g.args, g.state = g.num, atBulkHeader
-				continue
-			}
-			if g.neg || g.num > g.limits.MaxBulkLen {
-				return refuse(errProtoBulk)
-			}
-			g.skip, g.state = g.num+2, inBulkBody
-		case atBulkHeader:
-			if c != '$' {
-				g.state = passThrough
-				continue
-			}
-			g.state, g.num, g.digits, g.neg = inBulkLen, 0, 0, false
-		case inBulkBody:
-			step := min(g.skip, int64(len(b)-i))
-			g.skip -= step
-			i += int(step) - 1
-			if g.skip == 0 {
-				g.args--
-				if g.args == 0 {
-					g.state = atFrame
-				} else {
-					g.state = atBulkHeader
-				}
-			}
-		}
-	}
-	return len(b), ""
-}
+// authPending reports whether the connection has yet to authenticate: then
+// Redis's unauthenticated limits apply, and commands are handed on one at a
+// time so that an AUTH takes effect before the next command is checked.
+func (g *guardConn) authPending() bool { return g.client != nil && !g.client.authed }
 
-// digit accumulates one byte of "<digits>\r\n" and reports whether it fits
-// the form. Values are capped so that they cannot overflow.
-func (g *guardConn) digit(c byte) bool {
-	switch {
-	case c == '-' && g.digits == 0 && !g.neg:
-		g.neg = true
-	case c >= '0' && c <= '9':
-		g.digits++
-		if g.num < 1<<50 {
-			g.num = g.num*10 + int64(c-'0')
+// wholeCommands reports whether b is a run of whole, acceptable multibulk
+// commands, advancing the framing over them if so and leaving it as it was
+// if not.
+func (g *guardConn) wholeCommands(b []byte) bool {
+	saved := g.f
+	for len(b) > 0 {
+		if b[0] != '*' {
+			g.f = saved
+			return false
 		}
-	case c == '\r', c == '\n':
-	default:
-		return false
+		k, done, bad := g.scan(b)
+		if !done || bad != "" {
+			g.f = saved
+			return false
+		}
+		b = b[k:]
 	}
 	return true
+}
+
+// process moves input from b into out, translating inline commands, and
+// returns how much of b it took: all of it, except that before
+// authentication it stops after each whole command.
+func (g *guardConn) process(b []byte) int {
+	i := 0
+	for i < len(b) && !g.refusing {
+		if g.f.state == atFrame && b[i] != '*' {
+			g.f.state = inInline
+		}
+		if g.f.state == inInline {
+			j := bytes.IndexByte(b[i:], '\n')
+			part := b[i:]
+			if j >= 0 {
+				part = b[i : i+j]
+			}
+			if int64(len(g.line)+len(part)) > g.limits.MaxInlineLen {
+				g.refuseWith(errProtoInline)
+				break
+			}
+			g.line = append(g.line, part...)
+			if j < 0 {
+				return len(b)
+			}
+			i += j + 1
+			g.endInline()
+		} else {
+			k, done, bad := g.scan(b[i:])
+			if bad == closeSilently {
+				g.srv.cfg.Logger.Warn("closing client that reached max query buffer length",
+					"addr", g.RemoteAddr().String(), "limit", g.limits.MaxQueryLen)
+			}
+			if bad != "" {
+				g.refuseWith(bad)
+				break
+			}
+			g.appendOut(b[i : i+k]...)
+			i += k
+			if !done {
+				continue
+			}
+			g.ready = len(g.out)
+		}
+		if g.authPending() && g.ready > 0 {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// endInline turns the inline command just read into a multibulk command.
+func (g *guardConn) endInline() {
+	g.f.state = atFrame
+	line := bytes.TrimSuffix(g.line, []byte{'\r'})
+	args, ok := splitInline(line)
+	if cap(g.line) > 1024 {
+		g.line = nil
+	} else {
+		g.line = g.line[:0]
+	}
+	switch {
+	case !ok:
+		g.refuseWith(errProtoQuotes)
+	case int64(len(args)) > g.limits.MaxArgs:
+		g.refuseWith(errProtoMultibulk)
+	case len(args) > 0:
+		var num [24]byte
+		g.appendOut(appendHeader(num[:0], '*', int64(len(args)))...)
+		for _, a := range args {
+			g.appendOut(appendHeader(num[:0], '$', int64(len(a)))...)
+			g.appendOut(a...)
+			g.appendOut('\r', '\n')
+		}
+		g.ready = len(g.out)
+	}
+}
+
+func appendHeader(b []byte, kind byte, n int64) []byte {
+	b = append(b, kind)
+	var digits [20]byte
+	i := len(digits)
+	for {
+		i--
+		digits[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	b = append(b, digits[i:]...)
+	return append(b, '\r', '\n')
+}
+
+// Results of reading one byte of a number.
+const (
+	numMore = iota
+	numDone
+	numBad
+)
+
+// maxDigits keeps counts and lengths far from overflowing.
+const maxDigits = 18
+
+func (f *framing) startNumber() { f.num, f.digits, f.neg, f.cr = 0, 0, false, false }
+
+// number reads one byte of "<digits>\r\n" as Redis's string2ll reads a
+// number: an optional '-', no '+', no leading zeros, no "-0".
+func (f *framing) number(c byte) int {
+	switch {
+	case f.cr:
+		if c != '\n' {
+			return numBad
+		}
+		return numDone
+	case c == '\r':
+		if f.digits == 0 {
+			return numBad
+		}
+		f.cr = true
+	case c == '-' && f.digits == 0 && !f.neg:
+		f.neg = true
+	case c >= '0' && c <= '9':
+		if (f.digits > 0 && f.num == 0) || (f.neg && f.digits == 0 && c == '0') || f.digits == maxDigits {
+			return numBad
+		}
+		f.num = f.num*10 + int64(c-'0')
+		f.digits++
+	default:
+		return numBad
+	}
+	return numMore
+}
+
+func (f *framing) value() int64 {
+	if f.neg {
+		return -f.num
+	}
+	return f.num
+}
+
+// scan follows the multibulk framing over b, from a command's '*' or from
+// where the last call left off. It returns how many bytes it took, whether
+// they end a command, and the refusal text if the command is refused.
+func (g *guardConn) scan(b []byte) (k int, done bool, refusal string) {
+	f := &g.f
+	lim := g.limits
+	maxArgs, maxBulk := lim.MaxArgs, lim.MaxBulkLen
+	unauth := g.authPending()
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch f.state {
+		case atFrame: // c is '*'
+			f.state, f.frame = inCount, 0
+			f.startNumber()
+		case inCount:
+			switch f.number(c) {
+			case numBad:
+				return i, false, errProtoMultibulk
+			case numDone:
+				n := f.value()
+				switch {
+				case n <= 0 || n > maxArgs:
+					return i, false, errProtoMultibulk
+				case unauth && n > unauthMaxArgs:
+					return i, false, errUnauthMultibulk
+				}
+				f.args, f.state = n, atBulkHeader
+			}
+		case atBulkHeader:
+			if c != '$' {
+				if c == '\r' || c == '\n' {
+					c = ' '
+				}
+				return i, false, errProtoExpectedFmt + string(c) + "'"
+			}
+			f.state = inBulkLen
+			f.startNumber()
+		case inBulkLen:
+			switch f.number(c) {
+			case numBad:
+				return i, false, errProtoBulk
+			case numDone:
+				n := f.value()
+				switch {
+				case n < 0 || n > maxBulk:
+					return i, false, errProtoBulk
+				case unauth && n > unauthMaxBulkLen:
+					return i, false, errUnauthBulk
+				}
+				f.frame += n + 2
+				if f.frame > lim.MaxQueryLen {
+					return i, false, closeSilently
+				}
+				f.skip, f.state = n, inBulkBody
+				if n == 0 {
+					f.state = inBulkCR
+				}
+			}
+		case inBulkBody:
+			step := min(f.skip, int64(len(b)-i))
+			f.skip -= step
+			i += int(step) - 1
+			if f.skip == 0 {
+				f.state = inBulkCR
+			}
+			continue
+		case inBulkCR:
+			if c != '\r' {
+				return i, false, errProtoBulk
+			}
+			f.state = inBulkLF
+			continue
+		case inBulkLF:
+			if c != '\n' {
+				return i, false, errProtoBulk
+			}
+			f.args--
+			if f.args == 0 {
+				f.state = atFrame
+				return i + 1, true, ""
+			}
+			f.state = atBulkHeader
+			continue
+		}
+		f.frame++
+	}
+	return len(b), false, ""
+}
+
+// splitInline splits an inline command line into arguments as Redis's
+// sdssplitargs does: blanks separate arguments; in "double quotes" \n \r \t
+// \b \a \xHH and \<any> are escapes; in 'single quotes' \' is; a closing
+// quote must be followed by a blank or the end; a NUL byte ends the line, as
+// in C. It reports false for unbalanced quotes.
+func splitInline(line []byte) ([][]byte, bool) {
+	at := func(i int) byte {
+		if i < len(line) {
+			return line[i]
+		}
+		return 0
+	}
+	var args [][]byte
+	buf := make([]byte, 0, len(line)) // every argument, unescaped: never longer
+	p := 0
+	for {
+		for isSpace(at(p)) {
+			p++
+		}
+		if at(p) == 0 {
+			return args, true
+		}
+		start := len(buf)
+		inDouble, inSingle := false, false
+		for done := false; !done; {
+			c := at(p)
+			switch {
+			case inDouble:
+				switch {
+				case c == '\\' && at(p+1) == 'x' && isHex(at(p+2)) && isHex(at(p+3)):
+					buf = append(buf, unhex(at(p+2))<<4|unhex(at(p+3)))
+					p += 3
+				case c == '\\' && at(p+1) != 0:
+					p++
+					e := at(p)
+					switch e {
+					case 'n':
+						e = '\n'
+					case 'r':
+						e = '\r'
+					case 't':
+						e = '\t'
+					case 'b':
+						e = '\b'
+					case 'a':
+						e = '\a'
+					}
+					buf = append(buf, e)
+				case c == '"':
+					if n := at(p + 1); n != 0 && !isSpace(n) {
+						return nil, false
+					}
+					done = true
+				case c == 0:
+					return nil, false
+				default:
+					buf = append(buf, c)
+				}
+			case inSingle:
+				switch {
+				case c == '\\' && at(p+1) == '\'':
+					p++
+					buf = append(buf, '\'')
+				case c == '\'':
+					if n := at(p + 1); n != 0 && !isSpace(n) {
+						return nil, false
+					}
+					done = true
+				case c == 0:
+					return nil, false
+				default:
+					buf = append(buf, c)
+				}
+			default:
+				switch c {
+				case ' ', '\n', '\r', '\t', 0:
+					done = true
+				case '"':
+					inDouble = true
+				case '\'':
+					inSingle = true
+				default:
+					buf = append(buf, c)
+				}
+			}
+			if c != 0 {
+				p++
+			}
+		}
+		args = append(args, buf[start:len(buf):len(buf)])
+	}
+}
+
+// isSpace is C's isspace.
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
+}
+
+func isHex(c byte) bool {
+	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	default:
+		return c - 'a' + 10
+	}
 }

@@ -4,7 +4,6 @@
 package server
 
 import (
-	"errors"
 	"log/slog"
 	"net"
 	"sync"
@@ -74,11 +73,13 @@ type Server struct {
 	now      func() time.Time
 	started  time.Time
 	commands map[string]*command
-	rc       *redcon.Server
+	limits   Limits // cfg.Limits with the defaults filled in
 
 	nextClientID atomic.Int64
 	mu           sync.Mutex
 	clients      map[*client]struct{}
+	listeners    []*guardListener // being served; listen.go
+	stopped      bool             // Close was called
 
 	// Counters and how they are kept: metrics.go.
 	stats       stats
@@ -106,23 +107,21 @@ func New(cfg Config, store *storage.Store) *Server {
 	s.started = s.now()
 	s.commands = commandTable()
 	s.initMetrics(timed)
-	s.rc = redcon.NewServerNetwork("tcp", "", s.handle, s.accept, s.closed)
+	s.limits = cfg.Limits.withDefaults()
 	return s
 }
 
 // Serve accepts connections on ln until Close. When it returns, every
-// connection has been closed.
+// connection it accepted has been closed. ServeTLS (tls.go) serves TLS
+// connections beside it.
 func (s *Server) Serve(ln net.Listener) error {
 	defer s.startSampler()()
-	err := s.rc.Serve(guardListener{Listener: ln, limits: s.cfg.Limits.withDefaults()})
-	if errors.Is(err, net.ErrClosed) {
-		return nil
-	}
-	return err
+	return s.serve(ln)
 }
 
-// Close stops accepting connections and closes the open ones.
-func (s *Server) Close() error { return s.rc.Close() }
+// Close stops accepting connections on every listener and closes the open
+// connections.
+func (s *Server) Close() error { return s.closeListeners() }
 
 func (s *Server) accept(conn redcon.Conn) bool {
 	now := s.now()
@@ -140,10 +139,11 @@ func (s *Server) accept(conn redcon.Conn) bool {
 	c.respSeen.Store(2)
 	c.lastActive.Store(now.UnixNano())
 	c.authed = s.cfg.RequirePass == ""
+	if !s.admit(conn, c) {
+		s.stats.rejectedConnections.Add(1)
+		return reject(conn)
+	}
 	conn.SetContext(c)
-	s.mu.Lock()
-	s.clients[c] = struct{}{}
-	s.mu.Unlock()
 	s.stats.connections.Add(1)
 	return true
 }
@@ -214,7 +214,7 @@ func (s *Server) syncBeforeReply(c *client) {
 	c.unsynced = false
 	if err := s.cfg.Persistence.Sync(); err != nil {
 		s.logError("durable write failed; closing the connection unacknowledged", err)
-		redcon.BaseWriter(c.conn).SetBuffer(nil)
+		redcon.BaseWriter(rawConn(c.conn)).SetBuffer(nil)
 		c.closing = true
 		c.conn.Close()
 	}
