@@ -1,0 +1,245 @@
+package protocol_test
+
+import (
+	"context"
+	"net"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+)
+
+// infoSection is one "# Name" block of an INFO reply, its fields in order.
+type infoSection struct {
+	name   string
+	fields [][2]string
+}
+
+// parseInfo reads INFO text by Redis's rules, failing the test on anything
+// else: CRLF line ends, "# Name" headers, "field:value" lines (the field a
+// run of [a-z0-9_], or cmdstat_/latency_percentiles_usec_ and a command
+// name, or errorstat_ and an error prefix), one blank line between sections
+// and none elsewhere, a final CRLF.
+func parseInfo(t *testing.T, text string) []infoSection {
+	t.Helper()
+	require.True(t, text == "" || strings.HasSuffix(text, "\r\n"), "ends in CRLF")
+	require.NotContains(t, strings.ReplaceAll(text, "\r\n", ""), "\n", "every line ends in CRLF, no bare LF")
+	require.NotContains(t, text, "\r\n\r\n\r\n", "one blank line between sections")
+	field := regexp.MustCompile(`^([a-z0-9_]+|cmdstat_[a-z.|-]+|latency_percentiles_usec_[a-z.|-]+|errorstat_[A-Z]+):([^\r\n]*)$`)
+	var out []infoSection
+	lines := strings.Split(strings.TrimSuffix(text, "\r\n"), "\r\n")
+	for i, line := range lines {
+		switch {
+		case strings.HasPrefix(line, "# "):
+			require.True(t, i == 0 || lines[i-1] == "", "line %d: a header follows a blank line", i)
+			out = append(out, infoSection{name: line[2:]})
+		case line == "":
+			require.True(t, i+1 < len(lines) && strings.HasPrefix(lines[i+1], "# "), "line %d: a blank line only before a header", i)
+		default:
+			m := field.FindStringSubmatch(line)
+			require.NotNil(t, m, "line %d: %q is not field:value", i, line)
+			require.NotEmpty(t, out, "line %d: a field before any header", i)
+			out[len(out)-1].fields = append(out[len(out)-1].fields, [2]string{m[1], m[2]})
+		}
+	}
+	return out
+}
+
+func sectionNames(secs []infoSection) []string {
+	var names []string
+	for _, s := range secs {
+		names = append(names, s.name)
+	}
+	return names
+}
+
+func sectionFields(secs []infoSection, name string) map[string]string {
+	for _, s := range secs {
+		if s.name == name {
+			m := map[string]string{}
+			for _, f := range s.fields {
+				m[f[0]] = f[1]
+			}
+			return m
+		}
+	}
+	return nil
+}
+
+// Redis 7's sections, in its order, and which INFO prints without arguments.
+var (
+	redisAllSections     = []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Modules", "Commandstats", "Errorstats", "Latencystats", "Cluster", "Keyspace"}
+	redisDefaultSections = []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Replication", "CPU", "Modules", "Errorstats", "Cluster", "Keyspace"}
+)
+
+// INFO parses as Redis's format in every section, selects sections as Redis
+// does, and its figures are the ones the commands produced.
+func TestInfoIsRedisFormat(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	for i := range 3 {
+		require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k"+strconv.Itoa(i), "4", "1", "1"))
+	}
+	require.Equal(t, ints(0, 5, 3, -1, 2), c.do("CL.THROTTLE", "k0", "4", "1", "1"))
+	require.Equal(t, ints(1, 5, 3, -1, 2), c.do("CL.THROTTLE", "k0", "4", "1", "1", "9"))
+	require.Equal(t, errReply("ERR count must be positive"), c.do("CL.THROTTLE", "k0", "4", "-1", "1"))
+	require.Equal(t, errReply("ERR wrong number of arguments for 'get' command"), c.do("GET"))
+	require.Equal(t, null2, c.do("GET", "absent"))
+	ts.Clock.Advance(1500 * time.Millisecond) // k1, k2 expire; k0 has 0.5 s left
+
+	everything := parseInfo(t, bulkBody(t, c.do("INFO", "everything")))
+	require.Equal(t, redisAllSections, sectionNames(everything))
+	require.Equal(t, redisAllSections, sectionNames(parseInfo(t, bulkBody(t, c.do("INFO", "all")))))
+	require.Equal(t, redisDefaultSections, sectionNames(parseInfo(t, bulkBody(t, c.do("INFO")))))
+	require.Equal(t, redisDefaultSections, sectionNames(parseInfo(t, bulkBody(t, c.do("INFO", "default")))))
+	require.Equal(t, []string{"Stats", "Commandstats", "Keyspace"},
+		sectionNames(parseInfo(t, bulkBody(t, c.do("INFO", "keyspace", "COMMANDSTATS", "stats")))), "Redis's order, any case")
+	require.Equal(t, "", bulkBody(t, c.do("INFO", "nosuchsection")))
+
+	stats := sectionFields(everything, "Stats")
+	for field, want := range map[string]string{
+		"total_commands_processed":   "7", // 6 CL.THROTTLE that ran (one failed) and GET absent; this INFO counts once it has run
+		"total_connections_received": "1",
+		"rejected_connections":       "0",
+		"instantaneous_ops_per_sec":  stats["instantaneous_ops_per_sec"],
+		"keyspace_hits":              "2", // k0 twice
+		"keyspace_misses":            "4", // k0, k1, k2 fresh and GET absent
+		"expired_keys":               "0", // nothing swept yet
+		"evicted_keys":               "0",
+		"total_error_replies":        "2",
+		"throttle_allowed":           "4",
+		"throttle_limited":           "1",
+	} {
+		require.Equal(t, want, stats[field], "Stats %s", field)
+	}
+	require.Regexp(t, `^\d+$`, stats["instantaneous_ops_per_sec"])
+
+	commandstats := sectionFields(everything, "Commandstats")
+	require.Equal(t, map[string]string{
+		"cmdstat_cl.throttle": "calls=6,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=1",
+		"cmdstat_get":         "calls=1,usec=0,usec_per_call=0.00,rejected_calls=1,failed_calls=0",
+	}, commandstats, "the manual clock measures no time: usec 0")
+	require.Equal(t, map[string]string{"errorstat_ERR": "count=2"}, sectionFields(everything, "Errorstats"))
+	latency := sectionFields(everything, "Latencystats")
+	require.Equal(t, "p50=0.125,p99=0.247,p99.9=0.249", latency["latency_percentiles_usec_cl.throttle"],
+		"every call took 0: interpolated inside the first bucket, (0, 250ns]")
+	require.Equal(t, map[string]string{"db0": "keys=3,expires=3,avg_ttl=500"}, sectionFields(everything, "Keyspace"),
+		"k1 and k2 are expired but not swept (counted, as Redis does); avg_ttl samples the live k0")
+	require.Equal(t, map[string]string{"cluster_enabled": "0"}, sectionFields(everything, "Cluster"))
+	require.Equal(t, "2", sectionFields(parseInfo(t, bulkBody(t, c.do("INFO", "stats"))), "Stats")["total_error_replies"])
+}
+
+// Field by field, redcell's INFO uses the names Redis 7 uses: every field
+// of Server, Clients, Memory, Persistence, Stats, Replication, CPU and
+// Cluster is one a real redis-server prints too, except redcell's own,
+// which say so in their names. Needs redis-server.
+func TestInfoFieldsAreRedisFields(t *testing.T) {
+	redisServer := needTool(t, "`apt-get install redis-server`", "redis-server")
+	port := freePort(t)
+	cmd := exec.Command(redisServer, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	real := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
+	t.Cleanup(func() { _ = real.Close() })
+	require.Eventually(t, func() bool { return real.Ping(context.Background()).Err() == nil }, 10*time.Second, 10*time.Millisecond)
+	require.NoError(t, real.Do(ctx(t), "SET", "k", "v", "EX", "100").Err())
+	require.NoError(t, real.Get(ctx(t), "k").Err())
+	redisInfo := parseInfo(t, real.Info(ctx(t), "everything").Val())
+
+	ts := startServer(t)
+	c := ts.raw(t)
+	c.do("CL.THROTTLE", "k", "4", "1", "1")
+	c.do("GET", "k")
+	ours := parseInfo(t, bulkBody(t, c.do("INFO", "everything")))
+
+	require.Equal(t, sectionNames(redisInfo), sectionNames(ours), "the same sections in the same order")
+	redcellOnly := regexp.MustCompile(`^(redcell_|throttle_|go_version$|persistence_enabled$)`)
+	for _, sec := range ours {
+		theirs := sectionFields(redisInfo, sec.name)
+		if pattern, ok := perLinePatterns[sec.name]; ok {
+			// Per-command, per-error and per-db lines: the same shape as
+			// Redis's own lines of the section.
+			for _, f := range append(sec.fields, sectionFieldsList(redisInfo, sec.name)...) {
+				require.Regexp(t, pattern, f[1], "%s %s", sec.name, f[0])
+			}
+			continue
+		}
+		for _, f := range sec.fields {
+			if redcellOnly.MatchString(f[0]) {
+				continue
+			}
+			_, ok := theirs[f[0]]
+			require.True(t, ok, "%s field %q is not one redis-server %s prints", sec.name, f[0], redisVersionOf(redisInfo))
+		}
+	}
+}
+
+// perLinePatterns are the value shapes of Redis 7's per-item sections.
+var perLinePatterns = map[string]string{
+	"Commandstats": `^calls=\d+,usec=\d+,usec_per_call=\d+\.\d\d,rejected_calls=\d+,failed_calls=\d+$`,
+	"Latencystats": `^p50=\d+\.\d{3},p99=\d+\.\d{3},p99\.9=\d+\.\d{3}$`,
+	"Errorstats":   `^count=\d+$`,
+	"Keyspace":     `^keys=\d+,expires=\d+,avg_ttl=\d+$`,
+	"Modules":      `^$`, // no modules: no lines
+}
+
+func sectionFieldsList(secs []infoSection, name string) [][2]string {
+	for _, s := range secs {
+		if s.name == name {
+			return s.fields
+		}
+	}
+	return nil
+}
+
+func redisVersionOf(secs []infoSection) string { return sectionFields(secs, "Server")["redis_version"] }
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	_, port, err := net.SplitHostPort(freeAddr(t))
+	require.NoError(t, err)
+	p, err := strconv.Atoi(port)
+	require.NoError(t, err)
+	return p
+}
+
+// CONFIG GET answers the settings exporters and clients read, as Redis
+// names and formats them.
+func TestConfigGetForTools(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	for _, want := range [][2]string{
+		{"maxclients", "10000"},
+		{"maxmemory", "0"},
+		{"maxmemory-policy", "noeviction"},
+		{"databases", "1"},
+		{"timeout", "0"},
+		{"save", ""},
+		{"appendonly", "no"},
+		{"appendfsync", "no"},
+		{"slowlog-log-slower-than", "-1"},
+		{"slowlog-max-len", "0"},
+		{"latency-monitor-threshold", "0"},
+		{"cluster-enabled", "no"},
+		{"port", strconv.Itoa(ts.Port)},
+		{"bind", "127.0.0.1"},
+	} {
+		require.Equal(t, bulks(want[0], want[1]), c.do("CONFIG", "GET", want[0]), "CONFIG GET %s", want[0])
+	}
+	// Several at once and by pattern, as redis_exporter asks (CONFIG GET *).
+	all := c.do("CONFIG", "GET", "*")
+	require.True(t, strings.HasPrefix(all, "*44\r\n"), "22 settings: %q", all)
+	require.Equal(t, bulks("slowlog-log-slower-than", "-1", "slowlog-max-len", "0"), c.do("CONFIG", "GET", "slowlog*"))
+	// The exporter's other questions get Redis's empty answers.
+	require.Equal(t, "*0\r\n", c.do("SLOWLOG", "GET", "1"))
+	require.Equal(t, integer(0), c.do("SLOWLOG", "LEN"))
+	require.Equal(t, ok, c.do("SLOWLOG", "RESET"))
+	require.Equal(t, "*0\r\n", c.do("LATENCY", "LATEST"))
+	require.Equal(t, errReply("ERR unknown subcommand 'NOPE'. Try SLOWLOG HELP."), c.do("SLOWLOG", "NOPE"))
+	require.Equal(t, errReply("ERR wrong number of arguments for 'latency|latest' command"), c.do("LATENCY", "LATEST", "x"))
+}
