@@ -32,6 +32,23 @@ type Config struct {
 	LogFormat string
 	LogLevel  slog.Level
 
+	// Security and limits (security.go): who may connect, what one client
+	// may cost.
+	RequirePassFile   string
+	ProtectedMode     bool
+	MaxClients        int
+	Timeout           time.Duration
+	ProtoMaxBulkLen   int64
+	MaxArgs           int64
+	MaxInlineLen      int64
+	QueryBufferLimit  int64
+	OutputBufferLimit int64
+	TLSPort           int
+	TLSCertFile       string
+	TLSKeyFile        string
+	TLSCACertFile     string
+	TLSAuthClients    string
+
 	// Actions instead of serving: print the version; ping the server this
 	// configuration describes and exit 0 if it answers (cli.go).
 	Version     bool
@@ -62,7 +79,7 @@ func (c Config) Validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: must be text or json", c.LogFormat)
 	}
-	return nil
+	return c.validateSecurity()
 }
 
 // parseFlags reads the configuration from args over the environment
@@ -89,6 +106,7 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), stderr io.
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`address`/metrics, e.g. 127.0.0.1:9379 (empty: off)")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log to stderr in this `format`: text (logfmt) or json")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "least severe `level` logged: debug, info, warn or error (debug adds every client error)")
+	addSecurityFlags(fs, &cfg)
 	fs.BoolVar(&cfg.Version, "version", false, "print the version, commit and Go version, and exit")
 	fs.BoolVar(&cfg.HealthCheck, "healthcheck", false, "send PING to the server these settings describe; exit 0 if it answers PONG (for Docker's HEALTHCHECK)")
 	fs.Usage = func() {} // --help prints the manual below; an error says to try it
@@ -103,6 +121,9 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), stderr io.
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := cfg.readPassword(); err != nil {
+		return cfg, err
 	}
 	return cfg, cfg.Validate()
 }

@@ -151,6 +151,11 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
+	tlsLn, tlsCfg, err := listenTLS(cfg)
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -171,11 +176,15 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 		Port:          ln.Addr().(*net.TCPAddr).Port,
 		Dir:           cfg.Dir,
 		FlushInterval: cfg.FlushInterval,
+		Limits:        cfg.serverLimits(logger),
 	}, store)
 	if cfg.MetricsAddr != "" {
 		stopMetrics, err := serveMetrics(cfg.MetricsAddr, registry(srv, st), logger)
 		if err != nil {
 			_ = ln.Close()
+			if tlsLn != nil {
+				_ = tlsLn.Close()
+			}
 			return err
 		}
 		defer stopMetrics()
@@ -196,10 +205,16 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 		background.Go(func() { st.flusher.Run(ctx, cfg.FlushInterval, logFlushError) })
 	}
 
-	served := make(chan error, 1)
+	served := make(chan error, 2)
+	listeners := 1
 	go func() { served <- srv.Serve(ln) }()
-	logger.Info("ready to accept connections", "addr", ln.Addr().String(), "shards", store.Shards(),
-		"dir", cfg.Dir, "flush_interval", cfg.FlushInterval)
+	readyAttrs := []any{"addr", ln.Addr().String(), "shards", store.Shards(), "dir", cfg.Dir, "flush_interval", cfg.FlushInterval}
+	if tlsLn != nil {
+		listeners++
+		go func() { served <- srv.ServeTLS(tlsLn, tlsCfg) }()
+		readyAttrs = append(readyAttrs, "tls_addr", tlsLn.Addr().String())
+	}
+	logger.Info("ready to accept connections", readyAttrs...)
 	if ready != nil {
 		ready <- ln.Addr()
 	}
@@ -207,10 +222,13 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 	select {
 	case <-ctx.Done():
 		logger.Info("shutting down")
-		_ = srv.Close()
-		err = <-served
 	case err = <-served:
+		listeners--
 		cancel()
+	}
+	_ = srv.Close()
+	for ; listeners > 0; listeners-- {
+		err = errors.Join(err, <-served)
 	}
 	// Connections are closed: nothing changes the store any more, and the
 	// deferred close saves it.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"sort"
 	"strings"
@@ -65,7 +66,9 @@ func cmdAuth(c *client, args [][]byte, _ time.Time) {
 
 // checkPassword reports whether user/pass open the default user. With no
 // password configured any password is accepted for "default", as in Redis.
-// The comparison takes constant time.
+// The comparison takes the same time whatever is sent: it compares SHA-256
+// digests, as Redis does, because ConstantTimeCompare returns at once on a
+// length mismatch and so would tell the password's length.
 func (s *Server) checkPassword(user, pass []byte) bool {
 	if string(user) != "default" {
 		return false
@@ -73,7 +76,8 @@ func (s *Server) checkPassword(user, pass []byte) bool {
 	if s.cfg.RequirePass == "" {
 		return true
 	}
-	return subtle.ConstantTimeCompare(pass, []byte(s.cfg.RequirePass)) == 1
+	got, want := sha256.Sum256(pass), sha256.Sum256([]byte(s.cfg.RequirePass))
+	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]]

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"redcell/server"
+)
+
+func parseErr(t *testing.T, e env, args ...string) error {
+	t.Helper()
+	_, err := parseFlagsEnv(args, e.lookup, io.Discard)
+	return err
+}
+
+// The limits' defaults are the server's, the flags take Redis's units, and
+// --output-buffer-limit 0 means no limit, as in Redis.
+func TestLimitFlags(t *testing.T) {
+	cfg := parseWith(t, env{})
+	require.Equal(t, server.Limits{MaxBulkLen: 1 << 20, MaxArgs: 65536, MaxInlineLen: 64 << 10, MaxQueryLen: 8 << 20,
+		MaxOutput: 32 << 20, MaxClients: 10000}, cfg.serverLimits(slog.New(slog.DiscardHandler)))
+	require.True(t, cfg.ProtectedMode)
+
+	cfg = parseWith(t, env{"REDCELL_TIMEOUT": "300"}, "--proto-max-bulk-len", "64kb", "--max-args", "100",
+		"--max-inline-len", "1k", "--query-buffer-limit", "1MB", "--output-buffer-limit", "0", "--maxclients", "50")
+	require.Equal(t, server.Limits{MaxBulkLen: 64 << 10, MaxArgs: 100, MaxInlineLen: 1000, MaxQueryLen: 1 << 20,
+		MaxOutput: -1, MaxClients: 50, IdleTimeout: 300 * time.Second}, cfg.serverLimits(slog.New(slog.DiscardHandler)))
+	require.Equal(t, 90*time.Second, parseWith(t, env{}, "--timeout", "1m30s").Timeout)
+	require.Equal(t, int64(2e9), parseWith(t, env{}, "--query-buffer-limit", "2g").QueryBufferLimit)
+
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--proto-max-bulk-len", "lots"}, `invalid value "lots" for flag -proto-max-bulk-len: must be a number of bytes, optionally with a unit: 64kb, 1mb, 1gb`},
+		{[]string{"--proto-max-bulk-len", "-1"}, `invalid value "-1" for flag -proto-max-bulk-len: must be a number of bytes, optionally with a unit: 64kb, 1mb, 1gb`},
+		{[]string{"--proto-max-bulk-len", "0"}, "--proto-max-bulk-len 0: must be at least 1"},
+		{[]string{"--timeout", "-5"}, `invalid value "-5" for flag -timeout: must be whole seconds or a duration such as 90s or 5m`},
+		{[]string{"--maxclients", "0"}, "--maxclients 0: must be at least 1"},
+		{[]string{"--max-args", "0"}, "--max-args 0: must be at least 1"},
+		{[]string{"--query-buffer-limit", "1kb"}, "--query-buffer-limit 1kb: must not be less than --proto-max-bulk-len 1mb"},
+		{[]string{"--protected-mode", "maybe"}, `invalid value "maybe" for flag -protected-mode: must be yes or no`},
+	} {
+		require.EqualError(t, parseErr(t, env{}, c.args...), c.want, "%v", c.args)
+	}
+}
+
+// As Redis's protected mode: without a password, redcell listens on the
+// loopback only, unless told --protected-mode no; the refusal says how to
+// set a password.
+func TestProtectedMode(t *testing.T) {
+	for _, bind := range []string{"127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost", "LOCALHOST"} {
+		require.NoError(t, parseErr(t, env{}, "--bind", bind), bind)
+	}
+	for _, bind := range []string{"0.0.0.0", "::", "", "10.1.2.3", "redcell.example.com"} {
+		err := parseErr(t, env{}, "--bind", bind)
+		require.EqualError(t, err, "--bind "+bind+": protected mode refuses to listen on an address other than the loopback "+
+			"without a password. Set one with --requirepass-file <file> or REDCELL_REQUIREPASS; or, "+
+			"only where the network is trusted, start with --protected-mode no")
+		require.NoError(t, parseErr(t, env{}, "--bind", bind, "--protected-mode", "no"), bind)
+		require.NoError(t, parseErr(t, env{"REDCELL_PROTECTED_MODE": "no"}, "--bind", bind), bind)
+		require.NoError(t, parseErr(t, env{"REDCELL_REQUIREPASS": "pw"}, "--bind", bind), bind)
+	}
+}
+
+// The password can come from a file, or the environment, so that ps does not
+// show it.
+func TestRequirePassFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o600))
+		return p
+	}
+	require.Equal(t, "s3cret pass", parseWith(t, env{}, "--requirepass-file", write("a", "s3cret pass\n")).RequirePass)
+	require.Equal(t, "s3cret", parseWith(t, env{}, "--requirepass-file", write("b", "s3cret\r\nignored\n")).RequirePass)
+	require.Equal(t, "no-newline", parseWith(t, env{"REDCELL_REQUIREPASS_FILE": write("c", "no-newline")}).RequirePass)
+	require.Equal(t, "from-env", parseWith(t, env{"REDCELL_REQUIREPASS": "from-env"}).RequirePass)
+
+	empty := write("d", "\nsecond line\n")
+	require.EqualError(t, parseErr(t, env{}, "--requirepass-file", empty), "--requirepass-file "+empty+": the first line is empty")
+	require.ErrorIs(t, parseErr(t, env{}, "--requirepass-file", filepath.Join(dir, "missing")), os.ErrNotExist)
+	require.EqualError(t, parseErr(t, env{"REDCELL_REQUIREPASS": "x"}, "--requirepass-file", write("e", "y")),
+		"--requirepass and --requirepass-file (or REDCELL_REQUIREPASS and REDCELL_REQUIREPASS_FILE) are both set: choose one")
+	// A password from a file opens protected mode too.
+	require.NoError(t, parseErr(t, env{}, "--bind", "0.0.0.0", "--requirepass-file", write("f", "pw")))
+}
+
+func TestTLSFlags(t *testing.T) {
+	cfg := parseWith(t, env{}, "--tls-port", "6380", "--tls-cert-file", "c.pem", "--tls-key-file", "k.pem", "--tls-ca-cert-file", "ca.pem")
+	require.Equal(t, server.TLSFiles{CertFile: "c.pem", KeyFile: "k.pem", CAFile: "ca.pem", AuthClients: "yes"}, cfg.tlsFiles())
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--tls-port", "6380"}, "--tls-port needs --tls-cert-file and --tls-key-file"},
+		{[]string{"--tls-port", "6379", "--tls-cert-file", "c", "--tls-key-file", "k"}, "--tls-port 6379: the plain --port uses it"},
+		{[]string{"--tls-port", "70000"}, "--tls-port 70000: must be between 0 and 65535"},
+		{[]string{"--tls-cert-file", "c"}, "--tls-cert-file, --tls-key-file and --tls-ca-cert-file need --tls-port"},
+		{[]string{"--tls-port", "6380", "--tls-cert-file", "c", "--tls-key-file", "k", "--tls-auth-clients", "sometimes"},
+			`--tls-auth-clients "sometimes": must be yes, optional or no`},
+		{[]string{"--tls-port", "6380", "--tls-cert-file", "c", "--tls-key-file", "k", "--tls-auth-clients", "optional"},
+			"--tls-auth-clients optional needs --tls-ca-cert-file to check certificates against"},
+	} {
+		require.EqualError(t, parseErr(t, env{}, c.args...), c.want, "%v", c.args)
+	}
+}
+
+// As Redis, maxclients is lowered to what the open-files limit allows.
+func TestMaxClientsFitsTheOpenFilesLimit(t *testing.T) {
+	var lim syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim))
+	require.Equal(t, 10, fitMaxClients(10, slog.New(slog.DiscardHandler)))
+	if lim.Cur > 1<<40 {
+		t.Skip("no open-files limit to fit")
+	}
+	require.Equal(t, int(lim.Cur)-reservedFiles, fitMaxClients(int(lim.Cur)+1000, slog.New(slog.DiscardHandler)))
+}
