@@ -113,7 +113,7 @@ func (s *Server) infoClients(time.Time) [][2]string {
 	s.mu.Unlock()
 	return [][2]string{
 		{"connected_clients", strconv.Itoa(n)},
-		{"maxclients", "10000"},
+		{"maxclients", strconv.Itoa(s.limits.MaxClients)},
 		{"blocked_clients", "0"},
 	}
 }
