@@ -1,0 +1,262 @@
+package protocol_test
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"redcell/server"
+)
+
+// One connection beyond maxclients is answered as Redis answers it and
+// closed; the others carry on, INFO counts the refusal, and a freed slot
+// takes the next client.
+func TestMaxClients(t *testing.T) {
+	ts := startServer(t, withLimits(server.Limits{MaxClients: 5}))
+	var conns []*rawConn
+	for i := 0; i < 5; i++ {
+		c := ts.raw(t)
+		require.Equal(t, ints(0, 5, int64(4-i), -1, int64(i+1)), c.do("CL.THROTTLE", "k", "4", "1", "1"), "client %d", i)
+		conns = append(conns, c)
+	}
+	extra := ts.raw(t)
+	require.NoError(t, extra.conn.SetReadDeadline(deadline()))
+	got, err := readAll(extra)
+	require.NoError(t, err)
+	require.Equal(t, "-ERR max number of clients reached\r\n", got)
+
+	// Commands sent by a refused client are not run.
+	refused := ts.raw(t)
+	refused.write(command("CL.THROTTLE", "k", "4", "1", "1"))
+	require.NoError(t, refused.conn.SetReadDeadline(deadline()))
+	got, _ = readAll(refused) // the server may reset: the command was unread
+	require.True(t, got == "" || got == "-ERR max number of clients reached\r\n", "%q", got)
+
+	info := conns[0].do("INFO", "stats")
+	require.Contains(t, info, "\r\nrejected_connections:2\r\n")
+	require.Contains(t, conns[0].do("INFO", "clients"), "\r\nconnected_clients:5\r\nmaxclients:5\r\n")
+	require.Equal(t, ints(1, 5, 0, 1, 5), conns[1].do("CL.THROTTLE", "k", "4", "1", "1"), "the refused client's command did not run")
+
+	require.NoError(t, conns[4].conn.Close())
+	require.Eventually(t, func() bool {
+		c, err := net.DialTimeout("tcp", ts.Addr, time.Second)
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+		if _, err := io.WriteString(c, "PING\r\n"); err != nil {
+			return false
+		}
+		buf := make([]byte, 7)
+		_, err = io.ReadFull(c, buf)
+		return err == nil && string(buf) == "+PONG\r\n"
+	}, 10*time.Second, 10*time.Millisecond, "a freed slot is taken again")
+}
+
+// A client whose replies pile up past the output limit is disconnected, as
+// Redis disconnects it past client-output-buffer-limit, and costs the server
+// nothing more; replies within the limit are unaffected.
+func TestOutputBufferLimit(t *testing.T) {
+	const limit = 64 << 10
+	ts := startServer(t, withLimits(server.Limits{MaxOutput: limit}))
+	c := ts.raw(t)
+	commandReply := c.do("COMMAND")
+	require.Greater(t, len(commandReply), 4096, "COMMAND answers a lot for 9 bytes")
+	require.Less(t, len(commandReply), limit)
+
+	// 1000 COMMANDs in one write: their replies would take 5 MB.
+	greedy := ts.raw(t)
+	greedy.write(strings.Repeat("COMMAND\r\n", 1000))
+	require.NoError(t, greedy.conn.SetReadDeadline(deadline()))
+	got, err := readAll(greedy)
+	if err != nil {
+		var op *net.OpError
+		require.True(t, errors.As(err, &op), "a reset is fine: the server closed with requests unread: %v", err)
+	}
+	require.Less(t, len(got), 1000*len(commandReply), "the connection was closed before every reply was sent")
+	require.Zero(t, len(got)%len(commandReply), "only whole replies were sent")
+
+	require.Equal(t, commandReply, c.do("COMMAND"), "other clients carry on")
+	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1"))
+}
+
+// With the default limits, a deep pipeline of heavy replies read as it goes
+// is served in full.
+func TestDefaultOutputLimitServesDeepPipelines(t *testing.T) {
+	ts := startServer(t)
+	c := ts.raw(t)
+	one := c.do("COMMAND")
+	c.write(strings.Repeat("COMMAND\r\n", 2000))
+	for i := 0; i < 2000; i++ {
+		require.Equal(t, one, c.read(), "reply %d", i)
+	}
+}
+
+// --timeout: a connection that sends nothing for the idle timeout is closed
+// (as Redis's timeout), one that keeps talking is not, and one that stops
+// reading its replies is closed as idle too.
+func TestIdleTimeout(t *testing.T) {
+	const idle = 300 * time.Millisecond
+	ts := startServer(t, withLimits(server.Limits{IdleTimeout: idle}))
+
+	quiet := ts.raw(t)
+	require.Equal(t, simple("PONG"), quiet.do("PING"))
+	start := time.Now()
+	require.NoError(t, quiet.conn.SetReadDeadline(deadline()))
+	got, err := readAll(quiet)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.GreaterOrEqual(t, time.Since(start), idle, "closed only once idle")
+
+	// A client that pings every 50ms for three timeouts stays connected:
+	// the pacing is the point here, not a wait for something to happen.
+	busy := ts.raw(t)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for until := time.Now().Add(3 * idle); time.Now().Before(until); <-tick.C {
+		require.Equal(t, simple("PONG"), busy.do("PING"))
+	}
+
+	// A client that sends but never reads: its replies stop moving, and
+	// the server gives up on it.
+	stuck := ts.raw(t)
+	require.NoError(t, stuck.conn.(*net.TCPConn).SetReadBuffer(4096))
+	stuck.write(strings.Repeat("COMMAND\r\n", 2000))
+	info := ts.raw(t)
+	require.Eventually(t, func() bool {
+		return strings.Contains(info.do("INFO", "clients"), "\r\nconnected_clients:2\r\n") // busy and info
+	}, 10*time.Second, 20*time.Millisecond)
+}
+
+// The built binary takes each limit as a flag, refuses as Redis refuses,
+// keeps the password out of its arguments, and will not listen beyond the
+// loopback without a password.
+func TestLimitsOnTheBuiltBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	bin := buildBinary(t)
+
+	t.Run("limit flags", func(t *testing.T) {
+		p := startProc(t, bin, nil, "--bind", "127.0.0.1", "--port", "0", "--in-memory",
+			"--proto-max-bulk-len", "1kb", "--max-args", "4", "--max-inline-len", "100",
+			"--query-buffer-limit", "2kb", "--maxclients", "3", "--timeout", "60")
+		addr := "127.0.0.1:" + strconv.Itoa(p.Port)
+		for _, c := range []struct{ name, raw, want string }{
+			{"bulk", "*2\r\n$4\r\nECHO\r\n$1025\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
+			{"args", "*5\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+			{"inline", strings.Repeat("x", 101), "-ERR Protocol error: too big inline request\r\n"},
+			{"query", "*4\r\n$4\r\nECHO\r\n" + strings.Repeat("$1000\r\n"+strings.Repeat("q", 1000)+"\r\n", 2) + "$1000\r\n", ""},
+			{"within", "*2\r\n$4\r\nECHO\r\n$1024\r\n" + strings.Repeat("w", 1024) + "\r\nQUIT\r\n", bulk(strings.Repeat("w", 1024)) + ok},
+		} {
+			require.Equal(t, c.want, rawExchange(t, addr, c.raw), c.name)
+		}
+		// The connections above are closed; the server may not have counted
+		// them out yet when the client sees the close.
+		c := admitted(t, p.Port)
+		require.Eventually(t, func() bool {
+			return strings.Contains(c.do("INFO", "clients"), "\r\nconnected_clients:1\r\nmaxclients:3\r\n")
+		}, 10*time.Second, 10*time.Millisecond)
+		require.Equal(t, bulks("timeout", "60"), c.do("CONFIG", "GET", "timeout"))
+		admitted(t, p.Port)
+		admitted(t, p.Port)
+		require.Equal(t, "-ERR max number of clients reached\r\n", rawExchange(t, addr, "PING\r\n"))
+	})
+
+	t.Run("password from a file or the environment, not in ps", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "pass")
+		require.NoError(t, os.WriteFile(file, []byte("file-secret\n"), 0o600))
+		for _, c := range []struct {
+			env  []string
+			args []string
+			pass string
+		}{
+			{nil, []string{"--requirepass-file", file}, "file-secret"},
+			{[]string{"REDCELL_REQUIREPASS=env-secret"}, nil, "env-secret"},
+		} {
+			p := startProc(t, bin, c.env, append([]string{"--bind", "127.0.0.1", "--port", "0", "--in-memory"}, c.args...)...)
+			cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/cmdline")
+			if err == nil {
+				require.NotContains(t, string(cmdline), c.pass, "ps shows no password")
+			}
+			require.Equal(t, errNoAuth+"\n\n", cli(t, p.Port, "", "PING"))
+			require.Equal(t, "OK\nPONG\n", cli(t, p.Port, "AUTH "+c.pass+"\nPING\n"))
+			require.NotContains(t, p.Log(), c.pass, "nor does the log")
+		}
+	})
+
+	t.Run("protected mode", func(t *testing.T) {
+		for _, bind := range []string{"0.0.0.0", "::"} {
+			cmd := exec.Command(bin, "--bind", bind, "--port", "0", "--in-memory")
+			cmd.Env = append(os.Environ(), "REDCELL_REQUIREPASS=") // an empty password is none
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			require.True(t, errors.As(err, &exit), "refused to start: %v\n%s", err, out)
+			require.Equal(t, 2, exit.ExitCode())
+			require.Contains(t, string(out), "redcell: --bind "+bind+": protected mode refuses to listen on an address other than the loopback without a password.")
+			require.Contains(t, string(out), "--protected-mode no")
+			require.NotContains(t, string(out), "ready to accept connections")
+		}
+	})
+
+	t.Run("SIGTERM with clients connected", func(t *testing.T) {
+		p := startProc(t, bin, nil, "--bind", "127.0.0.1", "--port", "0", "--in-memory", "--timeout", "0")
+		for i := 0; i < 20; i++ {
+			dialRaw(t, p.Port).write("*2\r\n$4\r\nECHO\r\n$10\r\n01234") // half a command
+		}
+		require.NoError(t, p.stop(syscall.SIGTERM), "log:\n%s", p.Log())
+	})
+}
+
+// admitted returns a connection the server has taken in: it answered PING.
+func admitted(t testing.TB, port int) *rawConn {
+	t.Helper()
+	var c *rawConn
+	require.Eventually(t, func() bool {
+		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 5*time.Second)
+		if err != nil {
+			return false
+		}
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 7)
+		if _, err := io.WriteString(conn, "PING\r\n"); err != nil {
+			conn.Close()
+			return false
+		}
+		if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != "+PONG\r\n" {
+			conn.Close()
+			return false
+		}
+		_ = conn.SetDeadline(time.Time{})
+		t.Cleanup(func() { _ = conn.Close() })
+		c = &rawConn{t: t, conn: conn, rd: bufio.NewReaderSize(conn, 1<<16)}
+		return true
+	}, 10*time.Second, 10*time.Millisecond)
+	return c
+}
+
+// rawExchange writes raw bytes on a fresh connection and reads until the
+// server closes it.
+func rawExchange(t testing.TB, addr, raw string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = io.WriteString(c, raw)
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(deadline()))
+	out, _ := io.ReadAll(c)
+	return string(out)
+}
