@@ -235,3 +235,10 @@ func TestLogLevels(t *testing.T) {
 		require.Equal(t, c.want, logger.Enabled(context.Background(), slog.LevelDebug))
 	}
 }
+
+func TestSnake(t *testing.T) {
+	for in, want := range map[string]string{"FlushInterval": "flush_interval", "Port": "port", "TLSCertFile": "tls_cert_file",
+		"RequirePass": "require_pass", "InMemory": "in_memory", "MaxClients": "max_clients", "TLSPort": "tls_port"} {
+		require.Equal(t, want, snake(in))
+	}
+}

@@ -188,17 +188,20 @@ func settingsAttrs(cfg Config) []any {
 	return attrs
 }
 
-// snake turns FlushInterval into flush_interval.
+// snake turns FlushInterval into flush_interval and TLSCertFile into
+// tls_cert_file.
 func snake(name string) string {
 	var b strings.Builder
-	for i, r := range name {
-		if 'A' <= r && r <= 'Z' {
-			if i > 0 && !('A' <= rune(name[i-1]) && rune(name[i-1]) <= 'Z') {
+	upper := func(i int) bool { return i >= 0 && i < len(name) && 'A' <= name[i] && name[i] <= 'Z' }
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		if upper(i) {
+			if i > 0 && (!upper(i-1) || (i+1 < len(name) && !upper(i+1))) {
 				b.WriteByte('_')
 			}
-			r += 'a' - 'A'
+			ch += 'a' - 'A'
 		}
-		b.WriteRune(r)
+		b.WriteByte(ch)
 	}
 	return b.String()
 }
