@@ -1,0 +1,28 @@
+package protocol_test
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// ioredis runs the README's calls against redcell: CL.THROTTLE's exact
+// replies, the HTTP headers made from them, a pipeline, an error, PTTL and
+// DEL. ioredis checks INFO for loading:0 before its first command.
+func TestIORedis(t *testing.T) {
+	node := needTool(t, "`apt-get install nodejs`", "node", "nodejs")
+	if _, err := os.Stat("testdata/node/node_modules/ioredis/package.json"); err != nil {
+		msg := "ioredis is not installed: TestIORedis was skipped; install it with `npm ci --prefix protocol_test/testdata/node`"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg + " (CI is set, so this is a failure)")
+		}
+		t.Skip(msg)
+	}
+	ts := startServer(t)
+	out, err := exec.Command(node, "testdata/node/throttle.js", strconv.Itoa(ts.Port)).Output()
+	require.NoError(t, err, "%s", stderrOf(err))
+	checkClientRun(t, out, "PONG", "ERR max_burst must not be negative")
+}
