@@ -15,6 +15,7 @@
 #   MEM_ROUNDS=1     fills of ~1M keys (each on freshly started servers)
 #   MEM_N=3000000    requests per fill (-r 1000000 gives ~950k distinct keys)
 #   LUA=path         the Lua peer (default ../shared/bench/gcra.lua)
+#   BIN=path         a redcell binary to use instead of building the work tree
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -36,7 +37,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT TERM HUP PIPE
 
 log() { echo "$*" >&2; }
 
@@ -64,7 +65,11 @@ start_redcell() {
 }
 
 stop_servers() {
-	kill "$rc_pid" "$peer_pid"
+	if ! kill "$rc_pid" "$peer_pid"; then
+		log "a server died during the run; redcell's log ends with:"
+		tail -5 "$work/redcell.log" >&2
+		exit 1
+	fi
 	wait "$rc_pid" "$peer_pid" 2>/dev/null || true
 	rc_pid="" peer_pid=""
 }
@@ -94,8 +99,14 @@ median() {
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
 
-log "building redcell"
-(cd "$repo" && go build -o "$work/redcell" .)
+if [[ -n ${BIN:-} ]]; then
+	cp "$BIN" "$work/redcell"
+	version="$("$work/redcell" --version 2>/dev/null || echo "$BIN")"
+else
+	log "building redcell"
+	(cd "$repo" && go build -o "$work/redcell" .)
+	version="$(cd "$repo" && git describe --always --dirty)"
+fi
 log "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 start_peer
 start_redcell
@@ -163,7 +174,7 @@ row() { # load, redcell file, peer file or "", note
 }
 
 echo
-echo "redcell $(cd "$repo" && git describe --always --dirty) vs Redis $(redis-server --version | grep -o 'v=[0-9.]*' | cut -d= -f2) + gcra.lua;" \
+echo "redcell $version vs Redis $(redis-server --version | grep -o 'v=[0-9.]*' | cut -d= -f2) + gcra.lua;" \
 	"medians of $ROUNDS alternating rounds; load average at end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 echo
 echo "| load | redcell ops/s | peer ops/s | ratio | redcell p50 / p99 ms | peer p50 / p99 ms |"
