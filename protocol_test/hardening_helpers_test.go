@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -53,18 +54,27 @@ var (
 // ends if it is still running.
 func startProc(t *testing.T, bin string, env []string, args ...string) *redcellProc {
 	t.Helper()
+	p, err := launchProc(t, bin, env, args...)
+	require.NoError(t, err)
+	return p
+}
+
+// launchProc is startProc returning an error if the server exits before
+// it is ready, say because its port was taken.
+func launchProc(t *testing.T, bin string, env []string, args ...string) (*redcellProc, error) {
+	t.Helper()
 	p := &redcellProc{t: t, bin: bin, env: env, args: args}
-	p.start()
+	err := p.start()
 	t.Cleanup(func() {
-		if p.running() {
+		if p.cmd != nil && p.running() {
 			_ = p.cmd.Process.Kill()
 			<-p.done
 		}
 	})
-	return p
+	return p, err
 }
 
-func (p *redcellProc) start() {
+func (p *redcellProc) start() error {
 	t := p.t
 	t.Helper()
 	p.cmd = exec.Command(p.bin, p.args...)
@@ -106,10 +116,11 @@ func (p *redcellProc) start() {
 			p.TLSPort, _ = strconv.Atoi(m[1])
 		}
 	case <-p.done:
-		t.Fatalf("redcell exited before listening: %v; log:\n%s", p.exitError(), p.Log())
+		return fmt.Errorf("redcell exited before listening: %v; log:\n%s", p.exitError(), p.Log())
 	case <-time.After(30 * time.Second):
 		t.Fatalf("redcell logged no readiness within 30s; log:\n%s", p.Log())
 	}
+	return nil
 }
 
 func (p *redcellProc) running() bool {
@@ -157,8 +168,10 @@ func (p *redcellProc) restart() {
 		args = setArg(args, "--tls-port", strconv.Itoa(p.TLSPort))
 	}
 	p.args = args
+	p.mu.Lock()
 	p.log.Reset()
-	p.start()
+	p.mu.Unlock()
+	require.NoError(p.t, p.start())
 }
 
 // setArg sets flag's value in args, appending it if absent.
