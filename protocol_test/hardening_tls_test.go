@@ -30,8 +30,8 @@ import (
 // made for the test and written as PEM files under a temporary directory.
 type testPKI struct {
 	CA, ServerCert, ServerKey, ClientCert, ClientKey, RogueCert, RogueKey string // file paths
-	pool                                                                   *x509.CertPool
-	client, rogue                                                          tls.Certificate
+	pool                                                                  *x509.CertPool
+	client, rogue                                                         tls.Certificate
 }
 
 func newTestPKI(t *testing.T) *testPKI {
