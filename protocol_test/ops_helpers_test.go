@@ -2,6 +2,7 @@ package protocol_test
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -130,14 +131,24 @@ type scrape map[string]*dto.MetricFamily
 // scrapeMetrics fetches url and parses it as Prometheus's text format.
 func scrapeMetrics(t *testing.T, url string) scrape {
 	t.Helper()
-	resp, err := http.Get(url)
+	s, err := tryScrape(url)
 	require.NoError(t, err)
+	return s
+}
+
+// tryScrape is scrapeMetrics for use inside require.Eventually.
+func tryScrape(url string) (scrape, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
 	defer resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
 	var p expfmt.TextParser
 	families, err := p.TextToMetricFamilies(resp.Body)
-	require.NoError(t, err)
-	return scrape(families)
+	return scrape(families), err
 }
 
 // value returns the sample of family name whose labels are exactly the

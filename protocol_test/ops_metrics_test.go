@@ -224,3 +224,23 @@ func TestBuiltBinaryServesMetrics(t *testing.T) {
 	again := startOpsBinary(t, bin, nil, "--bind", "127.0.0.1", "--port", "0", "--dir", dir, "--metrics-addr", "127.0.0.1:0")
 	require.Equal(t, 3.0, scrapeMetrics(t, again.MetricsURL).value(t, "redcell_loaded_keys"))
 }
+
+// Malformed RESP is answered with Redis's protocol error and the connection
+// closed; it counts as an error reply of kind protocol.
+func TestMetricsCountProtocolErrors(t *testing.T) {
+	ts := startServer(t)
+	url := ts.metricsURL(t)
+	c := ts.raw(t)
+	c.write("*1\r\n$x\r\n")
+	require.Equal(t, errReply("ERR Protocol error: invalid bulk length"), c.read())
+	c.expectClosed()
+	require.Eventually(t, func() bool {
+		m, err := tryScrape(url)
+		if err != nil {
+			return false
+		}
+		v, _ := m.lookup("redcell_errors_total", "kind", "protocol")
+		return v == 1
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, 0.0, scrapeMetrics(t, url).value(t, "redcell_errors_total", "kind", "command"))
+}
