@@ -1,0 +1,318 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tidwall/redcon"
+
+	"redcell/storage"
+)
+
+// Fuzz tests. Seeds recorded from real clients (go-redis, rueidis,
+// redis-cli, redis-benchmark) are in testdata/fuzz/<name>/, written by
+// TestRecordFuzzSeeds (fuzz_seeds_test.go); plain `go test` replays them, and
+// every crasher the fuzzer found, kept beside them.
+
+// FuzzGuard feeds any bytes through the guard, split into socket reads of
+// any size and read into buffers of any size: the guard must not panic,
+// redcon must never be handed anything it rejects, and how the input was
+// split must not change which commands are handed on or how the connection
+// is refused.
+func FuzzGuard(f *testing.F) {
+	f.Add([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"), uint16(3), uint16(4096))
+	f.Add([]byte("PING\r\n*1\r\n$99999999999999999999\r\n"), uint16(1), uint16(7))
+	f.Add([]byte("*-1\r\n*0\r\n$\r\n"), uint16(2), uint16(1))
+	f.Add([]byte("ECHO \"a\\x41 b\" 'c\\'d'\r\n\n\r\nPING\n"), uint16(5), uint16(16))
+	f.Fuzz(func(t *testing.T, data []byte, chunk, psize uint16) {
+		limits := Limits{MaxBulkLen: 512, MaxArgs: 16, MaxInlineLen: 256, MaxQueryLen: 2048}
+		wantReads, wantWritten, _ := guardRun(data, limits, len(data)+1, 1<<16)
+		want := commandsOf(t, bytes.Join(wantReads, nil))
+		reads, written, _ := guardRun(data, limits, int(chunk), int(psize))
+		got := commandsOf(t, bytes.Join(reads, nil))
+		// A command cut off by the end of the input may be handed on in part
+		// or not at all: only whole commands are compared.
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("reads of %d into %d bytes handed on %q; whole, %q", chunk, psize, got, want)
+		}
+		if written != wantWritten {
+			t.Fatalf("reads of %d into %d bytes answered %q; whole, %q", chunk, psize, written, wantWritten)
+		}
+		if written != "" && (written[0] != '-' || bytes.Count([]byte(written), []byte("\r\n")) != 1) {
+			t.Fatalf("the guard's refusal %q is not one error line", written)
+		}
+		for _, cmd := range got {
+			if n := bytes.Count([]byte(cmd), []byte{0}) + 1; n > 16 {
+				t.Fatalf("a command of %d arguments passed a limit of 16", n)
+			}
+		}
+	})
+}
+
+// fuzzServer is one server, shared by every run of FuzzServerConn in a
+// process, with a connection that must keep working whatever the fuzzer
+// sends on others.
+var fuzzServer struct {
+	once      sync.Once
+	addr      string
+	bystander net.Conn
+	err       error
+}
+
+func startFuzzServer() (string, net.Conn, error) {
+	fuzzServer.once.Do(func() {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fuzzServer.err = err
+			return
+		}
+		srv := New(Config{Limits: Limits{MaxBulkLen: 4096, MaxQueryLen: 64 << 10, MaxOutput: 1 << 20}},
+			storage.New(storage.Config{Shards: 4}))
+		go func() { _ = srv.Serve(ln) }()
+		fuzzServer.addr = ln.Addr().String()
+		fuzzServer.bystander, fuzzServer.err = net.Dial("tcp", fuzzServer.addr)
+	})
+	return fuzzServer.addr, fuzzServer.bystander, fuzzServer.err
+}
+
+// FuzzServerConn sends any bytes on a connection to a real server over
+// loopback: the server must not crash, must answer only well-formed RESP,
+// and must keep serving its other connections.
+func FuzzServerConn(f *testing.F) {
+	f.Add([]byte("PING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n"))
+	f.Add([]byte("*5\r\n$11\r\nCL.THROTTLE\r\n$1\r\nk\r\n$1\r\n4\r\n$1\r\n1\r\n$1\r\n1\r\nHELLO 3\r\nCL.THROTTLE k 4 1 1\r\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		addr, bystander, err := startFuzzServer()
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := conn.Write(data); err != nil {
+			return // the server may close first, and reset
+		}
+		_ = conn.(*net.TCPConn).CloseWrite()
+		replies, _ := io.ReadAll(conn) // a reset is fine: the server closed with input unread
+		for rest := replies; len(rest) > 0; {
+			n, err := replyLen(rest)
+			if err != nil {
+				t.Fatalf("reply %q is not RESP: %v (of %q)", rest, err, replies)
+			}
+			rest = rest[n:]
+		}
+		_ = bystander.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.WriteString(bystander, "HELLO 2\r\nPING\r\n"); err != nil {
+			t.Fatalf("the bystander connection: %v", err)
+		}
+		buf := make([]byte, 4096)
+		got := ""
+		for !bytes.HasSuffix([]byte(got), []byte("+PONG\r\n")) {
+			n, err := bystander.Read(buf)
+			if err != nil {
+				t.Fatalf("the bystander connection: %v (after %q)", err, got)
+			}
+			got += string(buf[:n])
+		}
+	})
+}
+
+// replyLen returns the length of the one RESP2 or RESP3 reply at the start
+// of b, or an error if b does not start with a whole, well-formed reply.
+func replyLen(b []byte) (int, error) {
+	line := bytes.Index(b, []byte("\r\n"))
+	if line < 1 {
+		return 0, errors.New("no reply line")
+	}
+	head, body := b[0], string(b[1:line])
+	n := line + 2
+	count := func() (int, error) {
+		v, err := strconv.Atoi(body)
+		if err != nil || v < -1 {
+			return 0, fmt.Errorf("bad length %q", body)
+		}
+		return v, nil
+	}
+	switch head {
+	case '+', '-', '_', '#', ',', '(':
+		if bytes.ContainsAny([]byte(body), "\r\n") {
+			return 0, errors.New("a CR or LF inside a line")
+		}
+		return n, nil
+	case ':':
+		if _, err := strconv.ParseInt(body, 10, 64); err != nil {
+			return 0, fmt.Errorf("bad integer %q", body)
+		}
+		return n, nil
+	case '$', '=', '!':
+		size, err := count()
+		if err != nil || size < 0 {
+			return n, err
+		}
+		if len(b) < n+size+2 || string(b[n+size:n+size+2]) != "\r\n" {
+			return 0, fmt.Errorf("bulk of %d bytes is cut short or not ended by CRLF", size)
+		}
+		return n + size + 2, nil
+	case '*', '~', '>', '%', '|':
+		items, err := count()
+		if err != nil {
+			return 0, err
+		}
+		if head == '%' || head == '|' {
+			items *= 2
+		}
+		for i := 0; i < items; i++ {
+			k, err := replyLen(b[n:])
+			if err != nil {
+				return 0, fmt.Errorf("element %d: %w", i, err)
+			}
+			n += k
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("unknown reply type %q", head)
+}
+
+// fuzzCommandNames are the commands FuzzCommands picks from.
+var fuzzCommandNames = func() []string {
+	var names []string
+	for name := range commandTable() {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}()
+
+// decodeFuzzCommands reads FuzzCommands' input: commands separated by 0xff,
+// arguments by 0x00. A first argument "@N" (N < 256) names the N-th command
+// of the table, so that the fuzzer reaches every command; "@+ms" moves the
+// clock forward.
+func decodeFuzzCommands(data []byte) [][][]byte {
+	var cmds [][][]byte
+	for _, raw := range bytes.Split(data, []byte{0xff}) {
+		if len(cmds) == 32 {
+			break
+		}
+		args := bytes.Split(raw, []byte{0})
+		if len(args) > 64 {
+			args = args[:64]
+		}
+		if a := args[0]; len(a) > 1 && a[0] == '@' && a[1] != '+' {
+			if n, err := strconv.Atoi(string(a[1:])); err == nil && n >= 0 {
+				args[0] = []byte(fuzzCommandNames[n%len(fuzzCommandNames)])
+			}
+		}
+		cmds = append(cmds, args)
+	}
+	return cmds
+}
+
+// encodeFuzzCommands is decodeFuzzCommands' inverse, for seeds.
+func encodeFuzzCommands(cmds [][]string) []byte {
+	var b []byte
+	for i, args := range cmds {
+		if i > 0 {
+			b = append(b, 0xff)
+		}
+		for j, a := range args {
+			if j > 0 {
+				b = append(b, 0)
+			}
+			b = append(b, a...)
+		}
+	}
+	return b
+}
+
+// FuzzCommands runs any arguments through every command's handler, in
+// sequences so that state matters, on a fresh server with a password and
+// persistence: no handler may panic, and each command must get exactly one
+// well-formed reply (a reply whose header announces a different number of
+// elements than follow would desynchronize every client). The rate-limit
+// replies must also keep their invariants.
+func FuzzCommands(f *testing.F) {
+	for _, seed := range [][][]string{
+		{{"CL.THROTTLE", "user123", "15", "30", "60"}, {"CL.THROTTLE", "user123", "15", "30", "60", "0"}, {"@+1500"}, {"CL.THROTTLE", "user123", "15", "30", "60", "3"}},
+		{{"AUTH", "pw"}, {"HELLO", "3", "AUTH", "default", "pw", "SETNAME", "fuzz"}, {"CLIENT", "LIST"}},
+		{{"SCAN", "0", "MATCH", "k*", "COUNT", "10"}, {"KEYS", "*"}, {"TTL", "k"}, {"PTTL", "k"}, {"GET", "k"}, {"TYPE", "k"}},
+		{{"COMMAND", "DOCS", "cl.throttle"}, {"COMMAND", "GETKEYS", "CL.THROTTLE", "k", "1", "1", "1"}, {"CONFIG", "GET", "*"}},
+	} {
+		f.Add(encodeFuzzCommands(seed))
+	}
+	for i := range fuzzCommandNames {
+		f.Add(encodeFuzzCommands([][]string{{"@" + strconv.Itoa(i), "k", "1", "1", "1"}}))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		now := t0
+		srv := New(Config{RequirePass: "pw", Now: func() time.Time { return now }, Persistence: nopPersistence{}},
+			storage.New(storage.Config{Shards: 1}))
+		conn := newFakeConn()
+		if !srv.accept(conn) {
+			t.Fatal("not accepted")
+		}
+		c := conn.Context().(*client)
+		c.authed = true
+		for _, args := range decodeFuzzCommands(data) {
+			if a := args[0]; len(a) > 2 && a[0] == '@' && a[1] == '+' {
+				if ms, err := strconv.Atoi(string(a[2:])); err == nil && ms >= 0 {
+					now = now.Add(time.Duration(ms%100000) * time.Millisecond)
+				}
+				continue
+			}
+			srv.handle(conn, redcon.Command{Args: args})
+			out := conn.take()
+			if c.closing {
+				return
+			}
+			n, err := replyLen([]byte(out))
+			if err != nil || n != len(out) {
+				t.Fatalf("%q answered %q: not exactly one reply (%v)", args, out, err)
+			}
+			checkDecision(t, args, out)
+		}
+	})
+}
+
+// checkDecision checks a rate-limit reply's invariants: 0 or 1 for limited,
+// 0 <= remaining <= limit, retry_after -1 when allowed.
+func checkDecision(t *testing.T, args [][]byte, out string) {
+	if !bytes.HasPrefix(bytes.ToLower(args[0]), []byte("cl.")) && !bytes.EqualFold(args[0], []byte("gcra")) {
+		return
+	}
+	if out[0] != '*' {
+		return
+	}
+	var v []int64
+	for _, line := range bytes.Split([]byte(out), []byte("\r\n"))[1:] {
+		if len(line) > 1 && line[0] == ':' {
+			n, _ := strconv.ParseInt(string(line[1:]), 10, 64)
+			v = append(v, n)
+		}
+	}
+	if len(v) != 5 {
+		t.Fatalf("%q answered %q: not five integers", args, out)
+	}
+	limited, limit, remaining, retry := v[0], v[1], v[2], v[3]
+	if limited != 0 && limited != 1 || remaining < 0 || remaining > limit || limited == 0 && retry != -1 {
+		t.Fatalf("%q answered %v: limited in {0,1}, 0 <= remaining <= limit, retry_after -1 when allowed", args, v)
+	}
+}
+
+// nopPersistence lets SAVE, BGSAVE and LASTSAVE run without a disk.
+type nopPersistence struct{}
+
+func (nopPersistence) Flush(bool) error                { return nil }
+func (nopPersistence) BackgroundSave(func(error)) bool { return true }
+func (nopPersistence) Sync() error                     { return nil }
+func (nopPersistence) Stats() storage.FlushStats       { return storage.FlushStats{LastOK: true} }
