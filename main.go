@@ -118,6 +118,12 @@ func (st *state) close(save bool, logger *slog.Logger) error {
 	} else {
 		logger.Info("exiting without the final save (SHUTDOWN NOSAVE)")
 	}
+	// A BGSAVE begun before the stop may still be writing, and Pebble
+	// panics when closed under it. No command runs any more (Serve has
+	// returned), so none can begin another.
+	for st.flusher.Stats().BackgroundSaving {
+		time.Sleep(time.Millisecond)
+	}
 	return errors.Join(err, st.backend.Close())
 }
 

@@ -66,6 +66,9 @@ type guardListener struct {
 	net.Listener
 	srv    *Server
 	limits Limits
+	// live counts the connections whose goroutine has yet to end: Serve
+	// waits for them, so that no command runs after it returns.
+	live sync.WaitGroup
 }
 
 // Accept returns the next connection. Errors other than a closed listener
@@ -77,7 +80,7 @@ func (l *guardListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err == nil {
-			return &guardConn{Conn: c, limits: &l.limits, srv: l.srv}, nil
+			return &guardConn{Conn: c, ln: l, limits: &l.limits, srv: l.srv}, nil
 		}
 		if errors.Is(err, net.ErrClosed) {
 			return nil, err
@@ -116,6 +119,7 @@ type framing struct {
 // Its Read and Write run on the connection's goroutine only.
 type guardConn struct {
 	net.Conn
+	ln     *guardListener
 	limits *Limits
 	srv    *Server
 	// client is the connection's state, set when it is accepted (nil in

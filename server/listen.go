@@ -22,10 +22,24 @@ func (s *Server) serve(ln net.Listener) error {
 	s.mu.Unlock()
 	rc := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(), s.handle, s.accept, s.closed)
 	err := rc.Serve(gl)
+	// redcon has closed the connections but not waited for their
+	// goroutines: a command may still be running, and could, say, SAVE to a
+	// store its owner is about to close. No connection is accepted any
+	// more, so the count only falls.
+	gl.live.Wait()
 	if errors.Is(err, net.ErrClosed) {
 		return nil
 	}
 	return err
+}
+
+// connEnded counts out a connection whose goroutine is ending (redcon calls
+// closed last). Connections not accepted through a guardListener (tests)
+// are not counted.
+func connEnded(conn redcon.Conn) {
+	if g, ok := conn.NetConn().(*guardConn); ok && g.ln != nil {
+		g.ln.live.Done()
+	}
 }
 
 // closeListeners closes every listener being served, and any Serve called
@@ -59,6 +73,7 @@ func (s *Server) admit(conn redcon.Conn, c *client) bool {
 		return false
 	}
 	if g, ok := conn.NetConn().(*guardConn); ok {
+		g.ln.live.Add(1)
 		g.client = c
 		if s.limits.MaxOutput > 0 {
 			c.conn = &limitedConn{Conn: conn, g: g, c: c, max: s.limits.MaxOutput}
@@ -75,6 +90,7 @@ func reject(conn redcon.Conn) bool {
 	if !ok {
 		return false
 	}
+	g.ln.live.Add(1)
 	g.refuseWith(errMaxClients)
 	return true
 }

@@ -112,8 +112,8 @@ func New(cfg Config, store *storage.Store) *Server {
 }
 
 // Serve accepts connections on ln until Close. When it returns, every
-// connection it accepted has been closed. ServeTLS (tls.go) serves TLS
-// connections beside it.
+// connection it accepted has been closed and no command of theirs is still
+// running. ServeTLS (tls.go) serves TLS connections beside it.
 func (s *Server) Serve(ln net.Listener) error {
 	defer s.startSampler()()
 	return s.serve(ln)
@@ -149,6 +149,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 }
 
 func (s *Server) closed(conn redcon.Conn, err error) {
+	defer connEnded(conn)
 	c, _ := conn.Context().(*client)
 	if c == nil {
 		return
