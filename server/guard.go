@@ -160,8 +160,7 @@ func (g *guardConn) Read(p []byte) (int, error) {
 		case g.refusing:
 			return 0, g.refuse()
 		case len(g.raw) > 0:
-			k := g.process(g.raw)
-			g.raw = g.raw[:copy(g.raw, g.raw[k:])]
+			g.raw = g.raw[g.process(g.raw):] // one command at a time: no copying
 			if len(g.raw) == 0 {
 				g.raw = nil
 			}
