@@ -160,7 +160,11 @@ func (g *guardConn) Read(p []byte) (int, error) {
 		case g.refusing:
 			return 0, g.refuse()
 		case len(g.raw) > 0:
-			g.raw = g.raw[g.process(g.raw):] // one command at a time: no copying
+			raw := g.raw
+			k := g.process(raw) // a refusal drops g.raw
+			if g.raw != nil {
+				g.raw = raw[k:] // one command at a time: no copying
+			}
 			if len(g.raw) == 0 {
 				g.raw = nil
 			}

@@ -57,30 +57,35 @@ func FuzzGuard(f *testing.F) {
 	})
 }
 
-// fuzzServer is one server, shared by every run of FuzzServerConn in a
+// fuzzServer is a server shared by every run of a fuzz target in a
 // process, with a connection that must keep working whatever the fuzzer
 // sends on others.
-var fuzzServer struct {
+type fuzzServer struct {
 	once      sync.Once
+	pass      string
 	addr      string
 	bystander net.Conn
 	err       error
 }
 
-func startFuzzServer() (string, net.Conn, error) {
-	fuzzServer.once.Do(func() {
+var openFuzzServer, lockedFuzzServer = &fuzzServer{}, &fuzzServer{pass: "pw"}
+
+func (fs *fuzzServer) start() (string, net.Conn, error) {
+	fs.once.Do(func() {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			fuzzServer.err = err
+			fs.err = err
 			return
 		}
-		srv := New(Config{Limits: Limits{MaxBulkLen: 4096, MaxQueryLen: 64 << 10, MaxOutput: 1 << 20}},
+		srv := New(Config{RequirePass: fs.pass, Limits: Limits{MaxBulkLen: 4096, MaxQueryLen: 64 << 10, MaxOutput: 1 << 20}},
 			storage.New(storage.Config{Shards: 4}))
 		go func() { _ = srv.Serve(ln) }()
-		fuzzServer.addr = ln.Addr().String()
-		fuzzServer.bystander, fuzzServer.err = net.Dial("tcp", fuzzServer.addr)
+		fs.addr = ln.Addr().String()
+		if fs.bystander, fs.err = net.Dial("tcp", fs.addr); fs.err == nil && fs.pass != "" {
+			_, fs.err = io.WriteString(fs.bystander, "AUTH "+fs.pass+"\r\n")
+		}
 	})
-	return fuzzServer.addr, fuzzServer.bystander, fuzzServer.err
+	return fs.addr, fs.bystander, fs.err
 }
 
 // FuzzServerConn sends any bytes on a connection to a real server over
@@ -89,8 +94,22 @@ func startFuzzServer() (string, net.Conn, error) {
 func FuzzServerConn(f *testing.F) {
 	f.Add([]byte("PING\r\n*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n"))
 	f.Add([]byte("*5\r\n$11\r\nCL.THROTTLE\r\n$1\r\nk\r\n$1\r\n4\r\n$1\r\n1\r\n$1\r\n1\r\nHELLO 3\r\nCL.THROTTLE k 4 1 1\r\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		addr, bystander, err := startFuzzServer()
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzConn(t, openFuzzServer, data) })
+}
+
+// FuzzServerConnBeforeAuth is FuzzServerConn on a server with a password,
+// where Redis's unauthenticated limits apply until AUTH pw, and commands
+// are handed on one at a time.
+func FuzzServerConnBeforeAuth(f *testing.F) {
+	f.Add([]byte("AUTH pw\r\n*11\r\n$1\r\na\r\n"))
+	f.Add([]byte("PING\r\n*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n*2\r\n$4\r\nECHO\r\n$20000\r\n"))
+	f.Add([]byte("HELLO 3 AUTH default pw\r\nCL.THROTTLE k 4 1 1\r\n"))
+	f.Fuzz(func(t *testing.T, data []byte) { fuzzConn(t, lockedFuzzServer, data) })
+}
+
+func fuzzConn(t *testing.T, fs *fuzzServer, data []byte) {
+	{
+		addr, bystander, err := fs.start()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +144,7 @@ func FuzzServerConn(f *testing.F) {
 			}
 			got += string(buf[:n])
 		}
-	})
+	}
 }
 
 // replyLen returns the length of the one RESP2 or RESP3 reply at the start

@@ -107,6 +107,11 @@ func TestGuardUnauthenticatedLimits(t *testing.T) {
 	require.Equal(t, "+OK\r\n-ERR unknown command 'x', with args beginning with: 'x' 'x' 'x' 'x' 'x' 'x' 'x' 'x' 'x' 'x' \r\n"+
 		"$16385\r\n"+strings.Repeat("b", 16385)+"\r\n+OK\r\n",
 		exchange(t, addr, "AUTH pw\r\n"+eleven+big+"QUIT\r\n"))
+	// A refusal among commands handed on one at a time (found by
+	// FuzzServerConnBeforeAuth: it panicked, taking the server down).
+	require.Equal(t, "-NOAUTH Authentication required.\r\n-ERR Protocol error: unauthenticated bulk length\r\n",
+		exchange(t, addr, "PING\r\n*2\r\n$4\r\nECHO\r\n$20000\r\n"))
+	require.Equal(t, "+OK\r\n-ERR Protocol error: invalid multibulk length\r\n", exchange(t, addr, "AUTH pw\r\n*0\r\n"))
 	// Inline commands are not limited before AUTH beyond their line length.
 	require.Equal(t, "-NOAUTH Authentication required.\r\n+OK\r\n", exchange(t, addr, "ECHO "+strings.Repeat("c", 20000)+"\r\nQUIT\r\n"))
 }
