@@ -32,11 +32,26 @@ func FuzzGuard(f *testing.F) {
 	f.Add([]byte("PING\r\n*1\r\n$99999999999999999999\r\n"), uint16(1), uint16(7))
 	f.Add([]byte("*-1\r\n*0\r\n$\r\n"), uint16(2), uint16(1))
 	f.Add([]byte("ECHO \"a\\x41 b\" 'c\\'d'\r\n\n\r\nPING\n"), uint16(5), uint16(16))
+	f.Fuzz(func(t *testing.T, data []byte, chunk, psize uint16) { fuzzGuard(t, nil, data, chunk, psize) })
+}
+
+// FuzzGuardBeforeAuth is FuzzGuard for a client that has yet to
+// authenticate: Redis's smaller limits apply, and commands are handed on one
+// at a time.
+func FuzzGuardBeforeAuth(f *testing.F) {
+	f.Add([]byte("PING\r\n*2\r\n$4\r\nECHO\r\n$20000\r\n"), uint16(100), uint16(4096))
+	f.Add([]byte("*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n*11\r\n"), uint16(3), uint16(9))
 	f.Fuzz(func(t *testing.T, data []byte, chunk, psize uint16) {
+		fuzzGuard(t, &client{}, data, chunk, psize)
+	})
+}
+
+func fuzzGuard(t *testing.T, c *client, data []byte, chunk, psize uint16) {
+	{
 		limits := Limits{MaxBulkLen: 512, MaxArgs: 16, MaxInlineLen: 256, MaxQueryLen: 2048}
-		wantReads, wantWritten, _ := guardRun(data, limits, len(data)+1, 1<<16)
+		wantReads, wantWritten, _ := guardRunAs(c, data, limits, len(data)+1, 1<<16)
 		want := commandsOf(t, bytes.Join(wantReads, nil))
-		reads, written, _ := guardRun(data, limits, int(chunk), int(psize))
+		reads, written, _ := guardRunAs(c, data, limits, int(chunk), int(psize))
 		got := commandsOf(t, bytes.Join(reads, nil))
 		// A command cut off by the end of the input may be handed on in part
 		// or not at all: only whole commands are compared.
@@ -54,7 +69,7 @@ func FuzzGuard(f *testing.F) {
 				t.Fatalf("a command of %d arguments passed a limit of 16", n)
 			}
 		}
-	})
+	}
 }
 
 // fuzzServer is a server shared by every run of a fuzz target in a

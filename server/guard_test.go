@@ -147,9 +147,15 @@ var guardTestServer = New(Config{}, storage.New(storage.Config{Shards: 1}))
 // by redcon-like reads of p bytes. It returns every read's result, what the
 // guard wrote back and the error that ended it.
 func guardRun(input []byte, limits Limits, chunk, p int) (reads [][]byte, written string, err error) {
+	return guardRunAs(nil, input, limits, chunk, p)
+}
+
+// guardRunAs is guardRun for the connection of c (nil: none, as if
+// authenticated).
+func guardRunAs(c *client, input []byte, limits Limits, chunk, p int) (reads [][]byte, written string, err error) {
 	limits = limits.withDefaults()
 	sc := &scriptConn{in: input, chunk: max(chunk, 1)}
-	g := &guardConn{Conn: sc, limits: &limits, srv: guardTestServer}
+	g := &guardConn{Conn: sc, limits: &limits, srv: guardTestServer, client: c}
 	buf := make([]byte, max(p, 1))
 	for {
 		n, err := g.Read(buf)
