@@ -442,6 +442,27 @@ func (f *framing) number(c byte) int {
 	return numMore
 }
 
+// quickNumber reads, when b[i:] starts with a whole "<digits>\r" in the
+// usual form, the number at once, and returns the index of its '\n' for
+// number to end; otherwise it returns i, for number to go byte by byte.
+func (f *framing) quickNumber(b []byte, i int) int {
+	if f.digits != 0 || f.neg || f.cr {
+		return i
+	}
+	var v int64
+	j := i
+	for j < len(b) && j-i < maxDigits && '0' <= b[j] && b[j] <= '9' {
+		v = v*10 + int64(b[j]-'0')
+		j++
+	}
+	if d := j - i; d == 0 || (d > 1 && b[i] == '0') || j+1 >= len(b) || b[j] != '\r' || b[j+1] != '\n' {
+		return i
+	}
+	f.num, f.digits, f.cr = v, j-i, true
+	f.frame += int64(j + 1 - i) // the digits and '\r'; the loop counts the '\n'
+	return j + 1
+}
+
 func (f *framing) value() int64 {
 	if f.neg {
 		return -f.num
@@ -464,7 +485,8 @@ func (g *guardConn) scan(b []byte) (k int, done bool, refusal string) {
 			f.state, f.frame = inCount, 0
 			f.startNumber()
 		case inCount:
-			switch f.number(c) {
+			i = f.quickNumber(b, i)
+			switch f.number(b[i]) {
 			case numBad:
 				return i, false, errProtoMultibulk
 			case numDone:
@@ -487,7 +509,8 @@ func (g *guardConn) scan(b []byte) (k int, done bool, refusal string) {
 			f.state = inBulkLen
 			f.startNumber()
 		case inBulkLen:
-			switch f.number(c) {
+			i = f.quickNumber(b, i)
+			switch f.number(b[i]) {
 			case numBad:
 				return i, false, errProtoBulk
 			case numDone:
