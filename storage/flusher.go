@@ -58,27 +58,48 @@ func NewFlusher(store *Store, backend Backend, now func() time.Time) *Flusher {
 	return f
 }
 
-// Flush writes every change made so far; sync makes it durable first.
+// flushBatch bounds the changes one backend write carries, so that a flush
+// of a million changed keys never holds them all in memory at once.
+const flushBatch = 1 << 16
+
+// Flush writes every change made so far; sync makes it durable first. The
+// changes go out in batches of at most about flushBatch keys, shard by shard:
+// each key's stored state is always one it had, and a crash mid-flush keeps
+// the batches already written. A failed batch is kept for the next flush and
+// the shards not yet taken keep their changes.
 func (f *Flusher) Flush(sync bool) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	start := time.Now()
-	f.buf = f.store.TakeChanges(append(f.buf[:0], f.pending...))
-	err := f.backend.Apply(f.buf, sync)
-	if err != nil {
-		f.pending = append(f.pending[:0], f.buf...)
-	} else {
-		clear(f.pending) // drop references to key strings
-		f.pending = f.pending[:0]
+	f.buf = append(f.buf[:0], f.pending...)
+	clear(f.pending) // drop references to key strings
+	f.pending = f.pending[:0]
+	var err error
+	written := 0
+	shards := f.store.Shards()
+	for i := 0; i < shards; i++ {
+		f.buf = f.store.TakeShardChanges(i, f.buf)
+		if len(f.buf) < flushBatch && i < shards-1 {
+			continue
+		}
+		if err = f.backend.Apply(f.buf, sync); err != nil {
+			f.pending = append(f.pending, f.buf...)
+			break
+		}
+		written += len(f.buf)
+		clear(f.buf)
+		f.buf = f.buf[:0]
+	}
+	if err == nil {
 		f.lastSave.Store(f.now().Unix())
-		f.lastCount.Store(int64(len(f.buf)))
+		f.lastCount.Store(int64(written))
 	}
 	f.lastOK.Store(err == nil)
 	f.lastDuration.Store(int64(time.Since(start)))
 	f.flushes.Add(1)
 	clear(f.buf)
-	if cap(f.buf) > 1<<16 {
-		f.buf = nil // do not pin a million-entry buffer between bursts
+	if cap(f.buf) > 2*flushBatch {
+		f.buf = nil // do not pin an outsized buffer between bursts
 	}
 	return err
 }

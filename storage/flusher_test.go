@@ -150,3 +150,42 @@ func TestBackgroundSaveRunsOnce(t *testing.T) {
 	require.Eventually(t, func() bool { return !f.Stats().BackgroundSaving }, 5*time.Second, time.Millisecond)
 	require.Equal(t, map[string]gcra.Instant{"k": t0 + sec(60)}, b.Snapshot())
 }
+
+// batchBackend records the size of every Apply and fails the one numbered
+// failAt (1-based; 0 never).
+type batchBackend struct {
+	*MemoryBackend
+	sizes  []int
+	failAt int
+}
+
+func (b *batchBackend) Apply(changes []Change, sync bool) error {
+	b.sizes = append(b.sizes, len(changes))
+	if len(b.sizes) == b.failAt {
+		return errors.New("disk full")
+	}
+	return b.MemoryBackend.Apply(changes, sync)
+}
+
+func TestFlushWritesInBoundedBatchesAndResumesAfterAFailure(t *testing.T) {
+	const n = 3*flushBatch + 100
+	s := New(Config{Shards: 64, TrackChanges: true})
+	r := mustRate(t, 0, 1, 3600, 1)
+	for i := 0; i < n; i++ {
+		_, err := s.Throttle(fmt.Appendf(nil, "k%d", i), r, t0)
+		require.NoError(t, err)
+	}
+	b := &batchBackend{MemoryBackend: NewMemoryBackend(), failAt: 2}
+	f := NewFlusher(s, b, fixedClock)
+	require.Error(t, f.Flush(true))
+	require.Len(t, b.sizes, 2, "the flush stops at the failed batch")
+	require.Less(t, len(b.Snapshot()), n)
+
+	require.NoError(t, f.Flush(true))
+	require.Len(t, b.Snapshot(), n, "the failed batch and the shards not yet taken are written next time")
+	for _, size := range b.sizes {
+		require.Less(t, size, flushBatch+n/64+1, "a batch is at most flushBatch plus one shard's changes")
+	}
+	require.GreaterOrEqual(t, len(b.sizes), 4, "about n/flushBatch batches, plus the retry")
+	require.Equal(t, 0, s.PendingChanges())
+}

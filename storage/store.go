@@ -258,10 +258,17 @@ func (s *Store) Each(now gcra.Instant, fn func(key string, tat gcra.Instant)) {
 // copy its changes out, never during the caller's I/O.
 func (s *Store) TakeChanges(buf []Change) []Change {
 	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		buf = sh.t.takeChanges(buf)
-		sh.mu.Unlock()
+		buf = s.TakeShardChanges(i, buf)
 	}
+	return buf
+}
+
+// TakeShardChanges is TakeChanges for shard i alone (0 <= i < Shards()), so
+// that a flush can write the store in bounded batches.
+func (s *Store) TakeShardChanges(i int, buf []Change) []Change {
+	sh := &s.shards[i]
+	sh.mu.Lock()
+	buf = sh.t.takeChanges(buf)
+	sh.mu.Unlock()
 	return buf
 }
