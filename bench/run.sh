@@ -25,6 +25,8 @@ MEM_ROUNDS=${MEM_ROUNDS:-1}
 MEM_N=${MEM_N:-3000000}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 LUA=${LUA:-$repo/../shared/bench/gcra.lua}
+# Without the script every EVALSHA is an instant error: the peer would look fast.
+[[ -f $LUA ]] || { echo "bench/run.sh: the Lua peer $LUA is missing (set LUA=path)" >&2; exit 1; }
 PEER_PORT=6391
 HOST=127.0.0.1
 
