@@ -19,6 +19,12 @@ const (
 // done, so that keys nobody touches again still free their memory. A zero
 // interval returns at once: tests drive ExpireSome themselves.
 func (s *Store) RunExpiry(ctx context.Context, interval time.Duration, perShard int, now func() time.Time) {
+	every(ctx, interval, func() { s.ExpireSome(gcra.InstantOf(now()), perShard) })
+}
+
+// every calls fn each interval until ctx is done; a zero or negative
+// interval returns at once, which turns the background work off.
+func every(ctx context.Context, interval time.Duration, fn func()) {
 	if interval <= 0 {
 		return
 	}
@@ -29,7 +35,7 @@ func (s *Store) RunExpiry(ctx context.Context, interval time.Duration, perShard 
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.ExpireSome(gcra.InstantOf(now()), perShard)
+			fn()
 		}
 	}
 }

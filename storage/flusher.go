@@ -107,21 +107,11 @@ func (f *Flusher) Flush(sync bool) error {
 // Run flushes (with sync) every interval until ctx is done. A zero interval
 // returns at once.
 func (f *Flusher) Run(ctx context.Context, interval time.Duration, onError func(error)) {
-	if interval <= 0 {
-		return
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := f.Flush(true); err != nil && onError != nil {
-				onError(err)
-			}
+	every(ctx, interval, func() {
+		if err := f.Flush(true); err != nil && onError != nil {
+			onError(err)
 		}
-	}
+	})
 }
 
 // BackgroundSave starts a flush in its own goroutine and reports false if one
