@@ -141,14 +141,6 @@ func (s *Store) Delete(key []byte, now gcra.Instant) bool {
 	return true
 }
 
-// Restore sets key's TAT unconditionally, as when loading a snapshot.
-func (s *Store) Restore(key []byte, tat gcra.Instant) {
-	sh := s.shardOf(key)
-	sh.mu.Lock()
-	sh.t.put(key, tat)
-	sh.mu.Unlock()
-}
-
 // restoreUntracked sets key's TAT without recording a change: the value
 // came from the backend, so writing it back would be wasted work.
 func (s *Store) restoreUntracked(key []byte, tat gcra.Instant) {
