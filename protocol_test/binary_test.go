@@ -1,17 +1,14 @@
 package protocol_test
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,73 +31,11 @@ func buildBinary(t *testing.T) string {
 	return bin
 }
 
-// binaryServer is the built redcell running as its own process.
-type binaryServer struct {
-	Port int
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	log  strings.Builder
-	done chan error
-}
-
-var listenAddr = regexp.MustCompile(`\baddr=127\.0\.0\.1:(\d+)\b`)
-
-// startBinary runs bin on a free port with its data in a fresh directory and
-// waits for the log line that names its address. The process is stopped
-// with SIGTERM when the test ends, and must exit cleanly.
-func startBinary(t *testing.T, bin string, args ...string) *binaryServer {
+// startBinary runs bin on a free loopback port in a fresh directory, as
+// startOpsBinary does, and waits until it accepts connections.
+func startBinary(t *testing.T, bin string, args ...string) *opsServer {
 	t.Helper()
-	cmd := exec.Command(bin, append([]string{"--bind", "127.0.0.1", "--port", "0"}, args...)...)
-	cmd.Dir = t.TempDir() // the default data directory lands here
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	b := &binaryServer{cmd: cmd, done: make(chan error, 1)}
-	port := make(chan int, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		found := false
-		for sc.Scan() {
-			line := sc.Text()
-			b.mu.Lock()
-			b.log.WriteString(line + "\n")
-			b.mu.Unlock()
-			if m := listenAddr.FindStringSubmatch(line); m != nil && !found {
-				found = true
-				p, _ := strconv.Atoi(m[1])
-				port <- p
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		b.done <- cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM) // an error if it already exited
-		select {
-		case err := <-b.done:
-			if err != nil {
-				t.Errorf("redcell exited with %v; log:\n%s", err, b.Log())
-			}
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("redcell did not exit within 15s of SIGTERM; log:\n%s", b.Log())
-		}
-	})
-	select {
-	case b.Port = <-port:
-	case err := <-b.done:
-		t.Fatalf("redcell exited before listening: %v; log:\n%s", err, b.Log())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("redcell logged no addr= within 30s; log:\n%s", b.Log())
-	}
-	return b
-}
-
-// Log returns what the process has written to stderr so far.
-func (b *binaryServer) Log() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.log.String()
+	return startOpsBinary(t, bin, nil, append([]string{"--bind", "127.0.0.1", "--port", "0"}, args...)...)
 }
 
 // The built binary, driven by redis-cli on the real clock: every step of
