@@ -9,21 +9,23 @@ import (
 	"time"
 )
 
-// Every connection's bytes pass through a guardConn before redcon parses
-// them, because redcon (v1.6.4) trusts its input:
+// Every connection's bytes pass through a guardConn before redcon's parser
+// (ReadNextCommand, in conn.go) sees them, because redcon (v1.6.4) trusts
+// its input:
 //
 //   - a bulk length near MaxInt64 overflows its index arithmetic and panics,
 //     and a huge multibulk count spins a core;
 //   - its inline parser copies the rest of the line for every argument: one
 //     64 KiB line of "a a a ..." costs 1.1 GB of allocation and 0.3 s of CPU;
-//   - its read buffer doubles whenever it fills with a command incomplete,
-//     and shrinks only once drained, so a client streaming commands that
-//     never pauses on a command boundary grows it without bound (191 MB sent
-//     in 5 s grew the heap by 405 MB);
+//   - a read buffer that doubles whenever it fills with a command
+//     incomplete, and shrinks only once drained (redcon's, and conn's),
+//     grows without bound under a client streaming commands that never
+//     pauses on a command boundary (191 MB sent in 5 s grew the heap by
+//     405 MB);
 //   - it parses an incomplete command again from its start on every read,
 //     so a command of many small arguments trickled in costs quadratic time.
 //
-// The guard follows the RESP framing as it streams past. It hands redcon
+// The guard follows the RESP framing as it streams past. It hands the parser
 // whole multibulk commands only, or a long command in chunks of at least
 // readChunk bytes; it turns inline commands into multibulk ones itself,
 // splitting them as Redis's sdssplitargs does; and it refuses what Redis
@@ -58,7 +60,7 @@ const (
 // Redis closes such a connection without a reply.
 const closeSilently = "\x00"
 
-// errProtocolLimit ends a connection the guard refused; redcon closes it.
+// errProtocolLimit ends a connection the guard refused; serveConn closes it.
 var errProtocolLimit = errors.New("connection refused by a protocol limit")
 
 // guardListener wraps every accepted connection in a guardConn.
@@ -68,7 +70,9 @@ type guardListener struct {
 	limits Limits
 	// live counts the connections whose goroutine has yet to end: Serve
 	// waits for them, so that no command runs after it returns.
-	live sync.WaitGroup
+	live  sync.WaitGroup
+	mu    sync.Mutex
+	conns map[*conn]struct{} // open connections, closed by serve at the end
 }
 
 // Accept returns the next connection. Errors other than a closed listener
@@ -115,7 +119,7 @@ type framing struct {
 	frame  int64 // bytes of this command so far, announced ones included
 }
 
-// guardConn is a net.Conn whose reads hand redcon only well-formed RESP.
+// guardConn is a net.Conn whose reads hand the parser only well-formed RESP.
 // Its Read and Write run on the connection's goroutine only.
 type guardConn struct {
 	net.Conn
@@ -128,7 +132,7 @@ type guardConn struct {
 	client *client
 
 	f     framing
-	out   []byte // input for redcon; out[:ready] is whole commands
+	out   []byte // input for the parser; out[:ready] is whole commands
 	ready int
 	line  []byte // the inline command being read
 	raw   []byte // input read but not yet looked at
@@ -138,16 +142,14 @@ type guardConn struct {
 	refusal  string // the reply that explains a refusal, or closeSilently
 
 	handshook bool
-	// pending counts reply bytes queued since the last flush (limitedConn).
-	pending int64
 }
 
 // outPool recycles input buffers: a connection holds one only while a
-// command is incomplete or redcon has not taken all of it.
+// command is incomplete or the reader has not taken all of it.
 var outPool = sync.Pool{New: func() any { b := make([]byte, 0, 2*readChunk); return &b }}
 
-// Read hands redcon whole commands. It returns partial commands only when
-// redcon's buffer cannot take the whole, or in chunks of at least readChunk
+// Read hands on whole commands. It returns partial commands only when the
+// reader's buffer cannot take the whole, or in chunks of at least readChunk
 // bytes for a long command.
 func (g *guardConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
@@ -248,10 +250,9 @@ func (g *guardConn) handshake() error {
 	return err
 }
 
-// Write sends redcon's replies: the pipeline's, all at once. Under an idle
+// Write sends a batch's replies, all at once (conn.flush). Under an idle
 // timeout each chunk must be taken within it.
 func (g *guardConn) Write(b []byte) (int, error) {
-	defer func() { g.pending = 0 }()
 	if g.limits.IdleTimeout <= 0 {
 		return g.Conn.Write(b)
 	}
@@ -274,7 +275,7 @@ func (g *guardConn) refuseWith(reply string) {
 	g.out, g.raw, g.line = g.out[:g.ready], nil, nil
 }
 
-// refuse sends the refusal and returns the error that makes redcon close
+// refuse sends the refusal and returns the error that makes serveConn close
 // the connection.
 func (g *guardConn) refuse() error {
 	g.release()

@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"io"
 	"net"
 	"runtime"
@@ -168,22 +167,24 @@ func guardRunAs(c *client, input []byte, limits Limits, chunk, p int) (reads [][
 	}
 }
 
-// commandsOf parses what the guard handed on as redcon does. redcon must
-// never see malformed input: the guard refuses it first.
+// commandsOf parses what the guard handed on as conn does, with redcon's
+// ReadNextCommand. The parser must never see malformed input: the guard
+// refuses it first. A command cut off at the end is not a command.
 func commandsOf(t testing.TB, delivered []byte) []string {
 	t.Helper()
-	rd := redcon.NewReader(bytes.NewReader(delivered))
 	var out []string
-	for {
-		cmd, err := rd.ReadCommand()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
+	for len(delivered) > 0 {
+		complete, args, _, rest, err := redcon.ReadNextCommand(delivered, nil)
 		if err != nil {
-			t.Fatalf("redcon rejected what the guard handed on: %v\n%q", err, delivered)
+			t.Fatalf("redcon's parser rejected what the guard handed on: %v\n%q", err, delivered)
 		}
-		out = append(out, string(bytes.Join(cmd.Args, []byte{0})))
+		if !complete {
+			break
+		}
+		out = append(out, string(bytes.Join(args, []byte{0})))
+		delivered = rest
 	}
+	return out
 }
 
 // Whatever the sizes of the socket's reads and redcon's buffer, the guard

@@ -1,10 +1,7 @@
 package server
 
 import (
-	"io"
 	"time"
-
-	"github.com/tidwall/redcon"
 )
 
 // Limits bound what one client may send and leave unread, and how many
@@ -92,48 +89,6 @@ func (l Limits) withDefaults() Limits {
 // errMaxClients is Redis's answer to a connection beyond maxclients.
 const errMaxClients = "ERR max number of clients reached"
 
-// limitedConn is a connection's redcon.Conn with its replies counted: redcon
-// keeps a pipeline's replies in memory until the pipeline has run, and a few
-// bytes of requests can ask for a lot (COMMAND answers 5 KiB for 9 bytes), so
-// a client pipelining such requests, or not reading, could make the server
-// hold any amount. Past Limits.MaxOutput the replies are dropped and the
-// connection closed, as Redis does past client-output-buffer-limit. The count
-// restarts whenever redcon flushes (guardConn.Write).
-type limitedConn struct {
-	redcon.Conn
-	g    *guardConn
-	c    *client
-	max  int64
-	over bool
-}
-
-// rawConn returns the redcon connection under conn's output limit, for
-// redcon.BaseWriter.
-func rawConn(conn redcon.Conn) redcon.Conn {
-	if l, ok := conn.(*limitedConn); ok {
-		return l.Conn
-	}
-	return conn
-}
-
-// allow counts n more reply bytes and reports whether they may be queued.
-func (l *limitedConn) allow(n int) bool {
-	if l.over {
-		return false
-	}
-	l.g.pending += int64(n)
-	if l.g.pending <= l.max {
-		return true
-	}
-	l.over = true
-	l.c.srv.cfg.Logger.Warn("client closed for overcoming of output buffer limits",
-		"addr", l.c.addr, "id", l.c.id, "limit", l.max)
-	redcon.BaseWriter(l.Conn).SetBuffer(nil)
-	l.c.closing = true
-	_ = l.Conn.Close()
-	return false
-}
-
 // intSize is the most bytes ":n\r\n", "*n\r\n" or "$n\r\n" takes.
 func intSize(n int64) int {
 	size := 4
@@ -145,76 +100,4 @@ func intSize(n int64) int {
 		size++
 	}
 	return size
-}
-
-func (l *limitedConn) WriteError(msg string) {
-	if l.allow(len(msg) + 3) {
-		l.Conn.WriteError(msg)
-	}
-}
-
-func (l *limitedConn) WriteString(s string) {
-	if l.allow(len(s) + 3) {
-		l.Conn.WriteString(s)
-	}
-}
-
-func (l *limitedConn) WriteBulk(b []byte) {
-	if l.allow(intSize(int64(len(b))) + len(b) + 2) {
-		l.Conn.WriteBulk(b)
-	}
-}
-
-func (l *limitedConn) WriteBulkString(s string) {
-	if l.allow(intSize(int64(len(s))) + len(s) + 2) {
-		l.Conn.WriteBulkString(s)
-	}
-}
-
-func (l *limitedConn) WriteInt(n int) {
-	if l.allow(intSize(int64(n))) {
-		l.Conn.WriteInt(n)
-	}
-}
-
-func (l *limitedConn) WriteInt64(n int64) {
-	if l.allow(intSize(n)) {
-		l.Conn.WriteInt64(n)
-	}
-}
-
-func (l *limitedConn) WriteUint64(n uint64) {
-	if l.allow(24) {
-		l.Conn.WriteUint64(n)
-	}
-}
-
-func (l *limitedConn) WriteArray(n int) {
-	if l.allow(intSize(int64(n))) {
-		l.Conn.WriteArray(n)
-	}
-}
-
-func (l *limitedConn) WriteNull() {
-	if l.allow(5) {
-		l.Conn.WriteNull()
-	}
-}
-
-func (l *limitedConn) WriteRaw(b []byte) {
-	if l.allow(len(b)) {
-		l.Conn.WriteRaw(b)
-	}
-}
-
-func (l *limitedConn) WriteAny(v any) {
-	if b := redcon.AppendAny(nil, v); l.allow(len(b)) {
-		l.Conn.WriteRaw(b)
-	}
-}
-
-func (l *limitedConn) WriteBulkFrom(n int64, r io.Reader) {
-	if l.allow(intSize(n) + int(n) + 2) {
-		l.Conn.WriteBulkFrom(n, r)
-	}
 }

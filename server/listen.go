@@ -7,11 +7,11 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// serve runs one redcon server, sharing this Server's handler and state, on
-// ln until Close. redcon serves one listener per server, so the plain and the
-// TLS listener each get their own.
+// serve accepts connections on ln until Close, each served by its own
+// goroutine (serveConn). When it returns every connection it accepted has
+// been closed and its goroutine has ended, so no command runs after it.
 func (s *Server) serve(ln net.Listener) error {
-	gl := &guardListener{Listener: ln, srv: s, limits: s.limits}
+	gl := &guardListener{Listener: ln, srv: s, limits: s.limits, conns: make(map[*conn]struct{})}
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
@@ -20,12 +20,27 @@ func (s *Server) serve(ln net.Listener) error {
 	}
 	s.listeners = append(s.listeners, gl)
 	s.mu.Unlock()
-	rc := redcon.NewServerNetwork(ln.Addr().Network(), ln.Addr().String(), s.handle, s.accept, s.closed)
-	err := rc.Serve(gl)
-	// redcon has closed the connections but not waited for their
-	// goroutines: a command may still be running, and could, say, SAVE to a
-	// store its owner is about to close. No connection is accepted any
-	// more, so the count only falls.
+	var err error
+	for {
+		nc, aerr := gl.Accept()
+		if aerr != nil {
+			err = aerr
+			break
+		}
+		c := newConn(nc.(*guardConn), s.limits.MaxOutput)
+		if !s.accept(c) {
+			_ = nc.Close()
+			continue
+		}
+		gl.track(c)
+		gl.live.Add(1)
+		go func() {
+			defer gl.live.Done()
+			defer gl.untrack(c)
+			s.serveConn(c)
+		}()
+	}
+	gl.closeConns()
 	gl.live.Wait()
 	if errors.Is(err, net.ErrClosed) {
 		return nil
@@ -33,17 +48,30 @@ func (s *Server) serve(ln net.Listener) error {
 	return err
 }
 
-// connEnded counts out a connection whose goroutine is ending (redcon calls
-// closed last). Connections not accepted through a guardListener (tests)
-// are not counted.
-func connEnded(conn redcon.Conn) {
-	if g, ok := conn.NetConn().(*guardConn); ok && g.ln != nil {
-		g.ln.live.Done()
+func (l *guardListener) track(c *conn) {
+	l.mu.Lock()
+	l.conns[c] = struct{}{}
+	l.mu.Unlock()
+}
+
+func (l *guardListener) untrack(c *conn) {
+	l.mu.Lock()
+	delete(l.conns, c)
+	l.mu.Unlock()
+}
+
+// closeConns closes the listener's open connections: their reads fail, and
+// their goroutines end after the command they are running, if any.
+func (l *guardListener) closeConns() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		_ = c.nc.Close()
 	}
 }
 
 // closeListeners closes every listener being served, and any Serve called
-// later returns at once. Each redcon server then closes its connections.
+// later returns at once. Each serve then closes its connections.
 func (s *Server) closeListeners() error {
 	s.mu.Lock()
 	s.stopped = true
@@ -60,8 +88,8 @@ func (s *Server) closeListeners() error {
 }
 
 // admit counts c among the open connections unless there are
-// Limits.MaxClients already, links c to its guard, and puts its replies
-// under the output limit. It reports whether c was admitted.
+// Limits.MaxClients already, and links c to its guard. It reports whether c
+// was admitted.
 func (s *Server) admit(conn redcon.Conn, c *client) bool {
 	s.mu.Lock()
 	full := len(s.clients) >= s.limits.MaxClients
@@ -73,11 +101,7 @@ func (s *Server) admit(conn redcon.Conn, c *client) bool {
 		return false
 	}
 	if g, ok := conn.NetConn().(*guardConn); ok {
-		g.ln.live.Add(1)
 		g.client = c
-		if s.limits.MaxOutput > 0 {
-			c.conn = &limitedConn{Conn: conn, g: g, c: c, max: s.limits.MaxOutput}
-		}
 	}
 	return true
 }
@@ -90,7 +114,6 @@ func reject(conn redcon.Conn) bool {
 	if !ok {
 		return false
 	}
-	g.ln.live.Add(1)
 	g.refuseWith(errMaxClients)
 	return true
 }

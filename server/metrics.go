@@ -248,20 +248,23 @@ type cmdStats struct {
 	_        [64]byte
 }
 
-// execute runs spec and records it. On the real clock the duration costs one
-// monotonic clock read (time.Since of the dispatcher's now); on an injected
-// clock durations are not measured and count as 0.
-func (s *Server) execute(c *client, spec *command, args [][]byte, now time.Time) {
+// execute runs spec at now and records it. On the real clock it reads the
+// clock once, when the command ends, for its duration, and returns that
+// reading; on an injected clock durations are not measured, count as 0, and
+// now is returned.
+func (s *Server) execute(c *client, spec *command, args [][]byte, now time.Time) time.Time {
 	c.failed = false
 	spec.run(c, args, now)
-	var d time.Duration
+	end, d := now, time.Duration(0)
 	if s.timed {
-		d = time.Since(now)
+		end = time.Now()
+		d = end.Sub(now)
 	}
 	spec.stats.latency.observe(d)
 	if c.failed {
 		spec.stats.failed.Add(1)
 	}
+	return end
 }
 
 // opsSampler keeps instantaneous_ops_per_sec as Redis does: the command count

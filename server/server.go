@@ -1,5 +1,5 @@
-// Package server speaks RESP: it accepts connections through redcon, parses
-// commands, reads the clock once per command, asks storage for decisions and
+// Package server speaks RESP: it accepts connections, parses commands with
+// redcon's parser, reads the clock once per command, asks storage for decisions and
 // writes Redis-compatible replies under RESP2 or RESP3.
 package server
 
@@ -149,7 +149,6 @@ func (s *Server) accept(conn redcon.Conn) bool {
 }
 
 func (s *Server) closed(conn redcon.Conn, err error) {
-	defer connEnded(conn)
 	c, _ := conn.Context().(*client)
 	if c == nil {
 		return
@@ -175,49 +174,55 @@ func (s *Server) connectedClients() []*client {
 	return out
 }
 
-// handle dispatches one command: look it up, check arity, then
-// authentication, in that order as Redis does, then run it.
+// handle dispatches one command read on its own, at the clock's current
+// reading.
 func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
-	c := conn.Context().(*client)
+	s.dispatch(conn.Context().(*client), cmd.Args, s.now())
+}
+
+// dispatch runs one command at now: look it up, check arity, then
+// authentication, in that order as Redis does, then run it. It returns the
+// clock reading taken when the command ended, if it took one, else now:
+// within a batch each command starts at the reading that ended the one
+// before, so a decision costs one clock read (runBatch).
+func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 	if c.closing {
-		return // QUIT or SHUTDOWN: the rest of the pipeline is not run
+		return now // QUIT or SHUTDOWN: the rest of the pipeline is not run
 	}
-	args := cmd.Args
 	spec := s.lookup(args[0])
 	if spec == nil {
 		c.writeError(errUnknownCommand(args))
-		return
+		return now
 	}
 	if !spec.arityOK(len(args)) {
 		spec.stats.rejected.Add(1)
 		c.writeError(errWrongArgs(spec.name))
-		return
+		return now
 	}
 	if !c.authed && !spec.noAuth {
 		spec.stats.rejected.Add(1)
 		c.writeError(errNoAuth)
-		return
+		return now
 	}
-	now := s.now()
 	c.lastActive.Store(now.UnixNano())
 	c.lastCmd.Store(spec)
-	s.execute(c, spec, args, now)
-	if c.unsynced && len(conn.PeekPipeline()) == 0 {
-		s.syncBeforeReply(c)
-	}
+	return s.execute(c, spec, args, now)
 }
 
-// syncBeforeReply runs in durable mode after the last command of a pipeline
-// that changed state, before redcon sends the pipeline's replies: it waits
+// syncBeforeReply runs in durable mode after the last command of a batch
+// that changed state, before the batch's replies are sent (runConn): it waits
 // for the group commit that covers the changes. If that fails the replies are
 // dropped and the connection closed, so nothing unpersisted is acknowledged.
 func (s *Server) syncBeforeReply(c *client) {
 	c.unsynced = false
 	if err := s.cfg.Persistence.Sync(); err != nil {
 		s.logError("durable write failed; closing the connection unacknowledged", err)
-		redcon.BaseWriter(rawConn(c.conn)).SetBuffer(nil)
 		c.closing = true
-		c.conn.Close()
+		if cn, ok := c.conn.(*conn); ok {
+			cn.drop()
+		} else {
+			c.conn.Close()
+		}
 	}
 }
 

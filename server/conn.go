@@ -1,0 +1,305 @@
+package server
+
+import (
+	"io"
+	"net"
+
+	"github.com/tidwall/redcon"
+)
+
+// conn is one client connection: a redcon.Conn whose loop (serveConn) reads
+// through the connection's guardConn and parses with redcon.ReadNextCommand.
+//
+// Why not redcon's own Server loop: its reader allocates three times for
+// every command (a copy of the raw command, the argument slice, the growing
+// command list), which was a quarter of the server's CPU under a pipelined
+// CL.THROTTLE load, plus the garbage collection it caused. ReadNextCommand,
+// redcon's parser over a caller's buffer, allocates nothing: the arguments
+// are slices of the read buffer, valid until the command returns, so a
+// handler that keeps one must copy it (every handler converts to a string or
+// appends to a reply). The guard hands on only well-formed multibulk
+// commands, so the parser never sees input it mishandles.
+//
+// Replies are appended with redcon's encoders to out and written once per
+// batch of commands read together, as redcon does.
+type conn struct {
+	nc   *guardConn
+	addr string
+	ctx  any
+
+	in         []byte // read buffer: in[start:end] is unparsed input
+	start, end int
+	args       [][]byte // the current command's arguments, reused
+
+	out       []byte // replies not yet written
+	maxOutput int64  // Limits.MaxOutput; <= 0: none
+	closed    bool
+}
+
+var _ redcon.Conn = (*conn)(nil)
+
+const (
+	// inBufSize is a connection's read buffer to begin with, and what it
+	// shrinks back to once drained: redcon's size.
+	inBufSize = 4096
+	// outKeepCap is the largest reply buffer kept between batches.
+	outKeepCap = 64 << 10
+)
+
+func newConn(nc *guardConn, maxOutput int64) *conn {
+	return &conn{
+		nc:        nc,
+		addr:      nc.RemoteAddr().String(),
+		in:        make([]byte, inBufSize),
+		args:      make([][]byte, 0, 8),
+		maxOutput: maxOutput,
+	}
+}
+
+// serveConn runs c's commands until it closes or fails, then reports it
+// closed. Each round reads what the client sent, runs every whole command
+// in it, waits for durability if one of them changed state in durable mode,
+// and writes all their replies at once (runBatch).
+func (s *Server) serveConn(c *conn) {
+	err := s.runConn(c)
+	_ = c.nc.Close()
+	if err == io.EOF {
+		err = nil
+	}
+	s.closed(c, err)
+}
+
+func (s *Server) runConn(c *conn) error {
+	for {
+		if err := c.read(); err != nil {
+			return err
+		}
+		if err := s.runBatch(c); err != nil || c.closed {
+			return err
+		}
+	}
+}
+
+// runBatch runs every whole command read so far and sends their replies.
+// The clock is read once at the start and then once as each command ends,
+// and that reading is the next command's now: on the real clock a command
+// costs one clock read. An injected clock is read for every command.
+func (s *Server) runBatch(c *conn) error {
+	cl := c.ctx.(*client) // set by accept; a rejected conn fails its first read
+	now := s.now()
+	for !c.closed {
+		args, ok, err := c.next()
+		if err != nil {
+			// The guard lets through only what redcon's parser takes, so
+			// this is a bug in one of them; say so as redcon would.
+			c.WriteError("ERR " + err.Error())
+			_ = c.flush()
+			return err
+		}
+		if !ok {
+			break
+		}
+		if len(args) == 0 {
+			continue // "*0\r\n"; the guard refuses it, as redcon did
+		}
+		if !s.timed {
+			now = s.now()
+		}
+		now = s.dispatch(cl, args, now)
+	}
+	if c.closed {
+		return nil
+	}
+	if cl.unsynced {
+		s.syncBeforeReply(cl)
+		if c.closed {
+			return nil
+		}
+	}
+	return c.flush()
+}
+
+// read reads more input into c.in, after the unparsed part: it moves that
+// part to the front, or grows the buffer when the part fills it (the guard
+// bounds how long one command can be), or shrinks a grown buffer once
+// drained.
+func (c *conn) read() error {
+	switch {
+	case c.start == c.end:
+		c.start, c.end = 0, 0
+		if len(c.in) > inBufSize {
+			c.in = make([]byte, inBufSize)
+		}
+	case c.end == len(c.in) && c.start > 0:
+		c.end = copy(c.in, c.in[c.start:c.end])
+		c.start = 0
+	case c.end == len(c.in):
+		grown := make([]byte, 2*len(c.in))
+		copy(grown, c.in[:c.end])
+		c.in = grown
+	}
+	n, err := c.nc.Read(c.in[c.end:])
+	c.end += n
+	if n > 0 {
+		return nil // an error comes back on the next read
+	}
+	return err
+}
+
+// next parses the next whole command of the input, if there is one.
+func (c *conn) next() (args [][]byte, ok bool, err error) {
+	if c.start == c.end {
+		return nil, false, nil
+	}
+	complete, args, _, rest, err := redcon.ReadNextCommand(c.in[c.start:c.end], c.args[:0])
+	if err != nil || !complete {
+		return nil, false, err
+	}
+	if cap(args) > cap(c.args) {
+		c.args = args[:0]
+	}
+	c.start = c.end - len(rest)
+	return args, true, nil
+}
+
+// flush writes the queued replies.
+func (c *conn) flush() error {
+	if len(c.out) == 0 {
+		return nil
+	}
+	_, err := c.nc.Write(c.out)
+	if cap(c.out) > outKeepCap {
+		c.out = nil
+	} else {
+		c.out = c.out[:0]
+	}
+	return err
+}
+
+// room reports whether n more reply bytes may be queued. Past
+// Limits.MaxOutput the replies are dropped and the connection closed, as
+// Redis does past client-output-buffer-limit: redcell keeps a batch's
+// replies in memory until the batch has run, and a few bytes of requests can
+// ask for a lot (COMMAND answers 5 KiB for 9 bytes), so a client pipelining
+// such requests, or not reading, could make the server hold any amount.
+func (c *conn) room(n int) bool {
+	if c.closed {
+		return false
+	}
+	if c.maxOutput <= 0 || int64(len(c.out)+n) <= c.maxOutput {
+		return true
+	}
+	if cl, ok := c.ctx.(*client); ok {
+		cl.closing = true
+		cl.srv.cfg.Logger.Warn("client closed for overcoming of output buffer limits",
+			"addr", cl.addr, "id", cl.id, "limit", c.maxOutput)
+	}
+	c.drop()
+	return false
+}
+
+// drop discards the queued replies and closes the connection: nothing of
+// this batch is sent.
+func (c *conn) drop() {
+	c.out = nil
+	c.closed = true
+	_ = c.nc.Close()
+}
+
+// Close sends the queued replies and closes the connection; the rest of the
+// batch is not run.
+func (c *conn) Close() error {
+	if c.closed {
+		return nil
+	}
+	_ = c.flush()
+	c.closed = true
+	return c.nc.Close()
+}
+
+func (c *conn) RemoteAddr() string             { return c.addr }
+func (c *conn) NetConn() net.Conn              { return c.nc }
+func (c *conn) Context() any                   { return c.ctx }
+func (c *conn) SetContext(v any)               { c.ctx = v }
+func (c *conn) SetReadBuffer(int)              {}
+func (c *conn) ReadPipeline() []redcon.Command { return nil }
+func (c *conn) PeekPipeline() []redcon.Command { return nil }
+
+// Detach is not supported: no command hands its connection to another
+// goroutine.
+func (c *conn) Detach() redcon.DetachedConn { panic("redcell: Detach is not supported") }
+
+// The writers append redcon's encoding of a reply to out.
+
+func (c *conn) WriteError(msg string) {
+	if c.room(len(msg) + 3) {
+		c.out = redcon.AppendError(c.out, msg)
+	}
+}
+
+func (c *conn) WriteString(s string) {
+	if c.room(len(s) + 3) {
+		c.out = redcon.AppendString(c.out, s)
+	}
+}
+
+func (c *conn) WriteBulk(b []byte) {
+	if c.room(intSize(int64(len(b))) + len(b) + 2) {
+		c.out = redcon.AppendBulk(c.out, b)
+	}
+}
+
+func (c *conn) WriteBulkString(s string) {
+	if c.room(intSize(int64(len(s))) + len(s) + 2) {
+		c.out = redcon.AppendBulkString(c.out, s)
+	}
+}
+
+func (c *conn) WriteInt(n int) { c.WriteInt64(int64(n)) }
+
+func (c *conn) WriteInt64(n int64) {
+	if c.room(intSize(n)) {
+		c.out = redcon.AppendInt(c.out, n)
+	}
+}
+
+func (c *conn) WriteUint64(n uint64) {
+	if c.room(24) {
+		c.out = redcon.AppendUint(c.out, n)
+	}
+}
+
+func (c *conn) WriteArray(n int) {
+	if c.room(intSize(int64(n))) {
+		c.out = redcon.AppendArray(c.out, n)
+	}
+}
+
+func (c *conn) WriteNull() {
+	if c.room(5) {
+		c.out = redcon.AppendNull(c.out)
+	}
+}
+
+func (c *conn) WriteRaw(b []byte) {
+	if c.room(len(b)) {
+		c.out = append(c.out, b...)
+	}
+}
+
+func (c *conn) WriteAny(v any) { c.WriteRaw(redcon.AppendAny(nil, v)) }
+
+// WriteBulkFrom writes n bytes read from r as one bulk string.
+func (c *conn) WriteBulkFrom(n int64, r io.Reader) {
+	if n < 0 || !c.room(intSize(n)+int(n)+2) {
+		return
+	}
+	c.out = appendHeader(c.out, '$', n)
+	start := len(c.out)
+	c.out = append(c.out, make([]byte, n)...)
+	if _, err := io.ReadFull(r, c.out[start:]); err != nil {
+		c.drop()
+		return
+	}
+	c.out = append(c.out, '\r', '\n')
+}
