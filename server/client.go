@@ -29,6 +29,10 @@ type client struct {
 	lastCmd    atomic.Pointer[command]
 	respSeen   atomic.Int32 // resp, for other goroutines
 
+	// spec is the command this client ran last: a pipeline repeats one
+	// command, and comparing its name costs less than the table lookup.
+	spec *command
+
 	// unsynced is set in durable mode by a command that changed state: the
 	// pipeline's replies wait for a sync.
 	unsynced bool

@@ -189,10 +189,13 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 	if c.closing {
 		return now // QUIT or SHUTDOWN: the rest of the pipeline is not run
 	}
-	spec := s.lookup(args[0])
-	if spec == nil {
-		c.writeError(errUnknownCommand(args))
-		return now
+	spec := c.spec
+	if spec == nil || !equalFold(args[0], spec.name) {
+		if spec = s.lookup(args[0]); spec == nil {
+			c.writeError(errUnknownCommand(args))
+			return now
+		}
+		c.spec = spec
 	}
 	if !spec.arityOK(len(args)) {
 		spec.stats.rejected.Add(1)
