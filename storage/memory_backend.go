@@ -67,5 +67,6 @@ func (m *MemoryBackend) Snapshot() map[string]gcra.Instant {
 	return out
 }
 
+func (m *MemoryBackend) Sync() error     { return nil }
 func (m *MemoryBackend) DiskSize() int64 { return 0 }
 func (m *MemoryBackend) Close() error    { return nil }

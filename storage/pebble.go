@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -34,8 +35,11 @@ var ErrUnknownFormat = errors.New("storage: unknown on-disk format")
 // back. PebbleBackend is the real one; MemoryBackend serves tests.
 type Backend interface {
 	// Apply writes changes atomically, in order (a later change to a key
-	// wins); sync makes it durable before returning.
+	// wins); sync makes it, and every Apply before it, durable before
+	// returning.
 	Apply(changes []Change, sync bool) error
+	// Sync makes every Apply so far durable.
+	Sync() error
 	// Load calls fn for every stored key whose TAT is after now, and deletes
 	// the others. It returns how many it loaded and deleted.
 	Load(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) (loaded, deleted int, err error)
@@ -50,6 +54,9 @@ var _ Backend = (*PebbleBackend)(nil)
 // use, though the Flusher only ever writes from one goroutine at a time.
 type PebbleBackend struct {
 	db *pebble.DB
+
+	mu    sync.Mutex    // serializes Apply, which reuses batch
+	batch *pebble.Batch // reused, so its buffer is allocated once
 }
 
 // OpenPebble opens (or creates) the store in dir. A directory that holds
@@ -129,8 +136,13 @@ func tatKey(buf []byte, key string) []byte {
 
 // Apply writes changes in one batch.
 func (p *PebbleBackend) Apply(changes []Change, sync bool) error {
-	b := p.db.NewBatch()
-	defer b.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.batch == nil {
+		p.batch = p.db.NewBatch()
+	}
+	b := p.batch
+	defer b.Reset()
 	var k []byte
 	var v [8]byte
 	for _, c := range changes {
@@ -152,6 +164,9 @@ func (p *PebbleBackend) Apply(changes []Change, sync bool) error {
 	}
 	return b.Commit(opts)
 }
+
+// Sync syncs Pebble's write-ahead log, which holds every Apply so far.
+func (p *PebbleBackend) Sync() error { return p.db.LogData(nil, pebble.Sync) }
 
 // Load reads every TAT back.
 func (p *PebbleBackend) Load(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) (loaded, deleted int, err error) {
@@ -194,7 +209,15 @@ func (p *PebbleBackend) Load(now gcra.Instant, fn func(key []byte, tat gcra.Inst
 func (p *PebbleBackend) DiskSize() int64 { return int64(p.db.Metrics().DiskSpaceUsage()) }
 
 // Close flushes memtables and closes the database.
-func (p *PebbleBackend) Close() error { return p.db.Close() }
+func (p *PebbleBackend) Close() error {
+	p.mu.Lock()
+	if p.batch != nil {
+		_ = p.batch.Close()
+		p.batch = nil
+	}
+	p.mu.Unlock()
+	return p.db.Close()
+}
 
 // pebbleLogger sends Pebble's chatter to slog: information at debug level,
 // errors as errors. Fatalf must not return, as Pebble's contract says.
