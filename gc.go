@@ -9,23 +9,25 @@ import (
 )
 
 // GC pacing. The keyspace lives outside the Go heap (storage maps its large
-// arrays), so the heap the collector sees is small: connection buffers, the
-// garbage redcon makes for every command, persistence batches. Under GOGC=100
-// a 4 MB live heap is collected every 4 MB allocated, tens of times a second
-// under load, and a flush that briefly holds 60 MB of changes lets the heap
-// reach 120 MB. tuneGC asks for about gcHeadroom bytes between collections
-// instead: after each collection it sets GOGC to gcHeadroom/live, bounded to
+// arrays), and serving a command allocates nothing, so the heap the
+// collector sees is small and its garbage comes from persistence: each flush
+// copies the changed keys out and hands them to Pebble. Under GOGC=100 a
+// heap of 8 MiB live may hold 8 MiB of such garbage before it is collected;
+// a flush that briefly holds 60 MB of changes lets the heap reach 120 MB.
+// tuneGC asks for about gcHeadroom bytes between collections instead: after
+// each collection it sets GOGC to gcHeadroom/live, bounded to
 // [minGCPercent, maxGCPercent]. So a small heap is collected rarely and a
 // large transient one grows by a quarter, not double.
 //
-// Measured with bench/run.sh's loads: ~4x fewer collections and a few
-// percent less server CPU per CL.THROTTLE; total RSS at ~1M keys unchanged
-// (the flush peaks shrink by about what the fixed headroom adds).
+// The headroom was 16 MiB while redcon's reader made garbage of every
+// command. Measured with bench/run.sh's memory fill (~1M new keys a second)
+// once commands allocated nothing: 4 MiB took RSS growth from about 81 to
+// 62 B/key, and the pipelined loads ran one collection in six seconds.
 const (
-	gcHeadroom   = 16 << 20
+	gcHeadroom   = 4 << 20
 	minGCPercent = 25
 	// maxGCPercent also bounds the heap's floor, which the runtime sets to
-	// 4 MiB * GOGC/100: at 400 it is gcHeadroom.
+	// 4 MiB * GOGC/100: at 400 it is 16 MiB.
 	maxGCPercent = 400
 )
 
