@@ -189,3 +189,53 @@ func TestFlushWritesInBoundedBatchesAndResumesAfterAFailure(t *testing.T) {
 	require.GreaterOrEqual(t, len(b.sizes), 4, "about n/flushBatch batches, plus the retry")
 	require.Equal(t, 0, s.PendingChanges())
 }
+
+// syncBackend records whether each Apply synced, and counts Syncs.
+type syncBackend struct {
+	*MemoryBackend
+	synced []bool
+	syncs  int
+}
+
+func (b *syncBackend) Apply(changes []Change, sync bool) error {
+	b.synced = append(b.synced, sync)
+	return b.MemoryBackend.Apply(changes, sync)
+}
+
+func (b *syncBackend) Sync() error { b.syncs++; return nil }
+
+// A flush syncs once, however many batches it writes: its last batch, or,
+// when it has nothing left to write after unsynced batches, a Sync.
+func TestFlushSyncsOncePerFlush(t *testing.T) {
+	const n = 3*flushBatch + 100
+	s := New(Config{Shards: 64, TrackChanges: true})
+	r := mustRate(t, 0, 1, 3600, 1)
+	round := 0
+	write := func() { // n new keys
+		round++
+		for i := 0; i < n; i++ {
+			_, err := s.Throttle(fmt.Appendf(nil, "k%d-%d", round, i), r, t0)
+			require.NoError(t, err)
+		}
+	}
+	write()
+	b := &syncBackend{MemoryBackend: NewMemoryBackend()}
+	f := NewFlusher(s, b, fixedClock)
+	require.NoError(t, f.Flush(true))
+	require.GreaterOrEqual(t, len(b.synced), 3)
+	for i, synced := range b.synced {
+		require.Equal(t, i == len(b.synced)-1, synced, "batch %d of %d", i+1, len(b.synced))
+	}
+	require.Zero(t, b.syncs)
+	require.Len(t, b.Snapshot(), n)
+
+	// A flush without sync leaves its writes to the next synced flush, even
+	// one with nothing to write.
+	b.synced, b.syncs = nil, 0
+	write()
+	require.NoError(t, f.Flush(false))
+	require.NotContains(t, b.synced, true)
+	require.Zero(t, b.syncs)
+	require.NoError(t, f.Flush(true))
+	require.Equal(t, 1, b.syncs)
+}

@@ -50,6 +50,23 @@ func TestPebbleRoundTripAcrossReopen(t *testing.T) {
 	require.Zero(t, deleted)
 }
 
+// Apply reuses one batch: each write carries only its own changes, and a
+// Sync after unsynced writes keeps them all.
+func TestPebbleReusedBatchAndSync(t *testing.T) {
+	dir := t.TempDir()
+	p := openPebble(t, dir)
+	require.NoError(t, p.Apply([]Change{{Key: "a", TAT: t0 + sec(10)}, {Key: "b", TAT: t0 + sec(10)}}, false))
+	require.NoError(t, p.Apply([]Change{{Key: "b"}, {Key: "c", TAT: t0 + sec(30)}}, false))
+	require.NoError(t, p.Apply(nil, false))
+	require.NoError(t, p.Sync())
+	require.NoError(t, p.Close())
+
+	p = openPebble(t, dir)
+	defer p.Close()
+	got, _ := loadAll(t, p, t0)
+	require.Equal(t, map[string]gcra.Instant{"a": t0 + sec(10), "c": t0 + sec(30)}, got)
+}
+
 func TestPebbleLoadDeletesExpiredKeys(t *testing.T) {
 	dir := t.TempDir()
 	p := openPebble(t, dir)
