@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -36,7 +38,8 @@ var ErrUnknownFormat = errors.New("storage: unknown on-disk format")
 type Backend interface {
 	// Apply writes changes atomically, in order (a later change to a key
 	// wins); sync makes it, and every Apply before it, durable before
-	// returning.
+	// returning. It may reorder the slice, keeping each key's changes in
+	// their order.
 	Apply(changes []Change, sync bool) error
 	// Sync makes every Apply so far durable.
 	Sync() error
@@ -134,8 +137,15 @@ func tatKey(buf []byte, key string) []byte {
 	return append(buf, key...)
 }
 
-// Apply writes changes in one batch.
+// Apply writes changes in one batch. It sorts changes by key first (stably:
+// a later change to a key stays later): Pebble inserts a batch into its
+// memtable's skiplist with a cursor from the previous key, so keys in order
+// cost a step each instead of a search from the top. Unsorted, the inserts
+// were 6% of the server's CPU under the random-key benchmark (100k keys
+// changing every second); BenchmarkFlushMillionKeys went from 0.72 s to
+// 0.58-0.66 s side by side.
 func (p *PebbleBackend) Apply(changes []Change, sync bool) error {
+	slices.SortStableFunc(changes, func(a, b Change) int { return strings.Compare(a.Key, b.Key) })
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.batch == nil {
