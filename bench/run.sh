@@ -59,7 +59,7 @@ start_redcell() {
 	rm -rf "$work/data"
 	"$work/redcell" --bind $HOST --port 0 --dir "$work/data" 2>"$work/redcell.log" &
 	rc_pid=$!
-	until grep -q 'ready to accept connections' "$work/redcell.log"; do
+	until grep -qs "ready to accept connections" "$work/redcell.log"; do
 		kill -0 "$rc_pid" || { cat "$work/redcell.log" >&2; exit 1; }
 		sleep 0.1
 	done
