@@ -29,6 +29,10 @@ type client struct {
 	lastCmd    atomic.Pointer[command]
 	respSeen   atomic.Int32 // resp, for other goroutines
 
+	// stripe picks the copy of the shared counters this client writes
+	// (statStripes).
+	stripe int
+
 	// spec is the command this client ran last: a pipeline repeats one
 	// command, and comparing its name costs less than the table lookup.
 	spec *command

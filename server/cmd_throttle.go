@@ -44,7 +44,7 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		c.writeError(throttleErrorText(err))
 		return
 	}
-	c.srv.stats.countDecision(res.Limited, keyWasLive(res, rate))
+	c.srv.stats.countDecision(c.stripe, res.Limited, keyWasLive(res, rate))
 	if !res.Limited && quantity > 0 {
 		c.changed()
 	}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -23,14 +24,19 @@ import (
 // decision counter, its latency bucket and sum (on the command's own padded
 // counters), and, on the real clock, one monotonic clock read.
 
+// statStripes is how many copies there are of the counters every command
+// writes (its latency histogram, the decision counts). A client writes the
+// copy its id picks, so connections on different cores seldom write the same
+// cache line, which would otherwise move between the cores on every command;
+// readers add the copies up.
+const statStripes = 8
+
 // stats are the server-wide counters.
 type stats struct {
 	// decisions counts CL.THROTTLE decisions by decisionIndex: whether
 	// the call was limited and whether it found its key live, in one add.
-	// Every decision writes it, so it has a cache line of its own.
 	_         [64]byte
-	decisions [4]atomic.Int64
-	_         [32]byte
+	decisions [statStripes]decisionCounts
 
 	connections atomic.Int64 // connections accepted
 	// rejectedConnections counts connections refused at accept (maxclients).
@@ -42,6 +48,12 @@ type stats struct {
 	errors [numErrorKinds]atomic.Int64
 
 	ops opsSampler
+}
+
+// decisionCounts is one stripe of the decision counters: a cache line.
+type decisionCounts struct {
+	n [4]atomic.Int64
+	_ [32]byte
 }
 
 func decisionIndex(limited, hit bool) int {
@@ -58,8 +70,8 @@ func decisionIndex(limited, hit bool) int {
 // countDecision records one CL.THROTTLE decision; hit says whether the key
 // held live state when the call arrived (keyspace_hits, as Redis counts a
 // read that finds its key).
-func (st *stats) countDecision(limited, hit bool) {
-	st.decisions[decisionIndex(limited, hit)].Add(1)
+func (st *stats) countDecision(stripe int, limited, hit bool) {
+	st.decisions[stripe].n[decisionIndex(limited, hit)].Add(1)
 }
 
 // countLookup records one key read by a command other than CL.THROTTLE.
@@ -242,10 +254,31 @@ func (hs histogramSnapshot) quantile(q float64) time.Duration {
 // reads.
 type cmdStats struct {
 	_        [64]byte
-	latency  histogram
+	latency  [statStripes]latencyStripe
 	rejected atomic.Int64 // refused before running: arity, NOAUTH
 	failed   atomic.Int64 // ran and replied with an error
 	_        [64]byte
+}
+
+// latencyStripe is one stripe of a command's latency histogram, padded to
+// four cache lines so that no two stripes share one, however aligned.
+type latencyStripe struct {
+	histogram
+	_ [256 - unsafe.Sizeof(histogram{})]byte
+}
+
+// latencySnapshot adds up the stripes of the command's latency histogram.
+func (cs *cmdStats) latencySnapshot() histogramSnapshot {
+	var hs histogramSnapshot
+	for i := range cs.latency {
+		part := cs.latency[i].snapshot()
+		for j, n := range part.counts {
+			hs.counts[j] += n
+		}
+		hs.count += part.count
+		hs.sum += part.sum
+	}
+	return hs
 }
 
 // execute runs spec at now and records it. On the real clock it reads the
@@ -260,7 +293,7 @@ func (s *Server) execute(c *client, spec *command, args [][]byte, now time.Time)
 		end = time.Now()
 		d = end.Sub(now)
 	}
-	spec.stats.latency.observe(d)
+	spec.stats.latency[c.stripe].observe(d)
 	if c.failed {
 		spec.stats.failed.Add(1)
 	}
@@ -329,9 +362,7 @@ func (s *Server) startSampler() (stop func()) {
 func (s *Server) commandsProcessed() int64 {
 	var n int64
 	for _, cmd := range s.commandList {
-		for i := range cmd.stats.latency.counts {
-			n += cmd.stats.latency.counts[i].Load()
-		}
+		n += cmd.stats.latencySnapshot().count
 	}
 	return n
 }
@@ -350,7 +381,7 @@ func (s *Server) commandStats() []commandStat {
 	for _, cmd := range s.commandList {
 		cs := commandStat{
 			name:     cmd.name,
-			latency:  cmd.stats.latency.snapshot(),
+			latency:  cmd.stats.latencySnapshot(),
 			rejected: cmd.stats.rejected.Load(),
 			failed:   cmd.stats.failed.Load(),
 		}
@@ -380,7 +411,9 @@ func (s *Server) counters() counters {
 	var c counters
 	d := [4]int64{}
 	for i := range st.decisions {
-		d[i] = st.decisions[i].Load()
+		for j := range d {
+			d[j] += st.decisions[i].n[j].Load()
+		}
 	}
 	c.allowed = d[decisionIndex(false, false)] + d[decisionIndex(false, true)]
 	c.limited = d[decisionIndex(true, false)] + d[decisionIndex(true, true)]

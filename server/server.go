@@ -136,6 +136,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 	if nc := conn.NetConn(); nc != nil {
 		c.laddr = nc.LocalAddr().String()
 	}
+	c.stripe = int(c.id) & (statStripes - 1)
 	c.respSeen.Store(2)
 	c.lastActive.Store(now.UnixNano())
 	c.authed = s.cfg.RequirePass == ""
