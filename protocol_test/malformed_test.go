@@ -19,7 +19,7 @@ func TestMalformedInputClosesOnlyThatConnection(t *testing.T) {
 		name, input, want string
 	}{
 		{"bad multibulk length", "*abc\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
-		{"negative multibulk length", "*-5\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"minus zero multibulk length", "*-0\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
 		{"multibulk length without CR", "*1\n", "-ERR Protocol error: invalid multibulk length\r\n"},
 		{"bad bulk length", "*1\r\n$x\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
 		{"negative bulk length", "*1\r\n$-1\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
@@ -56,6 +56,8 @@ func TestInlineCommandsAndJunk(t *testing.T) {
 	c.write("ECHO \"a b\\r\\n\"\r\n")
 	require.Equal(t, bulk("a b\r\n"), c.read())
 	c.write("\r\n\r\n\r\nPING\r\n") // empty lines are skipped
+	require.Equal(t, simple("PONG"), c.read())
+	c.write("*0\r\n*-1\r\n*-5\r\nPING\r\n") // empty multibulk commands too, as Redis skips them
 	require.Equal(t, simple("PONG"), c.read())
 	c.write("\xff\xfe\x01 junk\r\n")
 	require.Equal(t, errReply("ERR unknown command '\xff\xfe\x01', with args beginning with: 'junk' "), c.read())

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"io"
 	"net"
 
@@ -100,7 +101,7 @@ func (s *Server) runBatch(c *conn) error {
 			break
 		}
 		if len(args) == 0 {
-			continue // "*0\r\n"; the guard refuses it, as redcon did
+			continue // "*0\r\n" or "*-1\r\n": Redis ignores an empty command
 		}
 		if !s.timed {
 			now = s.now()
@@ -151,8 +152,8 @@ func (c *conn) next() (args [][]byte, ok bool, err error) {
 	if c.start == c.end {
 		return nil, false, nil
 	}
-	complete, args, _, rest, err := redcon.ReadNextCommand(c.in[c.start:c.end], c.args[:0])
-	if err != nil || !complete {
+	args, rest, ok, err := nextCommand(c.in[c.start:c.end], c.args[:0])
+	if err != nil || !ok {
 		return nil, false, err
 	}
 	if cap(args) > cap(c.args) {
@@ -160,6 +161,25 @@ func (c *conn) next() (args [][]byte, ok bool, err error) {
 	}
 	c.start = c.end - len(rest)
 	return args, true, nil
+}
+
+// nextCommand parses the first command of b with redcon's ReadNextCommand,
+// appending its arguments to argsbuf. A negative count ("*-1\r\n"), which
+// Redis reads as an empty command and the guard lets through, is returned
+// as a command without arguments, as ReadNextCommand returns "*0\r\n".
+func nextCommand(b []byte, argsbuf [][]byte) (args [][]byte, rest []byte, ok bool, err error) {
+	if len(b) > 1 && b[0] == '*' && b[1] == '-' {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return nil, b, false, nil
+		}
+		return argsbuf[:0], b[i+1:], true, nil
+	}
+	complete, args, _, rest, err := redcon.ReadNextCommand(b, argsbuf)
+	if err != nil || !complete {
+		return nil, b, false, err
+	}
+	return args, rest, true, nil
 }
 
 // flush writes the queued replies.

@@ -42,7 +42,8 @@ func multibulk(args ...string) string {
 
 // However the input is cut into reads, a command split across them,
 // arguments longer than the read buffer (which then grows), the buffer's
-// unparsed tail moved to its front, every command gets its reply, in order.
+// unparsed tail moved to its front, every command gets its reply, in order,
+// and empty commands none.
 func TestConnRepliesWhateverTheReads(t *testing.T) {
 	var input, want strings.Builder
 	for i, size := range []int{0, 1, 100, 4000, 5000, 20000, 70000, 3} {
@@ -57,7 +58,7 @@ func TestConnRepliesWhateverTheReads(t *testing.T) {
 			want.WriteString("*5\r\n:1\r\n:3\r\n:0\r\n:60\r\n:180\r\n")
 		}
 	}
-	input.WriteString("PING\r\n")
+	input.WriteString("*0\r\n*-1\r\nPING\r\n*-12\r\n") // empty commands are skipped
 	want.WriteString("+PONG\r\n")
 	for _, chunk := range []int{1, 7, 100, 4095, 4096, 16 << 10, 1 << 20} {
 		got := serveScript(t, input.String(), chunk)

@@ -493,10 +493,15 @@ func (g *guardConn) scan(b []byte) (k int, done bool, refusal string) {
 			case numDone:
 				n := f.value()
 				switch {
-				case n <= 0 || n > maxArgs:
+				case n > maxArgs:
 					return i, false, errProtoMultibulk
 				case unauth && n > unauthMaxArgs:
 					return i, false, errUnauthMultibulk
+				case n <= 0:
+					// An empty command: Redis reads and ignores it,
+					// and so does conn.
+					f.state = atFrame
+					return i + 1, true, ""
 				}
 				f.args, f.state = n, atBulkHeader
 			}

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/tidwall/redcon"
 
 	"redcell/storage"
 )
@@ -61,7 +60,7 @@ func TestGuardRefusesAnnouncedSizesBeyondTheLimits(t *testing.T) {
 		{"empty length", "*1\r\n$\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
 		{"no CR", "*1\n", "-ERR Protocol error: invalid multibulk length\r\n"},
 		{"CR without LF", "*1\r\r", "-ERR Protocol error: invalid multibulk length\r\n"},
-		{"zero count", "*0\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
+		{"minus zero count", "*-0\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
 		{"not a bulk", "*1\r\n:1\r\n", "-ERR Protocol error: expected '$', got ':'\r\n"},
 		{"CR for a bulk", "*1\r\n\r\n", "-ERR Protocol error: expected '$', got ' '\r\n"},
 		{"argument too long", "*1\r\n$4\r\nPINGx\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
@@ -110,7 +109,10 @@ func TestGuardUnauthenticatedLimits(t *testing.T) {
 	// FuzzServerConnBeforeAuth: it panicked, taking the server down).
 	require.Equal(t, "-NOAUTH Authentication required.\r\n-ERR Protocol error: unauthenticated bulk length\r\n",
 		exchange(t, addr, "PING\r\n*2\r\n$4\r\nECHO\r\n$20000\r\n"))
-	require.Equal(t, "+OK\r\n-ERR Protocol error: invalid multibulk length\r\n", exchange(t, addr, "AUTH pw\r\n*0\r\n"))
+	require.Equal(t, "+OK\r\n-ERR Protocol error: invalid multibulk length\r\n", exchange(t, addr, "AUTH pw\r\n*-0\r\n"))
+	// Empty commands are read and ignored, before AUTH as after, as Redis does.
+	require.Equal(t, "-NOAUTH Authentication required.\r\n+OK\r\n+OK\r\n",
+		exchange(t, addr, "*0\r\n*-1\r\nPING\r\n*-7\r\nAUTH pw\r\n*0\r\nQUIT\r\n"))
 	// Inline commands are not limited before AUTH beyond their line length.
 	require.Equal(t, "-NOAUTH Authentication required.\r\n+OK\r\n", exchange(t, addr, "ECHO "+strings.Repeat("c", 20000)+"\r\nQUIT\r\n"))
 }
@@ -167,18 +169,18 @@ func guardRunAs(c *client, input []byte, limits Limits, chunk, p int) (reads [][
 	}
 }
 
-// commandsOf parses what the guard handed on as conn does, with redcon's
-// ReadNextCommand. The parser must never see malformed input: the guard
-// refuses it first. A command cut off at the end is not a command.
+// commandsOf parses what the guard handed on as conn does (nextCommand, over
+// redcon's ReadNextCommand). The parser must never see malformed input: the
+// guard refuses it first. A command cut off at the end is not a command.
 func commandsOf(t testing.TB, delivered []byte) []string {
 	t.Helper()
 	var out []string
 	for len(delivered) > 0 {
-		complete, args, _, rest, err := redcon.ReadNextCommand(delivered, nil)
+		args, rest, ok, err := nextCommand(delivered, nil)
 		if err != nil {
 			t.Fatalf("redcon's parser rejected what the guard handed on: %v\n%q", err, delivered)
 		}
-		if !complete {
+		if !ok {
 			break
 		}
 		out = append(out, string(bytes.Join(args, []byte{0})))
