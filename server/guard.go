@@ -84,7 +84,7 @@ func (l *guardListener) Accept() (net.Conn, error) {
 	for {
 		c, err := l.Listener.Accept()
 		if err == nil {
-			return &guardConn{Conn: c, ln: l, limits: &l.limits, srv: l.srv}, nil
+			return &guardConn{Conn: c, limits: &l.limits, srv: l.srv}, nil
 		}
 		if errors.Is(err, net.ErrClosed) {
 			return nil, err
@@ -123,7 +123,6 @@ type framing struct {
 // Its Read and Write run on the connection's goroutine only.
 type guardConn struct {
 	net.Conn
-	ln     *guardListener
 	limits *Limits
 	srv    *Server
 	// client is the connection's state, set when it is accepted (nil in

@@ -1,8 +1,6 @@
 package server
 
-import (
-	"time"
-)
+import "time"
 
 // Limits bound what one client may send and leave unread, and how many
 // clients there may be. A zero field takes its default.
