@@ -82,14 +82,28 @@ rss() { awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$1/status"; }
 declare -A cmds
 record() { cmds["$1"]="redis-benchmark -h $HOST -p ${*:2}"; }
 
-# bench NAME TEST PORT ARGS...: one redis-benchmark run; appends "rps p50 p99"
-# of the CSV row named TEST (the last row if empty) to $work/NAME.
+# ticks PID: the CPU time (user + system, clock ticks) PID has used.
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
+
+# bench NAME TEST PORT ARGS...: one redis-benchmark run; appends "rps p50 p99
+# server-us client-us" of the CSV row named TEST (the last row if empty) to
+# $work/NAME: the last two are the server's and redis-benchmark's CPU time
+# per request (they share the machine's cores).
 bench() {
-	local name=$1 test=$2 port=$3
+	local name=$1 test=$2 port=$3 pid=$peer_pid n t0 t1 csv client
 	shift 3
+	[[ $port == "$rc_port" ]] && pid=$rc_pid
+	n=$(printf '%s\n' "$@" | awk 'prev == "-n" { print; exit } { prev = $0 }')
 	record "$name" "$port" --csv "$@"
-	redis-benchmark -h $HOST -p "$port" --csv "$@" 2>/dev/null | tr -d '"\r' |
-		awk -F, -v t="$test" '$1 != "test" && (t == "" || $1 == t) { row = $2 " " $5 " " $7 } END { print row }' \
+	t0=$(ticks "$pid")
+	csv=$( { TIMEFORMAT='%U %S'; time redis-benchmark -h $HOST -p "$port" --csv "$@" 2>/dev/null; } 2>"$work/time.tmp")
+	t1=$(ticks "$pid")
+	client=$(tail -1 "$work/time.tmp")
+	printf '%s\n' "$csv" | tr -d '"\r' |
+		awk -F, -v t="$test" -v s=$((t1 - t0)) -v hz="$HZ" -v n="$n" -v c="$client" '
+			$1 != "test" && (t == "" || $1 == t) { row = $2 " " $5 " " $7 }
+			END { split(c, u, " "); printf "%s %.3f %.3f\n", row, s / hz * 1e6 / n, (u[1] + u[2]) * 1e6 / n }' \
 			>>"$work/$name"
 }
 
@@ -128,7 +142,7 @@ for r in $(seq "$ROUNDS"); do
 	log "round $r/$ROUNDS"
 	bench rand.rc "" "$rc_port" -P 16 -c 50 -r 100000 -n "$N" CL.THROTTLE $rand
 	bench rand.peer "" $PEER_PORT -P 16 -c 50 -r 100000 -n "$N" EVALSHA "$sha" 1 $rand
-	bench ping.rc PING_MBULK "$rc_port" -t ping -P 16 -c 50 -n "$N"
+	bench ping.rc PING_MBULK "$rc_port" -t ping_mbulk -P 16 -c 50 -n "$N"
 	bench hot.rc "" "$rc_port" -P 16 -c 50 -n "$N" CL.THROTTLE $hot
 	bench hot.peer "" $PEER_PORT -P 16 -c 50 -n "$N" EVALSHA "$sha" 1 $hot
 	bench lat.rc "" "$rc_port" -c 50 -r 100000 -n "$LAT_N" CL.THROTTLE $rand
@@ -198,6 +212,19 @@ row "random keys, unpipelined -c 50" lat.rc lat.peer
 row "one hot key, unpipelined -c 50" lathot.rc lathot.peer
 row "redcell PING (PING_MBULK), -P 16 -c 50" ping.rc ""
 printf '| throttle / ping (random keys / PING_MBULK, redcell) | | | %s | | |\n' "$(pratio rand.rc ping.rc 1)"
+echo
+echo "CPU time per request, in microseconds (medians): the server and redis-benchmark share the $(nproc) cores, so"
+echo "throughput follows their sum."
+echo
+echo "| load | redcell server | redis-benchmark vs redcell | peer server | redis-benchmark vs peer |"
+echo "|---|---|---|---|---|"
+cpurow() { printf '| %s | %s | %s | %s | %s |\n' "$1" "$(median "$2.rc" 4)" "$(median "$2.rc" 5)" "${3:+$(median "$2.peer" 4)}" "${3:+$(median "$2.peer" 5)}"; }
+cpurow "random keys, -P 16" rand peer
+cpurow "one hot key, -P 16" hot peer
+cpurow "PING, -P 16" ping ""
+echo
+echo "| memory | redcell | peer | ratio | | |"
+echo "|---|---|---|---|---|---|"
 memrow() { printf '| %s | %s | %s | %s | | |\n' "$1" "$(median "$2.rc" 1)" "$(median "$2.peer" 1)" "$(pratio "$2.rc" "$2.peer" 1)"; }
 memrow "RSS growth per live key, filling ~1M keys (B/key)" bpk
 memrow "total RSS / live keys after the fill (B/key)" total
