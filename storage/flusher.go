@@ -69,7 +69,7 @@ func NewFlusher(store *Store, backend Backend, now func() time.Time) *Flusher {
 const flushBatch = 1 << 13
 
 // Flush writes every change made so far; sync makes it durable first. The
-// changes go out in batches of at most about flushBatch keys, shard by shard:
+// changes go out in batches of at most flushBatch keys, shard by shard:
 // each key's stored state is always one it had. Only the last batch is
 // synced: syncing the log makes every batch written before it durable too.
 // A failed batch is kept for the next flush and the shards not yet taken
@@ -84,20 +84,24 @@ func (f *Flusher) Flush(sync bool) error {
 	var err error
 	written := 0
 	shards := f.store.Shards()
+shards:
 	for i := 0; i < shards; i++ {
 		f.buf = f.store.TakeShardChanges(i, f.buf)
 		last := i == shards-1
-		if len(f.buf) == 0 || len(f.buf) < flushBatch && !last {
-			continue
+		// A shard may hold more than flushBatch changes: write them in
+		// batches of flushBatch, and keep the rest for the next shard's.
+		for len(f.buf) >= flushBatch || last && len(f.buf) > 0 {
+			n := min(len(f.buf), flushBatch)
+			final := last && n == len(f.buf)
+			if err = f.backend.Apply(f.buf[:n], sync && final); err != nil {
+				f.pending = append(f.pending, f.buf...)
+				break shards
+			}
+			f.unsynced = !sync || !final
+			written += n
+			clear(f.buf[:n])
+			f.buf = f.buf[:copy(f.buf, f.buf[n:])]
 		}
-		if err = f.backend.Apply(f.buf, sync && last); err != nil {
-			f.pending = append(f.pending, f.buf...)
-			break
-		}
-		f.unsynced = !last || !sync
-		written += len(f.buf)
-		clear(f.buf)
-		f.buf = f.buf[:0]
 	}
 	if err == nil && sync && f.unsynced {
 		if err = f.backend.Sync(); err == nil {

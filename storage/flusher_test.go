@@ -184,7 +184,7 @@ func TestFlushWritesInBoundedBatchesAndResumesAfterAFailure(t *testing.T) {
 	require.NoError(t, f.Flush(true))
 	require.Len(t, b.Snapshot(), n, "the failed batch and the shards not yet taken are written next time")
 	for _, size := range b.sizes {
-		require.Less(t, size, flushBatch+n/64+1, "a batch is at most flushBatch plus one shard's changes")
+		require.LessOrEqual(t, size, flushBatch, "a batch is at most flushBatch changes")
 	}
 	require.GreaterOrEqual(t, len(b.sizes), 4, "about n/flushBatch batches, plus the retry")
 	require.Equal(t, 0, s.PendingChanges())
@@ -238,4 +238,21 @@ func TestFlushSyncsOncePerFlush(t *testing.T) {
 	require.Zero(t, b.syncs)
 	require.NoError(t, f.Flush(true))
 	require.Equal(t, 1, b.syncs)
+}
+
+// One shard's changes beyond flushBatch are split too: no batch is larger,
+// and only the last one syncs.
+func TestFlushSplitsAShardsChanges(t *testing.T) {
+	const n = 2*flushBatch + flushBatch/2
+	s := New(Config{Shards: 1, TrackChanges: true})
+	r := mustRate(t, 0, 1, 3600, 1)
+	for i := 0; i < n; i++ {
+		_, err := s.Throttle(fmt.Appendf(nil, "k%d", i), r, t0)
+		require.NoError(t, err)
+	}
+	b := &syncBackend{MemoryBackend: NewMemoryBackend()}
+	require.NoError(t, NewFlusher(s, b, fixedClock).Flush(true))
+	require.Equal(t, []bool{false, false, true}, b.synced)
+	require.Len(t, b.Snapshot(), n)
+	require.Zero(t, b.syncs)
 }
