@@ -45,6 +45,10 @@ const (
 	inBufSize = 4096
 	// outKeepCap is the largest reply buffer kept between batches.
 	outKeepCap = 64 << 10
+	// argsKeepCap is the most arguments the reused argument slice keeps
+	// room for: one command of 65536 arguments must not pin 1.5 MB on its
+	// connection for good.
+	argsKeepCap = 64
 )
 
 func newConn(nc *guardConn, maxOutput int64) *conn {
@@ -156,7 +160,7 @@ func (c *conn) next() (args [][]byte, ok bool, err error) {
 	if err != nil || !ok {
 		return nil, false, err
 	}
-	if cap(args) > cap(c.args) {
+	if cap(args) > cap(c.args) && cap(args) <= argsKeepCap {
 		c.args = args[:0]
 	}
 	c.start = c.end - len(rest)

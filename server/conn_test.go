@@ -134,3 +134,21 @@ func BenchmarkConnBatch(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16), "ns/command")
 }
+
+// A command of many arguments is served, and the connection does not keep
+// the room it needed for them.
+func TestConnDoesNotKeepAHugeArgumentSlice(t *testing.T) {
+	srv := New(Config{Now: func() time.Time { return t0 }}, storage.New(storage.Config{Shards: 1}))
+	args := make([]string, 1000)
+	for i := range args {
+		args[i] = fmt.Sprintf("k%d", i)
+	}
+	input := multibulk(append([]string{"DEL"}, args...)...) + "PING\r\n"
+	sc := &scriptConn{in: []byte(input), chunk: 1 << 20}
+	limits := srv.limits
+	c := newConn(&guardConn{Conn: sc, limits: &limits, srv: srv}, limits.MaxOutput)
+	require.True(t, srv.accept(c))
+	srv.serveConn(c)
+	require.Equal(t, ":0\r\n+PONG\r\n", sc.written.String())
+	require.Less(t, cap(c.args), len(args), "room for the DEL's arguments is not kept")
+}
