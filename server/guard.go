@@ -77,8 +77,8 @@ type guardListener struct {
 
 // Accept returns the next connection. Errors other than a closed listener
 // (EMFILE when out of file descriptors, ECONNABORTED) are retried with a
-// growing pause, as net/http does: redcon would otherwise retry at once, in
-// a loop that pins a core.
+// growing pause, as net/http does: retrying at once would spin in a loop
+// that pins a core.
 func (l *guardListener) Accept() (net.Conn, error) {
 	var pause time.Duration
 	for {

@@ -159,7 +159,7 @@ func (c *client) countError(msg string) {
 }
 
 // connectionEnded records how a connection ended: a protocol error counts as
-// an error reply (redcon or the guard sent it), and any error is logged at
+// an error reply (conn or the guard sent it), and any error is logged at
 // debug level.
 func (s *Server) connectionEnded(c *client, err error) {
 	if err == nil {

@@ -7,7 +7,7 @@ import (
 
 // Reply writers that know the connection's protocol. Where RESP2 and RESP3
 // differ (null, maps, sets, verbatim text) the client's HELLO choice decides;
-// everything else goes straight to redcon's writer.
+// everything else goes straight to the connection's writers (conn.go).
 
 func (c *client) writeError(msg string) {
 	// A CR or LF inside an error would break the protocol: Redis replaces
