@@ -21,8 +21,9 @@ import (
 // The counters behind INFO and /metrics. Commands and decisions update plain
 // atomics; INFO and the Prometheus collector read them when asked, so the hot
 // path never calls into client_golang. What one CL.THROTTLE pays: its
-// decision counter, its latency bucket and sum (on the command's own padded
-// counters), and, on the real clock, one monotonic clock read.
+// decision counter, its latency bucket and sum (on its client's stripe of
+// the command's padded counters), and, on the real clock, the clock read
+// that ends it, which is also the next command's now.
 
 // statStripes is how many copies there are of the counters every command
 // writes (its latency histogram, the decision counts). A client writes the

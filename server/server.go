@@ -1,6 +1,6 @@
 // Package server speaks RESP: it accepts connections, parses commands with
-// redcon's parser, reads the clock once per command, asks storage for decisions and
-// writes Redis-compatible replies under RESP2 or RESP3.
+// redcon's parser, reads the clock once per command, asks storage for
+// decisions and writes Redis-compatible replies under RESP2 or RESP3.
 package server
 
 import (
