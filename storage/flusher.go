@@ -99,8 +99,9 @@ shards:
 			}
 			f.unsynced = !sync || !final
 			written += n
-			clear(f.buf[:n])
-			f.buf = f.buf[:copy(f.buf, f.buf[n:])]
+			m := copy(f.buf, f.buf[n:])
+			clear(f.buf[m:]) // drop references to key strings
+			f.buf = f.buf[:m]
 		}
 	}
 	if err == nil && sync && f.unsynced {
