@@ -25,17 +25,13 @@ type client struct {
 	name       atomic.Pointer[string]
 	libName    atomic.Pointer[string]
 	libVersion atomic.Pointer[string]
-	lastActive atomic.Int64 // unix nanoseconds of the last command
-	lastCmd    atomic.Pointer[command]
-	respSeen   atomic.Int32 // resp, for other goroutines
+	lastActive atomic.Int64            // unix nanoseconds of the last command
+	lastCmd    atomic.Pointer[command] // looked up last: CLIENT LIST cmd=, dispatch's cache
+	respSeen   atomic.Int32            // resp, for other goroutines
 
 	// stripe picks the copy of the shared counters this client writes
 	// (statStripes).
 	stripe int
-
-	// spec is the command this client ran last: a pipeline repeats one
-	// command, and comparing its name costs less than the table lookup.
-	spec *command
 
 	// unsynced is set in durable mode by a command that changed state: the
 	// pipeline's replies wait for a sync.

@@ -190,13 +190,15 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 	if c.closing {
 		return now // QUIT or SHUTDOWN: the rest of the pipeline is not run
 	}
-	spec := c.spec
+	// A pipeline repeats one command: comparing the name with the last
+	// command's costs less than the table lookup.
+	spec := c.lastCmd.Load()
 	if spec == nil || !equalFold(args[0], spec.name) {
 		if spec = s.lookup(args[0]); spec == nil {
 			c.writeError(errUnknownCommand(args))
 			return now
 		}
-		c.spec = spec
+		c.lastCmd.Store(spec) // at lookup, before the checks, as Redis sets lastcmd
 	}
 	if !spec.arityOK(len(args)) {
 		spec.stats.rejected.Add(1)
@@ -209,7 +211,6 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 		return now
 	}
 	c.lastActive.Store(now.UnixNano())
-	c.lastCmd.Store(spec)
 	return s.execute(c, spec, args, now)
 }
 
