@@ -4,15 +4,13 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	"github.com/tidwall/redcon"
 )
 
 // client is one connection's state. The fields without atomics are touched
 // only by the connection's own goroutine; the atomic ones are also read by
 // CLIENT LIST and INFO from other connections.
 type client struct {
-	conn    redcon.Conn
+	conn    connection
 	srv     *Server
 	id      int64
 	addr    string

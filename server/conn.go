@@ -8,8 +8,28 @@ import (
 	"github.com/tidwall/redcon"
 )
 
-// conn is one client connection: a redcon.Conn whose loop (serveConn) reads
-// through the connection's guardConn and parses with redcon.ReadNextCommand.
+// connection is what the server needs of a client connection: the reply
+// writers, its closing, and where it comes from. conn is the real one;
+// tests use fakeConn.
+type connection interface {
+	WriteError(msg string)
+	WriteString(s string)
+	WriteBulk(b []byte)
+	WriteBulkString(s string)
+	WriteInt64(n int64)
+	WriteArray(n int)
+	WriteNull()
+	WriteRaw(b []byte)
+	// Close sends the replies queued so far and closes the connection.
+	Close() error
+	RemoteAddr() string
+	NetConn() net.Conn // nil without a network (tests)
+	Context() any
+	SetContext(v any)
+}
+
+// conn is one client connection: its loop (serveConn) reads through the
+// connection's guardConn and parses with redcon.ReadNextCommand.
 //
 // Why not redcon's own Server loop: its reader allocates three times for
 // every command (a copy of the raw command, the argument slice, the growing
@@ -37,7 +57,7 @@ type conn struct {
 	closed    bool
 }
 
-var _ redcon.Conn = (*conn)(nil)
+var _ connection = (*conn)(nil)
 
 const (
 	// inBufSize is a connection's read buffer to begin with, and what it
@@ -241,17 +261,10 @@ func (c *conn) Close() error {
 	return c.nc.Close()
 }
 
-func (c *conn) RemoteAddr() string             { return c.addr }
-func (c *conn) NetConn() net.Conn              { return c.nc }
-func (c *conn) Context() any                   { return c.ctx }
-func (c *conn) SetContext(v any)               { c.ctx = v }
-func (c *conn) SetReadBuffer(int)              {}
-func (c *conn) ReadPipeline() []redcon.Command { return nil }
-func (c *conn) PeekPipeline() []redcon.Command { return nil }
-
-// Detach is not supported: no command hands its connection to another
-// goroutine.
-func (c *conn) Detach() redcon.DetachedConn { panic("redcell: Detach is not supported") }
+func (c *conn) RemoteAddr() string { return c.addr }
+func (c *conn) NetConn() net.Conn  { return c.nc }
+func (c *conn) Context() any       { return c.ctx }
+func (c *conn) SetContext(v any)   { c.ctx = v }
 
 // The writers append redcon's encoding of a reply to out.
 
@@ -279,17 +292,9 @@ func (c *conn) WriteBulkString(s string) {
 	}
 }
 
-func (c *conn) WriteInt(n int) { c.WriteInt64(int64(n)) }
-
 func (c *conn) WriteInt64(n int64) {
 	if c.room(intSize(n)) {
 		c.out = redcon.AppendInt(c.out, n)
-	}
-}
-
-func (c *conn) WriteUint64(n uint64) {
-	if c.room(24) {
-		c.out = redcon.AppendUint(c.out, n)
 	}
 }
 
@@ -309,21 +314,4 @@ func (c *conn) WriteRaw(b []byte) {
 	if c.room(len(b)) {
 		c.out = append(c.out, b...)
 	}
-}
-
-func (c *conn) WriteAny(v any) { c.WriteRaw(redcon.AppendAny(nil, v)) }
-
-// WriteBulkFrom writes n bytes read from r as one bulk string.
-func (c *conn) WriteBulkFrom(n int64, r io.Reader) {
-	if n < 0 || !c.room(intSize(n)+int(n)+2) {
-		return
-	}
-	c.out = appendHeader(c.out, '$', n)
-	start := len(c.out)
-	c.out = append(c.out, make([]byte, n)...)
-	if _, err := io.ReadFull(r, c.out[start:]); err != nil {
-		c.drop()
-		return
-	}
-	c.out = append(c.out, '\r', '\n')
 }

@@ -3,8 +3,6 @@ package server
 import (
 	"errors"
 	"net"
-
-	"github.com/tidwall/redcon"
 )
 
 // serve accepts connections on ln until Close, each served by its own
@@ -90,7 +88,7 @@ func (s *Server) closeListeners() error {
 // admit counts c among the open connections unless there are
 // Limits.MaxClients already, and links c to its guard. It reports whether c
 // was admitted.
-func (s *Server) admit(conn redcon.Conn, c *client) bool {
+func (s *Server) admit(conn connection, c *client) bool {
 	s.mu.Lock()
 	full := len(s.clients) >= s.limits.MaxClients
 	if !full {
@@ -109,7 +107,7 @@ func (s *Server) admit(conn redcon.Conn, c *client) bool {
 // reject refuses a connection beyond maxclients. Its own goroutine sends
 // Redis's error and closes it (guardConn.refuse): writing here, in the accept
 // loop, could wait on a TLS handshake and stall every other connection.
-func reject(conn redcon.Conn) bool {
+func reject(conn connection) bool {
 	g, ok := conn.NetConn().(*guardConn)
 	if !ok {
 		return false

@@ -11,27 +11,23 @@ import (
 	"redcell/storage"
 )
 
-// fakeConn is a redcon.Conn that keeps what the server writes, so handlers
-// can be tested, and benchmarked, without a network.
+// fakeConn is a connection that keeps what the server writes (with redcon's
+// writer), so handlers can be tested, and benchmarked, without a network.
 type fakeConn struct {
 	*redcon.Writer
 	ctx    any
 	closed bool
 }
 
-var _ redcon.Conn = (*fakeConn)(nil)
+var _ connection = (*fakeConn)(nil)
 
 func newFakeConn() *fakeConn { return &fakeConn{Writer: redcon.NewWriter(nil)} }
 
-func (f *fakeConn) RemoteAddr() string             { return "127.0.0.1:50000" }
-func (f *fakeConn) Close() error                   { f.closed = true; return nil }
-func (f *fakeConn) Context() any                   { return f.ctx }
-func (f *fakeConn) SetContext(v any)               { f.ctx = v }
-func (f *fakeConn) SetReadBuffer(int)              {}
-func (f *fakeConn) Detach() redcon.DetachedConn    { panic("not supported") }
-func (f *fakeConn) ReadPipeline() []redcon.Command { return nil }
-func (f *fakeConn) PeekPipeline() []redcon.Command { return nil }
-func (f *fakeConn) NetConn() net.Conn              { return nil }
+func (f *fakeConn) RemoteAddr() string { return "127.0.0.1:50000" }
+func (f *fakeConn) Close() error       { f.closed = true; return nil }
+func (f *fakeConn) Context() any       { return f.ctx }
+func (f *fakeConn) SetContext(v any)   { f.ctx = v }
+func (f *fakeConn) NetConn() net.Conn  { return nil }
 
 // take returns what was written since the last call and forgets it.
 func (f *fakeConn) take() string {

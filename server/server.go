@@ -123,7 +123,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // connections.
 func (s *Server) Close() error { return s.closeListeners() }
 
-func (s *Server) accept(conn redcon.Conn) bool {
+func (s *Server) accept(conn connection) bool {
 	now := s.now()
 	c := &client{
 		conn:    conn,
@@ -149,7 +149,7 @@ func (s *Server) accept(conn redcon.Conn) bool {
 	return true
 }
 
-func (s *Server) closed(conn redcon.Conn, err error) {
+func (s *Server) closed(conn connection, err error) {
 	c, _ := conn.Context().(*client)
 	if c == nil {
 		return
@@ -177,7 +177,7 @@ func (s *Server) connectedClients() []*client {
 
 // handle dispatches one command read on its own, at the clock's current
 // reading.
-func (s *Server) handle(conn redcon.Conn, cmd redcon.Command) {
+func (s *Server) handle(conn connection, cmd redcon.Command) {
 	s.dispatch(conn.Context().(*client), cmd.Args, s.now())
 }
 
