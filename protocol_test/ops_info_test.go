@@ -241,5 +241,9 @@ func TestConfigGetForTools(t *testing.T) {
 	require.Equal(t, ok, c.do("SLOWLOG", "RESET"))
 	require.Equal(t, "*0\r\n", c.do("LATENCY", "LATEST"))
 	require.Equal(t, errReply("ERR unknown subcommand 'NOPE'. Try SLOWLOG HELP."), c.do("SLOWLOG", "NOPE"))
+	require.Equal(t, "*9\r\n+SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n"+
+		"+GET [<count>]\r\n+    redcell keeps no slow log: always an empty list.\r\n+LEN\r\n+    Always 0.\r\n"+
+		"+RESET\r\n+    Does nothing.\r\n+HELP\r\n+    Print this help.\r\n", c.do("SLOWLOG", "HELP"))
+	require.True(t, strings.HasPrefix(c.do("LATENCY", "HELP"), "*9\r\n+LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+LATEST\r\n"))
 	require.Equal(t, errReply("ERR wrong number of arguments for 'latency|latest' command"), c.do("LATENCY", "LATEST", "x"))
 }

@@ -215,10 +215,7 @@ func cmdSlowlog(c *client, args [][]byte, _ time.Time) {
 	case equalFold(sub, "reset") && len(args) == 2:
 		c.writeOK()
 	case equalFold(sub, "help") && len(args) == 2:
-		c.writeArray(len(slowlogHelp))
-		for _, line := range slowlogHelp {
-			c.writeSimple(line)
-		}
+		c.writeHelp(slowlogHelp)
 	case equalFold(sub, "get"), equalFold(sub, "len"), equalFold(sub, "reset"), equalFold(sub, "help"):
 		c.writeError(errWrongArgs("slowlog|" + strings.ToLower(string(sub))))
 	default:
@@ -252,10 +249,7 @@ func cmdLatency(c *client, args [][]byte, _ time.Time) {
 	case equalFold(sub, "reset"):
 		c.writeInt(0)
 	case equalFold(sub, "help") && len(args) == 2:
-		c.writeArray(len(latencyHelp))
-		for _, line := range latencyHelp {
-			c.writeSimple(line)
-		}
+		c.writeHelp(latencyHelp)
 	case equalFold(sub, "latest"), equalFold(sub, "history"), equalFold(sub, "help"):
 		c.writeError(errWrongArgs("latency|" + strings.ToLower(string(sub))))
 	default:

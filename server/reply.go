@@ -26,6 +26,15 @@ func (c *client) writeBulk(b []byte)       { c.conn.WriteBulk(b) }
 func (c *client) writeBulkString(s string) { c.conn.WriteBulkString(s) }
 func (c *client) writeArray(n int)         { c.conn.WriteArray(n) }
 
+// writeHelp writes a HELP subcommand's lines, as Redis does: an array of
+// simple strings.
+func (c *client) writeHelp(lines []string) {
+	c.writeArray(len(lines))
+	for _, line := range lines {
+		c.writeSimple(line)
+	}
+}
+
 func (c *client) writeNull() {
 	if c.resp == 3 {
 		c.conn.WriteRaw([]byte("_\r\n"))
