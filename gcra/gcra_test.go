@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"redcell/gcra/gcratest"
 )
 
 // t0 is an arbitrary, realistic start instant for the vectors.
@@ -39,57 +41,18 @@ func runVectors(t *testing.T, maxBurst, count, period int64, steps []step) {
 	}
 }
 
-func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
-
-func TestSpecVectorsBurst4Rate1PerSecond(t *testing.T) {
-	runVectors(t, 4, 1, 1, []step{
-		{0, 6, [5]int64{1, 5, 5, -1, 0}},
-		{0, 1, [5]int64{0, 5, 4, -1, 1}},
-		{0, 1, [5]int64{0, 5, 3, -1, 2}},
-		{0, 1, [5]int64{0, 5, 2, -1, 3}},
-		{0, 1, [5]int64{0, 5, 1, -1, 4}},
-		{0, 1, [5]int64{0, 5, 0, -1, 5}},
-		{0, 1, [5]int64{1, 5, 0, 1, 5}},
-		{ms(3000), 1, [5]int64{0, 5, 2, -1, 3}},
-		{ms(3100), 1, [5]int64{0, 5, 1, -1, 4}},
-		{ms(4000), 1, [5]int64{0, 5, 1, -1, 4}},
-		{ms(8000), 1, [5]int64{0, 5, 4, -1, 1}},
-		{ms(9500), 1, [5]int64{0, 5, 4, -1, 1}},
-		{ms(9500), 0, [5]int64{0, 5, 4, -1, 1}},
-		{ms(9500), 2, [5]int64{0, 5, 2, -1, 3}},
-		{ms(9500), 5, [5]int64{1, 5, 2, 3, 3}},
-	})
-}
-
-func TestSpecVectorsNoBurst(t *testing.T) {
-	runVectors(t, 0, 1, 2, []step{
-		{0, 1, [5]int64{0, 1, 0, -1, 2}},
-		{0, 1, [5]int64{1, 1, 0, 2, 2}},
-		{ms(2000), 1, [5]int64{0, 1, 0, -1, 2}},
-	})
-}
-
-func TestSpecVectorsSlowRate(t *testing.T) {
-	runVectors(t, 4, 1, 10, []step{
-		{0, 1, [5]int64{0, 5, 4, -1, 10}},
-		{0, 1, [5]int64{0, 5, 3, -1, 20}},
-		{0, 1, [5]int64{0, 5, 2, -1, 30}},
-		{0, 1, [5]int64{0, 5, 1, -1, 40}},
-		{0, 1, [5]int64{0, 5, 0, -1, 50}},
-		{0, 1, [5]int64{1, 5, 0, 10, 50}},
-	})
-}
-
-func TestSpecVectorsReadmeExample(t *testing.T) {
-	runVectors(t, 15, 30, 60, []step{{0, 1, [5]int64{0, 16, 15, -1, 2}}})
-}
-
-func TestSpecVectorsTwoPerSecond(t *testing.T) {
-	runVectors(t, 1, 2, 1, []step{
-		{0, 1, [5]int64{0, 2, 1, -1, 1}},
-		{0, 1, [5]int64{0, 2, 0, -1, 1}},
-		{0, 1, [5]int64{1, 2, 0, 1, 1}},
-	})
+// Every reference vector of SPEC.md section 1 (gcratest, shared with the
+// server's tests).
+func TestSpecVectors(t *testing.T) {
+	for _, v := range gcratest.SpecVectors {
+		t.Run(v.Name, func(t *testing.T) {
+			steps := make([]step, len(v.Steps))
+			for i, s := range v.Steps {
+				steps[i] = step{s.At, s.Quantity, s.Want}
+			}
+			runVectors(t, v.Burst, v.Count, v.Period, steps)
+		})
+	}
 }
 
 // Only count/period matters for the rate.

@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
+
+	"redcell/gcra/gcratest"
 )
 
 // step is one CL.THROTTLE call of a reference vector: at this offset from
@@ -30,47 +32,18 @@ type vector struct {
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
-// specVectors are every reference vector of SPEC.md section 1.
-var specVectors = []vector{
-	{name: "table", key: "k", burst: 4, count: 1, period: 1, steps: []step{
-		{0, 6, [5]int64{1, 5, 5, -1, 0}},
-		{0, 1, [5]int64{0, 5, 4, -1, 1}},
-		{0, 1, [5]int64{0, 5, 3, -1, 2}},
-		{0, 1, [5]int64{0, 5, 2, -1, 3}},
-		{0, 1, [5]int64{0, 5, 1, -1, 4}},
-		{0, 1, [5]int64{0, 5, 0, -1, 5}},
-		{0, 1, [5]int64{1, 5, 0, 1, 5}},
-		{ms(3000), 1, [5]int64{0, 5, 2, -1, 3}},
-		{ms(3100), 1, [5]int64{0, 5, 1, -1, 4}},
-		{ms(4000), 1, [5]int64{0, 5, 1, -1, 4}},
-		{ms(8000), 1, [5]int64{0, 5, 4, -1, 1}},
-		{ms(9500), 1, [5]int64{0, 5, 4, -1, 1}},
-		{ms(9500), 0, [5]int64{0, 5, 4, -1, 1}},
-		{ms(9500), 2, [5]int64{0, 5, 2, -1, 3}},
-		{ms(9500), 5, [5]int64{1, 5, 2, 3, 3}},
-	}},
-	{name: "no burst", key: "k", burst: 0, count: 1, period: 2, steps: []step{
-		{0, 1, [5]int64{0, 1, 0, -1, 2}},
-		{0, 1, [5]int64{1, 1, 0, 2, 2}},
-		{ms(2000), 1, [5]int64{0, 1, 0, -1, 2}},
-	}},
-	{name: "slow rate", key: "k", burst: 4, count: 1, period: 10, omitQuantity: true, steps: []step{
-		{0, 1, [5]int64{0, 5, 4, -1, 10}},
-		{0, 1, [5]int64{0, 5, 3, -1, 20}},
-		{0, 1, [5]int64{0, 5, 2, -1, 30}},
-		{0, 1, [5]int64{0, 5, 1, -1, 40}},
-		{0, 1, [5]int64{0, 5, 0, -1, 50}},
-		{0, 1, [5]int64{1, 5, 0, 10, 50}},
-	}},
-	{name: "readme", key: "user123", burst: 15, count: 30, period: 60, omitQuantity: true, steps: []step{
-		{0, 1, [5]int64{0, 16, 15, -1, 2}},
-	}},
-	{name: "two per second", key: "k", burst: 1, count: 2, period: 1, omitQuantity: true, steps: []step{
-		{0, 1, [5]int64{0, 2, 1, -1, 1}},
-		{0, 1, [5]int64{0, 2, 0, -1, 1}},
-		{0, 1, [5]int64{1, 2, 0, 1, 1}},
-	}},
-}
+// specVectors are every reference vector of SPEC.md section 1, the same
+// data gcra's own tests run.
+var specVectors = func() []vector {
+	out := make([]vector, len(gcratest.SpecVectors))
+	for i, v := range gcratest.SpecVectors {
+		out[i] = vector{name: v.Name, key: v.Key, burst: v.Burst, count: v.Count, period: v.Period, omitQuantity: v.OmitQuantity}
+		for _, s := range v.Steps {
+			out[i].steps = append(out[i].steps, step{at: s.At, quantity: s.Quantity, want: s.Want})
+		}
+	}
+	return out
+}()
 
 // args is the CL.THROTTLE command for step s of v.
 func (v vector) args(s step) []string {
