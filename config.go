@@ -23,7 +23,11 @@ type Config struct {
 	// (and syncs) before every reply.
 	FlushInterval time.Duration
 	// InMemory keeps state in memory only, lost on restart: no --dir.
-	InMemory  bool
+	InMemory bool
+	// DiskReserve is the disk space the store holds back for Pebble to
+	// finish its writes when the disk fills (storage.DefaultReserve); 0
+	// holds none.
+	DiskReserve int64
 	PprofAddr string
 	// MetricsAddr, when set, serves Prometheus metrics at /metrics there.
 	MetricsAddr string
@@ -100,6 +104,10 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), stderr io.
 	fs.BoolVar(&cfg.InMemory, "in-memory", false, "keep state in memory only, lost on restart (no --dir)")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", storage.DefaultFlushInterval,
 		"how often changed keys are written and synced to disk; 0 syncs before every reply (durable mode)")
+	cfg.DiskReserve = storage.DefaultReserve
+	fs.Var((*size)(&cfg.DiskReserve), "disk-reserve",
+		"disk space, in `bytes` or with a unit (16mb), kept in --dir/redcell.reserve and released to the store when the disk fills, "+
+			"so that the writes under way complete; the start needs it and as much again free (0: none)")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (empty: none)")
 	fs.IntVar(&cfg.Shards, "shards", 0, "lock stripes of the keyspace, rounded up to a power of two (0: 16 per CPU)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (empty: off)")

@@ -286,7 +286,7 @@ func TestExpiredKeysAreNotLoadedBack(t *testing.T) {
 	require.Eventually(t, func() bool { return time.Now().After(deadline) }, 5*time.Second, 10*time.Millisecond)
 
 	c = startChild(t, "--dir", dir)
-	require.Contains(t, c.log(), "keys=1 expired_dropped=20")
+	require.Contains(t, c.log(), "keys=1 stale_kept=20", "not loaded, and left on disk for the clean-up an hour later")
 	rdb = c.client(t)
 	require.Equal(t, int64(1), rdb.DBSize(ctx).Val())
 }

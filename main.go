@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"redcell/clock"
 	"redcell/gcra"
 	"redcell/server"
 	"redcell/storage"
@@ -46,6 +47,10 @@ func main() {
 		}
 		return
 	}
+	// As Redis: SIGHUP does not stop the server, and a write to a closed
+	// pipe (a log shipper restarting) fails with EPIPE instead of killing
+	// it with SIGPIPE before the final save.
+	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
 	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -58,10 +63,9 @@ func main() {
 	}
 }
 
-// run serves until ctx is done or a client sends SHUTDOWN. ready, if not nil,
-// receives the listening address once connections are accepted.
 // state is the keyspace and, unless persistence is off, its Pebble store.
 type state struct {
+	clock    *clock.Clock
 	store    *storage.Store
 	backend  *storage.PebbleBackend // nil when persistence is off
 	flusher  *storage.Flusher       // nil when persistence is off
@@ -71,29 +75,47 @@ type state struct {
 }
 
 // openState opens the store under cfg.Dir and loads every live key from it.
-func openState(cfg Config, logger *slog.Logger) (*state, error) {
+// The open is given up when ctx ends first (SIGTERM during a start that
+// waits on the disk).
+func openState(ctx context.Context, cfg Config, logger *slog.Logger) (*state, error) {
+	clk := clock.New()
 	if cfg.InMemory {
 		logger.Warn("persistence is off: state is lost on restart")
-		return &state{store: storage.New(storage.Config{Shards: cfg.Shards})}, nil
+		return &state{clock: clk, store: storage.New(storage.Config{Shards: cfg.Shards})}, nil
 	}
-	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("data directory %s: %w", cfg.Dir, err)
+	st := &state{clock: clk, store: storage.New(storage.Config{Shards: cfg.Shards, TrackChanges: true})}
+	type opened struct {
+		backend *storage.PebbleBackend
+		stats   storage.LoadStats
+		err     error
 	}
-	backend, err := storage.OpenPebble(cfg.Dir, logger)
-	if err != nil {
-		return nil, err
-	}
-	st := &state{store: storage.New(storage.Config{Shards: cfg.Shards, TrackChanges: true}), backend: backend}
+	done := make(chan opened, 1)
 	start := time.Now()
-	loaded, dropped, err := storage.LoadInto(st.store, backend, gcra.InstantOf(start))
-	if err != nil {
-		backend.Close()
-		return nil, fmt.Errorf("load store %s: %w", cfg.Dir, err)
+	go func() {
+		reserve := cfg.DiskReserve
+		if reserve == 0 {
+			reserve = -1 // storage's "none"; its zero is the default
+		}
+		b, stats, err := storage.OpenPebble(cfg.Dir, storage.PebbleOptions{Logger: logger, Reserve: reserve},
+			gcra.InstantOf(clk.Now()), st.store.Restore)
+		done <- opened{b, stats, err}
+	}()
+	var o opened
+	select {
+	case o = <-done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("open store %s: interrupted before it opened", cfg.Dir)
 	}
-	st.loaded, st.loadTime = loaded, time.Since(start)
-	logger.Info("loaded state", "dir", cfg.Dir, "keys", loaded, "expired_dropped", dropped, "duration", st.loadTime)
-	st.flushes = newFlushObserver(backend, cfg.FlushInterval, logger)
-	st.flusher = storage.NewFlusher(st.store, st.flushes, time.Now)
+	if o.err != nil {
+		return nil, o.err
+	}
+	st.backend, st.loaded, st.loadTime = o.backend, o.stats.Loaded, time.Since(start)
+	logger.Info("loaded state", "dir", cfg.Dir, "keys", o.stats.Loaded, "stale_kept", o.stats.Stale, "duration", st.loadTime)
+	st.flushes = newFlushObserver(st.backend, cfg.FlushInterval, logger)
+	st.flusher = storage.NewFlusher(st.store, st.flushes, storage.FlusherOptions{
+		WallOffset: clk.WallOffset,
+		Logger:     logger.With("dir", cfg.Dir),
+	})
 	return st, nil
 }
 
@@ -104,31 +126,35 @@ func (st *state) persistence() server.Persistence {
 	return st.flusher
 }
 
-// save writes every change on the way out, then closes the store.
+// close writes every change on the way out (unless save is false), then
+// closes the store. On a full or failing disk the save fails within the
+// store's stall timeout, is reported, and the process exits anyway.
 func (st *state) close(save bool, logger *slog.Logger) error {
 	if st.backend == nil {
 		return nil
 	}
+	// A BGSAVE begun before the stop may still be writing, and Pebble
+	// panics when closed under it. No command runs any more (Serve has
+	// returned), so none can begin another.
+	st.flusher.Wait()
 	var err error
 	if save {
 		start := time.Now()
-		if err = st.flusher.Flush(true); err == nil {
+		if err = st.flusher.Flush(); err == nil {
 			logger.Info("saved state", "keys", st.flusher.Stats().LastCount, "duration", time.Since(start))
+		} else {
+			logger.Error("the final save failed; changes since the last good flush are lost", "pending", st.flusher.Pending(), "err", err)
 		}
 	} else {
 		logger.Info("exiting without the final save (SHUTDOWN NOSAVE)")
 	}
-	// A BGSAVE begun before the stop may still be writing, and Pebble
-	// panics when closed under it. No command runs any more (Serve has
-	// returned), so none can begin another.
-	for st.flusher.Stats().BackgroundSaving {
-		time.Sleep(time.Millisecond)
-	}
 	return errors.Join(err, st.backend.Close())
 }
 
+// run serves until ctx is done or a client sends SHUTDOWN. ready, if not nil,
+// receives the listening address once connections are accepted.
 func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.Addr) (err error) {
-	st, err := openState(cfg, logger)
+	st, err := openState(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -166,6 +192,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv := server.New(server.Config{
+		Clock:       st.clock,
 		RequirePass: cfg.RequirePass,
 		Shutdown: func(save bool) error {
 			logger.Info("SHUTDOWN received", "save", save)
@@ -198,17 +225,17 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 
 	var background sync.WaitGroup
 	background.Go(func() {
-		store.RunExpiry(ctx, storage.DefaultExpiryInterval, storage.DefaultExpiryBatch, time.Now)
+		store.RunExpiry(ctx, storage.DefaultExpiryInterval, storage.DefaultExpiryBatch, st.clock.Now)
 	})
-	logFlushError := func(err error) {
-		logger.Error("flush failed; changes kept for the next one", "dir", cfg.Dir, "err", err)
-	}
 	switch {
 	case st.flusher == nil:
 	case cfg.FlushInterval == 0:
 		background.Go(func() { st.flusher.RunGroupCommit(ctx) })
 	default:
-		background.Go(func() { st.flusher.Run(ctx, cfg.FlushInterval, logFlushError) })
+		background.Go(func() { st.flusher.Run(ctx, cfg.FlushInterval) })
+	}
+	if st.flusher != nil {
+		background.Go(func() { st.flusher.CleanStaleAfter(ctx, storage.DefaultStaleGrace) })
 	}
 
 	served := make(chan error, 2)

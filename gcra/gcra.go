@@ -111,16 +111,26 @@ type Result struct {
 // It returns the reply and the TAT to store. store is false when nothing must
 // be written: the call was limited, or it charged nothing (a peek). Decide
 // returns ErrOutOfRange, and stores nothing, when the new TAT would overflow.
+//
+// A TAT further ahead of now than the tolerance cannot come from this rate on
+// a clock that only moves forward: every allowed call leaves tat <= now +
+// tolerance. Such a TAT was stored under a wall clock that ran fast, or with
+// another rate, and is clamped to now + tolerance (the burst used up, never
+// more), then stored so: obeying it would limit the key for as long as the
+// clock was wrong.
 func Decide(r Rate, tat, now Instant) (res Result, newTAT Instant, store bool, err error) {
+	dvt := int64(r.Tolerance)
+	clamped := false
 	if tat < now {
 		tat = now
+	} else if int64(tat-now) > dvt {
+		tat, clamped = now+Instant(dvt), true // cannot overflow: it is < the old tat
 	}
 	inc := int64(r.Increment)
 	if int64(tat) > math.MaxInt64-inc {
 		return Result{}, 0, false, ErrOutOfRange
 	}
 	next := int64(tat) + inc
-	dvt := int64(r.Tolerance)
 	diff := int64(now) - (next - dvt)
 
 	res = Result{Limit: r.Limit, RetryAfter: -time.Second}
@@ -131,10 +141,11 @@ func Decide(r Rate, tat, now Instant) (res Result, newTAT Instant, store bool, e
 			res.RetryAfter = time.Duration(-diff)
 		}
 		ttl = int64(tat - now)
+		newTAT, store = tat, clamped
 	} else {
 		ttl = next - int64(now)
 		newTAT = Instant(next)
-		store = inc > 0
+		store = inc > 0 || clamped
 	}
 	if left := dvt - ttl; left > 0 {
 		res.Remaining = left / int64(r.EmissionInterval)

@@ -122,8 +122,9 @@ func TestDecideNewTATOverflow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tat := Instant(math.MaxInt64 - int64(r.Increment) + 1)
-	_, _, store, err := Decide(r, tat, t0)
+	// A TAT at now (a far-future now) plus the increment passes MaxInt64.
+	now := Instant(math.MaxInt64 - int64(r.Increment)/2)
+	_, _, store, err := Decide(r, now, now)
 	if !errors.Is(err, ErrOutOfRange) || store {
 		t.Fatalf("Decide near MaxInt64 = store %v, %v; want no store, ErrOutOfRange", store, err)
 	}
@@ -131,19 +132,35 @@ func TestDecideNewTATOverflow(t *testing.T) {
 
 // A clock that goes backwards (NTP step) must not panic, go negative, or grant
 // more than the burst: the stored TAT simply looks further away.
-func TestClockGoingBackwards(t *testing.T) {
+// A TAT further ahead than the tolerance allows (stored under a clock that
+// ran fast) is clamped to now + tolerance: the burst used up, no more, and the
+// clamped TAT is stored.
+func TestTATBeyondTheToleranceIsClamped(t *testing.T) {
 	r, _ := NewRate(4, 1, 1, 1)
 	res, tat, _, _ := Decide(r, 0, t0)
 	if got := res.Ints(); got != [5]int64{0, 5, 4, -1, 1} {
 		t.Fatalf("first call = %v", got)
 	}
-	res, _, store, err := Decide(r, tat, t0-Instant(10*time.Second))
+	back := t0 - Instant(10*time.Second)
+	res, newTAT, store, err := Decide(r, tat, back)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// TAT is 11s ahead of the stepped-back clock: past the 5s tolerance.
-	if got := res.Ints(); got != [5]int64{1, 5, 0, 7, 11} || store {
-		t.Fatalf("call 10s in the past = %v store %v; want [1 5 0 7 11] no store", got, store)
+	// TAT is 11s ahead of the earlier clock, past the 5s tolerance: as if
+	// the whole burst were used at that instant, not limited for 11s.
+	if got := res.Ints(); got != [5]int64{1, 5, 0, 1, 5} || !store || newTAT != back+Instant(5*time.Second) {
+		t.Fatalf("call 10s in the past = %v store %v tat %d; want [1 5 0 1 5], the clamped TAT stored", got, store, newTAT-back)
+	}
+	// A peek clamps and stores too, and reports the burst used up.
+	pr, _ := NewRate(4, 1, 1, 0)
+	res, newTAT, store, _ = Decide(pr, tat, back)
+	if got := res.Ints(); got != [5]int64{0, 5, 0, -1, 5} || !store || newTAT != back+Instant(5*time.Second) {
+		t.Fatalf("peek = %v store %v; want [0 5 0 -1 5], clamped and stored", got, store)
+	}
+	// Exactly at the tolerance nothing is clamped.
+	res, _, store, _ = Decide(r, back+Instant(5*time.Second), back)
+	if got := res.Ints(); got != [5]int64{1, 5, 0, 1, 5} || store {
+		t.Fatalf("TAT at the tolerance = %v store %v; want limited, nothing stored", got, store)
 	}
 }
 
@@ -198,8 +215,11 @@ func checkInvariants(t *testing.T, maxBurst, count, period, quantity int64, tatO
 	if res.Limited && res.RetryAfter != -time.Second && res.RetryAfter <= 0 {
 		t.Fatalf("limited with retry_after %v", res.RetryAfter)
 	}
-	if res.Limited && store {
-		t.Fatal("limited call asked to store")
+	if res.Limited && store && newTAT != now+Instant(r.Tolerance) {
+		t.Fatalf("limited call asked to store %d, not the clamped TAT", newTAT-now)
+	}
+	if store && tat-now > Instant(r.Tolerance) && newTAT-now > Instant(r.Tolerance) {
+		t.Fatalf("a TAT %d ahead, past the tolerance %d, was obeyed", tat-now, r.Tolerance)
 	}
 	if store && (newTAT <= now || newTAT-now > Instant(r.Tolerance)) {
 		t.Fatalf("stored TAT %d outside (now, now+dvt]", newTAT-now)

@@ -293,11 +293,16 @@ func TestThrottleEdgeCases(t *testing.T) {
 	}
 	require.Equal(t, ints(1, 11, 0, 0, 0), c.do("CL.THROTTLE", "faster", "10", "2000000", "1"), "limited with under a millisecond to wait")
 
-	// The clock stepping back 10 s (an NTP step) grants nothing extra.
+	// A TAT further ahead than the tolerance (here: the clock read 10 s
+	// earlier than when it was stored; in production the decision clock
+	// never steps back, but a TAT loaded from disk may come from a wall
+	// clock that ran fast) grants nothing extra and is clamped: the burst
+	// used up, not 11 s of waiting.
 	ts.Clock.Set(t0.Add(time.Hour))
 	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "step", "4", "1", "1"))
 	ts.Clock.Set(t0.Add(time.Hour - 10*time.Second))
-	require.Equal(t, ints(1, 5, 0, 7, 11), c.do("CL.THROTTLE", "step", "4", "1", "1"))
+	require.Equal(t, ints(1, 5, 0, 1, 5), c.do("CL.THROTTLE", "step", "4", "1", "1"))
+	require.Equal(t, integer(5000), c.do("PTTL", "step"), "the clamped TAT is stored")
 
 }
 

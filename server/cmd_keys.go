@@ -10,6 +10,10 @@ import (
 // DEL key [key ...]
 // UNLINK key [key ...]
 func cmdDel(c *client, args [][]byte, now time.Time) {
+	if c.srv.writesRefused() {
+		c.writeError(errMisconf)
+		return
+	}
 	at := gcra.InstantOf(now)
 	n := int64(0)
 	for _, key := range args[1:] {
@@ -185,6 +189,10 @@ func cmdDBSize(c *client, _ [][]byte, _ time.Time) {
 func cmdFlush(c *client, args [][]byte, _ time.Time) {
 	if len(args) == 2 && !equalFold(args[1], "async") && !equalFold(args[1], "sync") {
 		c.writeError(errSyntax)
+		return
+	}
+	if c.srv.writesRefused() {
+		c.writeError(errMisconf)
 		return
 	}
 	c.srv.store.Clear()

@@ -52,16 +52,17 @@ func cmdShutdown(c *client, args [][]byte, _ time.Time) {
 
 // SAVE
 //
-// Writes every change and syncs it before replying.
+// Writes every change and syncs it before replying; on a full or failing
+// disk it answers the error at once (bounded by the store's stall timeout),
+// and the changes stay pending for the next flush.
 func cmdSave(c *client, _ [][]byte, _ time.Time) {
 	p := c.srv.cfg.Persistence
 	if p == nil {
 		c.writeError(errNoPersistence)
 		return
 	}
-	if err := p.Flush(true); err != nil {
-		c.srv.logError("SAVE failed", err)
-		c.writeError("ERR " + err.Error())
+	if err := p.Flush(); err != nil {
+		c.writeError(errSaveFailed(err))
 		return
 	}
 	c.writeOK()
@@ -78,12 +79,12 @@ func cmdBgsave(c *client, args [][]byte, _ time.Time) {
 		c.writeError(errSyntax)
 		return
 	}
-	if !p.BackgroundSave(func(err error) { c.srv.logError("BGSAVE failed", err) }) {
+	if !p.BackgroundSave() {
 		if len(args) == 2 {
 			c.writeSimple("Background saving scheduled")
 			return
 		}
-		c.writeError("ERR Background save already in progress")
+		c.writeError(errBgsaveInProgress)
 		return
 	}
 	c.writeSimple("Background saving started")

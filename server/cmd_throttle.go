@@ -39,7 +39,18 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		c.writeError(throttleErrorText(err))
 		return
 	}
-	res, err := c.srv.store.Throttle(args[1], rate, gcra.InstantOf(now))
+	var res gcra.Result
+	if c.srv.writesRefused() {
+		// Durable mode with a failing disk: decide, but store nothing;
+		// a decision that would store cannot be acknowledged.
+		var store bool
+		if res, store, err = c.srv.store.Preview(args[1], rate, gcra.InstantOf(now)); err == nil && store {
+			c.writeError(errMisconf)
+			return
+		}
+	} else {
+		res, err = c.srv.store.Throttle(args[1], rate, gcra.InstantOf(now))
+	}
 	if err != nil {
 		c.writeError(throttleErrorText(err))
 		return

@@ -1,5 +1,7 @@
 package server
 
+import "strings"
+
 // Client-facing error texts, in one place. Each carries its Redis prefix and,
 // where Redis has one, Redis's exact wording, so clients that match on error
 // text behave as they do against Redis.
@@ -19,6 +21,12 @@ const (
 	errShutdownSave   = "ERR Errors trying to SHUTDOWN. Check logs."
 	errNoPersistence  = "ERR persistence is not configured"
 
+	errBgsaveInProgress = "ERR Background save already in progress"
+	// errMisconf is Redis's answer to a write it cannot persist
+	// (stop-writes-on-bgsave-error), in redcell's terms: durable mode
+	// refuses changes while flushes fail.
+	errMisconf = "MISCONF redcell is configured to persist every change before replying (--flush-interval 0), but it is currently unable to persist to disk. Commands that may modify the data set are disabled until a flush succeeds. Please check the redcell logs for details about the error."
+
 	// CL.THROTTLE, SPEC.md section 1.
 	errBurstNotInteger    = "ERR max_burst is not an integer or out of range"
 	errCountNotInteger    = "ERR count is not an integer or out of range"
@@ -33,6 +41,12 @@ const (
 
 	errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
 )
+
+// errSaveFailed is SAVE's answer when the flush failed: the reason, without
+// the storage package's prefix.
+func errSaveFailed(err error) string {
+	return "ERR " + strings.TrimPrefix(err.Error(), "storage: ")
+}
 
 // errWrongArgs is Redis's arity error for the command's lower-case full name,
 // e.g. "cl.throttle" or "client|setname".

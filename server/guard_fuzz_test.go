@@ -346,7 +346,11 @@ func checkDecision(t *testing.T, args [][]byte, out string) {
 // nopPersistence lets SAVE, BGSAVE and LASTSAVE run without a disk.
 type nopPersistence struct{}
 
-func (nopPersistence) Flush(bool) error                { return nil }
-func (nopPersistence) BackgroundSave(func(error)) bool { return true }
-func (nopPersistence) Sync() error                     { return nil }
-func (nopPersistence) Stats() storage.FlushStats       { return storage.FlushStats{LastOK: true} }
+func (nopPersistence) Flush() error         { return nil }
+func (nopPersistence) BackgroundSave() bool { return true }
+func (nopPersistence) Sync() error          { return nil }
+func (nopPersistence) Pending() int         { return 0 }
+func (nopPersistence) Failing() bool        { return false }
+func (nopPersistence) Stats() storage.FlushStats {
+	return storage.FlushStats{LastOK: true, DiskState: "ok"}
+}

@@ -17,7 +17,7 @@ type blockingPersistence struct {
 	entered, release chan struct{}
 }
 
-func (p blockingPersistence) Flush(bool) error {
+func (p blockingPersistence) Flush() error {
 	close(p.entered)
 	<-p.release
 	return nil

@@ -291,7 +291,7 @@ func (s *Server) execute(c *client, spec *command, args [][]byte, now time.Time)
 	spec.run(c, args, now)
 	end, d := now, time.Duration(0)
 	if s.timed {
-		end = time.Now()
+		end = s.now()
 		d = end.Sub(now)
 	}
 	spec.stats.latency[c.stripe].observe(d)
@@ -511,7 +511,7 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descKeys, int64(s.store.Len()))
 	counter(descExpired, c.expiredKeys)
-	gauge(descPending, int64(s.store.PendingChanges()))
+	gauge(descPending, int64(s.pendingChanges()))
 	gauge(descConnected, c.connectedClients)
 	counter(descConnections, c.connections)
 	counter(descRejectedConns, c.rejectedConns)
@@ -529,6 +529,16 @@ func (s *Server) initMetrics(timed bool) {
 		s.commandList = append(s.commandList, cmd)
 	}
 	sort.Slice(s.commandList, func(i, j int) bool { return s.commandList[i].name < s.commandList[j].name })
+}
+
+// pendingChanges counts the changes not yet durable: those the flusher has
+// yet to sync, or, without persistence, those recorded (none: an in-memory
+// store tracks nothing).
+func (s *Server) pendingChanges() int {
+	if s.cfg.Persistence != nil {
+		return s.cfg.Persistence.Pending()
+	}
+	return s.store.PendingChanges()
 }
 
 // lookupKey is Store.Get counted as a keyspace hit or miss.

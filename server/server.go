@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidwall/redcon"
 
+	"redcell/clock"
 	"redcell/storage"
 )
 
@@ -27,7 +28,11 @@ const RedisVersion = "7.2.0"
 type Config struct {
 	// RequirePass, when set, makes clients AUTH (or HELLO ... AUTH) first.
 	RequirePass string
-	// Now is the clock. The default is time.Now; tests inject a manual one.
+	// Clock is the clock decisions are made on: a wall clock that never
+	// steps (package clock). The default is one started by New.
+	Clock *clock.Clock
+	// Now, when set, replaces Clock: tests inject a manual clock, and
+	// durations are then not measured.
 	Now func() time.Time
 	// Shutdown is called by the SHUTDOWN command with save false for
 	// SHUTDOWN NOSAVE. It should stop the process cleanly; an error is
@@ -58,9 +63,16 @@ type Config struct {
 
 // Persistence is what the server needs from the flusher.
 type Persistence interface {
-	Flush(sync bool) error
-	BackgroundSave(onError func(error)) bool
+	// Flush writes and syncs every change (SAVE).
+	Flush() error
+	// BackgroundSave starts a Flush unless one is running (BGSAVE).
+	BackgroundSave() bool
+	// Sync waits until every change so far is durable (durable mode).
 	Sync() error
+	// Pending counts the changes not yet durable.
+	Pending() int
+	// Failing reports whether the last flush failed.
+	Failing() bool
 	Stats() storage.FlushStats
 }
 
@@ -93,7 +105,10 @@ type Server struct {
 func New(cfg Config, store *storage.Store) *Server {
 	timed := cfg.Now == nil
 	if cfg.Now == nil {
-		cfg.Now = time.Now
+		if cfg.Clock == nil {
+			cfg.Clock = clock.New()
+		}
+		cfg.Now = cfg.Clock.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -237,6 +252,14 @@ func (c *client) changed() {
 	if c.srv.cfg.DurableWrites {
 		c.unsynced = true
 	}
+}
+
+// writesRefused reports whether changes must be refused now: in durable mode
+// while flushes fail, a change could not be made durable, so a command that
+// would make one answers MISCONF instead (as Redis does when it cannot
+// persist), and commands that change nothing go on.
+func (s *Server) writesRefused() bool {
+	return s.cfg.DurableWrites && s.cfg.Persistence.Failing()
 }
 
 // lookup finds a command by name, case-insensitively, without allocating.

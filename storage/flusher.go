@@ -2,6 +2,10 @@ package storage
 
 import (
 	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,28 +17,59 @@ import (
 // Redis's appendfsync everysec.
 const DefaultFlushInterval = time.Second
 
+// DefaultStaleGrace is how long after the start the keys found stale at load
+// are deleted from disk (Flusher.CleanStale).
+const DefaultStaleGrace = time.Hour
+
+// maxRetryPause bounds the pause between flushes while they fail.
+const maxRetryPause = 5 * time.Second
+
+// FlusherOptions configure a Flusher. The zero value takes every default.
+type FlusherOptions struct {
+	// Now is the wall clock, for LASTSAVE and for CleanStale. The default
+	// is time.Now.
+	Now func() time.Time
+	// WallOffset converts the store's instants, read on a clock that never
+	// steps (package clock), to wall-clock instants for the disk: a TAT t
+	// is written as t + WallOffset(). The default is none.
+	WallOffset func() time.Duration
+	// Logger receives a line when flushing starts to fail, with the
+	// error, and when it succeeds again, with the count of failures in
+	// between; nothing for each retry. The default discards them.
+	Logger *slog.Logger
+}
+
 // Flusher writes a Store's changes to a Backend: every interval, on demand
 // (SAVE, BGSAVE, shutdown) and, in durable mode, before replies are sent
 // (Sync, with group commit). It is safe for concurrent use.
 //
 // A flush is two-phase: each shard's lock is held only to copy its changed
-// keys out (Store.TakeChanges); the backend write happens after, unlocked.
-// Changes whose write failed are kept and written with the next flush.
+// keys out (Store.TakeShardChanges); the backend write happens after,
+// unlocked. The changes of a write that fails go back to the store
+// (Store.Requeue), so the next flush writes each such key once, as it is
+// then. Changes count as pending (Pending, INFO's
+// rdb_changes_since_last_save) until a sync has made them durable.
 type Flusher struct {
 	store   *Store
 	backend Backend
-	now     func() time.Time
+	opts    FlusherOptions
 
-	mu       sync.Mutex // one flush at a time
-	pending  []Change   // taken but not yet written: a failed flush's changes
-	buf      []Change
-	unsynced bool // batches were written without a sync since the last one
+	mu  sync.Mutex // one flush at a time
+	buf []Change
+	// unsynced counts changes written without a sync since the last one
+	// that succeeded; taken counts them and those taken but not yet
+	// written, for Pending.
+	unsynced int
+	taken    atomic.Int64
 
 	lastSave     atomic.Int64 // unix seconds of the last successful flush
-	lastOK       atomic.Bool
 	lastDuration atomic.Int64 // nanoseconds
 	lastCount    atomic.Int64
 	flushes      atomic.Int64
+	failures     atomic.Int64 // flushes that failed, ever
+	failing      atomic.Int64 // consecutive failures, 0 when the last flush succeeded
+	lastErr      atomic.Pointer[string]
+	bg           sync.WaitGroup
 	bgRunning    atomic.Bool
 
 	// Group commit for durable mode: Sync waits for a flush that started
@@ -44,18 +79,26 @@ type Flusher struct {
 	requested uint64 // highest generation some Sync waits for
 	started   uint64 // generation of the newest flush begun
 	completed uint64 // generation of the newest flush finished
-	lastErr   error  // result of the flush that set completed
+	lastErrG  error  // result of the flush that set completed
 	stopped   error  // set when group commit stops: Sync fails at once
 	wake      chan struct{}
 }
 
-// NewFlusher returns a Flusher from store to backend. now stamps LASTSAVE.
-// The store must be tracking changes (Config.TrackChanges or StartTracking).
-func NewFlusher(store *Store, backend Backend, now func() time.Time) *Flusher {
-	f := &Flusher{store: store, backend: backend, now: now, wake: make(chan struct{}, 1)}
+// NewFlusher returns a Flusher from store to backend. The store must be
+// tracking changes (Config.TrackChanges).
+func NewFlusher(store *Store, backend Backend, opts FlusherOptions) *Flusher {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.WallOffset == nil {
+		opts.WallOffset = func() time.Duration { return 0 }
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	f := &Flusher{store: store, backend: backend, opts: opts, wake: make(chan struct{}, 1)}
 	f.gcond = sync.NewCond(&f.gmu)
-	f.lastOK.Store(true)
-	f.lastSave.Store(now().Unix())
+	f.lastSave.Store(opts.Now().Unix())
 	return f
 }
 
@@ -68,89 +111,225 @@ func NewFlusher(store *Store, backend Backend, now func() time.Time) *Flusher {
 // of Pebble batches, and RSS grew with them.
 const flushBatch = 1 << 13
 
-// Flush writes every change made so far; sync makes it durable first. The
-// changes go out in batches of at most flushBatch keys, shard by shard:
-// each key's stored state is always one it had. Only the last batch is
-// synced: syncing the log makes every batch written before it durable too.
-// A failed batch is kept for the next flush and the shards not yet taken
-// keep their changes.
-func (f *Flusher) Flush(sync bool) error {
+// Flush writes every change made so far and syncs it. The changes go out in
+// batches of at most flushBatch keys, shard by shard: each key's stored state
+// is always one it had. Only the last batch is synced: syncing the log makes
+// every batch written before it durable too. When a batch fails, its changes
+// and those not yet written go back to the store, and the shards not yet
+// taken keep theirs.
+func (f *Flusher) Flush() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	start := time.Now()
-	f.buf = append(f.buf[:0], f.pending...)
-	clear(f.pending) // drop references to key strings
-	f.pending = f.pending[:0]
+	offset := f.opts.WallOffset()
 	var err error
 	written := 0
 	shards := f.store.Shards()
-shards:
-	for i := 0; i < shards; i++ {
+	for i := 0; i < shards && err == nil; i++ {
+		before := len(f.buf)
 		f.buf = f.store.TakeShardChanges(i, f.buf)
+		f.taken.Add(int64(len(f.buf) - before))
 		last := i == shards-1
 		// A shard may hold more than flushBatch changes: write them in
 		// batches of flushBatch, and keep the rest for the next shard's.
-		for len(f.buf) >= flushBatch || last && len(f.buf) > 0 {
+		for err == nil && (len(f.buf) >= flushBatch || last && len(f.buf) > 0) {
 			n := min(len(f.buf), flushBatch)
 			final := last && n == len(f.buf)
-			if err = f.backend.Apply(f.buf[:n], sync && final); err != nil {
-				f.pending = append(f.pending, f.buf...)
-				break shards
+			batch := f.buf[:n]
+			if err = f.backend.Apply(prepare(batch, offset), final); err != nil {
+				break
 			}
-			f.unsynced = !sync || !final
 			written += n
+			f.unsynced += n
+			if final {
+				f.unsynced = 0
+			}
 			m := copy(f.buf, f.buf[n:])
 			clear(f.buf[m:]) // drop references to key strings
 			f.buf = f.buf[:m]
 		}
 	}
-	if err == nil && sync && f.unsynced {
-		if err = f.backend.Sync(); err == nil {
-			f.unsynced = false
+	if err != nil {
+		// The failed batch may hold a key twice and has its TATs
+		// converted: requeue by key only, which takes each key as it is.
+		f.store.Requeue(f.buf)
+		f.taken.Add(-int64(len(f.buf)))
+	} else if f.unsynced > 0 || written == 0 && f.failing.Load() > 0 {
+		// A flush whose sync failed left writes to sync; or flushes have
+		// been failing, and with nothing to write this sync is what tells
+		// whether the disk answers again.
+		err = f.backend.Sync()
+		if err == nil {
+			f.unsynced = 0
 		}
 	}
 	if err == nil {
-		f.lastSave.Store(f.now().Unix())
-		f.lastCount.Store(int64(written))
+		f.taken.Store(0)
+	} else {
+		f.taken.Store(int64(f.unsynced))
 	}
-	f.lastOK.Store(err == nil)
-	f.lastDuration.Store(int64(time.Since(start)))
-	f.flushes.Add(1)
 	clear(f.buf)
+	f.buf = f.buf[:0]
 	if cap(f.buf) > 2*flushBatch {
 		f.buf = nil // do not pin an outsized buffer between bursts
 	}
+	f.finish(err, written, time.Since(start))
 	return err
 }
 
-// Run flushes (with sync) every interval until ctx is done. A zero interval
-// returns at once.
-func (f *Flusher) Run(ctx context.Context, interval time.Duration, onError func(error)) {
-	every(ctx, interval, func() {
-		if err := f.Flush(true); err != nil && onError != nil {
-			onError(err)
+// prepare sorts a batch by key (the backend writes keys in order faster),
+// keeps only the last change of a key reported twice (a key deleted more
+// than once), and converts its TATs to wall-clock instants.
+func prepare(batch []Change, offset time.Duration) []Change {
+	slices.SortStableFunc(batch, func(a, b Change) int { return strings.Compare(a.Key, b.Key) })
+	out := batch[:0]
+	for i, c := range batch {
+		if i+1 < len(batch) && batch[i+1].Key == c.Key {
+			continue
 		}
-	})
+		if c.TAT != 0 {
+			c.TAT += gcra.Instant(offset)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// finish records a flush's outcome, and logs when flushing starts to fail
+// and when it succeeds again.
+func (f *Flusher) finish(err error, written int, took time.Duration) {
+	f.flushes.Add(1)
+	f.lastDuration.Store(int64(took))
+	if err == nil {
+		f.lastSave.Store(f.opts.Now().Unix())
+		f.lastCount.Store(int64(written))
+		if n := f.failing.Swap(0); n > 0 {
+			f.opts.Logger.Info("flush succeeded again; the changes kept meanwhile are on disk", "failed_flushes", n, "keys", written)
+		}
+		return
+	}
+	f.failures.Add(1)
+	text := err.Error()
+	prev := f.lastErr.Swap(&text)
+	if n := f.failing.Add(1); n == 1 || prev == nil || kind(*prev) != kind(text) {
+		f.opts.Logger.Error("flush failed; changes are kept in memory and written once a flush succeeds",
+			"err", err, "pending", f.Pending(), "failed_flushes", n)
+	}
+}
+
+// kind is the part of an error text that names what went wrong, without
+// the figures that change from one failure to the next.
+func kind(text string) string {
+	for _, e := range []error{ErrDiskFull, ErrStalled, ErrBroken} {
+		if strings.HasPrefix(text, e.Error()) {
+			return e.Error()
+		}
+	}
+	return text
+}
+
+// Pending returns how many changes are not yet durable: recorded in the
+// store, or taken by a flush and not yet synced.
+func (f *Flusher) Pending() int {
+	return f.store.PendingChanges() + int(f.taken.Load())
+}
+
+// Failing reports whether the last flush failed: in durable mode, changes
+// cannot be made durable now.
+func (f *Flusher) Failing() bool { return f.failing.Load() > 0 }
+
+// retryPause is how long Run waits before the next flush: the interval, or
+// while flushes fail, twice that for each failure in a row, up to
+// maxRetryPause (but never less than the interval).
+func (f *Flusher) retryPause(interval time.Duration) time.Duration {
+	n := f.failing.Load()
+	if n == 0 {
+		return interval
+	}
+	pause := interval
+	for i := int64(1); i < n && pause < maxRetryPause; i++ {
+		pause *= 2
+	}
+	return max(interval, min(pause, maxRetryPause))
+}
+
+// Run flushes every interval until ctx is done, pausing longer while
+// flushes fail (retryPause). A zero interval returns at once.
+func (f *Flusher) Run(ctx context.Context, interval time.Duration) {
+	if interval <= 0 {
+		return
+	}
+	pause := time.NewTimer(interval)
+	defer pause.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-pause.C:
+			_ = f.Flush()
+			pause.Reset(f.retryPause(interval))
+		}
+	}
+}
+
+// CleanStaleAfter calls CleanStale once grace has passed, unless ctx ends
+// first.
+func (f *Flusher) CleanStaleAfter(ctx context.Context, grace time.Duration) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+		f.CleanStale()
+	}
+}
+
+// CleanStale deletes from disk every key whose TAT has passed by the wall
+// clock now. The load leaves such keys on disk rather than delete them:
+// a TAT that looks passed at the start may only mean that the wall clock
+// started fast (a VM resumed, NTP not yet synced), and deleting would lose
+// those limits for good. An hour later (DefaultStaleGrace) the clock has
+// had time to be corrected; a key still stale then was truly expired. A
+// key live in memory is written by the flushes with its new TAT, which is
+// not stale, so it is never deleted here.
+func (f *Flusher) CleanStale() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n, err := f.backend.DeleteStale(gcra.InstantOf(f.opts.Now()))
+	if err != nil {
+		f.opts.Logger.Warn("deleting stale keys from disk failed; they are tried again at the next start", "err", err)
+		return
+	}
+	if n > 0 {
+		f.opts.Logger.Info("deleted stale keys from disk", "keys", n)
+	}
 }
 
 // BackgroundSave starts a flush in its own goroutine and reports false if one
-// is already running.
-func (f *Flusher) BackgroundSave(onError func(error)) bool {
+// is already running. Wait waits for it.
+func (f *Flusher) BackgroundSave() bool {
 	if !f.bgRunning.CompareAndSwap(false, true) {
 		return false
 	}
-	go func() {
+	f.bg.Go(func() {
 		defer f.bgRunning.Store(false)
-		if err := f.Flush(true); err != nil && onError != nil {
-			onError(err)
-		}
-	}()
+		_ = f.Flush()
+	})
 	return true
 }
 
+// Wait waits until no BackgroundSave is running.
+func (f *Flusher) Wait() { f.bg.Wait() }
+
 // RunGroupCommit serves Sync until ctx is done: each pass takes every change
-// made so far and syncs it once for all the callers waiting.
+// made so far and syncs it once for all the callers waiting. While flushes
+// fail it also retries on its own, pausing as Run does, so that the server
+// learns when the disk has room again even though, in durable mode, no new
+// change arrives meanwhile.
 func (f *Flusher) RunGroupCommit(ctx context.Context) {
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
 	for {
 		f.gmu.Lock()
 		idle := f.requested <= f.completed
@@ -162,6 +341,11 @@ func (f *Flusher) RunGroupCommit(ctx context.Context) {
 				return
 			case <-f.wake:
 				continue
+			case <-retry.C:
+				if f.Flush() != nil {
+					retry.Reset(f.retryPause(time.Second))
+				}
+				continue
 			}
 		}
 		f.gmu.Lock()
@@ -169,10 +353,13 @@ func (f *Flusher) RunGroupCommit(ctx context.Context) {
 		gen := f.started
 		f.gmu.Unlock()
 
-		err := f.Flush(true)
+		err := f.Flush()
+		if err != nil {
+			retry.Reset(f.retryPause(time.Second))
+		}
 
 		f.gmu.Lock()
-		f.completed, f.lastErr = gen, err
+		f.completed, f.lastErrG = gen, err
 		f.gcond.Broadcast()
 		f.gmu.Unlock()
 	}
@@ -181,10 +368,13 @@ func (f *Flusher) RunGroupCommit(ctx context.Context) {
 // failWaiters releases every waiting Sync with err when group commit stops.
 func (f *Flusher) failWaiters(err error) {
 	f.gmu.Lock()
-	f.completed, f.lastErr, f.stopped = f.requested, err, err
+	f.completed, f.lastErrG, f.stopped = f.requested, err, err
 	f.gcond.Broadcast()
 	f.gmu.Unlock()
 }
+
+// ErrGroupCommitStopped is returned by Sync once RunGroupCommit has returned.
+var ErrGroupCommitStopped = errors.New("storage: group commit stopped")
 
 // Sync blocks until every change made before the call is durable, sharing
 // one backend sync with concurrent callers. RunGroupCommit must be running.
@@ -205,36 +395,46 @@ func (f *Flusher) Sync() error {
 	for f.completed < target {
 		f.gcond.Wait()
 	}
-	return f.lastErr
+	return f.lastErrG
 }
 
-// FlushStats describes the flusher for INFO's Persistence section.
+// FlushStats describe the flusher for INFO's Persistence section.
 type FlushStats struct {
 	LastSave         time.Time
 	LastOK           bool
 	LastDuration     time.Duration
 	LastCount        int64
 	Flushes          int64
+	Failures         int64
+	LastError        string // of the last failed flush, if the last flush failed
 	BackgroundSaving bool
+	// DiskState is ok, full, stalled or failed (see disk.go); ok for a
+	// backend that cannot tell.
+	DiskState string
 }
 
 // Stats returns the flusher's figures.
 func (f *Flusher) Stats() FlushStats {
-	return FlushStats{
+	st := FlushStats{
 		LastSave:         time.Unix(f.lastSave.Load(), 0),
-		LastOK:           f.lastOK.Load(),
+		LastOK:           f.failing.Load() == 0,
 		LastDuration:     time.Duration(f.lastDuration.Load()),
 		LastCount:        f.lastCount.Load(),
 		Flushes:          f.flushes.Load(),
+		Failures:         f.failures.Load(),
 		BackgroundSaving: f.bgRunning.Load(),
+		DiskState:        "ok",
 	}
+	if !st.LastOK {
+		if p := f.lastErr.Load(); p != nil {
+			st.LastError = *p
+		}
+	}
+	if ds, ok := f.backend.(interface{ DiskState() string }); ok {
+		st.DiskState = ds.DiskState()
+	}
+	return st
 }
 
-// LoadInto reads every live key from backend into store at now, as at
-// start-up, and returns how many it loaded and how many stale ones it
-// deleted from the backend. Loaded keys are not recorded as changes.
-func LoadInto(store *Store, backend Backend, now gcra.Instant) (loaded, deleted int, err error) {
-	return backend.Load(now, func(key []byte, tat gcra.Instant) {
-		store.restoreUntracked(key, tat)
-	})
-}
+// DiskState is the disk's condition: ok, full, stalled or failed.
+func (p *PebbleBackend) DiskState() string { return p.disk.state() }

@@ -18,19 +18,19 @@ func fixedClock() time.Time { return t0.Time() }
 func TestFlushWritesPutsAndDeletes(t *testing.T) {
 	s := New(Config{Shards: 4, TrackChanges: true})
 	b := NewMemoryBackend()
-	f := NewFlusher(s, b, fixedClock)
+	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
 	r := mustRate(t, 4, 1, 10, 1)
 	for _, k := range []string{"a", "b", "c"} {
 		_, err := s.Throttle([]byte(k), r, t0)
 		require.NoError(t, err)
 	}
-	require.NoError(t, f.Flush(true))
+	require.NoError(t, f.Flush())
 	require.Equal(t, map[string]gcra.Instant{"a": t0 + sec(10), "b": t0 + sec(10), "c": t0 + sec(10)}, b.Snapshot())
 
 	s.Delete([]byte("b"), t0)
 	_, _ = s.Throttle([]byte("a"), r, t0)
 	require.Equal(t, 2, s.PendingChanges())
-	require.NoError(t, f.Flush(false))
+	require.NoError(t, f.Flush())
 	require.Equal(t, map[string]gcra.Instant{"a": t0 + sec(20), "c": t0 + sec(10)}, b.Snapshot())
 	require.Equal(t, 0, s.PendingChanges())
 	st := f.Stats()
@@ -42,35 +42,141 @@ func TestFlushWritesPutsAndDeletes(t *testing.T) {
 func TestFailedFlushKeepsChangesForTheNext(t *testing.T) {
 	s := New(Config{Shards: 2, TrackChanges: true})
 	b := NewMemoryBackend()
-	f := NewFlusher(s, b, fixedClock)
+	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
 	r := mustRate(t, 4, 1, 10, 1)
 	_, _ = s.Throttle([]byte("a"), r, t0)
 	b.Fail = errors.New("disk full")
-	require.ErrorIs(t, f.Flush(true), b.Fail)
+	require.ErrorIs(t, f.Flush(), b.Fail)
 	require.False(t, f.Stats().LastOK)
 	require.Empty(t, b.Snapshot())
 
 	_, _ = s.Throttle([]byte("b"), r, t0)
 	b.Fail = nil
-	require.NoError(t, f.Flush(true))
+	require.NoError(t, f.Flush())
 	require.Equal(t, map[string]gcra.Instant{"a": t0 + sec(10), "b": t0 + sec(10)}, b.Snapshot())
 	require.True(t, f.Stats().LastOK)
 }
 
-func TestLoadIntoRestoresLiveKeysWithoutMarkingThemChanged(t *testing.T) {
+func TestRestoreLoadsLiveKeysWithoutMarkingThemChanged(t *testing.T) {
 	b := NewMemoryBackend()
 	b.Data["live"] = t0 + sec(5)
 	b.Data["stale"] = t0 - 1
 	s := New(Config{Shards: 2, TrackChanges: true})
-	loaded, deleted, err := LoadInto(s, b, t0)
+	stats, err := b.Load(t0, s.Restore)
 	require.NoError(t, err)
-	require.Equal(t, 1, loaded)
-	require.Equal(t, 1, deleted)
+	require.Equal(t, LoadStats{Loaded: 1, Stale: 1}, stats)
 	tat, ok := s.Get([]byte("live"), t0)
 	require.True(t, ok)
 	require.Equal(t, t0+sec(5), tat)
 	require.Equal(t, 0, s.PendingChanges(), "loading writes nothing back")
-	require.Equal(t, map[string]gcra.Instant{"live": t0 + sec(5)}, b.Snapshot())
+	require.Equal(t, map[string]gcra.Instant{"live": t0 + sec(5), "stale": t0 - 1}, b.Snapshot(),
+		"the load deletes nothing: a key that looks stale may only mean the clock started fast")
+}
+
+// CleanStale deletes, by the wall clock at its call, the keys whose TAT has
+// passed, and nothing else: a key rewritten since with a live TAT stays.
+func TestCleanStaleDeletesOnlyKeysStaleByTheWallClockNow(t *testing.T) {
+	b := NewMemoryBackend()
+	b.Data["stale"] = t0 - 1
+	b.Data["later"] = t0 + sec(30)
+	b.Data["live"] = t0 + sec(3600)
+	s := New(Config{Shards: 2, TrackChanges: true})
+	wall := t0 + sec(60)
+	f := NewFlusher(s, b, FlusherOptions{Now: func() time.Time { return wall.Time() }})
+	f.CleanStale()
+	require.Equal(t, map[string]gcra.Instant{"live": t0 + sec(3600)}, b.Snapshot())
+}
+
+// Changes count as pending until a sync has made them durable, not only
+// until a flush has taken them: INFO's rdb_changes_since_last_save must not
+// say 0 while they are not on disk (a test that waited for 0, then killed
+// the server, lost keys 1 run in 20).
+func TestPendingCountsChangesUntilTheyAreSynced(t *testing.T) {
+	s := New(Config{Shards: 4, TrackChanges: true})
+	r := mustRate(t, 0, 1, 60, 1)
+	for _, k := range []string{"a", "b", "c"} {
+		_, err := s.Throttle([]byte(k), r, t0)
+		require.NoError(t, err)
+	}
+	b := &gateBackend{MemoryBackend: NewMemoryBackend(), entered: make(chan struct{}), release: make(chan struct{})}
+	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
+	require.Equal(t, 3, f.Pending())
+	done := make(chan error, 1)
+	go func() { done <- f.Flush() }()
+	<-b.entered // the flush has taken every change and is syncing
+	require.Equal(t, 0, s.PendingChanges(), "the store has handed them over")
+	require.Equal(t, 3, f.Pending(), "but they are not durable yet")
+	close(b.release)
+	require.NoError(t, <-done)
+	require.Equal(t, 0, f.Pending())
+}
+
+// gateBackend blocks a synced Apply until release is closed.
+type gateBackend struct {
+	*MemoryBackend
+	entered, release chan struct{}
+}
+
+func (g *gateBackend) Apply(changes []Change, sync bool) error {
+	if sync {
+		close(g.entered)
+		<-g.release
+	}
+	return g.MemoryBackend.Apply(changes, sync)
+}
+
+// Flushes that keep failing keep each changed key once, with its latest
+// state: retried 60 times over keys written again every round, the pending
+// count stays the number of keys, and the flush that succeeds writes each
+// key once.
+func TestFailedFlushesKeepEachKeyOnce(t *testing.T) {
+	const keys = 500
+	s := New(Config{Shards: 8, TrackChanges: true})
+	b := &batchBackend{MemoryBackend: NewMemoryBackend()}
+	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
+	r := mustRate(t, 1000, 1, 1, 1)
+	b.Fail = errors.New("disk full")
+	for round := 0; round < 60; round++ {
+		for i := 0; i < keys; i++ {
+			_, err := s.Throttle(fmt.Appendf(nil, "k%d", i), r, t0)
+			require.NoError(t, err)
+		}
+		if round%7 == 3 {
+			s.Delete([]byte("k0"), t0)
+		}
+		require.Error(t, f.Flush())
+		require.LessOrEqual(t, f.Pending(), keys+1, "round %d: each key pending once", round)
+	}
+	b.Fail, b.sizes = nil, nil
+	require.NoError(t, f.Flush())
+	written := 0
+	for _, n := range b.sizes {
+		written += n
+	}
+	require.Equal(t, keys, written, "each key written once")
+	require.Equal(t, 0, f.Pending())
+	for i := 0; i < keys; i++ {
+		tat, _ := s.Get(fmt.Appendf(nil, "k%d", i), t0)
+		require.Equal(t, tat, b.Snapshot()[fmt.Sprintf("k%d", i)], "k%d: the latest TAT", i)
+	}
+	st := f.Stats()
+	require.Equal(t, int64(60), st.Failures)
+	require.True(t, st.LastOK)
+}
+
+// A flush writes wall-clock instants: the store's TAT plus the wall
+// offset at the flush.
+func TestFlushWritesWallClockInstants(t *testing.T) {
+	s := New(Config{Shards: 2, TrackChanges: true})
+	b := NewMemoryBackend()
+	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock, WallOffset: func() time.Duration { return -time.Hour }})
+	_, err := s.Throttle([]byte("k"), mustRate(t, 0, 1, 60, 1), t0)
+	require.NoError(t, err)
+	require.NoError(t, f.Flush())
+	require.Equal(t, map[string]gcra.Instant{"k": t0 + sec(60) - sec(3600)}, b.Snapshot(),
+		"the wall clock stepped back an hour since the start: the saved TAT is an hour earlier too")
+	tat, _ := s.Get([]byte("k"), t0)
+	require.Equal(t, t0+sec(60), tat, "in memory the TAT is unchanged")
 }
 
 // countingBackend counts Apply calls, slowly, so that Syncs pile up.
@@ -91,7 +197,7 @@ func (c *countingBackend) Apply(changes []Change, sync bool) error {
 func TestGroupCommitSharesSyncsAndPersistsBeforeReturning(t *testing.T) {
 	s := New(Config{TrackChanges: true})
 	b := &countingBackend{MemoryBackend: NewMemoryBackend()}
-	f := NewFlusher(s, b, fixedClock)
+	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { f.RunGroupCommit(ctx); close(done) }()
@@ -134,7 +240,7 @@ func TestGroupCommitSharesSyncsAndPersistsBeforeReturning(t *testing.T) {
 
 func TestSyncFailsOnceGroupCommitStops(t *testing.T) {
 	s := New(Config{TrackChanges: true})
-	f := NewFlusher(s, NewMemoryBackend(), fixedClock)
+	f := NewFlusher(s, NewMemoryBackend(), FlusherOptions{Now: fixedClock})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	f.RunGroupCommit(ctx)
@@ -144,10 +250,11 @@ func TestSyncFailsOnceGroupCommitStops(t *testing.T) {
 func TestBackgroundSaveRunsOnce(t *testing.T) {
 	s := New(Config{TrackChanges: true})
 	b := NewMemoryBackend()
-	f := NewFlusher(s, b, fixedClock)
+	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
 	_, _ = s.Throttle([]byte("k"), mustRate(t, 0, 1, 60, 1), t0)
-	require.True(t, f.BackgroundSave(nil))
-	require.Eventually(t, func() bool { return !f.Stats().BackgroundSaving }, 5*time.Second, time.Millisecond)
+	require.True(t, f.BackgroundSave())
+	f.Wait()
+	require.False(t, f.Stats().BackgroundSaving)
 	require.Equal(t, map[string]gcra.Instant{"k": t0 + sec(60)}, b.Snapshot())
 }
 
@@ -176,12 +283,12 @@ func TestFlushWritesInBoundedBatchesAndResumesAfterAFailure(t *testing.T) {
 		require.NoError(t, err)
 	}
 	b := &batchBackend{MemoryBackend: NewMemoryBackend(), failAt: 2}
-	f := NewFlusher(s, b, fixedClock)
-	require.Error(t, f.Flush(true))
+	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
+	require.Error(t, f.Flush())
 	require.Len(t, b.sizes, 2, "the flush stops at the failed batch")
 	require.Less(t, len(b.Snapshot()), n)
 
-	require.NoError(t, f.Flush(true))
+	require.NoError(t, f.Flush())
 	require.Len(t, b.Snapshot(), n, "the failed batch and the shards not yet taken are written next time")
 	for _, size := range b.sizes {
 		require.LessOrEqual(t, size, flushBatch, "a batch is at most flushBatch changes")
@@ -190,15 +297,20 @@ func TestFlushWritesInBoundedBatchesAndResumesAfterAFailure(t *testing.T) {
 	require.Equal(t, 0, s.PendingChanges())
 }
 
-// syncBackend records whether each Apply synced, and counts Syncs.
+// syncBackend records whether each Apply synced, and counts Syncs; with
+// failSynced a synced Apply fails without writing.
 type syncBackend struct {
 	*MemoryBackend
-	synced []bool
-	syncs  int
+	synced     []bool
+	syncs      int
+	failSynced bool
 }
 
 func (b *syncBackend) Apply(changes []Change, sync bool) error {
 	b.synced = append(b.synced, sync)
+	if sync && b.failSynced {
+		return errors.New("sync failed")
+	}
 	return b.MemoryBackend.Apply(changes, sync)
 }
 
@@ -220,8 +332,8 @@ func TestFlushSyncsOncePerFlush(t *testing.T) {
 	}
 	write()
 	b := &syncBackend{MemoryBackend: NewMemoryBackend()}
-	f := NewFlusher(s, b, fixedClock)
-	require.NoError(t, f.Flush(true))
+	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
+	require.NoError(t, f.Flush())
 	require.GreaterOrEqual(t, len(b.synced), 3)
 	for i, synced := range b.synced {
 		require.Equal(t, i == len(b.synced)-1, synced, "batch %d of %d", i+1, len(b.synced))
@@ -229,15 +341,20 @@ func TestFlushSyncsOncePerFlush(t *testing.T) {
 	require.Zero(t, b.syncs)
 	require.Len(t, b.Snapshot(), n)
 
-	// A flush without sync leaves its writes to the next synced flush, even
-	// one with nothing to write.
-	b.synced, b.syncs = nil, 0
+	// A flush whose last, synced batch fails leaves its earlier batches
+	// unsynced: the next flush writes the failed batch again, synced,
+	// which syncs them too.
+	b.synced, b.syncs, b.failSynced = nil, 0, true
 	write()
-	require.NoError(t, f.Flush(false))
-	require.NotContains(t, b.synced, true)
+	require.Error(t, f.Flush())
+	require.Equal(t, true, b.synced[len(b.synced)-1])
+	b.failSynced = false
+	b.synced = nil
+	require.NoError(t, f.Flush())
+	require.Equal(t, []bool{true}, b.synced, "the failed batch again, synced")
 	require.Zero(t, b.syncs)
-	require.NoError(t, f.Flush(true))
-	require.Equal(t, 1, b.syncs)
+	require.Equal(t, 0, f.Pending())
+	require.Len(t, b.Snapshot(), 2*n)
 }
 
 // One shard's changes beyond flushBatch are split too: no batch is larger,
@@ -251,7 +368,7 @@ func TestFlushSplitsAShardsChanges(t *testing.T) {
 		require.NoError(t, err)
 	}
 	b := &syncBackend{MemoryBackend: NewMemoryBackend()}
-	require.NoError(t, NewFlusher(s, b, fixedClock).Flush(true))
+	require.NoError(t, NewFlusher(s, b, FlusherOptions{Now: fixedClock}).Flush())
 	require.Equal(t, []bool{false, false, true}, b.synced)
 	require.Len(t, b.Snapshot(), n)
 	require.Zero(t, b.syncs)

@@ -9,7 +9,7 @@ import (
 var _ Backend = (*MemoryBackend)(nil)
 
 // MemoryBackend is a Backend in a map, for tests. Fail, when set, makes Apply
-// return it without writing, to simulate a failing disk.
+// and Sync return it without writing, to simulate a failing disk.
 type MemoryBackend struct {
 	mu    sync.Mutex
 	Data  map[string]gcra.Instant
@@ -41,19 +41,39 @@ func (m *MemoryBackend) Apply(changes []Change, sync bool) error {
 	return nil
 }
 
-func (m *MemoryBackend) Load(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) (loaded, deleted int, err error) {
+// Load calls fn for every stored key whose TAT is after now, as OpenPebble
+// does, and leaves the others stored.
+func (m *MemoryBackend) Load(now gcra.Instant, fn func(key []byte, tat gcra.Instant) error) (LoadStats, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	var stats LoadStats
+	for k, tat := range m.Data {
+		if tat <= now {
+			stats.Stale++
+			continue
+		}
+		if err := fn([]byte(k), tat); err != nil {
+			return stats, err
+		}
+		stats.Loaded++
+	}
+	return stats, nil
+}
+
+func (m *MemoryBackend) DeleteStale(now gcra.Instant) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.Fail != nil {
+		return 0, m.Fail
+	}
+	n := 0
 	for k, tat := range m.Data {
 		if tat <= now {
 			delete(m.Data, k)
-			deleted++
-			continue
+			n++
 		}
-		fn([]byte(k), tat)
-		loaded++
 	}
-	return loaded, deleted, nil
+	return n, nil
 }
 
 // Snapshot returns a copy of the stored data.
@@ -67,6 +87,15 @@ func (m *MemoryBackend) Snapshot() map[string]gcra.Instant {
 	return out
 }
 
-func (m *MemoryBackend) Sync() error     { return nil }
+func (m *MemoryBackend) Sync() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.Fail != nil {
+		return m.Fail
+	}
+	m.Syncs++
+	return nil
+}
+
 func (m *MemoryBackend) DiskSize() int64 { return 0 }
 func (m *MemoryBackend) Close() error    { return nil }

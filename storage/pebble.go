@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"redcell/gcra"
 )
@@ -20,6 +22,7 @@ import (
 //
 //	"\x00format"   -> "redcell/1"            written when the store is created
 //	"t" + key      -> TAT, 8 bytes big-endian nanoseconds since the Unix epoch
+//	                  (a wall-clock instant)
 //
 // A store whose format marker is missing (but which holds data) or names
 // another version is refused at open, never rewritten.
@@ -29,23 +32,26 @@ const (
 	tatPrefix     = 't'
 )
 
-// ErrUnknownFormat is returned by OpenPebble for a store written in another
-// format.
-var ErrUnknownFormat = errors.New("storage: unknown on-disk format")
+// Errors of OpenPebble.
+var (
+	// ErrUnknownFormat: the store was written in another format.
+	ErrUnknownFormat = errors.New("storage: unknown on-disk format")
+	// ErrLocked: another process has the store open.
+	ErrLocked = errors.New("storage: the store is locked by another process")
+)
 
-// Backend is where the Flusher writes changes and where start-up reads them
-// back. PebbleBackend is the real one; MemoryBackend serves tests.
+// Backend is where the Flusher writes changes. PebbleBackend is the real one;
+// MemoryBackend serves tests.
 type Backend interface {
-	// Apply writes changes atomically, in order (a later change to a key
-	// wins); sync makes it, and every Apply before it, durable before
-	// returning. It may reorder the slice, keeping each key's changes in
-	// their order.
+	// Apply writes changes atomically, in the order given (a later change
+	// to a key wins); sync makes it, and every Apply before it, durable
+	// before returning.
 	Apply(changes []Change, sync bool) error
 	// Sync makes every Apply so far durable.
 	Sync() error
-	// Load calls fn for every stored key whose TAT is after now, and deletes
-	// the others. It returns how many it loaded and deleted.
-	Load(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) (loaded, deleted int, err error)
+	// DeleteStale deletes every stored key whose TAT is at or before now, a
+	// wall-clock instant, and returns how many it deleted.
+	DeleteStale(now gcra.Instant) (int, error)
 	// DiskSize is the bytes the backend uses on disk.
 	DiskSize() int64
 	Close() error
@@ -53,83 +59,214 @@ type Backend interface {
 
 var _ Backend = (*PebbleBackend)(nil)
 
+// PebbleOptions configure OpenPebble. The zero value takes every default.
+type PebbleOptions struct {
+	Logger *slog.Logger
+	// Reserve is the disk space held back in the store's reserve file
+	// (reserveFile) and given to Pebble when the disk fills: see disk.go.
+	// The default is DefaultReserve; negative holds none.
+	Reserve int64
+	// StallTimeout bounds one write or sync: one that takes longer fails
+	// with ErrStalled and the store is not written again until it
+	// returns. The default is DefaultStallTimeout.
+	StallTimeout time.Duration
+	// FS is the file system the store lives on. The default is the
+	// operating system's (vfs.Default); tests inject faults through it.
+	FS vfs.FS
+}
+
+// LoadStats describe what opening a store read back.
+type LoadStats struct {
+	// Loaded keys were live and handed to the load function.
+	Loaded int
+	// Stale keys had a TAT at or before now: not loaded, and left on disk
+	// (Flusher.CleanStale removes them later; see there for why not now).
+	Stale int
+}
+
 // PebbleBackend stores TATs in a Pebble database. It is safe for concurrent
 // use, though the Flusher only ever writes from one goroutine at a time.
 type PebbleBackend struct {
-	db *pebble.DB
+	db   *pebble.DB
+	dir  string
+	disk *disk
 
-	mu    sync.Mutex    // serializes Apply, which reuses batch
+	mu    sync.Mutex    // serializes writes, which reuse batch
 	batch *pebble.Batch // reused, so its buffer is allocated once
 }
 
-// OpenPebble opens (or creates) the store in dir. A directory that holds
-// something Pebble cannot open is an error naming it, and it is left as found:
-// the store is first opened read-only, and only a store that opens cleanly
-// and carries our format marker is opened for writing.
-func OpenPebble(dir string, logger *slog.Logger) (*PebbleBackend, error) {
-	opts := &pebble.Options{Logger: pebbleLogger{logger}}
-	exists, err := pebbleExists(dir)
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+// OpenPebble opens (or creates) the store in dir and calls load for every
+// key whose TAT is after now, in key order.
+//
+// An existing store is first opened read-only and read through, every block
+// checked against its checksum, with its format marker; only a store read
+// through cleanly is opened for writing (which replays and rewrites its
+// log). So a store that cannot be opened, whatever is wrong with it, is left
+// byte for byte as it was, and the error names dir. A store in use by
+// another process is ErrLocked; a disk without room for the reserve
+// (PebbleOptions.Reserve) and as much again is ErrDiskFull.
+func OpenPebble(dir string, opts PebbleOptions, now gcra.Instant, load func(key []byte, tat gcra.Instant) error) (*PebbleBackend, LoadStats, error) {
+	fail := func(err error) (*PebbleBackend, LoadStats, error) {
+		return nil, LoadStats{}, fmt.Errorf("open store %s: %w", dir, err)
 	}
+	opts = opts.withDefaults()
+	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
+		return fail(err)
+	}
+	// Hold the lock from before the read-through until the store is open
+	// for writing, so that no other process can open it in between.
+	lock, err := pebble.LockDirectory(dir, opts.FS)
+	if err != nil {
+		if isLockedError(err) {
+			err = lockedError(dir)
+		}
+		return fail(err)
+	}
+	defer lock.Close() // the open DB holds its own reference
+	exists, err := pebbleExists(opts.FS, dir)
+	if err != nil {
+		return fail(err)
+	}
+	var stats LoadStats
 	if exists {
-		if err := checkReadOnly(dir, opts); err != nil {
-			return nil, fmt.Errorf("open store %s: %w", dir, err)
+		if stats, err = readThrough(dir, opts, lock, now, load); err != nil {
+			return fail(err)
 		}
 	}
-	db, err := pebble.Open(dir, opts)
+	d := newDisk(opts.FS, dir, opts.Reserve, opts.StallTimeout, opts.Logger)
+	if err := d.acquireReserve(); err != nil {
+		return fail(err)
+	}
+	popts := d.pebbleOptions()
+	popts.Lock = lock
+	var db *pebble.DB
+	// Opening replays the log and may write: bounded like a write, with
+	// room for a long log.
+	err = d.doWithin(max(opts.StallTimeout, time.Minute), func() (err error) {
+		db, err = pebble.Open(dir, popts)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		return fail(err)
 	}
 	if !exists {
 		if err := db.Set([]byte(formatKey), []byte(formatVersion), pebble.Sync); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("open store %s: write format marker: %w", dir, err)
+			_ = db.Close()
+			return fail(fmt.Errorf("write format marker: %w", err))
 		}
 	}
-	return &PebbleBackend{db: db}, nil
+	return &PebbleBackend{db: db, dir: dir, disk: d}, stats, nil
+}
+
+func (o PebbleOptions) withDefaults() PebbleOptions {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Reserve == 0 {
+		o.Reserve = DefaultReserve
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
+	if o.FS == nil {
+		o.FS = vfs.Default
+	}
+	return o
+}
+
+// isLockedError reports whether err is the lock being held: by another
+// process (fcntl's EAGAIN or EACCES) or by this one (Pebble's own check).
+func isLockedError(err error) bool {
+	return errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) || strings.Contains(err.Error(), "lock held by current process")
+}
+
+// lockedError says who holds the store, and what to do, where Pebble would
+// say only "resource temporarily unavailable".
+func lockedError(dir string) error {
+	return fmt.Errorf("%w: another process holds the lock on %s; is another redcell running with --dir %s?",
+		ErrLocked, filepath.Join(dir, "LOCK"), dir)
 }
 
 // pebbleExists reports whether dir already holds a Pebble store.
-func pebbleExists(dir string) (bool, error) {
-	entries, err := os.ReadDir(dir)
+func pebbleExists(fs vfs.FS, dir string) (bool, error) {
+	names, err := fs.List(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	for _, e := range entries {
-		if e.Name() == "CURRENT" || filepath.Ext(e.Name()) == ".sst" ||
-			len(e.Name()) > 8 && e.Name()[:8] == "MANIFEST" || filepath.Ext(e.Name()) == ".log" {
+	for _, name := range names {
+		if name == "CURRENT" || filepath.Ext(name) == ".sst" || strings.HasPrefix(name, "MANIFEST") || filepath.Ext(name) == ".log" {
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// checkReadOnly opens an existing store without writing to it and checks
-// its format marker.
-func checkReadOnly(dir string, opts *pebble.Options) error {
-	ro := opts.Clone()
-	ro.ReadOnly = true
-	db, err := pebble.Open(dir, ro)
+// readThrough opens an existing store read-only, checks its format marker and
+// reads every key, which checks every data block's checksum, calling load for
+// the live ones. Nothing is written.
+func readThrough(dir string, opts PebbleOptions, lock *pebble.Lock, now gcra.Instant, load func(key []byte, tat gcra.Instant) error) (stats LoadStats, err error) {
+	// Pebble calls Fatalf on corruption it finds; reading only, on this
+	// goroutine, that is an error to return like any other.
+	type fatal struct{ msg string }
+	defer func() {
+		if r := recover(); r != nil {
+			f, ok := r.(fatal)
+			if !ok {
+				panic(r)
+			}
+			err = errors.New(f.msg)
+		}
+	}()
+	logger := pebbleLogger{l: opts.Logger, fatal: func(msg string) { panic(fatal{msg}) }}
+	db, err := pebble.Open(dir, &pebble.Options{FS: opts.FS, ReadOnly: true, Lock: lock, Logger: logger})
 	if err != nil {
-		return err
+		return stats, err
 	}
 	defer db.Close()
-	v, closer, err := db.Get([]byte(formatKey))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return fmt.Errorf("%w: no format marker", ErrUnknownFormat)
-	}
+	it, err := db.NewIter(nil)
 	if err != nil {
-		return err
+		return stats, err
 	}
-	defer closer.Close()
-	if string(v) != formatVersion {
-		return fmt.Errorf("%w: %q, this build reads %q", ErrUnknownFormat, v, formatVersion)
+	marked := false
+	for it.First(); it.Valid(); it.Next() {
+		k, v := it.Key(), it.Value()
+		switch {
+		case string(k) == formatKey:
+			if string(v) != formatVersion {
+				_ = it.Close()
+				return stats, fmt.Errorf("%w: %q, this build reads %q", ErrUnknownFormat, v, formatVersion)
+			}
+			marked = true
+		case len(k) > 0 && k[0] == tatPrefix:
+			if len(v) != 8 {
+				_ = it.Close()
+				return stats, fmt.Errorf("key %q: value of %d bytes, want 8", k[1:], len(v))
+			}
+			tat := gcra.Instant(binary.BigEndian.Uint64(v))
+			if tat <= now {
+				stats.Stale++
+				continue
+			}
+			if err := load(k[1:], tat); err != nil {
+				_ = it.Close()
+				return stats, fmt.Errorf("key %q: %w", k[1:], err)
+			}
+			stats.Loaded++
+		default:
+			_ = it.Close()
+			return stats, fmt.Errorf("%w: unexpected key %q", ErrUnknownFormat, k)
+		}
 	}
-	return nil
+	if err := it.Close(); err != nil {
+		return stats, err
+	}
+	if !marked {
+		return stats, fmt.Errorf("%w: no format marker", ErrUnknownFormat)
+	}
+	return stats, nil
 }
 
 func tatKey(buf []byte, key string) []byte {
@@ -137,22 +274,31 @@ func tatKey(buf []byte, key string) []byte {
 	return append(buf, key...)
 }
 
-// Apply writes changes in one batch. It sorts changes by key first (stably:
-// a later change to a key stays later): Pebble inserts a batch into its
-// memtable's skiplist with a cursor from the previous key, so keys in order
-// cost a step each instead of a search from the top. Unsorted, the inserts
-// were 6% of the server's CPU under the random-key benchmark (100k keys
-// changing every second); BenchmarkFlushMillionKeys went from 0.72 s to
-// 0.58-0.66 s side by side.
+// Apply writes changes in one batch, in order. Pebble inserts a batch into
+// its memtable's skiplist with a cursor from the previous key, so keys in
+// order (the Flusher sorts them) cost a step each instead of a search from
+// the top.
+//
+// Before writing, it checks that the disk has room (disk.room): on a full
+// disk it fails with ErrDiskFull and writes nothing. A write that takes
+// longer than the stall timeout fails with ErrStalled; one that makes Pebble
+// fail for good fails with ErrBroken, as does every call after it.
 func (p *PebbleBackend) Apply(changes []Change, sync bool) error {
-	slices.SortStableFunc(changes, func(a, b Change) int { return strings.Compare(a.Key, b.Key) })
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	size := 0
+	for _, c := range changes {
+		size += len(c.Key) + 32 // key, value and the batch's framing
+	}
+	if err := p.disk.room(int64(size)); err != nil {
+		return err
+	}
+	// The batch is filled here, copying the changes: the caller reuses
+	// them once Apply returns, which may be before a stuck commit does.
 	if p.batch == nil {
 		p.batch = p.db.NewBatch()
 	}
 	b := p.batch
-	defer b.Reset()
 	var k []byte
 	var v [8]byte
 	for _, c := range changes {
@@ -165,6 +311,7 @@ func (p *PebbleBackend) Apply(changes []Change, sync bool) error {
 			err = b.Set(k, v[:], nil)
 		}
 		if err != nil {
+			b.Reset()
 			return err
 		}
 	}
@@ -172,84 +319,79 @@ func (p *PebbleBackend) Apply(changes []Change, sync bool) error {
 	if sync {
 		opts = pebble.Sync
 	}
-	return b.Commit(opts)
+	return p.disk.do(func() error {
+		defer b.Reset() // before do's caller may write again: see disk.usable
+		return b.Commit(opts)
+	})
 }
 
 // Sync syncs Pebble's write-ahead log, which holds every Apply so far.
-func (p *PebbleBackend) Sync() error { return p.db.LogData(nil, pebble.Sync) }
-
-// Load reads every TAT back.
-func (p *PebbleBackend) Load(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) (loaded, deleted int, err error) {
-	it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tatPrefix}, UpperBound: []byte{tatPrefix + 1}})
-	if err != nil {
-		return 0, 0, err
+func (p *PebbleBackend) Sync() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.disk.room(0); err != nil {
+		return err
 	}
-	stale := p.db.NewBatch()
-	defer stale.Close()
-	for it.First(); it.Valid(); it.Next() {
-		v := it.Value()
-		if len(v) != 8 {
-			it.Close()
-			return loaded, 0, fmt.Errorf("key %q: value of %d bytes, want 8", it.Key()[1:], len(v))
-		}
-		tat := gcra.Instant(binary.BigEndian.Uint64(v))
-		if tat <= now {
-			if err := stale.Delete(it.Key(), nil); err != nil {
-				it.Close()
-				return loaded, 0, err
-			}
-			deleted++
-			continue
-		}
-		fn(it.Key()[1:], tat)
-		loaded++
-	}
-	if err := it.Close(); err != nil {
-		return loaded, 0, err
-	}
-	if deleted > 0 {
-		if err := stale.Commit(pebble.Sync); err != nil {
-			return loaded, 0, err
-		}
-	}
-	return loaded, deleted, nil
+	return p.disk.do(func() error { return p.db.LogData(nil, pebble.Sync) })
 }
 
-// DiskSize is Pebble's own count of the bytes it uses.
-func (p *PebbleBackend) DiskSize() int64 { return int64(p.db.Metrics().DiskSpaceUsage()) }
+// DeleteStale deletes every key whose TAT is at or before now, in batches.
+func (p *PebbleBackend) DeleteStale(now gcra.Instant) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.disk.room(0); err != nil {
+		return 0, err
+	}
+	deleted := 0
+	err := p.disk.do(func() error {
+		it, err := p.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tatPrefix}, UpperBound: []byte{tatPrefix + 1}})
+		if err != nil {
+			return err
+		}
+		stale := p.db.NewBatch()
+		defer stale.Close()
+		for it.First(); it.Valid(); it.Next() {
+			if v := it.Value(); len(v) == 8 && gcra.Instant(binary.BigEndian.Uint64(v)) <= now {
+				if err := stale.Delete(it.Key(), nil); err != nil {
+					_ = it.Close()
+					return err
+				}
+				deleted++
+			}
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+		if deleted == 0 {
+			return nil
+		}
+		return stale.Commit(pebble.Sync)
+	})
+	if err != nil {
+		return 0, err
+	}
+	return deleted, nil
+}
 
-// Close flushes memtables and closes the database.
+// DiskSize is the bytes the store's files take, the reserve aside. It reads
+// the directory, not Pebble, so it answers even while Pebble is stuck.
+func (p *PebbleBackend) DiskSize() int64 { return p.disk.used() }
+
+// Close closes the database, unless a write is still stuck in it or it has
+// failed for good: closing would wait for that write forever, or panic.
+// Then Close reports why the store is left as it is; the process's exit
+// releases it.
 func (p *PebbleBackend) Close() error {
 	p.mu.Lock()
-	if p.batch != nil {
-		_ = p.batch.Close()
-		p.batch = nil
+	defer p.mu.Unlock()
+	if err := p.disk.usable(); err != nil {
+		return fmt.Errorf("store %s left open: %w", p.dir, err)
 	}
-	p.mu.Unlock()
-	return p.db.Close()
-}
-
-// pebbleLogger sends Pebble's chatter to slog: information at debug level,
-// errors as errors. Fatalf must not return, as Pebble's contract says.
-type pebbleLogger struct{ l *slog.Logger }
-
-func (p pebbleLogger) Infof(format string, args ...any) {
-	if p.l != nil {
-		p.l.Debug("pebble: " + fmt.Sprintf(format, args...))
-	}
-}
-
-func (p pebbleLogger) Errorf(format string, args ...any) {
-	if p.l != nil {
-		p.l.Error("pebble: " + fmt.Sprintf(format, args...))
-	}
-}
-
-func (p pebbleLogger) Fatalf(format string, args ...any) {
-	msg := "pebble: " + fmt.Sprintf(format, args...)
-	if p.l != nil {
-		p.l.Error(msg)
-	}
-	fmt.Fprintln(os.Stderr, msg)
-	os.Exit(1)
+	return p.disk.do(func() error {
+		if p.batch != nil {
+			_ = p.batch.Close()
+			p.batch = nil
+		}
+		return p.db.Close()
+	})
 }

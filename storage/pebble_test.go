@@ -15,24 +15,31 @@ import (
 	"redcell/gcra"
 )
 
-func openPebble(t testing.TB, dir string) *PebbleBackend {
-	t.Helper()
-	p, err := OpenPebble(dir, nil)
-	require.NoError(t, err)
-	return p
-}
+// noReserve opens stores without a reserve file: tests of other things.
+var noReserve = PebbleOptions{Reserve: -1}
 
-func loadAll(t testing.TB, b Backend, now gcra.Instant) (map[string]gcra.Instant, int) {
+// openPebble opens dir and returns the keys live at now.
+func openPebbleAt(t testing.TB, dir string, opts PebbleOptions, now gcra.Instant) (*PebbleBackend, map[string]gcra.Instant, LoadStats) {
 	t.Helper()
 	got := map[string]gcra.Instant{}
-	_, deleted, err := b.Load(now, func(k []byte, tat gcra.Instant) { got[string(k)] = tat })
+	p, stats, err := OpenPebble(dir, opts, now, func(k []byte, tat gcra.Instant) error {
+		got[string(k)] = tat
+		return nil
+	})
 	require.NoError(t, err)
-	return got, deleted
+	return p, got, stats
+}
+
+func openPebble(t testing.TB, dir string) (*PebbleBackend, map[string]gcra.Instant) {
+	t.Helper()
+	p, got, _ := openPebbleAt(t, dir, noReserve, t0)
+	return p, got
 }
 
 func TestPebbleRoundTripAcrossReopen(t *testing.T) {
 	dir := t.TempDir()
-	p := openPebble(t, dir)
+	p, got := openPebble(t, dir)
+	require.Empty(t, got)
 	require.NoError(t, p.Apply([]Change{
 		{Key: "a", TAT: t0 + sec(10)},
 		{Key: "b", TAT: t0 + sec(20)},
@@ -43,44 +50,54 @@ func TestPebbleRoundTripAcrossReopen(t *testing.T) {
 	}, true))
 	require.NoError(t, p.Close())
 
-	p = openPebble(t, dir)
+	p, got = openPebble(t, dir)
 	defer p.Close()
-	got, deleted := loadAll(t, p, t0)
 	require.Equal(t, map[string]gcra.Instant{"a": t0 + sec(11), "b": t0 + sec(20), "bin\x00\xff": t0 + 1}, got)
-	require.Zero(t, deleted)
 }
 
 // Apply reuses one batch: each write carries only its own changes, and a
 // Sync after unsynced writes keeps them all.
 func TestPebbleReusedBatchAndSync(t *testing.T) {
 	dir := t.TempDir()
-	p := openPebble(t, dir)
+	p, _ := openPebble(t, dir)
 	require.NoError(t, p.Apply([]Change{{Key: "a", TAT: t0 + sec(10)}, {Key: "b", TAT: t0 + sec(10)}}, false))
 	require.NoError(t, p.Apply([]Change{{Key: "b"}, {Key: "c", TAT: t0 + sec(30)}}, false))
 	require.NoError(t, p.Apply(nil, false))
 	require.NoError(t, p.Sync())
 	require.NoError(t, p.Close())
 
-	p = openPebble(t, dir)
+	p, got := openPebble(t, dir)
 	defer p.Close()
-	got, _ := loadAll(t, p, t0)
 	require.Equal(t, map[string]gcra.Instant{"a": t0 + sec(10), "c": t0 + sec(30)}, got)
 }
 
-func TestPebbleLoadDeletesExpiredKeys(t *testing.T) {
+// Opening loads the live keys and leaves the stale ones on disk: a clock
+// that starts 48 hours fast must not delete every limit. DeleteStale, run by
+// the flusher later, removes what is stale then.
+func TestPebbleOpenLeavesStaleKeysOnDiskUntilDeleteStale(t *testing.T) {
 	dir := t.TempDir()
-	p := openPebble(t, dir)
+	p, _ := openPebble(t, dir)
 	require.NoError(t, p.Apply([]Change{{Key: "old", TAT: t0 - 1}, {Key: "now", TAT: t0}, {Key: "new", TAT: t0 + 1}}, true))
-	got, deleted := loadAll(t, p, t0)
-	require.Equal(t, map[string]gcra.Instant{"new": t0 + 1}, got)
-	require.Equal(t, 2, deleted)
 	require.NoError(t, p.Close())
 
-	p = openPebble(t, dir)
+	fast := t0 + sec(48*3600)
+	p, got, stats := openPebbleAt(t, dir, noReserve, fast)
+	require.Empty(t, got, "with the clock 48h fast every key looks stale")
+	require.Equal(t, LoadStats{Stale: 3}, stats)
+	require.NoError(t, p.Close())
+
+	p, got, stats = openPebbleAt(t, dir, noReserve, t0)
+	require.Equal(t, map[string]gcra.Instant{"new": t0 + 1}, got, "the clock put right: the live key is back")
+	require.Equal(t, LoadStats{Loaded: 1, Stale: 2}, stats)
+	n, err := p.DeleteStale(t0)
+	require.NoError(t, err)
+	require.Equal(t, 2, n)
+	require.NoError(t, p.Close())
+
+	p, got, stats = openPebbleAt(t, dir, noReserve, t0-sec(100))
 	defer p.Close()
-	got, deleted = loadAll(t, p, t0-sec(100)) // even seen from the past, they are gone
-	require.Equal(t, map[string]gcra.Instant{"new": t0 + 1}, got)
-	require.Zero(t, deleted)
+	require.Equal(t, map[string]gcra.Instant{"new": t0 + 1}, got, "even seen from the past, the stale ones are gone")
+	require.Equal(t, LoadStats{Loaded: 1}, stats)
 }
 
 // hashTree fingerprints every file under dir (name, size, content).
@@ -108,7 +125,7 @@ func TestPebbleCorruptStoreFailsAndIsLeftAsFound(t *testing.T) {
 	for _, victim := range []string{"MANIFEST-", "CURRENT"} {
 		t.Run(victim, func(t *testing.T) {
 			dir := t.TempDir()
-			p := openPebble(t, dir)
+			p, _ := openPebble(t, dir)
 			require.NoError(t, p.Apply([]Change{{Key: "a", TAT: t0 + sec(10)}}, true))
 			require.NoError(t, p.Close())
 
@@ -136,7 +153,7 @@ func TestPebbleCorruptStoreFailsAndIsLeftAsFound(t *testing.T) {
 			require.NotZero(t, corrupted)
 			before := hashTree(t, dir)
 
-			_, err = OpenPebble(dir, nil)
+			_, _, err = OpenPebble(dir, noReserve, t0, func([]byte, gcra.Instant) error { return nil })
 			require.Error(t, err)
 			require.Contains(t, err.Error(), dir, "the error names the directory")
 			require.Equal(t, before, hashTree(t, dir), "a failed open changes no file")
@@ -151,7 +168,7 @@ func TestPebbleRefusesAnotherFormat(t *testing.T) {
 	require.NoError(t, db.Set([]byte(formatKey), []byte("redcell/99"), pebble.Sync))
 	require.NoError(t, db.Close())
 
-	_, err = OpenPebble(dir, nil)
+	_, _, err = OpenPebble(dir, noReserve, t0, func([]byte, gcra.Instant) error { return nil })
 	require.ErrorIs(t, err, ErrUnknownFormat)
 	require.Contains(t, err.Error(), "redcell/99")
 }
@@ -163,7 +180,7 @@ func TestPebbleRefusesAForeignStore(t *testing.T) {
 	require.NoError(t, db.Set([]byte("someone else's key"), []byte("v"), pebble.Sync))
 	require.NoError(t, db.Close())
 
-	_, err = OpenPebble(dir, nil)
+	_, _, err = OpenPebble(dir, noReserve, t0, func([]byte, gcra.Instant) error { return nil })
 	require.ErrorIs(t, err, ErrUnknownFormat)
 }
 
@@ -185,10 +202,10 @@ func BenchmarkFlushMillionKeys(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		s := fillStore(b, n)
-		p := openPebble(b, b.TempDir())
-		f := NewFlusher(s, p, fixedClock)
+		p, _ := openPebble(b, b.TempDir())
+		f := NewFlusher(s, p, FlusherOptions{Now: fixedClock})
 		b.StartTimer()
-		require.NoError(b, f.Flush(true))
+		require.NoError(b, f.Flush())
 		b.StopTimer()
 		require.NoError(b, p.db.Flush())
 		b.ReportMetric(float64(p.DiskSize())/1e6, "MB-on-disk")
@@ -196,20 +213,20 @@ func BenchmarkFlushMillionKeys(b *testing.B) {
 	}
 }
 
-// BenchmarkLoadMillionKeys: start-up load of 1M live keys into a Store.
+// BenchmarkLoadMillionKeys: start-up load of 1M live keys into a Store,
+// reading the store through once read-only and opening it for writing.
 func BenchmarkLoadMillionKeys(b *testing.B) {
 	const n = 1_000_000
 	dir := b.TempDir()
-	p := openPebble(b, dir)
-	require.NoError(b, NewFlusher(fillStore(b, n), p, fixedClock).Flush(true))
+	p, _ := openPebble(b, dir)
+	require.NoError(b, NewFlusher(fillStore(b, n), p, FlusherOptions{Now: fixedClock}).Flush())
 	require.NoError(b, p.Close())
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		p := openPebble(b, dir)
 		s := New(Config{TrackChanges: true})
-		loaded, _, err := LoadInto(s, p, t0)
+		p, stats, err := OpenPebble(dir, noReserve, t0, s.Restore)
 		require.NoError(b, err)
-		require.Equal(b, n, loaded)
+		require.Equal(b, n, stats.Loaded)
 		require.NoError(b, p.Close())
 	}
 }

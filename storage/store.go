@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"redcell/gcra"
 )
@@ -34,6 +35,15 @@ func DefaultShards() int { return runtime.GOMAXPROCS(0) * 16 }
 // ErrInvalidShards is returned by Validate for a negative shard count or one
 // above MaxShards.
 var ErrInvalidShards = errors.New("storage: shards must be between 1 and 65536")
+
+// Errors of a key that cannot be stored. Nothing is stored, and the store
+// keeps serving every other key.
+var (
+	// ErrFull: the key's shard holds the most keys a shard can (2^32-2).
+	ErrFull = errors.New("storage: the key's shard is full")
+	// ErrKeyTooLong: the key is 2 GiB or longer.
+	ErrKeyTooLong = errors.New("storage: key too long")
+)
 
 // MaxShards bounds Config.Shards.
 const MaxShards = 1 << 16
@@ -96,17 +106,30 @@ func (s *Store) shardOf(key []byte) *shard {
 
 // Throttle runs one GCRA decision for key at now, under the key's shard lock
 // and no other, and stores the new TAT when the decision says to. It does not
-// allocate unless it creates the key.
+// allocate unless it creates the key. A key that cannot be created
+// (ErrFull, ErrKeyTooLong) is an error and nothing is stored.
 func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	tat, _ := sh.t.get(key) // an expired TAT is <= now: Decide treats it as absent
 	res, newTAT, store, err := gcra.Decide(r, tat, now)
 	if store {
-		sh.t.put(key, newTAT)
+		err = sh.t.put(key, newTAT)
 	}
 	sh.mu.Unlock()
 	return res, err
+}
+
+// Preview decides as Throttle would and stores nothing; store reports
+// whether Throttle would have stored (a change durable mode cannot make
+// while the disk fails).
+func (s *Store) Preview(key []byte, r gcra.Rate, now gcra.Instant) (res gcra.Result, store bool, err error) {
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	tat, _ := sh.t.get(key)
+	res, _, store, err = gcra.Decide(r, tat, now)
+	sh.mu.Unlock()
+	return res, store, err
 }
 
 // Get returns key's TAT if the key is live at now. An expired key found here
@@ -141,28 +164,44 @@ func (s *Store) Delete(key []byte, now gcra.Instant) bool {
 	return true
 }
 
-// restoreUntracked sets key's TAT without recording a change: the value
-// came from the backend, so writing it back would be wasted work.
-func (s *Store) restoreUntracked(key []byte, tat gcra.Instant) {
+// Restore sets key's TAT as loaded from disk, without recording a change:
+// the value came from the backend, so writing it back would be wasted work.
+func (s *Store) Restore(key []byte, tat gcra.Instant) error {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	track := sh.t.track
-	sh.t.track = false
-	sh.t.put(key, tat)
-	sh.t.track = track
+	on := sh.t.log.on
+	sh.t.log.on = false
+	err := sh.t.put(key, tat)
+	sh.t.log.on = on
 	sh.mu.Unlock()
+	return err
 }
 
-// PendingChanges returns how many changed keys wait for the next flush.
+// PendingChanges returns how many changes are recorded and not yet taken by
+// a flush: zero exactly when every change has been taken. (The Flusher adds
+// the ones it has taken and not yet synced: Flusher.Pending.)
 func (s *Store) PendingChanges() int {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		n += len(sh.t.changes)
+		n += sh.t.log.pending()
 		sh.mu.Unlock()
 	}
 	return n
+}
+
+// Requeue records again changes that a flush took but could not write, so
+// that the next flush writes each key as it is then: once, with its latest
+// state.
+func (s *Store) Requeue(changes []Change) {
+	for _, c := range changes {
+		key := unsafe.Slice(unsafe.StringData(c.Key), len(c.Key)) // read only
+		sh := s.shardOf(key)
+		sh.mu.Lock()
+		sh.t.requeue(key)
+		sh.mu.Unlock()
+	}
 }
 
 // Len returns the number of keys held, including expired keys not yet swept.

@@ -21,8 +21,9 @@ import (
 // large ones are mapped outside the Go heap (see region): a million keys cost
 // their own bytes in RSS, not twice that under GOGC's heap goal.
 //
-// A table holds at most 2^32-2 keys and 4 GiB of long keys (a shard, not the
-// store); keys are at most 2 GiB long.
+// A table holds at most 2^32-2 keys (a shard, not the store; the index keeps
+// an entry's position in 32 bits); a key is at most 2 GiB long. Beyond either
+// it refuses the key (ErrFull, ErrKeyTooLong) rather than fail.
 type table struct {
 	// entries has one element per key; its capacity is mem.entries'.
 	entries []entry
@@ -37,15 +38,8 @@ type table struct {
 
 	mem *tableMem
 
-	// track makes every change append to changes, for the persister.
-	track bool
-	// changes has one element per recorded change: an entry index whose key
-	// was written (dirtyBit set on the entry until takeChanges reports it),
-	// or deletedBit | length for a deleted key whose bytes follow the
-	// previous ones in deleted. A key may be recorded more than once;
-	// takeChanges reports it once per call.
-	changes []uint32
-	deleted []byte
+	// log records which keys changed, for the persister (changes.go).
+	log changeLog
 }
 
 // entry is one key and its TAT, which is also the instant the key expires.
@@ -53,7 +47,7 @@ type entry struct {
 	tat gcra.Instant
 	n   uint32 // key length, with dirtyBit while a write is unreported
 	// key holds the key if n <= inlineKey, else its offset in the arena
-	// (little-endian, first four bytes).
+	// (little-endian, first eight bytes).
 	key [inlineKey]byte
 }
 
@@ -63,14 +57,15 @@ const (
 	// dirtyBit in entry.n marks a key written since the last takeChanges
 	// (only when tracking).
 	dirtyBit = 1 << 31
-	// deletedBit in a changes element marks a deleted key's length.
-	deletedBit = 1 << 31
 
-	minSlots      = 8
-	minEntries    = 4
-	minArena      = 256
-	compactArena  = 4 << 10 // arenas smaller than this are never compacted
-	maxArenaBytes = math.MaxUint32
+	// maxEntries is the most keys one table holds: the index keeps an
+	// entry's position + 1 in 32 bits, and 0 means an empty slot.
+	maxEntries = math.MaxUint32 - 1
+
+	minSlots     = 8
+	minEntries   = 4
+	minArena     = 256
+	compactArena = 4 << 10 // arenas smaller than this are never compacted
 )
 
 var tableSeed = maphash.MakeSeed()
@@ -80,7 +75,7 @@ var tableSeed = maphash.MakeSeed()
 func hashKey(key []byte) uint32 { return uint32(maphash.Bytes(tableSeed, key)) }
 
 func newTable(track bool) table {
-	return table{mem: newTableMem(), track: track}
+	return table{mem: newTableMem(), log: changeLog{on: track}}
 }
 
 // len returns the number of keys, expired or not.
@@ -100,8 +95,8 @@ func (t *table) keyOf(e *entry) []byte {
 	if n <= inlineKey {
 		return e.key[:n]
 	}
-	off := binary.LittleEndian.Uint32(e.key[:])
-	return t.arena[off : off+n]
+	off := binary.LittleEndian.Uint64(e.key[:])
+	return t.arena[off : off+uint64(n)]
 }
 
 // find returns the entry index of key, whose hash is h, and the position of
@@ -152,33 +147,34 @@ func (t *table) get(key []byte) (gcra.Instant, bool) {
 	return 0, false
 }
 
-// put stores tat for key, creating the key if needed.
-func (t *table) put(key []byte, tat gcra.Instant) {
+// put stores tat for key, creating the key if needed. It fails, storing
+// nothing, only when the key cannot be added (ErrKeyTooLong, ErrFull).
+func (t *table) put(key []byte, tat gcra.Instant) error {
 	h := hashKey(key)
 	if len(t.entries) > 0 {
 		if i, _ := t.find(key, h); i >= 0 {
 			t.entries[i].tat = tat
 			t.markDirty(i)
-			return
+			return nil
 		}
 	}
-	t.add(key, h, tat)
+	return t.add(key, h, tat)
 }
 
 // insert adds a key known to be absent.
-func (t *table) insert(key string, tat gcra.Instant) {
+func (t *table) insert(key string, tat gcra.Instant) error {
 	b := unsafe.Slice(unsafe.StringData(key), len(key)) // read only
-	t.add(b, hashKey(b), tat)
+	return t.add(b, hashKey(b), tat)
 }
 
 // add appends an entry for key, which is absent and hashes to h.
-func (t *table) add(key []byte, h uint32, tat gcra.Instant) {
+func (t *table) add(key []byte, h uint32, tat gcra.Instant) error {
 	if len(key) >= dirtyBit {
-		panic("storage: key longer than 2 GiB")
+		return ErrKeyTooLong
 	}
 	n := len(t.entries)
-	if n >= math.MaxUint32-1 {
-		panic("storage: more than 2^32-2 keys in one shard")
+	if n >= maxEntries {
+		return ErrFull
 	}
 	if (n+1)*4 > len(t.slots)*3 {
 		t.resizeSlots(max(minSlots, 2*len(t.slots)))
@@ -190,43 +186,41 @@ func (t *table) add(key []byte, h uint32, tat gcra.Instant) {
 	if len(key) <= inlineKey {
 		copy(e.key[:], key)
 	} else {
-		binary.LittleEndian.PutUint32(e.key[:], t.appendKey(key))
+		binary.LittleEndian.PutUint64(e.key[:], t.appendKey(key))
 	}
 	t.entries = append(t.entries, e) // within capacity: never reallocates
 
 	_, pos := t.find(key, h) // an empty slot, as the key is absent
 	t.slots[pos] = uint64(h)<<32 | uint64(n+1)
 	t.markDirty(n)
+	return nil
 }
 
 // appendKey copies a long key to the end of the arena, making room by
 // compacting or growing it, and returns its offset.
-func (t *table) appendKey(key []byte) uint32 {
+func (t *table) appendKey(key []byte) uint64 {
 	if len(t.arena)+len(key) > cap(t.arena) {
 		// Growing copies the live keys anyway: drop the garbage as well.
 		live := len(t.arena) - t.garbage + len(key)
-		if live > maxArenaBytes {
-			panic("storage: more than 4 GiB of keys in one shard")
-		}
 		t.compactArena(max(minArena, 2*live))
 	}
 	off := len(t.arena)
 	t.arena = append(t.arena, key...) // within capacity: never reallocates
-	return uint32(off)
+	return uint64(off)
 }
 
 // compactArena moves the live long keys into a fresh arena of at least size
 // bytes, dropping the garbage.
 func (t *table) compactArena(size int) {
 	old := t.mem.arena
-	t.mem.arena = allocRegion(min(size, maxArenaBytes))
+	t.mem.arena = allocRegion(size)
 	arena := t.mem.arena.b[:0]
 	for i := range t.entries {
 		e := &t.entries[i]
 		if e.n&^dirtyBit > inlineKey {
 			off := len(arena)
 			arena = append(arena, t.keyOf(e)...)
-			binary.LittleEndian.PutUint32(e.key[:], uint32(off))
+			binary.LittleEndian.PutUint64(e.key[:], uint64(off))
 		}
 	}
 	t.arena = arena
@@ -262,18 +256,6 @@ func (t *table) resizeSlots(n int) {
 	old.free()
 }
 
-func (t *table) markDirty(i int) {
-	if e := &t.entries[i]; t.track && e.n&dirtyBit == 0 {
-		e.n |= dirtyBit
-		t.changes = append(t.changes, uint32(i))
-	}
-}
-
-func (t *table) recordDeletion(key []byte) {
-	t.changes = append(t.changes, deletedBit|uint32(len(key)))
-	t.deleted = append(t.deleted, key...)
-}
-
 // remove deletes key and reports whether it was present.
 func (t *table) remove(key []byte) bool {
 	i := t.lookup(key)
@@ -288,9 +270,7 @@ func (t *table) remove(key []byte) bool {
 func (t *table) removeAt(i int) {
 	e := &t.entries[i]
 	t.deleteSlot(t.slotOf(i))
-	if t.track {
-		t.recordDeletion(t.keyOf(e))
-	}
+	t.log.deleted(t.keyOf(e))
 	if n := int(e.n &^ dirtyBit); n > inlineKey {
 		t.garbage += n
 	}
@@ -301,7 +281,7 @@ func (t *table) removeAt(i int) {
 		t.slots[p] = t.slots[p]&^math.MaxUint32 | uint64(i+1)
 		t.entries[i] = t.entries[last]
 		if t.entries[i].n&dirtyBit != 0 {
-			t.changes = append(t.changes, uint32(i)) // its index changed
+			t.log.wrote(i) // its index changed
 		}
 	}
 	t.entries = t.entries[:last]
@@ -363,73 +343,8 @@ func (t *table) expire(cursor, n int, now gcra.Instant) (next, expired int) {
 
 // clear deletes every key.
 func (t *table) clear() {
-	if t.track {
-		for i := range t.entries {
-			t.recordDeletion(t.keyOf(&t.entries[i]))
-		}
+	for i := range t.entries {
+		t.log.deleted(t.keyOf(&t.entries[i]))
 	}
 	t.release()
-}
-
-// Change is one key's new state for the persister: its TAT, or zero when the
-// key was deleted or expired.
-type Change struct {
-	Key string
-	TAT gcra.Instant
-}
-
-// takeChanges appends every change since the last call to buf, one per key,
-// and forgets them.
-func (t *table) takeChanges(buf []Change) []Change {
-	if len(t.changes) == 0 {
-		return buf
-	}
-	// First pass: decide what to report, each Key a view of the table's
-	// memory, which does not move until we return.
-	start, size := len(buf), 0
-	view := func(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-	off := 0
-	for _, c := range t.changes {
-		if c&deletedBit == 0 {
-			// A write, unless the entry moved (then it was recorded again)
-			// or was already reported in this call.
-			if i := int(c); i < len(t.entries) && t.entries[i].n&dirtyBit != 0 {
-				e := &t.entries[i]
-				e.n &^= dirtyBit
-				key := t.keyOf(e)
-				buf = append(buf, Change{Key: view(key), TAT: e.tat})
-				size += len(key)
-			}
-			continue
-		}
-		key := t.deleted[off : off+int(c&^deletedBit)]
-		off += len(key)
-		// A key written again since is reported by its write, or was
-		// restored without tracking: either way nothing is deleted.
-		if t.lookup(key) < 0 {
-			buf = append(buf, Change{Key: view(key)})
-			size += len(key)
-		}
-	}
-	// Second pass: copy the keys into one string, one allocation for the
-	// batch, so each Change.Key stays valid whatever the table does once
-	// unlocked.
-	keys := make([]byte, 0, size)
-	for _, c := range buf[start:] {
-		keys = append(keys, c.Key...)
-	}
-	s := view(keys)
-	off = 0
-	for j := start; j < len(buf); j++ {
-		n := len(buf[j].Key)
-		buf[j].Key = s[off : off+n]
-		off += n
-	}
-	// Keep the buffers for the next batch unless a burst made them large.
-	if cap(t.changes) > 1<<16 {
-		t.changes, t.deleted = nil, nil
-	} else {
-		t.changes, t.deleted = t.changes[:0], t.deleted[:0]
-	}
-	return buf
 }

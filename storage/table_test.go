@@ -41,7 +41,7 @@ func (t *table) check(tb testing.TB) {
 	}
 	require.Equal(tb, len(t.entries), used, "one slot per entry")
 	pending := map[int]bool{}
-	for _, c := range t.changes {
+	for _, c := range t.log.records {
 		if c&deletedBit == 0 {
 			pending[int(c)] = true
 		}
@@ -50,11 +50,11 @@ func (t *table) check(tb testing.TB) {
 		e := &t.entries[i]
 		if n := int(e.n &^ dirtyBit); n > inlineKey {
 			liveArena += n
-			off := int(binary.LittleEndian.Uint32(e.key[:]))
+			off := int(binary.LittleEndian.Uint64(e.key[:]))
 			require.LessOrEqual(tb, off+n, len(t.arena), "entry %d: key inside the arena", i)
 		}
 		if e.n&dirtyBit != 0 {
-			require.True(tb, t.track, "dirty entries only when tracking")
+			require.True(tb, t.log.on, "dirty entries only when tracking")
 			require.True(tb, pending[i], "dirty entry %d has a pending record", i)
 		}
 	}
@@ -369,9 +369,9 @@ func TestTableChangesOfDeletedKeys(t *testing.T) {
 	require.Empty(t, tab.takeChanges(nil))
 
 	// Untracked writes are not reported, and a clear reports every key.
-	tab.track = false
+	tab.log.on = false
 	tab.put([]byte("c"), 4)
-	tab.track = true
+	tab.log.on = true
 	require.Empty(t, tab.takeChanges(nil))
 	tab.put([]byte("a"), 5)
 	tab.clear()

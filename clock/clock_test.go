@@ -1,0 +1,43 @@
+package clock
+
+import (
+	"testing"
+	"time"
+)
+
+func TestNowFollowsTheWallClockAtStartAndNeverGoesBack(t *testing.T) {
+	before := time.Now()
+	c := New()
+	now := c.Now()
+	if now.Before(before) {
+		t.Fatalf("Now %v is before the wall clock at start %v", now, before)
+	}
+	prev := now
+	for i := 0; i < 1000; i++ {
+		n := c.Now()
+		if n.Before(prev) {
+			t.Fatalf("Now went back: %v after %v", n, prev)
+		}
+		prev = n
+	}
+	// Without a step the offset is exactly zero, however far apart the
+	// two reads fall, so that a TAT saved and loaded back is unchanged.
+	for i := 0; i < 1000; i++ {
+		if off := c.WallOffset(); off != 0 {
+			t.Fatalf("WallOffset = %v without a step", off)
+		}
+	}
+}
+
+// A wall clock stepped an hour forward after the start: Now does not move
+// with it, and the offset shows the step.
+func TestWallOffsetShowsAStep(t *testing.T) {
+	c := New()
+	c.wall = func() time.Time { return time.Now().Add(time.Hour) }
+	if off := c.WallOffset(); off < time.Hour-time.Millisecond || off > time.Hour+time.Millisecond {
+		t.Fatalf("WallOffset = %v, want about 1h", off)
+	}
+	if d := time.Since(c.Now()); d < -time.Millisecond || d > time.Millisecond {
+		t.Fatalf("Now is %v off the unstepped clock", d)
+	}
+}

@@ -1,0 +1,132 @@
+package storage
+
+import (
+	"unsafe"
+
+	"redcell/gcra"
+)
+
+// Change is one key's new state for the persister: its TAT, or zero when the
+// key was deleted or expired.
+type Change struct {
+	Key string
+	TAT gcra.Instant
+}
+
+// changeLog records which of a table's keys changed since the persister last
+// took the changes, so that a flush writes only those. A written key is
+// remembered by its entry (dirtyBit on the entry, its index in records); a
+// deleted key by its bytes, as it no longer has an entry. A key may be
+// recorded more than once; takeChanges reports a write once per call.
+//
+// It is off (records nothing) for a store that nothing persists.
+type changeLog struct {
+	on bool
+	// records has one element per recorded change: an entry index whose key
+	// was written, or deletedBit | length for a deleted key whose bytes
+	// follow the previous deleted keys' in gone.
+	records []uint32
+	gone    []byte
+}
+
+// deletedBit in a record marks a deleted key's length.
+const deletedBit = 1 << 31
+
+// wrote records that the entry at i was written, or moved to i with its
+// dirty bit still set.
+func (l *changeLog) wrote(i int) {
+	if l.on {
+		l.records = append(l.records, uint32(i))
+	}
+}
+
+// deleted records that key is gone.
+func (l *changeLog) deleted(key []byte) {
+	if l.on {
+		l.records = append(l.records, deletedBit|uint32(len(key)))
+		l.gone = append(l.gone, key...)
+	}
+}
+
+// pending is how many changes are recorded: at least one per changed key,
+// zero exactly when nothing waits.
+func (l *changeLog) pending() int { return len(l.records) }
+
+// markDirty records a write of the entry at i, once until it is taken.
+func (t *table) markDirty(i int) {
+	if e := &t.entries[i]; t.log.on && e.n&dirtyBit == 0 {
+		e.n |= dirtyBit
+		t.log.wrote(i)
+	}
+}
+
+// requeue records again a change that was taken but not written, as the key
+// is now: a write if it is present (its current TAT is what a flush must
+// write), a deletion if it is absent. Each key stays recorded once however
+// often its flush fails.
+func (t *table) requeue(key []byte) {
+	if i := t.lookup(key); i >= 0 {
+		t.markDirty(i)
+		return
+	}
+	t.log.deleted(key)
+}
+
+// takeChanges appends every change since the last call to buf, one per
+// written key, and forgets them. A deleted key is reported unless it has been
+// written since (then its write is reported); it may be reported more than
+// once if it was deleted more than once.
+func (t *table) takeChanges(buf []Change) []Change {
+	l := &t.log
+	if len(l.records) == 0 {
+		return buf
+	}
+	// First pass: decide what to report, each Key a view of the table's
+	// memory, which does not move until we return.
+	start, size := len(buf), 0
+	view := func(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+	off := 0
+	for _, c := range l.records {
+		if c&deletedBit == 0 {
+			// A write, unless the entry moved (then it was recorded again)
+			// or was already reported in this call.
+			if i := int(c); i < len(t.entries) && t.entries[i].n&dirtyBit != 0 {
+				e := &t.entries[i]
+				e.n &^= dirtyBit
+				key := t.keyOf(e)
+				buf = append(buf, Change{Key: view(key), TAT: e.tat})
+				size += len(key)
+			}
+			continue
+		}
+		key := l.gone[off : off+int(c&^deletedBit)]
+		off += len(key)
+		// A key written again since is reported by its write, or was
+		// restored without tracking: either way nothing is deleted.
+		if t.lookup(key) < 0 {
+			buf = append(buf, Change{Key: view(key)})
+			size += len(key)
+		}
+	}
+	// Second pass: copy the keys into one string, one allocation for the
+	// batch, so each Change.Key stays valid whatever the table does once
+	// unlocked.
+	keys := make([]byte, 0, size)
+	for _, c := range buf[start:] {
+		keys = append(keys, c.Key...)
+	}
+	s := view(keys)
+	off = 0
+	for j := start; j < len(buf); j++ {
+		n := len(buf[j].Key)
+		buf[j].Key = s[off : off+n]
+		off += n
+	}
+	// Keep the buffers for the next batch unless a burst made them large.
+	if cap(l.records) > 1<<16 {
+		l.records, l.gone = nil, nil
+	} else {
+		l.records, l.gone = l.records[:0], l.gone[:0]
+	}
+	return buf
+}
