@@ -28,7 +28,7 @@ type Config struct {
 	// finish its writes when the disk fills (storage.DefaultReserve); 0
 	// holds none.
 	DiskReserve int64
-	PprofAddr string
+	PprofAddr   string
 	// MetricsAddr, when set, serves Prometheus metrics at /metrics there.
 	MetricsAddr string
 	// LogFormat is "text" (the default) or "json"; LogLevel is the least
