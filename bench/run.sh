@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # bench/run.sh: redcell against its peers, side by side, as ../shared/BENCH.md
-# asks. Run by hand from anywhere (never from tests); it needs go, redis-server,
-# redis-cli and redis-benchmark, and only ever talks to 127.0.0.1.
+# asks. Run by hand from anywhere (never from tests); it needs go (unless
+# BIN= is set), redis-server, redis-cli and redis-benchmark, and only ever
+# talks to 127.0.0.1.
 #
-# It builds redcell, starts Redis with the Lua GCRA script (port 6391) and
-# redcell (a free port, its own temporary --dir, persistence on as by
-# default), runs every load against both in alternating rounds (A B A B ...),
-# and prints one table of medians and ratios, then the exact commands used.
+# It builds redcell and starts three servers: redcell (a free port, its own
+# temporary --dir, persistence on as by default), Redis with the redis-cell
+# module (port 6392, only when REDIS_CELL is set) and Redis with the Lua GCRA
+# script (port 6391; also the plain redis-server whose PING is Redis's loop
+# ceiling). It runs every load against each in turn within a round (A B C A B
+# C ...) and prints one table of medians and ratios, then the exact commands
+# used.
 #
 # Settings (environment):
+#   REDIS_CELL=path  the redis-cell module (libredis_cell.so), built as
+#                    ../shared/BENCH.md describes; unset: its rows are skipped
 #   ROUNDS=3         rounds of every throughput and latency load
 #   N=1000000        requests per pipelined round
 #   LAT_N=200000     requests per unpipelined (latency) round
 #   MEM_ROUNDS=1     fills of ~1M keys (each on freshly started servers)
 #   MEM_N=3000000    requests per fill (-r 1000000 gives ~950k distinct keys)
-#   LUA=path         the Lua peer (default ../shared/bench/gcra.lua)
+#   LUA=path         the Lua peer (default bench/gcra.lua)
 #   BIN=path         a redcell binary to use instead of building the work tree
 set -euo pipefail
 
@@ -24,18 +30,35 @@ LAT_N=${LAT_N:-200000}
 MEM_ROUNDS=${MEM_ROUNDS:-1}
 MEM_N=${MEM_N:-3000000}
 repo=$(cd "$(dirname "$0")/.." && pwd)
-LUA=${LUA:-$repo/../shared/bench/gcra.lua}
-# Without the script every EVALSHA is an instant error: the peer would look fast.
-[[ -f $LUA ]] || { echo "bench/run.sh: the Lua peer $LUA is missing (set LUA=path)" >&2; exit 1; }
-PEER_PORT=6391
+LUA=${LUA:-$repo/bench/gcra.lua}
+REDIS_CELL=${REDIS_CELL:-}
 HOST=127.0.0.1
 
+need() { command -v "$1" >/dev/null 2>&1 || { echo "bench/run.sh: $1 not found in PATH: $2" >&2; exit 1; }; }
+need redis-server "install it with \`apt-get install redis-server\` (Debian/Ubuntu) or \`brew install redis\`"
+need redis-cli "install it with \`apt-get install redis-tools\` (Debian/Ubuntu) or \`brew install redis\`"
+need redis-benchmark "it comes with redis-cli: \`apt-get install redis-tools\` (Debian/Ubuntu) or \`brew install redis\`"
+[[ -n ${BIN:-} ]] || need go "install Go, or set BIN=path to a redcell binary"
+# Without the script every EVALSHA is an instant error: the peer would look fast.
+[[ -f $LUA ]] || { echo "bench/run.sh: the Lua peer $LUA is missing (set LUA=path)" >&2; exit 1; }
+if [[ -n $REDIS_CELL ]]; then
+	[[ -f $REDIS_CELL ]] || { echo "bench/run.sh: REDIS_CELL=$REDIS_CELL: no such file" >&2; exit 1; }
+	# redis-server changes into --dir before it loads modules.
+	REDIS_CELL=$(realpath "$REDIS_CELL")
+fi
+
+# The servers, by side: rc is redcell, cell Redis with the redis-cell module,
+# lua Redis with the Lua script (and the plain redis-server for PING).
+declare -A port=([lua]=6391 [cell]=6392 [rc]="") pid=([lua]="" [cell]="" [rc]="")
+sides=(rc cell lua)
+[[ -n $REDIS_CELL ]] || sides=(rc lua)
 work=$(mktemp -d)
-rc_pid="" peer_pid="" rc_port="" sha=""
+sha=""
 
 cleanup() {
-	[[ -n $rc_pid ]] && kill "$rc_pid" 2>/dev/null && wait "$rc_pid" 2>/dev/null
-	[[ -n $peer_pid ]] && kill "$peer_pid" 2>/dev/null && wait "$peer_pid" 2>/dev/null
+	for s in rc cell lua; do
+		[[ -n ${pid[$s]} ]] && kill "${pid[$s]}" 2>/dev/null && wait "${pid[$s]}" 2>/dev/null
+	done
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -43,68 +66,127 @@ trap 'exit 130' INT TERM HUP PIPE
 
 log() { echo "$*" >&2; }
 
-start_peer() {
-	if redis-cli -h $HOST -p $PEER_PORT ping >/dev/null 2>&1; then
-		log "port $PEER_PORT is already in use: stop that server first"
+# expect SIDE ARGS...: the server answers ARGS (a throttle of a fresh key
+# with SPEC's reference arguments) as redis-cell does; a wrong module, a
+# broken script or a server that answers errors would otherwise be timed.
+expect() {
+	local side=$1 got
+	shift
+	got=$(redis-cli -h $HOST -p "${port[$side]}" "$@" bench:check 15 30 60 2>&1 | tr '\n' ' ')
+	if [[ $got != "0 16 15 -1 2 " ]]; then
+		log "bench/run.sh: $side answers '$* bench:check 15 30 60' with '$got', not '0 16 15 -1 2'"
 		exit 1
 	fi
-	redis-server --bind $HOST --port $PEER_PORT --save '' --appendonly no \
-		--logfile "$work/redis.log" &
-	peer_pid=$!
-	until redis-cli -h $HOST -p $PEER_PORT ping >/dev/null 2>&1; do sleep 0.1; done
-	sha=$(redis-cli -h $HOST -p $PEER_PORT SCRIPT LOAD "$(cat "$LUA")")
+	redis-cli -h $HOST -p "${port[$side]}" DEL bench:check >/dev/null
+}
+
+# start_redis SIDE ARGS...: redis-server on the side's fixed port, with
+# persistence off and ARGS added.
+start_redis() {
+	local side=$1 p=${port[$1]}
+	shift
+	if redis-cli -h $HOST -p "$p" ping >/dev/null 2>&1; then
+		log "port $p is already in use: stop that server first"
+		exit 1
+	fi
+	redis-server --bind $HOST --port "$p" --save '' --appendonly no --dir "$work" \
+		--logfile "$work/$side.log" "$@" &
+	pid[$side]=$!
+	until redis-cli -h $HOST -p "$p" ping >/dev/null 2>&1; do
+		if ! kill -0 "${pid[$side]}" 2>/dev/null; then
+			pid[$side]=""
+			log "redis-server for $side did not start; its log ends with:"
+			tail -5 "$work/$side.log" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+}
+
+start_lua() {
+	start_redis lua
+	sha=$(redis-cli -h $HOST -p "${port[lua]}" SCRIPT LOAD "$(cat "$LUA")")
+	expect lua EVALSHA "$sha" 1
+}
+
+start_cell() {
+	start_redis cell --loadmodule "$REDIS_CELL"
+	expect cell CL.THROTTLE
 }
 
 start_redcell() {
-	rm -rf "$work/data"
+	rm -rf "$work/data" "$work/redcell.log"
 	"$work/redcell" --bind $HOST --port 0 --dir "$work/data" 2>"$work/redcell.log" &
-	rc_pid=$!
+	pid[rc]=$!
 	until grep -qs "ready to accept connections" "$work/redcell.log"; do
-		kill -0 "$rc_pid" || { cat "$work/redcell.log" >&2; exit 1; }
+		kill -0 "${pid[rc]}" || { cat "$work/redcell.log" >&2; exit 1; }
 		sleep 0.1
 	done
-	rc_port=$(grep -o 'addr=[0-9.]*:[0-9]*' "$work/redcell.log" | head -1 | cut -d: -f2)
+	port[rc]=$(grep -o 'addr=[0-9.]*:[0-9]*' "$work/redcell.log" | head -1 | cut -d: -f2)
+	expect rc CL.THROTTLE
+}
+
+start_servers() {
+	start_lua
+	[[ -z $REDIS_CELL ]] || start_cell
+	start_redcell
 }
 
 stop_servers() {
-	if ! kill "$rc_pid" "$peer_pid"; then
-		log "a server died during the run; redcell's log ends with:"
-		tail -5 "$work/redcell.log" >&2
-		exit 1
-	fi
-	wait "$rc_pid" "$peer_pid" 2>/dev/null || true
-	rc_pid="" peer_pid=""
+	local s
+	for s in "${sides[@]}"; do
+		if ! kill "${pid[$s]}"; then
+			log "a server ($s) died during the run; its log ends with:"
+			if [[ $s == rc ]]; then tail -5 "$work/redcell.log" >&2; else tail -5 "$work/$s.log" >&2; fi
+			exit 1
+		fi
+	done
+	for s in "${sides[@]}"; do
+		wait "${pid[$s]}" 2>/dev/null || true
+		pid[$s]=""
+	done
 }
 
 rss() { awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$1/status"; }
 
-# The commands of each load; %PORT% and the key pattern are filled in below.
-declare -A cmds
-record() { cmds["$1"]="redis-benchmark -h $HOST -p ${*:2}"; }
+# throttle SIDE: the words that make a CL.THROTTLE call on SIDE.
+throttle() { if [[ $1 == lua ]]; then echo "EVALSHA $sha 1"; else echo CL.THROTTLE; fi; }
 
-# ticks PID: the CPU time (user + system, clock ticks) PID has used.
+# The commands of each load, in the order first run.
+declare -A cmds
+order=()
+record() {
+	[[ -n ${cmds[$1]:-} ]] || order+=("$1")
+	cmds["$1"]="redis-benchmark -h $HOST -p ${*:2}"
+}
+
+# ticks PID: the CPU time (user + system, clock ticks) PID has used, all its
+# threads included.
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 HZ=$(getconf CLK_TCK)
 
-# bench NAME TEST PORT ARGS...: one redis-benchmark run; appends "rps p50 p99
-# server-us client-us" of the CSV row named TEST (the last row if empty) to
-# $work/NAME: the last two are the server's and redis-benchmark's CPU time
-# per request (they share the machine's cores).
+# bench NAME TEST SIDE ARGS...: one redis-benchmark run against SIDE; appends
+# "rps p50 p99 server-us client-us" of the CSV row named TEST (the last row if
+# empty) to $work/NAME: the last two are the server's and redis-benchmark's
+# CPU time per request (they share the machine's cores).
 bench() {
-	local name=$1 test=$2 port=$3 pid=$peer_pid n t0 t1 csv client
+	local name=$1 test=$2 p=${port[$3]} pid=${pid[$3]} n t0 t1 csv client
 	shift 3
-	[[ $port == "$rc_port" ]] && pid=$rc_pid
 	n=$(printf '%s\n' "$@" | awk 'prev == "-n" { print; exit } { prev = $0 }')
-	record "$name" "$port" --csv "$@"
+	record "$name" "$p" --csv "$@"
 	t0=$(ticks "$pid")
-	csv=$( { TIMEFORMAT='%U %S'; time redis-benchmark -h $HOST -p "$port" --csv "$@" 2>/dev/null; } 2>"$work/time.tmp")
+	csv=$( { TIMEFORMAT='%U %S'; time redis-benchmark -h $HOST -p "$p" --csv "$@" 2>/dev/null; } 2>"$work/time.tmp")
 	t1=$(ticks "$pid")
 	client=$(tail -1 "$work/time.tmp")
-	printf '%s\n' "$csv" | tr -d '"\r' |
+	if ! printf '%s\n' "$csv" | tr -d '"\r' |
 		awk -F, -v t="$test" -v s=$((t1 - t0)) -v hz="$HZ" -v n="$n" -v c="$client" '
 			$1 != "test" && (t == "" || $1 == t) { row = $2 " " $5 " " $7 }
-			END { split(c, u, " "); printf "%s %.3f %.3f\n", row, s / hz * 1e6 / n, (u[1] + u[2]) * 1e6 / n }' \
-			>>"$work/$name"
+			END { if (row == "") exit 1
+				split(c, u, " "); printf "%s %.3f %.3f\n", row, s / hz * 1e6 / n, (u[1] + u[2]) * 1e6 / n }' \
+		>>"$work/$name"; then
+		log "bench/run.sh: redis-benchmark gave no result for $name: ${cmds[$name]}"
+		exit 1
+	fi
 }
 
 # median NAME COLUMN: the median of a column of $work/NAME.
@@ -113,15 +195,26 @@ median() {
 		awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else print "-" }'; }
-
 # pratio A B COLUMN: the median of the per-round ratios A/B. Each round runs A
 # and B back to back, so a ratio within a round is what the machine's load
-# drifting between rounds disturbs least.
+# drifting between rounds disturbs least. Nothing if either was not run.
 pratio() {
+	[[ -f $work/$1 && -f $work/$2 ]] || return 0
 	paste -d' ' "$work/$1" "$work/$2" | awk -v c="$3" -v n="$(awk 'END { print NF }' "$work/$1")" \
 		'{ if ($(n + c) > 0) print $c / $(n + c) }' >"$work/ratio.tmp"
+	[[ -s $work/ratio.tmp ]] || { printf -- '-'; return 0; }
 	printf '%.2fx' "$(median ratio.tmp 1)"
+}
+
+# val NAME COLUMN FORMAT: the median of a column, formatted; "skipped" for
+# redis-cell's files without REDIS_CELL, nothing for a load a side never runs
+# (PING: redis-cell's server is a redis-server, measured as the Lua column).
+val() {
+	if [[ -f $work/$1 ]]; then
+		printf "$3" "$(median "$1" "$2")"
+	elif [[ $1 == *.cell && $1 != ping* && -z $REDIS_CELL ]]; then
+		printf skipped
+	fi
 }
 
 if [[ -n ${BIN:-} ]]; then
@@ -132,107 +225,118 @@ else
 	(cd "$repo" && go build -o "$work/redcell" .)
 	version="$(cd "$repo" && git describe --always --dirty)"
 fi
+[[ -n $REDIS_CELL ]] || log "REDIS_CELL is not set: the redis-cell rows are skipped." \
+	"Build the module as ../shared/BENCH.md describes and run REDIS_CELL=/path/to/libredis_cell.so $0"
 log "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
-start_peer
-start_redcell
+start_servers
 
 rand="key:__rand_int__ 100 10 1"
 hot="hot 100 10 1"
 for r in $(seq "$ROUNDS"); do
 	log "round $r/$ROUNDS"
-	bench rand.rc "" "$rc_port" -P 16 -c 50 -r 100000 -n "$N" CL.THROTTLE $rand
-	bench rand.peer "" $PEER_PORT -P 16 -c 50 -r 100000 -n "$N" EVALSHA "$sha" 1 $rand
-	bench ping.rc PING_MBULK "$rc_port" -t ping_mbulk -P 16 -c 50 -n "$N"
-	bench hot.rc "" "$rc_port" -P 16 -c 50 -n "$N" CL.THROTTLE $hot
-	bench hot.peer "" $PEER_PORT -P 16 -c 50 -n "$N" EVALSHA "$sha" 1 $hot
-	bench lat.rc "" "$rc_port" -c 50 -r 100000 -n "$LAT_N" CL.THROTTLE $rand
-	bench lat.peer "" $PEER_PORT -c 50 -r 100000 -n "$LAT_N" EVALSHA "$sha" 1 $rand
-	bench lathot.rc "" "$rc_port" -c 50 -n "$LAT_N" CL.THROTTLE $hot
-	bench lathot.peer "" $PEER_PORT -c 50 -n "$LAT_N" EVALSHA "$sha" 1 $hot
+	for s in "${sides[@]}"; do
+		# shellcheck disable=SC2046 # throttle's words are meant to split
+		bench rand.$s "" $s -P 16 -c 50 -r 100000 -n "$N" $(throttle $s) $rand
+	done
+	for s in rc lua; do bench ping.$s PING_MBULK $s -t ping_mbulk -P 16 -c 50 -n "$N"; done
+	# shellcheck disable=SC2046
+	for s in "${sides[@]}"; do bench hot.$s "" $s -P 16 -c 50 -n "$N" $(throttle $s) $hot; done
+	# shellcheck disable=SC2046
+	for s in "${sides[@]}"; do bench lat.$s "" $s -c 50 -r 100000 -n "$LAT_N" $(throttle $s) $rand; done
+	# shellcheck disable=SC2046
+	for s in "${sides[@]}"; do bench lathot.$s "" $s -c 50 -n "$LAT_N" $(throttle $s) $hot; done
+	for s in rc lua; do bench pinglat.$s PING_MBULK $s -t ping_mbulk -c 50 -n "$LAT_N"; done
 done
 
 # Memory: fill ~1M live keys (period 3600: they outlive the run) on freshly
-# started servers, after a warm-up that brings both to their working size.
-# RSS growth is read as the larger of just after the fill and 3 s later (the
-# last persistence flush), and divided by the growth of DBSIZE.
+# started servers, after a warm-up that brings each to its working size.
+# RSS growth is read as the larger of just after the fill and 3 s later
+# (redcell's last persistence flush), and divided by the growth of DBSIZE.
 fill="key:__rand_int__ 1 1 3600"
 warm="warm:__rand_int__ 1 1 3600"
 for m in $(seq "$MEM_ROUNDS"); do
 	log "memory $m/$MEM_ROUNDS"
 	stop_servers
-	start_peer
-	start_redcell
-	for side in rc peer; do
-		if [[ $side == rc ]]; then
-			port=$rc_port pid=$rc_pid cmd=(CL.THROTTLE)
-		else
-			port=$PEER_PORT pid=$peer_pid cmd=(EVALSHA "$sha" 1)
-		fi
-		bench warm.$side "" "$port" -P 16 -c 50 -r 1000 -n 200000 "${cmd[@]}" $warm
+	start_servers
+	for s in "${sides[@]}"; do
+		# shellcheck disable=SC2046
+		bench warm.$s "" $s -P 16 -c 50 -r 1000 -n 200000 $(throttle $s) $warm
 		sleep 2
-		keys0=$(redis-cli -h $HOST -p "$port" DBSIZE) rss0=$(rss "$pid")
-		bench fill.$side "" "$port" -P 16 -c 50 -r 1000000 -n "$MEM_N" "${cmd[@]}" $fill
-		rss1=$(rss "$pid")
+		keys0=$(redis-cli -h $HOST -p "${port[$s]}" DBSIZE) rss0=$(rss "${pid[$s]}")
+		# shellcheck disable=SC2046
+		bench fill.$s "" $s -P 16 -c 50 -r 1000000 -n "$MEM_N" $(throttle $s) $fill
+		rss1=$(rss "${pid[$s]}")
 		sleep 3
-		rss2=$(rss "$pid")
-		keys1=$(redis-cli -h $HOST -p "$port" DBSIZE)
+		rss2=$(rss "${pid[$s]}")
+		keys1=$(redis-cli -h $HOST -p "${port[$s]}" DBSIZE)
 		rss1=$((rss1 > rss2 ? rss1 : rss2))
-		echo "$((rss1 - rss0)) $((keys1 - keys0)) $rss1 $keys1" >>"$work/mem.$side"
+		echo "$((rss1 - rss0)) $((keys1 - keys0)) $rss1 $keys1" >>"$work/mem.$s"
 	done
 done
-for side in rc peer; do
-	[[ -f $work/mem.$side ]] || echo "0 1 0 1" >"$work/mem.$side" # MEM_ROUNDS=0
-	awk '{ printf "%.1f\n", $1 / $2 }' "$work/mem.$side" >"$work/bpk.$side"
-	awk '{ printf "%.1f\n", $3 / $4 }' "$work/mem.$side" >"$work/total.$side"
-	awk '{ printf "%.1f\n", $3 / 1048576 }' "$work/mem.$side" >"$work/mib.$side"
+for s in "${sides[@]}"; do
+	[[ -f $work/mem.$s ]] || echo "0 1 0 1" >"$work/mem.$s" # MEM_ROUNDS=0
+	awk '{ printf "%.1f\n", $1 / $2 }' "$work/mem.$s" >"$work/bpk.$s"
+	awk '{ printf "%.1f\n", $3 / $4 }' "$work/mem.$s" >"$work/total.$s"
+	awk '{ printf "%.1f\n", $3 / 1048576 }' "$work/mem.$s" >"$work/mib.$s"
+	awk '{ print $2 }' "$work/mem.$s" >"$work/keys.$s"
 done
 
-row() { # load, redcell file, peer file or "", note
-	local rc=$2 peer=$3
-	local a p50 p99 b q50 q99
-	a=$(median "$rc" 1) p50=$(median "$rc" 2) p99=$(median "$rc" 3)
-	if [[ -n $peer ]]; then
-		b=$(median "$peer" 1) q50=$(median "$peer" 2) q99=$(median "$peer" 3)
-		printf '| %s | %.0f | %.0f | %s | %s / %s | %s / %s |\n' "$1" "$a" "$b" "$(pratio "$rc" "$peer" 1)" "$p50" "$p99" "$q50" "$q99"
-	else
-		printf '| %s | %.0f | | | %s / %s | |\n' "$1" "$a" "$p50" "$p99"
-	fi
+# row LABEL NAME COLUMN FORMAT [RC-NAME]: medians of NAME.rc, NAME.cell and
+# NAME.lua and redcell's per-round ratios to the other two.
+row() {
+	local rc=${5:-$2.rc}
+	printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "$(val "$rc" "$3" "$4")" "$(val "$2.cell" "$3" "$4")" \
+		"$(val "$2.lua" "$3" "$4")" "$(pratio "$rc" "$2.cell" "$3")" "$(pratio "$rc" "$2.lua" "$3")"
+}
+# latrow LABEL NAME: p50 / p99 medians; the ratios are of p99.
+latrow() {
+	local s cells=()
+	for s in rc cell lua; do
+		if [[ -f $work/$2.$s ]]; then
+			cells+=("$(median "$2.$s" 2) / $(median "$2.$s" 3)")
+		else
+			cells+=("$(val "$2.$s" 2 %s)")
+		fi
+	done
+	printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "${cells[@]}" "$(pratio "$2.rc" "$2.cell" 3)" "$(pratio "$2.rc" "$2.lua" 3)"
 }
 
+redis_version=$(redis-server --version | grep -o 'v=[0-9.]*' | cut -d= -f2)
 echo
-echo "redcell $version vs Redis $(redis-server --version | grep -o 'v=[0-9.]*' | cut -d= -f2) + gcra.lua;" \
-	"$ROUNDS alternating rounds (memory: $MEM_ROUNDS); ops/s and latencies are medians, ratios the median of per-round ratios;" \
-	"load average at end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+echo "redcell $version; redis-cell: ${REDIS_CELL:-not set (REDIS_CELL=path), its rows skipped}; Lua: $LUA;" \
+	"Redis $redis_version. $ROUNDS rounds (memory: $MEM_ROUNDS), servers alternated within each; values are medians," \
+	"ratios redcell / peer as the median of per-round ratios (above 1x: redcell higher; for ops/s better, for" \
+	"latency, CPU and memory worse). Load average at end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores."
 echo
-echo "| load | redcell ops/s | peer ops/s | ratio | redcell p50 / p99 ms | peer p50 / p99 ms |"
+echo "| load | redcell | redis-cell | Redis + Lua | redcell / redis-cell | redcell / Lua |"
 echo "|---|---|---|---|---|---|"
-row "random keys, -P 16 -c 50 -r 100000" rand.rc rand.peer
-row "one hot key, -P 16 -c 50" hot.rc hot.peer
-row "random keys, unpipelined -c 50" lat.rc lat.peer
-row "one hot key, unpipelined -c 50" lathot.rc lathot.peer
-row "redcell PING (PING_MBULK), -P 16 -c 50" ping.rc ""
-printf '| throttle / ping (random keys / PING_MBULK, redcell) | | | %s | | |\n' "$(pratio rand.rc ping.rc 1)"
+row "ops/s, random keys, -P 16 -c 50 -r 100000" rand 1 %.0f
+row "ops/s, one hot key, -P 16 -c 50" hot 1 %.0f
+row "ops/s, random keys, unpipelined -c 50 -r 100000" lat 1 %.0f
+latrow "p50 / p99 ms, the same (ratios of p99)" lat
+row "ops/s, one hot key, unpipelined -c 50" lathot 1 %.0f
+latrow "p50 / p99 ms, the same (ratios of p99)" lathot
+row "ops/s, PING_MBULK -P 16 -c 50 (Lua column: plain redis-server)" ping 1 %.0f
+row "ops/s, PING_MBULK unpipelined -c 50 (the same)" pinglat 1 %.0f
+latrow "p50 / p99 ms, the same (ratios of p99)" pinglat
+printf '| throttle / PING_MBULK, random keys -P 16 (peers: against the plain redis-server PING) | %s | %s | %s | | |\n' \
+	"$(pratio rand.rc ping.rc 1)" "$(pratio rand.cell ping.lua 1)" "$(pratio rand.lua ping.lua 1)"
+row "server CPU us/request, random keys -P 16" rand 4 %.2f
+row "server CPU us/request, one hot key -P 16" hot 4 %.2f
+row "server CPU us/request, random keys unpipelined" lat 4 %.2f
+row "server CPU us/request, PING_MBULK -P 16" ping 4 %.2f
+row "redis-benchmark CPU us/request, random keys -P 16" rand 5 %.2f
+row "redis-benchmark CPU us/request, PING_MBULK -P 16" ping 5 %.2f
+row "RSS growth per live key, filling ~1M keys (B/key)" bpk 1 %.1f
+row "total RSS / live keys after the fill (B/key)" total 1 %.1f
+row "total RSS after the fill (MiB)" mib 1 %.1f
+row "live keys after the fill (DBSIZE growth)" keys 1 %.0f
+[[ -n $REDIS_CELL ]] || echo "(redis-cell: skipped, REDIS_CELL is not set; build the module as ../shared/BENCH.md describes.)"
 echo
-echo "CPU time per request, in microseconds (medians): the server and redis-benchmark share the $(nproc) cores, so"
-echo "throughput follows their sum."
-echo
-echo "| load | redcell server | redis-benchmark vs redcell | peer server | redis-benchmark vs peer |"
-echo "|---|---|---|---|---|"
-cpurow() { printf '| %s | %s | %s | %s | %s |\n' "$1" "$(median "$2.rc" 4)" "$(median "$2.rc" 5)" "${3:+$(median "$2.peer" 4)}" "${3:+$(median "$2.peer" 5)}"; }
-cpurow "random keys, -P 16" rand peer
-cpurow "one hot key, -P 16" hot peer
-cpurow "PING, -P 16" ping ""
-echo
-echo "| memory | redcell | peer | ratio | | |"
-echo "|---|---|---|---|---|---|"
-memrow() { printf '| %s | %s | %s | %s | | |\n' "$1" "$(median "$2.rc" 1)" "$(median "$2.peer" 1)" "$(pratio "$2.rc" "$2.peer" 1)"; }
-memrow "RSS growth per live key, filling ~1M keys (B/key)" bpk
-memrow "total RSS / live keys after the fill (B/key)" total
-memrow "total RSS after the fill (MiB)" mib
-printf '| live keys after fill (DBSIZE growth) | %s | %s | | | |\n' "$(awk '{print $2}' "$work/mem.rc" | tr '\n' ' ')" "$(awk '{print $2}' "$work/mem.peer" | tr '\n' ' ')"
-echo
-echo "Commands (redcell port $rc_port, a free one; peer: redis-server --port $PEER_PORT --save '' --appendonly no,"
-echo "SHA=\$(redis-cli -p $PEER_PORT SCRIPT LOAD \"\$(cat gcra.lua)\")):"
-for k in rand.rc rand.peer ping.rc hot.rc hot.peer lat.rc lat.peer lathot.rc lathot.peer warm.rc warm.peer fill.rc fill.peer; do
+echo "Commands (redcell: $work/redcell --bind $HOST --port 0 --dir DIR, on a free port, a new one at each start;"
+echo "Lua: redis-server --bind $HOST --port ${port[lua]} --save '' --appendonly no, SHA=\$(redis-cli -p ${port[lua]} SCRIPT LOAD \"\$(cat $LUA)\");"
+[[ -z $REDIS_CELL ]] || echo "redis-cell: redis-server --bind $HOST --port ${port[cell]} --save '' --appendonly no --loadmodule $REDIS_CELL;"
+echo "CPU: the server's user + system ticks from /proc/PID/stat around each run, redis-benchmark's from its rusage):"
+for k in "${order[@]}"; do
 	echo "  $k: ${cmds[$k]//$sha/\$SHA}"
 done
