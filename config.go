@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"redcell/server"
 	"redcell/storage"
 )
 
@@ -24,6 +25,14 @@ type Config struct {
 	FlushInterval time.Duration
 	// InMemory keeps state in memory only, lost on restart: no --dir.
 	InMemory bool
+	// MaxMemory (bytes, 0: none) and MaxMemoryPolicy are Redis's maxmemory
+	// and maxmemory-policy (noeviction or volatile-ttl).
+	MaxMemory       int64
+	MaxMemoryPolicy string
+	// MaxKeyLen bounds a created key's name; MaxMemoryClients the replies
+	// waiting for all clients together (Redis's maxmemory-clients).
+	MaxKeyLen        int64
+	MaxMemoryClients int64
 	// DiskReserve is the disk space the store holds back for Pebble to
 	// finish its writes when the disk fills (storage.DefaultReserve); 0
 	// holds none.
@@ -80,6 +89,12 @@ func (c Config) Validate() error {
 	if err := (storage.Config{Shards: c.Shards}).Validate(); err != nil {
 		return fmt.Errorf("--shards %d: %w", c.Shards, err)
 	}
+	if _, err := storage.ParseEvictionPolicy(c.MaxMemoryPolicy); err != nil {
+		return fmt.Errorf("--maxmemory-policy: %w", err)
+	}
+	if c.MaxKeyLen < 1 || c.MaxKeyLen > 1<<30 {
+		return fmt.Errorf("--max-key-len %d: must be between 1 and 1gb", c.MaxKeyLen)
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: must be text or json", c.LogFormat)
 	}
@@ -104,6 +119,16 @@ func parseFlagsEnv(args []string, lookup func(string) (string, bool), stderr io.
 	fs.BoolVar(&cfg.InMemory, "in-memory", false, "keep state in memory only, lost on restart (no --dir)")
 	fs.DurationVar(&cfg.FlushInterval, "flush-interval", storage.DefaultFlushInterval,
 		"how often changed keys are written and synced to disk; 0 syncs before every reply (durable mode)")
+	fs.Var((*size)(&cfg.MaxMemory), "maxmemory",
+		"memory limit in `bytes` or with a unit (1gb), as Redis's maxmemory: past it a command that would create a key "+
+			"answers OOM (noeviction) or evicts the key nearest its expiry (volatile-ttl); 0: none")
+	fs.StringVar(&cfg.MaxMemoryPolicy, "maxmemory-policy", "noeviction", "what `policy` applies past --maxmemory: noeviction (refuse new keys) or volatile-ttl (evict the key nearest its expiry)")
+	cfg.MaxKeyLen, cfg.MaxMemoryClients = server.DefaultMaxKeyLen, server.DefaultMaxOutputTotal
+	fs.Var((*size)(&cfg.MaxKeyLen), "max-key-len",
+		"longest key name, in `bytes`, a command may create; longer is refused with ERR key too long (Redis: 512mb)")
+	fs.Var((*size)(&cfg.MaxMemoryClients), "maxmemory-clients",
+		"most reply `bytes` waiting for all clients together (each one's first 64 KiB aside), as Redis's maxmemory-clients: "+
+			"the client whose replies would pass it is disconnected; 0: no limit")
 	cfg.DiskReserve = storage.DefaultReserve
 	fs.Var((*size)(&cfg.DiskReserve), "disk-reserve",
 		"disk space, in `bytes` or with a unit (16mb), kept in --dir/redcell.reserve and released to the store when the disk fills, "+

@@ -19,13 +19,21 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"redcell/clock"
 )
 
 // TestMain lets a test run this very binary as a redcell server child process
 // (REDCELL_TEST_CHILD=1, flags in REDCELL_TEST_ARGS), so that it can be
 // killed with SIGKILL like a crashing server.
+//
+// REDCELL_TEST_WALL_SHIFT (a duration) shifts the child's wall clock, as a
+// clock that runs fast or slow: its clock is anchored there.
 func TestMain(m *testing.M) {
 	if os.Getenv("REDCELL_TEST_CHILD") == "1" {
+		if shift, err := time.ParseDuration(os.Getenv("REDCELL_TEST_WALL_SHIFT")); err == nil {
+			newClock = func() *clock.Clock { return clock.WithWall(func() time.Time { return time.Now().Add(shift) }) }
+		}
 		os.Args = append([]string{"redcell"}, strings.Fields(os.Getenv("REDCELL_TEST_ARGS"))...)
 		main()
 		os.Exit(0)
@@ -46,8 +54,15 @@ var readyAddr = regexp.MustCompile(`ready to accept connections" addr=(\S+)`)
 
 func startChild(t *testing.T, args ...string) *child {
 	t.Helper()
+	return startChildEnv(t, nil, args...)
+}
+
+// startChildEnv is startChild with env added to the child's environment.
+func startChildEnv(t *testing.T, env []string, args ...string) *child {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "REDCELL_TEST_CHILD=1", "REDCELL_TEST_ARGS="+strings.Join(append([]string{"--port", "0"}, args...), " "))
+	cmd.Env = append(cmd.Env, env...)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())

@@ -63,6 +63,9 @@ func main() {
 	}
 }
 
+// newClock is the process's clock; tests replace it to step the wall clock.
+var newClock = clock.New
+
 // state is the keyspace and, unless persistence is off, its Pebble store.
 type state struct {
 	clock    *clock.Clock
@@ -78,12 +81,15 @@ type state struct {
 // The open is given up when ctx ends first (SIGTERM during a start that
 // waits on the disk).
 func openState(ctx context.Context, cfg Config, logger *slog.Logger) (*state, error) {
-	clk := clock.New()
+	clk := newClock()
+	policy, _ := storage.ParseEvictionPolicy(cfg.MaxMemoryPolicy) // checked by Validate
+	scfg := storage.Config{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Eviction: policy}
 	if cfg.InMemory {
 		logger.Warn("persistence is off: state is lost on restart")
-		return &state{clock: clk, store: storage.New(storage.Config{Shards: cfg.Shards})}, nil
+		return &state{clock: clk, store: storage.New(scfg)}, nil
 	}
-	st := &state{clock: clk, store: storage.New(storage.Config{Shards: cfg.Shards, TrackChanges: true})}
+	scfg.TrackChanges = true
+	st := &state{clock: clk, store: storage.New(scfg)}
 	type opened struct {
 		backend *storage.PebbleBackend
 		stats   storage.LoadStats
@@ -227,6 +233,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 	background.Go(func() {
 		store.RunExpiry(ctx, storage.DefaultExpiryInterval, storage.DefaultExpiryBatch, st.clock.Now)
 	})
+	background.Go(func() { store.RunMemoryWatch(ctx, storage.DefaultMemoryWatchInterval) })
 	switch {
 	case st.flusher == nil:
 	case cfg.FlushInterval == 0:

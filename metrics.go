@@ -32,7 +32,6 @@ type flushObserver struct {
 
 	duration prometheus.Histogram
 	keys     prometheus.Histogram
-	failures prometheus.Counter
 	lastOK   prometheus.Gauge
 
 	mu         sync.Mutex
@@ -63,10 +62,6 @@ func newFlushObserver(b storage.Backend, interval time.Duration, logger *slog.Lo
 			Help:    "Keys written (changed or deleted) by one flush.",
 			Buckets: []float64{0, 1, 10, 100, 1000, 10_000, 100_000, 1_000_000},
 		}),
-		failures: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "redcell_flush_failures_total",
-			Help: "Flushes that failed; their changes are kept for the next one.",
-		}),
 		lastOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "redcell_last_flush_success_timestamp_seconds",
 			Help: "Unix time of the last successful flush.",
@@ -81,9 +76,7 @@ func (o *flushObserver) Apply(changes []storage.Change, sync bool) error {
 	d := time.Since(start)
 	o.duration.Observe(d.Seconds())
 	o.keys.Observe(float64(len(changes)))
-	if err != nil {
-		o.failures.Inc()
-	} else {
+	if err == nil {
 		o.lastOK.Set(float64(time.Now().UnixNano()) / 1e9)
 	}
 	if d >= o.slow {
@@ -107,11 +100,27 @@ func (o *flushObserver) warnSlow(d time.Duration, keys int) {
 		"slow_flushes_not_logged", suppressed)
 }
 
-func (o *flushObserver) collectors() []prometheus.Collector {
-	return []prometheus.Collector{o.duration, o.keys, o.failures, o.lastOK,
+// collectors are the flush metrics: the observer's histograms, and the
+// flusher's own counts of failures, which include the flushes refused before
+// any write (a full disk).
+func (o *flushObserver) collectors(f *storage.Flusher) []prometheus.Collector {
+	return []prometheus.Collector{o.duration, o.keys, o.lastOK,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "redcell_flush_failures_total",
+			Help: "Flushes that failed (full, stalled or failing disk); their changes are kept for the next one.",
+		}, func() float64 { return float64(f.Stats().Failures) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "redcell_flush_failing",
+			Help: "1 while flushes fail (the last one failed), else 0.",
+		}, func() float64 {
+			if f.Failing() {
+				return 1
+			}
+			return 0
+		}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "redcell_disk_bytes",
-			Help: "Bytes the Pebble store under --dir uses on disk.",
+			Help: "Bytes the Pebble store under --dir uses on disk, its reserve file aside.",
 		}, func() float64 { return float64(o.DiskSize()) }),
 	}
 }
@@ -139,7 +148,7 @@ func registry(srv *server.Server, st *state) *prometheus.Registry {
 		}, func() float64 { return st.loadTime.Seconds() }),
 	)
 	if st.flushes != nil {
-		reg.MustRegister(st.flushes.collectors()...)
+		reg.MustRegister(st.flushes.collectors(st.flusher)...)
 	}
 	return reg
 }

@@ -133,14 +133,20 @@ func (c Config) serverLimits(logger *slog.Logger) server.Limits {
 	if output == 0 {
 		output = -1 // no limit
 	}
+	total := c.MaxMemoryClients
+	if total == 0 {
+		total = -1 // no limit
+	}
 	return server.Limits{
-		MaxBulkLen:   c.ProtoMaxBulkLen,
-		MaxArgs:      c.MaxArgs,
-		MaxInlineLen: c.MaxInlineLen,
-		MaxQueryLen:  c.QueryBufferLimit,
-		MaxOutput:    output,
-		MaxClients:   fitMaxClients(c.MaxClients, logger),
-		IdleTimeout:  c.Timeout,
+		MaxBulkLen:     c.ProtoMaxBulkLen,
+		MaxArgs:        c.MaxArgs,
+		MaxInlineLen:   c.MaxInlineLen,
+		MaxQueryLen:    c.QueryBufferLimit,
+		MaxOutput:      output,
+		MaxClients:     fitMaxClients(c.MaxClients, logger),
+		IdleTimeout:    c.Timeout,
+		MaxKeyLen:      int(c.MaxKeyLen),
+		MaxOutputTotal: total,
 	}
 }
 

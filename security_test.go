@@ -25,13 +25,15 @@ func parseErr(t *testing.T, e env, args ...string) error {
 func TestLimitFlags(t *testing.T) {
 	cfg := parseWith(t, env{})
 	require.Equal(t, server.Limits{MaxBulkLen: 1 << 20, MaxArgs: 65536, MaxInlineLen: 64 << 10, MaxQueryLen: 8 << 20,
-		MaxOutput: 32 << 20, MaxClients: 10000}, cfg.serverLimits(slog.New(slog.DiscardHandler)))
+		MaxOutput: 32 << 20, MaxClients: 10000, MaxKeyLen: 8 << 10, MaxOutputTotal: 256 << 20}, cfg.serverLimits(slog.New(slog.DiscardHandler)))
 	require.True(t, cfg.ProtectedMode)
 
 	cfg = parseWith(t, env{"REDCELL_TIMEOUT": "300"}, "--proto-max-bulk-len", "64kb", "--max-args", "100",
-		"--max-inline-len", "1k", "--query-buffer-limit", "1MB", "--output-buffer-limit", "0", "--maxclients", "50")
+		"--max-inline-len", "1k", "--query-buffer-limit", "1MB", "--output-buffer-limit", "0", "--maxclients", "50",
+		"--max-key-len", "1kb", "--maxmemory-clients", "0")
 	require.Equal(t, server.Limits{MaxBulkLen: 64 << 10, MaxArgs: 100, MaxInlineLen: 1000, MaxQueryLen: 1 << 20,
-		MaxOutput: -1, MaxClients: 50, IdleTimeout: 300 * time.Second}, cfg.serverLimits(slog.New(slog.DiscardHandler)))
+		MaxOutput: -1, MaxClients: 50, IdleTimeout: 300 * time.Second, MaxKeyLen: 1 << 10, MaxOutputTotal: -1},
+		cfg.serverLimits(slog.New(slog.DiscardHandler)))
 	require.Equal(t, 90*time.Second, parseWith(t, env{}, "--timeout", "1m30s").Timeout)
 	require.Equal(t, int64(2e9), parseWith(t, env{}, "--query-buffer-limit", "2g").QueryBufferLimit)
 
@@ -47,6 +49,8 @@ func TestLimitFlags(t *testing.T) {
 		{[]string{"--max-args", "0"}, "--max-args 0: must be at least 1"},
 		{[]string{"--query-buffer-limit", "1kb"}, "--query-buffer-limit 1kb: must not be less than --proto-max-bulk-len 1mb"},
 		{[]string{"--protected-mode", "maybe"}, `invalid value "maybe" for flag -protected-mode: must be yes or no`},
+		{[]string{"--maxmemory-policy", "allkeys-lru"}, `--maxmemory-policy: maxmemory policy "allkeys-lru": redcell serves noeviction and volatile-ttl`},
+		{[]string{"--max-key-len", "0"}, "--max-key-len 0: must be between 1 and 1gb"},
 	} {
 		require.EqualError(t, parseErr(t, env{}, c.args...), c.want, "%v", c.args)
 	}

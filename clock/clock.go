@@ -17,17 +17,24 @@ import "time"
 // Clock is a wall clock that never steps. Its zero value is not usable; build
 // one with New. It is safe for concurrent use.
 type Clock struct {
-	start time.Time        // carries a monotonic reading
+	mono  time.Time        // when the clock started, with its monotonic reading
+	wall0 time.Time        // the wall clock then, without one
 	wall  func() time.Time // the system's wall clock: time.Now, or a test's
 }
 
 // New returns a Clock anchored at the system's wall clock now.
-func New() *Clock { return &Clock{start: time.Now(), wall: time.Now} }
+func New() *Clock { return WithWall(time.Now) }
+
+// WithWall returns a Clock anchored at wall's reading now, whose WallOffset
+// reads wall: for tests and simulations of a wall clock that steps.
+func WithWall(wall func() time.Time) *Clock {
+	return &Clock{mono: time.Now(), wall0: wall().Round(0), wall: wall}
+}
 
 // Now returns the wall-clock time at the start plus the monotonic time
 // elapsed since. It costs one read of the monotonic clock, less than
 // time.Now, which reads both clocks.
-func (c *Clock) Now() time.Time { return c.start.Add(time.Since(c.start)) }
+func (c *Clock) Now() time.Time { return c.wall0.Add(time.Since(c.mono)) }
 
 // WallOffset returns how far the system's wall clock is ahead of Now: zero
 // unless it has been stepped since the start. A saved instant i is a

@@ -32,12 +32,27 @@ func TestNowFollowsTheWallClockAtStartAndNeverGoesBack(t *testing.T) {
 // A wall clock stepped an hour forward after the start: Now does not move
 // with it, and the offset shows the step.
 func TestWallOffsetShowsAStep(t *testing.T) {
-	c := New()
-	c.wall = func() time.Time { return time.Now().Add(time.Hour) }
+	var step time.Duration
+	c := WithWall(func() time.Time { return time.Now().Add(step) })
+	step = time.Hour
 	if off := c.WallOffset(); off < time.Hour-time.Millisecond || off > time.Hour+time.Millisecond {
 		t.Fatalf("WallOffset = %v, want about 1h", off)
 	}
 	if d := time.Since(c.Now()); d < -time.Millisecond || d > time.Millisecond {
 		t.Fatalf("Now is %v off the unstepped clock", d)
+	}
+}
+
+// A clock started while the wall clock ran 48 hours fast reads 48 hours
+// fast, and goes on at the monotonic clock's pace.
+func TestAClockStartedOnAFastWallClockKeepsItsPace(t *testing.T) {
+	c := WithWall(func() time.Time { return time.Now().Add(48 * time.Hour) })
+	a := c.Now()
+	if d := a.Sub(time.Now()); d < 48*time.Hour-time.Millisecond || d > 48*time.Hour+time.Millisecond {
+		t.Fatalf("Now is %v ahead, want 48h", d)
+	}
+	time.Sleep(10 * time.Millisecond) // real time must pass for the pace to show
+	if d := c.Now().Sub(a); d < 10*time.Millisecond || d > time.Second {
+		t.Fatalf("10ms later Now moved %v", d)
 	}
 }

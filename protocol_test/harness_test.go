@@ -80,8 +80,14 @@ func withPassword(pass string) serverOption {
 // closes it when the test ends, checking that Serve returned cleanly.
 func startServer(t testing.TB, opts ...serverOption) *testServer {
 	t.Helper()
+	return startServerStore(t, storage.Config{}, opts...)
+}
+
+// startServerStore is startServer over a store built from scfg.
+func startServerStore(t testing.TB, scfg storage.Config, opts ...serverOption) *testServer {
+	t.Helper()
 	clock := newManualClock(t0)
-	store := storage.New(storage.Config{})
+	store := storage.New(scfg)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port

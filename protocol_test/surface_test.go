@@ -613,7 +613,8 @@ func TestConfigGet(t *testing.T) {
 	c := ts.raw(t)
 	require.Equal(t, bulks("maxmemory", "0"), c.do("CONFIG", "GET", "maxmemory"))
 	require.Equal(t, bulks("maxmemory", "0"), c.do("config", "get", "MAXMEMORY"))
-	require.Equal(t, bulks("maxmemory", "0", "maxmemory-policy", "noeviction"), c.do("CONFIG", "GET", "maxmemory*"))
+	require.Equal(t, bulks("maxmemory", "0", "maxmemory-clients", "268435456", "maxmemory-policy", "noeviction", "maxmemory-samples", "5"),
+		c.do("CONFIG", "GET", "maxmemory*"))
 	require.Equal(t, bulks("port", strconv.Itoa(ts.Port)), c.do("CONFIG", "GET", "port"))
 	require.Equal(t, "*0\r\n", c.do("CONFIG", "GET", "no-such-setting"))
 	require.Equal(t, errReply("ERR wrong number of arguments for 'config|get' command"), c.do("CONFIG", "GET"))

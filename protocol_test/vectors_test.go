@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/gcra/gcratest"
+	"redcell/server"
 )
 
 // step is one CL.THROTTLE call of a reference vector: at this offset from
@@ -306,13 +307,14 @@ func TestThrottleEdgeCases(t *testing.T) {
 
 }
 
-// Keys are binary-safe and any length: empty, CRLF, NUL, invalid UTF-8 and
-// long keys are separate limiters, listed and deleted like any other.
+// Keys are binary-safe and any length up to --max-key-len: empty, CRLF,
+// NUL, invalid UTF-8 and long keys are separate limiters, listed and deleted
+// like any other.
 func TestBinaryAndLongKeys(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
 	keys := []string{"", "a\r\nb", "\x00", "\xff\xfe", "sp ace"}
-	for _, n := range []int{15, 16, 23, 24, 31, 32, 33, 64, 1000, 100_000} {
+	for _, n := range []int{15, 16, 23, 24, 31, 32, 33, 64, 1000, server.DefaultMaxKeyLen} {
 		keys = append(keys, strings.Repeat("k", n))
 	}
 	for _, k := range keys {
@@ -321,7 +323,7 @@ func TestBinaryAndLongKeys(t *testing.T) {
 		require.Equal(t, integer(1), c.do("EXISTS", k), "key %.20q", k)
 	}
 	require.Equal(t, integer(int64(len(keys))), c.do("DBSIZE"))
-	require.Equal(t, bulks(strings.Repeat("k", 100_000)), c.do("KEYS", strings.Repeat("k", 1001)+"*"))
+	require.Equal(t, bulks(strings.Repeat("k", server.DefaultMaxKeyLen)), c.do("KEYS", strings.Repeat("k", 1001)+"*"))
 	for _, k := range keys {
 		require.Equal(t, integer(1), c.do("DEL", k), "key %.20q", k)
 	}

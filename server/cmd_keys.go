@@ -3,6 +3,7 @@ package server
 import (
 	"strconv"
 	"time"
+	"unsafe"
 
 	"redcell/gcra"
 )
@@ -99,36 +100,37 @@ func cmdType(c *client, args [][]byte, now time.Time) {
 
 // KEYS pattern
 //
-// Keys are collected under each shard's lock and matched after, so a costly
-// pattern never holds up decisions.
+// Each shard is matched under its own lock, and a matching key's bytes go
+// straight into the reply: nothing is copied for a key that does not match
+// (KEYS nomatch* over a large keyspace costs no memory), and the reply is
+// bounded by the client's output limit. The reply's length is written once
+// known (a deferred array header).
 func cmdKeys(c *client, args [][]byte, now time.Time) {
-	var keys []string
-	c.srv.store.Each(gcra.InstantOf(now), func(key string, _ gcra.Instant) {
-		keys = append(keys, key)
+	pattern := args[1]
+	mark := c.conn.DeferArray()
+	n := 0
+	c.srv.store.Each(gcra.InstantOf(now), func(key []byte, _ gcra.Instant) {
+		if matches(pattern, key) {
+			c.writeBulk(key)
+			n++
+		}
 	})
-	keys = matching(keys, args[1])
-	c.writeArray(len(keys))
-	for _, k := range keys {
-		c.writeBulkString(k)
-	}
+	c.conn.SetDeferredArray(mark, n)
 }
 
-// matching filters keys in place to those matching pattern; a nil pattern
-// or "*" keeps them all.
-func matching(keys []string, pattern []byte) []string {
+// matches reports whether key matches the glob pattern; a nil pattern or
+// "*" matches every key. It does not copy the key.
+func matches(pattern, key []byte) bool {
 	if pattern == nil || string(pattern) == "*" {
-		return keys
+		return true
 	}
-	out := keys[:0]
-	for _, k := range keys {
-		if globMatch(pattern, k) {
-			out = append(out, k)
-		}
-	}
-	return out
+	return globMatch(pattern, unsafe.String(unsafe.SliceData(key), len(key)))
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+//
+// As KEYS, keys are matched under their shard's lock and only the matching
+// ones copied; COUNT bounds how many are looked at per call.
 func cmdScan(c *client, args [][]byte, now time.Time) {
 	cursor, err := strconv.ParseUint(string(args[1]), 10, 64)
 	if err != nil {
@@ -165,12 +167,11 @@ func cmdScan(c *client, args [][]byte, now time.Time) {
 		}
 	}
 	var keys []string
-	next := c.srv.store.Scan(cursor, int(count), gcra.InstantOf(now), func(key string, _ gcra.Instant) {
-		if onlyStrings {
-			keys = append(keys, key)
+	next := c.srv.store.Scan(cursor, int(count), gcra.InstantOf(now), func(key []byte, _ gcra.Instant) {
+		if onlyStrings && matches(pattern, key) {
+			keys = append(keys, string(key))
 		}
 	})
-	keys = matching(keys, pattern)
 	c.writeArray(2)
 	c.writeBulkString(strconv.FormatUint(next, 10))
 	c.writeArray(len(keys))

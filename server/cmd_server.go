@@ -169,13 +169,16 @@ func (s *Server) configParams() map[string]string {
 	if s.cfg.DurableWrites {
 		appendonly = "yes"
 	}
+	limit, policy := s.store.MemoryLimit()
 	return map[string]string{
 		"bind":                              s.cfg.Bind,
 		"port":                              strconv.Itoa(s.cfg.Port),
 		"dir":                               s.cfg.Dir,
 		"databases":                         "1",
-		"maxmemory":                         "0",
-		"maxmemory-policy":                  "noeviction",
+		"maxmemory":                         strconv.FormatInt(limit, 10),
+		"maxmemory-policy":                  policy.String(),
+		"maxmemory-clients":                 strconv.FormatInt(max(s.limits.MaxOutputTotal, 0), 10),
+		"maxmemory-samples":                 "5",
 		"maxclients":                        strconv.Itoa(s.limits.MaxClients),
 		"timeout":                           strconv.FormatInt(int64(s.limits.IdleTimeout/time.Second), 10),
 		"tcp-keepalive":                     "0",

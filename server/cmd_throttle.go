@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"redcell/gcra"
+	"redcell/storage"
 )
 
 // CL.THROTTLE key max_burst count period [quantity]
@@ -12,6 +13,10 @@ import (
 // The hot path: parse four integers without allocating, read the clock once
 // (the dispatcher did), decide under one shard lock, reply with five integers.
 func cmdThrottle(c *client, args [][]byte, now time.Time) {
+	if len(args[1]) > c.srv.limits.MaxKeyLen {
+		c.writeError(errKeyTooLong(len(args[1]), c.srv.limits.MaxKeyLen))
+		return
+	}
 	burst, ok := parseInt(args[2])
 	if !ok {
 		c.writeError(errBurstNotInteger)
@@ -66,9 +71,16 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 	}
 }
 
-// throttleErrorText maps gcra's sentinels to their client text.
+// throttleErrorText maps gcra's and storage's sentinels to their client
+// text.
 func throttleErrorText(err error) string {
 	switch {
+	case errors.Is(err, storage.ErrOOM):
+		return errOOM
+	case errors.Is(err, storage.ErrFull):
+		return errShardFull
+	case errors.Is(err, storage.ErrKeyTooLong):
+		return errKeyTooLong(0, 0)
 	case errors.Is(err, gcra.ErrNegativeBurst):
 		return errNegativeBurst
 	case errors.Is(err, gcra.ErrNegativeCount):

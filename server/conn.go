@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"sync/atomic"
 
 	"github.com/tidwall/redcon"
 )
@@ -20,6 +21,10 @@ type connection interface {
 	WriteArray(n int)
 	WriteNull()
 	WriteRaw(b []byte)
+	// DeferArray marks where an array header goes whose length is known
+	// only once its elements are written; SetDeferredArray writes it there.
+	DeferArray() (mark int)
+	SetDeferredArray(mark, n int)
 	// Close sends the replies queued so far and closes the connection.
 	Close() error
 	RemoteAddr() string
@@ -54,7 +59,19 @@ type conn struct {
 
 	out       []byte // replies not yet written
 	maxOutput int64  // Limits.MaxOutput; <= 0: none
-	closed    bool
+	// total is the server's count of reply bytes waiting beyond each
+	// client's allowance (Limits.MaxOutputTotal); counted is this
+	// connection's share of it.
+	total   *outputTotal
+	counted int64
+	closed  bool
+}
+
+// outputTotal counts the reply bytes waiting for all clients together,
+// beyond each one's allowance, against a limit.
+type outputTotal struct {
+	limit int64 // <= 0: none
+	used  atomic.Int64
 }
 
 var _ connection = (*conn)(nil)
@@ -71,13 +88,14 @@ const (
 	argsKeepCap = 64
 )
 
-func newConn(nc *guardConn, maxOutput int64) *conn {
+func newConn(nc *guardConn, maxOutput int64, total *outputTotal) *conn {
 	return &conn{
 		nc:        nc,
 		addr:      nc.RemoteAddr().String(),
 		in:        make([]byte, inBufSize),
 		args:      make([][]byte, 0, 8),
 		maxOutput: maxOutput,
+		total:     total,
 	}
 }
 
@@ -88,6 +106,7 @@ func newConn(nc *guardConn, maxOutput int64) *conn {
 func (s *Server) serveConn(c *conn) {
 	err := s.runConn(c)
 	_ = c.nc.Close()
+	c.uncount()
 	if err == io.EOF {
 		err = nil
 	}
@@ -212,6 +231,7 @@ func (c *conn) flush() error {
 		return nil
 	}
 	_, err := c.nc.Write(c.out)
+	c.uncount()
 	if cap(c.out) > outKeepCap {
 		c.out = nil
 	} else {
@@ -226,26 +246,54 @@ func (c *conn) flush() error {
 // replies in memory until the batch has run, and a few bytes of requests can
 // ask for a lot (COMMAND answers 5 KiB for 9 bytes), so a client pipelining
 // such requests, or not reading, could make the server hold any amount.
+//
+// Beyond a client's first outputAllowance bytes, its replies also count
+// against the total for all clients (Limits.MaxOutputTotal), taken in steps
+// of outputAllowance: past the total, the client whose replies would pass
+// it is the one closed, as Redis's maxmemory-clients closes the client that
+// uses the most.
 func (c *conn) room(n int) bool {
 	if c.closed {
 		return false
 	}
-	if c.maxOutput <= 0 || int64(len(c.out)+n) <= c.maxOutput {
-		return true
+	size := int64(len(c.out) + n)
+	if c.maxOutput > 0 && size > c.maxOutput {
+		c.refuseOutput("client closed for overcoming of output buffer limits", c.maxOutput)
+		return false
 	}
+	if size > outputAllowance+c.counted && c.total != nil && c.total.limit > 0 {
+		step := (size - outputAllowance - c.counted + outputAllowance - 1) / outputAllowance * outputAllowance
+		if c.total.used.Add(step) > c.total.limit {
+			c.total.used.Add(-step)
+			c.refuseOutput("client closed: the replies waiting for all clients would pass --maxmemory-clients", c.total.limit)
+			return false
+		}
+		c.counted += step
+	}
+	return true
+}
+
+func (c *conn) refuseOutput(msg string, limit int64) {
 	if cl, ok := c.ctx.(*client); ok {
 		cl.closing = true
-		cl.srv.cfg.Logger.Warn("client closed for overcoming of output buffer limits",
-			"addr", cl.addr, "id", cl.id, "limit", c.maxOutput)
+		cl.srv.cfg.Logger.Warn(msg, "addr", cl.addr, "id", cl.id, "limit", limit)
 	}
 	c.drop()
-	return false
+}
+
+// uncount gives back the connection's share of the total.
+func (c *conn) uncount() {
+	if c.counted > 0 {
+		c.total.used.Add(-c.counted)
+		c.counted = 0
+	}
 }
 
 // drop discards the queued replies and closes the connection: nothing of
 // this batch is sent.
 func (c *conn) drop() {
 	c.out = nil
+	c.uncount()
 	c.closed = true
 	_ = c.nc.Close()
 }
@@ -314,4 +362,19 @@ func (c *conn) WriteRaw(b []byte) {
 	if c.room(len(b)) {
 		c.out = append(c.out, b...)
 	}
+}
+
+func (c *conn) DeferArray() int { return len(c.out) }
+
+// SetDeferredArray inserts the header of an array of n elements at mark,
+// moving the elements written since after it: one copy of the reply, once.
+func (c *conn) SetDeferredArray(mark, n int) {
+	var b [24]byte
+	hdr := redcon.AppendArray(b[:0], n)
+	if mark > len(c.out) || !c.room(len(hdr)) {
+		return // dropped meanwhile (output limit)
+	}
+	c.out = append(c.out, hdr...)
+	copy(c.out[mark+len(hdr):], c.out[mark:len(c.out)-len(hdr)])
+	copy(c.out[mark:], hdr)
 }

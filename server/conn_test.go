@@ -24,7 +24,7 @@ func serveScript(t testing.TB, input string, chunk int) string {
 	srv := New(Config{Now: func() time.Time { return t0 }}, storage.New(storage.Config{Shards: 1}))
 	sc := &scriptConn{in: []byte(input), chunk: chunk}
 	limits := srv.limits
-	c := newConn(&guardConn{Conn: sc, limits: &limits, srv: srv}, limits.MaxOutput)
+	c := newConn(&guardConn{Conn: sc, limits: &limits, srv: srv}, limits.MaxOutput, &srv.outputTotal)
 	require.True(t, srv.accept(c))
 	srv.serveConn(c)
 	return sc.written.String()
@@ -94,7 +94,7 @@ func newLoopConn(t testing.TB) (*Server, *conn, *loopConn) {
 	}
 	lc := &loopConn{batch: []byte(batch.String())}
 	limits := srv.limits
-	c := newConn(&guardConn{Conn: lc, limits: &limits, srv: srv}, limits.MaxOutput)
+	c := newConn(&guardConn{Conn: lc, limits: &limits, srv: srv}, limits.MaxOutput, &srv.outputTotal)
 	require.True(t, srv.accept(c))
 	require.NoError(t, c.read())
 	require.NoError(t, srv.runBatch(c))
@@ -146,7 +146,7 @@ func TestConnDoesNotKeepAHugeArgumentSlice(t *testing.T) {
 	input := multibulk(append([]string{"DEL"}, args...)...) + "PING\r\n"
 	sc := &scriptConn{in: []byte(input), chunk: 1 << 20}
 	limits := srv.limits
-	c := newConn(&guardConn{Conn: sc, limits: &limits, srv: srv}, limits.MaxOutput)
+	c := newConn(&guardConn{Conn: sc, limits: &limits, srv: srv}, limits.MaxOutput, &srv.outputTotal)
 	require.True(t, srv.accept(c))
 	srv.serveConn(c)
 	require.Equal(t, ":0\r\n+PONG\r\n", sc.written.String())

@@ -1,6 +1,9 @@
 package server
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Client-facing error texts, in one place. Each carries its Redis prefix and,
 // where Redis has one, Redis's exact wording, so clients that match on error
@@ -40,7 +43,20 @@ const (
 	errOutOfRange         = "ERR rate limit parameters out of range"
 
 	errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
+
+	// Keys that cannot be created.
+	errOOM       = "OOM command not allowed when used memory > 'maxmemory'."
+	errShardFull = "OOM command not allowed: the key's shard holds the most keys a shard can (4294967294); start redcell with more --shards"
 )
+
+// errKeyTooLong refuses a key name longer than --max-key-len; n and max are
+// given when known.
+func errKeyTooLong(n, max int) string {
+	if max == 0 {
+		return "ERR key too long"
+	}
+	return "ERR key too long: " + strconv.Itoa(n) + " bytes, --max-key-len is " + strconv.Itoa(max)
+}
 
 // errSaveFailed is SAVE's answer when the flush failed: the reason, without
 // the storage package's prefix.

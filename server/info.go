@@ -118,19 +118,30 @@ func (s *Server) infoClients(time.Time) [][2]string {
 	}
 }
 
+// infoMemory reports the memory in use as the memory limit counts it
+// (storage.UsedMemory: the Go runtime's and the keyspace's), which is what
+// maxmemory is compared with, as Redis's used_memory is.
 func (s *Server) infoMemory(time.Time) [][2]string {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
+	used := s.store.MeasureMemory()
+	peak := s.peakMemory.Load()
+	for used > peak && !s.peakMemory.CompareAndSwap(peak, used) {
+		peak = s.peakMemory.Load()
+	}
+	peak = max(peak, used)
 	rss := residentBytes()
+	limit, policy := s.store.MemoryLimit()
 	return [][2]string{
-		{"used_memory", itoa(int64(m.HeapAlloc))},
-		{"used_memory_human", human(int64(m.HeapAlloc))},
+		{"used_memory", itoa(used)},
+		{"used_memory_human", human(used)},
 		{"used_memory_rss", itoa(rss)},
 		{"used_memory_rss_human", human(rss)},
-		{"used_memory_peak", itoa(int64(m.HeapSys))},
+		{"used_memory_peak", itoa(peak)},
+		{"used_memory_peak_human", human(peak)},
 		{"total_system_memory", itoa(totalSystemMemory())},
-		{"maxmemory", "0"},
-		{"maxmemory_policy", "noeviction"},
+		{"maxmemory", itoa(limit)},
+		{"maxmemory_human", human(limit)},
+		{"maxmemory_policy", policy.String()},
+		{"mem_clients_normal", itoa(s.outputTotal.used.Load())},
 		{"mem_allocator", "go"},
 	}
 }
@@ -187,7 +198,7 @@ func (s *Server) infoStats(time.Time) [][2]string {
 		{"instantaneous_ops_per_sec", itoa(c.instantaneousOpsPS)},
 		{"rejected_connections", itoa(c.rejectedConns)},
 		{"expired_keys", itoa(c.expiredKeys)},
-		{"evicted_keys", "0"},
+		{"evicted_keys", itoa(s.store.Evicted())},
 		{"keyspace_hits", itoa(c.hits)},
 		{"keyspace_misses", itoa(c.misses)},
 		{"total_error_replies", itoa(c.errorReplies)},
@@ -284,7 +295,7 @@ func (s *Server) infoKeyspace(now time.Time) [][2]string {
 	var sumMs float64 // a float: a few far-future TATs would overflow a Duration
 	var sampled int
 	at := gcra.InstantOf(now)
-	s.store.Scan(0, avgTTLSample, at, func(_ string, tat gcra.Instant) {
+	s.store.Scan(0, avgTTLSample, at, func(_ []byte, tat gcra.Instant) {
 		sumMs += float64(tat-at) / float64(time.Millisecond)
 		sampled++
 	})

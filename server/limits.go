@@ -31,6 +31,15 @@ type Limits struct {
 	// reply bytes for this long, as Redis's timeout. Zero, the default,
 	// never does.
 	IdleTimeout time.Duration
+	// MaxKeyLen bounds the name of a key a command creates: longer is
+	// refused. The default is DefaultMaxKeyLen.
+	MaxKeyLen int
+	// MaxOutputTotal bounds the reply bytes waiting for all clients
+	// together, as Redis's maxmemory-clients: the client whose replies
+	// would pass it is disconnected. Each client's first
+	// outputAllowance bytes are not counted. The default is
+	// DefaultMaxOutputTotal; negative means no limit.
+	MaxOutputTotal int64
 }
 
 // Defaults of Limits. Redis allows 512 MiB arguments and buffers without
@@ -49,7 +58,18 @@ const (
 	DefaultMaxOutput = 32 << 20
 	// DefaultMaxClients is 10000, as Redis's.
 	DefaultMaxClients = 10000
+	// DefaultMaxKeyLen is 8 KiB: a rate-limit key (a user, an API key, an
+	// IP with a route) is tens of bytes; Redis allows 512 MiB.
+	DefaultMaxKeyLen = 8 << 10
+	// DefaultMaxOutputTotal is 256 MiB (Redis: no limit): without it, 50
+	// clients that never read their KEYS * replies held 55 MiB each.
+	DefaultMaxOutputTotal = 256 << 20
 )
+
+// outputAllowance is the reply bytes of one client not counted against
+// MaxOutputTotal: replies under it, nearly all of them, never touch the
+// shared count, so the command path stays free of shared writes.
+const outputAllowance = 64 << 10
 
 // Limits Redis 7 applies before a connection has authenticated, when a
 // password is required: a client that has not proved who it is may not make
@@ -80,6 +100,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.IdleTimeout < 0 {
 		l.IdleTimeout = 0
+	}
+	if l.MaxKeyLen <= 0 {
+		l.MaxKeyLen = DefaultMaxKeyLen
+	}
+	if l.MaxOutputTotal == 0 {
+		l.MaxOutputTotal = DefaultMaxOutputTotal
 	}
 	return l
 }

@@ -25,7 +25,7 @@ func (s *Server) serve(ln net.Listener) error {
 			err = aerr
 			break
 		}
-		c := newConn(nc.(*guardConn), s.limits.MaxOutput)
+		c := newConn(nc.(*guardConn), s.limits.MaxOutput, &s.outputTotal)
 		if !s.accept(c) {
 			_ = nc.Close()
 			continue

@@ -28,6 +28,13 @@ func (f *fakeConn) Close() error       { f.closed = true; return nil }
 func (f *fakeConn) Context() any       { return f.ctx }
 func (f *fakeConn) SetContext(v any)   { f.ctx = v }
 func (f *fakeConn) NetConn() net.Conn  { return nil }
+func (f *fakeConn) DeferArray() int    { return len(f.Buffer()) }
+
+func (f *fakeConn) SetDeferredArray(mark, n int) {
+	out := f.Buffer()
+	hdr := redcon.AppendArray(nil, n)
+	f.SetBuffer(append(append(append([]byte(nil), out[:mark]...), hdr...), out[mark:]...))
+}
 
 // take returns what was written since the last call and forgets it.
 func (f *fakeConn) take() string {

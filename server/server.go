@@ -86,6 +86,9 @@ type Server struct {
 	started  time.Time
 	commands map[string]*command
 	limits   Limits // cfg.Limits with the defaults filled in
+	// outputTotal counts the replies waiting for all clients against
+	// Limits.MaxOutputTotal (conn.room).
+	outputTotal outputTotal
 
 	nextClientID atomic.Int64
 	mu           sync.Mutex
@@ -99,6 +102,7 @@ type Server struct {
 	timed       bool       // the clock is the real one: measure durations
 	debug       bool       // the logger takes debug records
 	runID       string     // random per start, as Redis's run_id
+	peakMemory  atomic.Int64
 }
 
 // New returns a Server serving store. Call Serve to accept connections.
@@ -123,6 +127,7 @@ func New(cfg Config, store *storage.Store) *Server {
 	s.commands = commandTable()
 	s.initMetrics(timed)
 	s.limits = cfg.Limits.withDefaults()
+	s.outputTotal.limit = s.limits.MaxOutputTotal
 	return s
 }
 

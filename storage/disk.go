@@ -81,8 +81,9 @@ type disk struct {
 	full  bool       // the last check found no room, or a write found the disk full
 	stuck chan error // the result of a write that outlived the stall timeout, until it arrives
 
-	broken   atomic.Pointer[error]
-	brokenCh chan struct{} // closed when broken is set
+	breakOnce sync.Once
+	broken    atomic.Pointer[error]
+	brokenCh  chan struct{} // closed when broken is set
 
 	bgFailures atomic.Int64 // consecutive failures of Pebble's background work
 }
@@ -277,12 +278,13 @@ func (d *disk) doWithin(timeout time.Duration, op func() error) error {
 // breakWith marks the store broken (once) and returns the error every write
 // answers from now on.
 func (d *disk) breakWith(cause error) error {
-	err := fmt.Errorf("%w: %v", ErrBroken, cause)
-	if d.broken.CompareAndSwap(nil, &err) {
-		close(d.brokenCh)
+	d.breakOnce.Do(func() {
 		d.logger.Error("the store failed; decisions go on in memory, but nothing more is written to disk until redcell is restarted",
 			"dir", d.dir, "err", cause)
-	}
+		err := fmt.Errorf("%w: %v", ErrBroken, cause)
+		d.broken.Store(&err)
+		close(d.brokenCh)
+	})
 	return *d.broken.Load()
 }
 
@@ -346,6 +348,12 @@ func (d *disk) pebbleOptions() *pebble.Options {
 				if info.Err == nil {
 					d.backgroundOK()
 				}
+			},
+			// A corrupt block found while running (by a compaction):
+			// nothing more is written, where Pebble's default would call
+			// Fatalf. The read itself fails with the error.
+			DataCorruption: func(info pebble.DataCorruptionInfo) {
+				_ = d.breakWith(fmt.Errorf("corrupt file %s: %v", info.Path, info.Details))
 			},
 		},
 	}

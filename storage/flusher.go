@@ -408,8 +408,7 @@ type FlushStats struct {
 	Failures         int64
 	LastError        string // of the last failed flush, if the last flush failed
 	BackgroundSaving bool
-	// DiskState is ok, full, stalled or failed (see disk.go); ok for a
-	// backend that cannot tell.
+	// DiskState is ok, full, stalled or failed (see disk.go).
 	DiskState string
 }
 
@@ -423,15 +422,12 @@ func (f *Flusher) Stats() FlushStats {
 		Flushes:          f.flushes.Load(),
 		Failures:         f.failures.Load(),
 		BackgroundSaving: f.bgRunning.Load(),
-		DiskState:        "ok",
+		DiskState:        f.backend.DiskState(),
 	}
 	if !st.LastOK {
 		if p := f.lastErr.Load(); p != nil {
 			st.LastError = *p
 		}
-	}
-	if ds, ok := f.backend.(interface{ DiskState() string }); ok {
-		st.DiskState = ds.DiskState()
 	}
 	return st
 }

@@ -97,5 +97,6 @@ func (m *MemoryBackend) Sync() error {
 	return nil
 }
 
-func (m *MemoryBackend) DiskSize() int64 { return 0 }
-func (m *MemoryBackend) Close() error    { return nil }
+func (m *MemoryBackend) DiskSize() int64   { return 0 }
+func (m *MemoryBackend) DiskState() string { return "ok" }
+func (m *MemoryBackend) Close() error      { return nil }

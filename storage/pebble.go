@@ -54,6 +54,8 @@ type Backend interface {
 	DeleteStale(now gcra.Instant) (int, error)
 	// DiskSize is the bytes the backend uses on disk.
 	DiskSize() int64
+	// DiskState is the disk's condition: ok, full, stalled or failed.
+	DiskState() string
 	Close() error
 }
 
@@ -221,7 +223,15 @@ func readThrough(dir string, opts PebbleOptions, lock *pebble.Lock, now gcra.Ins
 		}
 	}()
 	logger := pebbleLogger{l: opts.Logger, fatal: func(msg string) { panic(fatal{msg}) }}
-	db, err := pebble.Open(dir, &pebble.Options{FS: opts.FS, ReadOnly: true, Lock: lock, Logger: logger})
+	// A block that fails its checksum is reported here, and the read then
+	// fails with the error (Pebble's default would call Fatalf).
+	var corrupt error
+	events := &pebble.EventListener{DataCorruption: func(info pebble.DataCorruptionInfo) {
+		if corrupt == nil {
+			corrupt = fmt.Errorf("corrupt file %s: %v", info.Path, info.Details)
+		}
+	}}
+	db, err := pebble.Open(dir, &pebble.Options{FS: opts.FS, ReadOnly: true, Lock: lock, Logger: logger, EventListener: events})
 	if err != nil {
 		return stats, err
 	}
@@ -261,7 +271,10 @@ func readThrough(dir string, opts PebbleOptions, lock *pebble.Lock, now gcra.Ins
 		}
 	}
 	if err := it.Close(); err != nil {
-		return stats, err
+		return stats, errors.Join(corrupt, err)
+	}
+	if corrupt != nil {
+		return stats, corrupt
 	}
 	if !marked {
 		return stats, fmt.Errorf("%w: no format marker", ErrUnknownFormat)

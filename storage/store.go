@@ -26,6 +26,11 @@ type Config struct {
 	// TakeChanges. Leave it off when nothing persists the store, or the
 	// record grows without bound.
 	TrackChanges bool
+	// MaxMemory is the memory limit in bytes (memory.go); 0, the default,
+	// is none. It takes effect once RunMemoryWatch runs.
+	MaxMemory int64
+	// Eviction is what happens past MaxMemory. The default is NoEviction.
+	Eviction EvictionPolicy
 }
 
 // DefaultShards is 16 stripes per available CPU, so that two cores rarely
@@ -53,6 +58,9 @@ func (c Config) Validate() error {
 	if c.Shards < 0 || c.Shards > MaxShards {
 		return ErrInvalidShards
 	}
+	if c.MaxMemory < 0 {
+		return errors.New("storage: the memory limit must not be negative")
+	}
 	return nil
 }
 
@@ -62,12 +70,14 @@ type Store struct {
 	mask    uint64
 	seed    maphash.Seed
 	expired atomic.Int64 // keys removed because their TAT passed
+	mem     memoryLimit
 }
 
 type shard struct {
 	mu     sync.Mutex
 	t      table
-	cursor int // where the sweeper resumes
+	cursor int    // where the sweeper resumes
+	rng    uint64 // eviction's random state (memory.go)
 	// Pad to a multiple of a cache line so neighbouring locks do not share one.
 	_ [64]byte
 }
@@ -83,6 +93,7 @@ func New(cfg Config) *Store {
 	}
 	n = nextPowerOfTwo(n)
 	s := &Store{shards: make([]shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
+	s.mem.limit, s.mem.policy = cfg.MaxMemory, cfg.Eviction
 	for i := range s.shards {
 		s.shards[i].t = newTable(cfg.TrackChanges)
 	}
@@ -111,9 +122,12 @@ func (s *Store) shardOf(key []byte) *shard {
 func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	tat, _ := sh.t.get(key) // an expired TAT is <= now: Decide treats it as absent
+	tat, found := sh.t.get(key) // an expired TAT is <= now: Decide treats it as absent
 	res, newTAT, store, err := gcra.Decide(r, tat, now)
-	if store {
+	if store && !found && s.mem.over.Load() {
+		err = s.makeRoom(sh)
+	}
+	if store && err == nil {
 		err = sh.t.put(key, newTAT)
 	}
 	sh.mu.Unlock()
@@ -250,8 +264,11 @@ func (s *Store) ExpireSome(now gcra.Instant, perShard int) int {
 // Scan calls fn for live keys, at most count entries examined, starting at
 // cursor, and returns the cursor to pass next; 0 means the scan is complete.
 // As Redis's SCAN, a key present for the whole scan is returned at least once
-// unless it is moved by a concurrent deletion; fn must not call the Store.
-func (s *Store) Scan(cursor uint64, count int, now gcra.Instant, fn func(key string, tat gcra.Instant)) uint64 {
+// unless it is moved by a concurrent deletion. fn runs under the key's shard
+// lock and gets a view of the key's bytes, valid only during the call: it
+// must copy what it keeps (nothing is copied for a key it passes over), be
+// quick, and not call the Store.
+func (s *Store) Scan(cursor uint64, count int, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) uint64 {
 	// The cursor is shard<<32 | index within the shard's entries.
 	si, idx := int(cursor>>32), int(cursor&0xffffffff)
 	for si < len(s.shards) && count > 0 {
@@ -259,7 +276,7 @@ func (s *Store) Scan(cursor uint64, count int, now gcra.Instant, fn func(key str
 		sh.mu.Lock()
 		for idx < sh.t.len() && count > 0 {
 			if tat := sh.t.tatAt(idx); tat > now {
-				fn(sh.t.keyAt(idx), tat) // a copy: fn may keep it
+				fn(sh.t.viewAt(idx), tat)
 			}
 			idx++
 			count--
@@ -276,10 +293,18 @@ func (s *Store) Scan(cursor uint64, count int, now gcra.Instant, fn func(key str
 	return uint64(si)<<32 | uint64(idx)
 }
 
-// Each calls fn for every live key, one shard at a time under its lock. fn
-// must be quick and must not call the Store.
-func (s *Store) Each(now gcra.Instant, fn func(key string, tat gcra.Instant)) {
-	for c := s.Scan(0, 1<<30, now, fn); c != 0; c = s.Scan(c, 1<<30, now, fn) {
+// Each calls fn for every live key, one whole shard at a time under its
+// lock, as Scan calls it: so a key present throughout is seen exactly once.
+func (s *Store) Each(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) {
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for j := 0; j < sh.t.len(); j++ {
+			if tat := sh.t.tatAt(j); tat > now {
+				fn(sh.t.viewAt(j), tat)
+			}
+		}
+		sh.mu.Unlock()
 	}
 }
 

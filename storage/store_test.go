@@ -111,7 +111,7 @@ func TestScanVisitsEveryLiveKeyOnce(t *testing.T) {
 	var got []string
 	cursor, calls := uint64(0), 0
 	for {
-		cursor = s.Scan(cursor, 10, t0, func(k string, _ gcra.Instant) { got = append(got, k) })
+		cursor = s.Scan(cursor, 10, t0, func(k []byte, _ gcra.Instant) { got = append(got, string(k)) })
 		calls++
 		if cursor == 0 {
 			break

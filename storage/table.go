@@ -58,15 +58,16 @@ const (
 	// (only when tracking).
 	dirtyBit = 1 << 31
 
-	// maxEntries is the most keys one table holds: the index keeps an
-	// entry's position + 1 in 32 bits, and 0 means an empty slot.
-	maxEntries = math.MaxUint32 - 1
-
 	minSlots     = 8
 	minEntries   = 4
 	minArena     = 256
 	compactArena = 4 << 10 // arenas smaller than this are never compacted
 )
+
+// maxEntries is the most keys one table holds: the index keeps an entry's
+// position + 1 in 32 bits, and 0 means an empty slot. (A variable so that a
+// test can reach it without 4 billion keys.)
+var maxEntries = math.MaxUint32 - 1
 
 var tableSeed = maphash.MakeSeed()
 
@@ -87,6 +88,10 @@ func (t *table) tatAt(i int) gcra.Instant { return t.entries[i].tat }
 // keyAt returns a copy of the key at i, for i < len(): the copy stays valid
 // whatever happens to the table afterwards.
 func (t *table) keyAt(i int) string { return string(t.keyOf(&t.entries[i])) }
+
+// viewAt returns the key at i, for i < len(), as a view of the table's
+// memory: valid until the table next changes.
+func (t *table) viewAt(i int) []byte { return t.keyOf(&t.entries[i]) }
 
 // keyOf returns e's key as a view of the table's memory, valid until the
 // table next changes.

@@ -1,0 +1,203 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/metrics"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"redcell/gcra"
+)
+
+// The memory limit, as Redis's maxmemory: when the memory in use passes it, a
+// command that would create a key either fails (NoEviction, ErrOOM) or first
+// evicts the key whose TAT is nearest (VolatileTTL: every key expires at its
+// TAT, and one that would expire soonest holds the least of a limit, so
+// evicting it only ever errs toward allowing). Keys that exist keep being
+// decided either way.
+//
+// Used memory is measured off the command path: a watcher (RunMemoryWatch)
+// adds up, every DefaultMemoryWatchInterval, what the Go runtime holds and
+// what the keyspace's arrays outside the Go heap hold, and sets a flag the
+// command path reads with one atomic load, only when it creates a key. So
+// the limit is passed by at most what is created between two looks.
+
+// EvictionPolicy says what happens when a key must be created past the
+// memory limit.
+type EvictionPolicy int
+
+const (
+	// NoEviction refuses the key: Redis's noeviction, the default.
+	NoEviction EvictionPolicy = iota
+	// VolatileTTL evicts the key nearest its expiry: Redis's volatile-ttl.
+	VolatileTTL
+)
+
+// ParseEvictionPolicy reads a policy by Redis's name.
+func ParseEvictionPolicy(name string) (EvictionPolicy, error) {
+	switch name {
+	case "noeviction":
+		return NoEviction, nil
+	case "volatile-ttl":
+		return VolatileTTL, nil
+	}
+	return 0, fmt.Errorf("maxmemory policy %q: redcell serves noeviction and volatile-ttl", name)
+}
+
+func (p EvictionPolicy) String() string {
+	if p == VolatileTTL {
+		return "volatile-ttl"
+	}
+	return "noeviction"
+}
+
+// ErrOOM is returned for a key that cannot be created under the memory
+// limit with NoEviction.
+var ErrOOM = errors.New("storage: used memory is over the limit")
+
+// DefaultMemoryWatchInterval is how often RunMemoryWatch measures.
+const DefaultMemoryWatchInterval = 10 * time.Millisecond
+
+// evictionSamples is how many keys an eviction compares, as Redis's
+// maxmemory-samples.
+const evictionSamples = 5
+
+type memoryLimit struct {
+	limit   int64 // bytes; 0: none
+	policy  EvictionPolicy
+	over    atomic.Bool
+	used    atomic.Int64
+	evicted atomic.Int64
+}
+
+// MemoryLimit returns the limit in bytes (0: none) and the policy.
+func (s *Store) MemoryLimit() (int64, EvictionPolicy) { return s.mem.limit, s.mem.policy }
+
+// UsedMemory is the memory in use as last measured: what the Go runtime
+// holds from the system (heap, stacks, its own structures; less what it has
+// returned) and the keyspace's arrays outside the Go heap, by the parts of
+// them in use. Pebble's caches in C memory are outside it.
+func (s *Store) UsedMemory() int64 {
+	if n := s.mem.used.Load(); n > 0 {
+		return n
+	}
+	return s.MeasureMemory()
+}
+
+// Evicted counts the keys evicted under the memory limit.
+func (s *Store) Evicted() int64 { return s.mem.evicted.Load() }
+
+var goMemory = []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+
+// MeasureMemory measures the memory in use now (see UsedMemory), records it,
+// and sets whether it is over the limit.
+func (s *Store) MeasureMemory() int64 {
+	samples := make([]metrics.Sample, len(goMemory))
+	copy(samples, goMemory)
+	metrics.Read(samples)
+	used := int64(samples[0].Value.Uint64() - samples[1].Value.Uint64())
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		used += sh.t.mappedInUse()
+		sh.mu.Unlock()
+	}
+	s.mem.used.Store(used)
+	s.mem.over.Store(s.mem.limit > 0 && used > s.mem.limit)
+	return used
+}
+
+// RunMemoryWatch measures the memory every interval until ctx is done, and
+// under VolatileTTL evicts keys while it is over the limit. Without a limit
+// it returns at once.
+func (s *Store) RunMemoryWatch(ctx context.Context, interval time.Duration) {
+	if s.mem.limit <= 0 {
+		return
+	}
+	every(ctx, interval, func() {
+		used := s.MeasureMemory()
+		if used <= s.mem.limit || s.mem.policy != VolatileTTL {
+			return
+		}
+		// About the keys to free the excess, at ~50 bytes a key, spread
+		// over the shards; each shard's lock held for its own share only.
+		perShard := min(int((used-s.mem.limit)/50)/len(s.shards)+1, 1000)
+		for i := range s.shards {
+			sh := &s.shards[i]
+			sh.mu.Lock()
+			for j := 0; j < perShard && sh.evictOne(); j++ {
+				s.mem.evicted.Add(1)
+			}
+			sh.mu.Unlock()
+		}
+		s.MeasureMemory()
+	})
+}
+
+// makeRoom is called with sh locked before a key is created in it while the
+// memory is over the limit: it evicts one key of sh (VolatileTTL) or refuses
+// (NoEviction).
+func (s *Store) makeRoom(sh *shard) error {
+	if s.mem.policy != VolatileTTL {
+		return ErrOOM
+	}
+	if sh.evictOne() {
+		s.mem.evicted.Add(1)
+	}
+	return nil
+}
+
+// evictOne removes, of evictionSamples keys of the shard picked at random
+// (all of them in a shard that holds no more), the one with the nearest TAT,
+// and reports whether there was one.
+func (sh *shard) evictOne() bool {
+	n := len(sh.t.entries)
+	if n == 0 {
+		return false
+	}
+	best := -1
+	var bestTAT gcra.Instant
+	for k := 0; k < min(evictionSamples, n); k++ {
+		i := k
+		if n > evictionSamples {
+			i = int(sh.random() % uint64(n))
+		}
+		if tat := sh.t.entries[i].tat; best < 0 || tat < bestTAT {
+			best, bestTAT = i, tat
+		}
+	}
+	sh.t.removeAt(best)
+	return true
+}
+
+// random is a xorshift generator per shard, under its lock: evictions need
+// no better.
+func (sh *shard) random() uint64 {
+	if sh.rng == 0 {
+		sh.rng = uint64(uintptr(unsafe.Pointer(sh))) | 1
+	}
+	sh.rng ^= sh.rng << 13
+	sh.rng ^= sh.rng >> 7
+	sh.rng ^= sh.rng << 17
+	return sh.rng
+}
+
+// mappedInUse is the part of the table's mapped regions in use: entries up
+// to the count, the whole index (hashing touches all of it), the arena up to
+// its end. Regions in the Go heap are counted with the heap.
+func (t *table) mappedInUse() int64 {
+	var n int64
+	if t.mem.entries.mapped {
+		n += int64(len(t.entries)) * int64(unsafe.Sizeof(entry{}))
+	}
+	if t.mem.slots.mapped {
+		n += int64(len(t.slots)) * 8
+	}
+	if t.mem.arena.mapped {
+		n += int64(len(t.arena))
+	}
+	return n
+}

@@ -1,0 +1,72 @@
+package storage
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Over the limit under noeviction, a decision that would create a key fails
+// with ErrOOM and stores nothing; existing keys keep being decided, and a
+// peek (which creates nothing) is answered.
+func TestOverTheMemoryLimitNoEvictionRefusesNewKeysOnly(t *testing.T) {
+	s := New(Config{Shards: 2, MaxMemory: 1})
+	r := mustRate(t, 9, 1, 60, 1)
+	_, err := s.Throttle([]byte("old"), r, t0)
+	require.NoError(t, err)
+	require.Greater(t, s.MeasureMemory(), int64(1))
+
+	_, err = s.Throttle([]byte("new"), r, t0)
+	require.ErrorIs(t, err, ErrOOM)
+	require.Equal(t, 1, s.Len(), "nothing stored")
+	res, err := s.Throttle([]byte("old"), r, t0)
+	require.NoError(t, err)
+	require.Equal(t, int64(8), res.Remaining, "an existing key is decided")
+	res, err = s.Throttle([]byte("new"), mustRate(t, 9, 1, 60, 0), t0)
+	require.NoError(t, err)
+	require.Equal(t, int64(10), res.Remaining, "a peek creates nothing, and is answered")
+	require.Zero(t, s.Evicted())
+}
+
+// Under volatile-ttl a new key first evicts the key nearest its expiry (in
+// a shard of no more than the samples, exactly the nearest), and the change
+// is recorded for the flusher like any deletion.
+func TestOverTheMemoryLimitVolatileTTLEvictsTheNearestExpiry(t *testing.T) {
+	s := New(Config{Shards: 1, MaxMemory: 1, Eviction: VolatileTTL, TrackChanges: true})
+	for i, period := range []int64{30, 10, 20} {
+		_, err := s.Throttle(fmt.Appendf(nil, "k%d", i), mustRate(t, 0, 1, period, 1), t0)
+		require.NoError(t, err)
+	}
+	_ = s.TakeChanges(nil)
+	s.MeasureMemory()
+	_, err := s.Throttle([]byte("new"), mustRate(t, 0, 1, 60, 1), t0)
+	require.NoError(t, err)
+	_, ok := s.Get([]byte("k1"), t0)
+	require.False(t, ok, "k1 (10s left) was the nearest")
+	for _, k := range []string{"k0", "k2", "new"} {
+		_, ok := s.Get([]byte(k), t0)
+		require.True(t, ok, k)
+	}
+	require.Equal(t, int64(1), s.Evicted())
+	require.ElementsMatch(t, []Change{{Key: "k1"}, {Key: "new", TAT: t0 + sec(60)}}, s.TakeChanges(nil))
+}
+
+// A shard at its most keys refuses another with ErrFull instead of
+// panicking, and keeps serving the ones it has.
+func TestAFullShardRefusesAKeyWithoutPanicking(t *testing.T) {
+	defer func(n int) { maxEntries = n }(maxEntries)
+	maxEntries = 3
+	s := New(Config{Shards: 1})
+	r := mustRate(t, 0, 1, 60, 1)
+	for i := 0; i < 3; i++ {
+		_, err := s.Throttle(fmt.Appendf(nil, "k%d", i), r, t0)
+		require.NoError(t, err)
+	}
+	_, err := s.Throttle([]byte("k3"), r, t0)
+	require.ErrorIs(t, err, ErrFull)
+	require.Equal(t, 3, s.Len())
+	res, err := s.Throttle([]byte("k0"), r, t0)
+	require.NoError(t, err)
+	require.True(t, res.Limited, "k0 is still decided")
+}
