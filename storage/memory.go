@@ -94,17 +94,14 @@ var goMemory = []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/
 
 // MeasureMemory measures the memory in use now (see UsedMemory), records it,
 // and sets whether it is over the limit.
-func (s *Store) MeasureMemory() int64 {
+func (s *Store) MeasureMemory() int64 { return s.measureMemory(nil) }
+
+func (s *Store) measureMemory(tx *Txn) int64 {
 	samples := make([]metrics.Sample, len(goMemory))
 	copy(samples, goMemory)
 	metrics.Read(samples)
 	used := int64(samples[0].Value.Uint64() - samples[1].Value.Uint64())
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		used += sh.t.mappedInUse()
-		sh.mu.Unlock()
-	}
+	s.forShards(tx, func(sh *shard) { used += sh.t.mappedInUse() })
 	s.mem.used.Store(used)
 	s.mem.over.Store(s.mem.limit > 0 && used > s.mem.limit)
 	return used

@@ -111,17 +111,24 @@ func nextPowerOfTwo(n int) int {
 // Shards returns the number of lock stripes.
 func (s *Store) Shards() int { return len(s.shards) }
 
-func (s *Store) shardOf(key []byte) *shard {
-	return &s.shards[maphash.Bytes(s.seed, key)&s.mask]
-}
+func (s *Store) shardOf(key []byte) *shard { return &s.shards[s.shardIndex(key)] }
+
+func (s *Store) shardIndex(key []byte) int { return int(maphash.Bytes(s.seed, key) & s.mask) }
 
 // Throttle runs one GCRA decision for key at now, under the key's shard lock
 // and no other, and stores the new TAT when the decision says to. It does not
 // allocate unless it creates the key. A key that cannot be created
-// (ErrFull, ErrKeyTooLong) is an error and nothing is stored.
+// (ErrFull, ErrKeyTooLong, ErrOOM) is an error and nothing is stored.
 func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
+	res, err := s.throttle(sh, key, r, now)
+	sh.mu.Unlock()
+	return res, err
+}
+
+// throttle is Throttle with sh, key's shard, locked by the caller.
+func (s *Store) throttle(sh *shard, key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
 	tat, found := sh.t.get(key) // an expired TAT is <= now: Decide treats it as absent
 	res, newTAT, store, err := gcra.Decide(r, tat, now)
 	if store && !found && s.mem.over.Load() {
@@ -130,7 +137,6 @@ func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result
 	if store && err == nil {
 		err = sh.t.put(key, newTAT)
 	}
-	sh.mu.Unlock()
 	return res, err
 }
 
@@ -140,9 +146,14 @@ func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result
 func (s *Store) Preview(key []byte, r gcra.Rate, now gcra.Instant) (res gcra.Result, store bool, err error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	tat, _ := sh.t.get(key)
-	res, _, store, err = gcra.Decide(r, tat, now)
+	res, store, err = preview(sh, key, r, now)
 	sh.mu.Unlock()
+	return res, store, err
+}
+
+func preview(sh *shard, key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, bool, error) {
+	tat, _ := sh.t.get(key)
+	res, _, store, err := gcra.Decide(r, tat, now)
 	return res, store, err
 }
 
@@ -152,6 +163,10 @@ func (s *Store) Get(key []byte, now gcra.Instant) (gcra.Instant, bool) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	return s.get(sh, key, now)
+}
+
+func (s *Store) get(sh *shard, key []byte, now gcra.Instant) (gcra.Instant, bool) {
 	tat, ok := sh.t.get(key)
 	if ok && tat <= now {
 		sh.t.remove(key)
@@ -166,6 +181,10 @@ func (s *Store) Delete(key []byte, now gcra.Instant) bool {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	return s.delete(sh, key, now)
+}
+
+func (s *Store) delete(sh *shard, key []byte, now gcra.Instant) bool {
 	tat, ok := sh.t.get(key)
 	if !ok {
 		return false
@@ -194,15 +213,28 @@ func (s *Store) Restore(key []byte, tat gcra.Instant) error {
 // PendingChanges returns how many changes are recorded and not yet taken by
 // a flush: zero exactly when every change has been taken. (The Flusher adds
 // the ones it has taken and not yet synced: Flusher.Pending.)
-func (s *Store) PendingChanges() int {
+func (s *Store) PendingChanges() int { return s.pendingChanges(nil) }
+
+func (s *Store) pendingChanges(tx *Txn) int {
 	n := 0
+	s.forShards(tx, func(sh *shard) { n += sh.t.log.pending() })
+	return n
+}
+
+// forShards calls fn for every shard in order, each under its lock: taken
+// here, or held by tx.
+func (s *Store) forShards(tx *Txn, fn func(sh *shard)) {
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.Lock()
-		n += sh.t.log.pending()
-		sh.mu.Unlock()
+		held := tx.holds(i)
+		if !held {
+			sh.mu.Lock()
+		}
+		fn(sh)
+		if !held {
+			sh.mu.Unlock()
+		}
 	}
-	return n
 }
 
 // Requeue records again changes that a flush took but could not write, so
@@ -219,14 +251,11 @@ func (s *Store) Requeue(changes []Change) {
 }
 
 // Len returns the number of keys held, including expired keys not yet swept.
-func (s *Store) Len() int {
+func (s *Store) Len() int { return s.length(nil) }
+
+func (s *Store) length(tx *Txn) int {
 	n := 0
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		n += sh.t.len()
-		sh.mu.Unlock()
-	}
+	s.forShards(tx, func(sh *shard) { n += sh.t.len() })
 	return n
 }
 
@@ -234,14 +263,7 @@ func (s *Store) Len() int {
 func (s *Store) Expired() int64 { return s.expired.Load() }
 
 // Clear deletes every key.
-func (s *Store) Clear() {
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		sh.t.clear()
-		sh.mu.Unlock()
-	}
-}
+func (s *Store) Clear() { s.forShards(nil, func(sh *shard) { sh.t.clear() }) }
 
 // ExpireSome examines at most perShard keys in every shard, resuming where
 // the previous call stopped, deletes those whose TAT is <= now, and returns
@@ -269,11 +291,18 @@ func (s *Store) ExpireSome(now gcra.Instant, perShard int) int {
 // must copy what it keeps (nothing is copied for a key it passes over), be
 // quick, and not call the Store.
 func (s *Store) Scan(cursor uint64, count int, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) uint64 {
+	return s.scan(nil, cursor, count, now, fn)
+}
+
+func (s *Store) scan(tx *Txn, cursor uint64, count int, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) uint64 {
 	// The cursor is shard<<32 | index within the shard's entries.
 	si, idx := int(cursor>>32), int(cursor&0xffffffff)
 	for si < len(s.shards) && count > 0 {
 		sh := &s.shards[si]
-		sh.mu.Lock()
+		held := tx.holds(si)
+		if !held {
+			sh.mu.Lock()
+		}
 		for idx < sh.t.len() && count > 0 {
 			if tat := sh.t.tatAt(idx); tat > now {
 				fn(sh.t.viewAt(idx), tat)
@@ -282,7 +311,9 @@ func (s *Store) Scan(cursor uint64, count int, now gcra.Instant, fn func(key []b
 			count--
 		}
 		done := idx >= sh.t.len()
-		sh.mu.Unlock()
+		if !held {
+			sh.mu.Unlock()
+		}
 		if done {
 			si, idx = si+1, 0
 		}
@@ -295,17 +326,16 @@ func (s *Store) Scan(cursor uint64, count int, now gcra.Instant, fn func(key []b
 
 // Each calls fn for every live key, one whole shard at a time under its
 // lock, as Scan calls it: so a key present throughout is seen exactly once.
-func (s *Store) Each(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) {
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
+func (s *Store) Each(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) { s.each(nil, now, fn) }
+
+func (s *Store) each(tx *Txn, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) {
+	s.forShards(tx, func(sh *shard) {
 		for j := 0; j < sh.t.len(); j++ {
 			if tat := sh.t.tatAt(j); tat > now {
 				fn(sh.t.viewAt(j), tat)
 			}
 		}
-		sh.mu.Unlock()
-	}
+	})
 }
 
 // TakeChanges appends to buf every key changed since the previous call, with

@@ -1,0 +1,138 @@
+package storage
+
+import (
+	"slices"
+
+	"redcell/gcra"
+)
+
+// Keyspace is what commands read and change: the Store itself, each call
+// under the locks it needs, or a Txn, whose calls run under the locks the
+// transaction holds.
+type Keyspace interface {
+	Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error)
+	Preview(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, bool, error)
+	Get(key []byte, now gcra.Instant) (gcra.Instant, bool)
+	Delete(key []byte, now gcra.Instant) bool
+	Clear()
+	Len() int
+	Scan(cursor uint64, count int, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) uint64
+	Each(now gcra.Instant, fn func(key []byte, tat gcra.Instant))
+	PendingChanges() int
+	MeasureMemory() int64
+}
+
+var (
+	_ Keyspace = (*Store)(nil)
+	_ Keyspace = (*Txn)(nil)
+)
+
+// Txn is a Store with some of its shards locked, for one transaction
+// (MULTI/EXEC): no other goroutine's call touches those shards until Unlock,
+// so the transaction's commands run with nothing of anyone else's between
+// them. Its methods take no lock on a shard it holds. A Txn belongs to the
+// goroutine that locked it and is not safe for concurrent use.
+type Txn struct {
+	s    *Store
+	held []bool // by shard index
+	all  bool
+}
+
+// Lock locks the shards of keys, or with all every shard, and returns the
+// Txn that holds them. Shards are locked in ascending order, the one order
+// every Lock uses, so two transactions never wait on each other in a cycle.
+// A key whose shard the Txn does not hold may still be used: its shard is
+// locked for the call alone, as by the Store; that is safe only for keys no
+// other transaction holds (Lock every key a transaction names).
+func (s *Store) Lock(keys [][]byte, all bool) *Txn {
+	tx := &Txn{s: s, held: make([]bool, len(s.shards)), all: all}
+	if all {
+		for i := range tx.held {
+			tx.held[i] = true
+		}
+	} else {
+		for _, k := range keys {
+			tx.held[s.shardIndex(k)] = true
+		}
+	}
+	for i, h := range tx.held {
+		if h {
+			s.shards[i].mu.Lock()
+		}
+	}
+	return tx
+}
+
+// Unlock releases every shard the Txn holds, in reverse order.
+func (tx *Txn) Unlock() {
+	for i := len(tx.held) - 1; i >= 0; i-- {
+		if tx.held[i] {
+			tx.s.shards[i].mu.Unlock()
+			tx.held[i] = false
+		}
+	}
+}
+
+// holds reports whether tx holds shard i; a nil Txn holds none.
+func (tx *Txn) holds(i int) bool { return tx != nil && tx.held[i] }
+
+
+// withShard runs fn under key's shard lock: held by tx, or taken for it.
+func (tx *Txn) withShard(key []byte, fn func(sh *shard)) {
+	i := tx.s.shardIndex(key)
+	sh := &tx.s.shards[i]
+	if tx.held[i] {
+		fn(sh)
+		return
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	fn(sh)
+}
+
+func (tx *Txn) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (res gcra.Result, err error) {
+	tx.withShard(key, func(sh *shard) { res, err = tx.s.throttle(sh, key, r, now) })
+	return res, err
+}
+
+func (tx *Txn) Preview(key []byte, r gcra.Rate, now gcra.Instant) (res gcra.Result, store bool, err error) {
+	tx.withShard(key, func(sh *shard) { res, store, err = preview(sh, key, r, now) })
+	return res, store, err
+}
+
+func (tx *Txn) Get(key []byte, now gcra.Instant) (tat gcra.Instant, ok bool) {
+	tx.withShard(key, func(sh *shard) { tat, ok = tx.s.get(sh, key, now) })
+	return tat, ok
+}
+
+func (tx *Txn) Delete(key []byte, now gcra.Instant) (ok bool) {
+	tx.withShard(key, func(sh *shard) { ok = tx.s.delete(sh, key, now) })
+	return ok
+}
+
+// The calls over every shard take the locks of the shards the Txn does not
+// hold, one at a time as the Store does; a transaction that makes them
+// should hold every shard (Lock with all), or they see the other shards as
+// of their own moment.
+
+func (tx *Txn) Clear()   { tx.s.forShards(tx, func(sh *shard) { sh.t.clear() }) }
+func (tx *Txn) Len() int { return tx.s.length(tx) }
+
+func (tx *Txn) Scan(cursor uint64, count int, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) uint64 {
+	return tx.s.scan(tx, cursor, count, now, fn)
+}
+
+func (tx *Txn) Each(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) { tx.s.each(tx, now, fn) }
+func (tx *Txn) PendingChanges() int                                           { return tx.s.pendingChanges(tx) }
+func (tx *Txn) MeasureMemory() int64                                          { return tx.s.measureMemory(tx) }
+
+// HeldShards lists the shards tx holds, for tests.
+func (tx *Txn) HeldShards() []int {
+	var out []int
+	for i, h := range tx.held {
+		if h {
+			out = append(out, i)
+		}
+	}
+	return slices.Clip(out)
+}
