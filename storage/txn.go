@@ -76,7 +76,6 @@ func (tx *Txn) Unlock() {
 // holds reports whether tx holds shard i; a nil Txn holds none.
 func (tx *Txn) holds(i int) bool { return tx != nil && tx.held[i] }
 
-
 // withShard runs fn under key's shard lock: held by tx, or taken for it.
 func (tx *Txn) withShard(key []byte, fn func(sh *shard)) {
 	i := tx.s.shardIndex(key)
@@ -123,8 +122,8 @@ func (tx *Txn) Scan(cursor uint64, count int, now gcra.Instant, fn func(key []by
 }
 
 func (tx *Txn) Each(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) { tx.s.each(tx, now, fn) }
-func (tx *Txn) PendingChanges() int                                           { return tx.s.pendingChanges(tx) }
-func (tx *Txn) MeasureMemory() int64                                          { return tx.s.measureMemory(tx) }
+func (tx *Txn) PendingChanges() int                                          { return tx.s.pendingChanges(tx) }
+func (tx *Txn) MeasureMemory() int64                                         { return tx.s.measureMemory(tx) }
 
 // HeldShards lists the shards tx holds, for tests.
 func (tx *Txn) HeldShards() []int {
