@@ -141,6 +141,13 @@ type guardConn struct {
 	refusal  string // the reply that explains a refusal, or closeSilently
 
 	handshook bool
+
+	// readAt is when the last read returned (Unix nanoseconds on the real
+	// clock), and cmdStart the readAt of the read that brought the first
+	// byte of the command being received: under an idle timeout a command
+	// must arrive whole within the timeout of its first byte. Both are kept
+	// only under an idle timeout.
+	readAt, cmdStart int64
 }
 
 // outPool recycles input buffers: a connection holds one only while a
@@ -220,16 +227,36 @@ func (g *guardConn) appendOut(b ...byte) {
 }
 
 // readConn reads from the connection, after the TLS handshake, under the
-// idle timeout.
+// idle timeout: between commands, the timeout of silence; inside one, what is
+// left of the timeout since the command's first byte arrived. Were every
+// byte to push the deadline back, a client sending a byte a second would hold
+// its connection, and the server's buffer for its command, for ever; Redis
+// closes such a client too, as its query buffer stops growing for long
+// enough.
 func (g *guardConn) readConn(p []byte) (int, error) {
 	if err := g.handshake(); err != nil {
 		return 0, err
 	}
-	if g.limits.IdleTimeout > 0 {
-		_ = g.Conn.SetReadDeadline(time.Now().Add(g.limits.IdleTimeout))
+	idle := g.limits.IdleTimeout
+	if idle <= 0 {
+		return g.Conn.Read(p)
 	}
-	return g.Conn.Read(p)
+	from := time.Now()
+	if g.midCommand() {
+		from = time.Unix(0, g.cmdStart)
+	}
+	_ = g.Conn.SetReadDeadline(from.Add(idle))
+	n, err := g.Conn.Read(p)
+	g.readAt = time.Now().UnixNano()
+	return n, err
 }
+
+// midCommand reports whether part of a command has been received and the
+// rest has yet to come.
+func (g *guardConn) midCommand() bool { return g.f.state != atFrame }
+
+// commandBegins notes that the input just read starts a command.
+func (g *guardConn) commandBegins() { g.cmdStart = g.readAt }
 
 // handshake runs a TLS connection's handshake, once, within
 // tlsHandshakeTimeout: a client that connects and says nothing holds a
@@ -318,6 +345,7 @@ func (g *guardConn) process(b []byte) int {
 	for i < len(b) && !g.refusing {
 		if g.f.state == atFrame && b[i] != '*' {
 			g.f.state = inInline
+			g.commandBegins()
 		}
 		if g.f.state == inInline {
 			j := bytes.IndexByte(b[i:], '\n')
@@ -484,6 +512,7 @@ func (g *guardConn) scan(b []byte) (k int, done bool, refusal string) {
 		case atFrame: // c is '*'
 			f.state, f.frame = inCount, 0
 			f.startNumber()
+			g.commandBegins()
 		case inCount:
 			i = f.quickNumber(b, i)
 			switch f.number(b[i]) {

@@ -28,8 +28,9 @@ type Limits struct {
 	// default is DefaultMaxClients.
 	MaxClients int
 	// IdleTimeout closes a connection that has sent nothing and taken no
-	// reply bytes for this long, as Redis's timeout. Zero, the default,
-	// never does.
+	// reply bytes for this long, as Redis's timeout, and one whose command
+	// has not arrived whole within this long of its first byte, however
+	// steadily it trickles in. Zero, the default, never does.
 	IdleTimeout time.Duration
 	// MaxKeyLen bounds the name of a key a command creates: longer is
 	// refused. The default is DefaultMaxKeyLen.
