@@ -41,6 +41,23 @@ type client struct {
 
 	// failed is set when the running command replies with an error.
 	failed bool
+
+	// killed is set, once, by kill.
+	killed atomic.Bool
+}
+
+// kill ends the client's connection from any goroutine, as CLIENT KILL does:
+// it closes the socket, so the connection's loop ends after the command it
+// is running, if any, without its replies. It reports false if the client
+// was killed already.
+func (c *client) kill() bool {
+	if !c.killed.CompareAndSwap(false, true) {
+		return false
+	}
+	if nc := c.conn.NetConn(); nc != nil {
+		_ = nc.Close() // net.Conn's Close is safe beside its Read and Write
+	}
+	return true
 }
 
 func loadString(p *atomic.Pointer[string]) string {

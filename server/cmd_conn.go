@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"math"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -169,11 +170,15 @@ func (c *client) setName(name []byte) {
 
 // CLIENT ID | GETNAME | SETNAME name | SETINFO LIB-NAME|LIB-VER value |
 // INFO | LIST [TYPE type | ID id ...] | NO-EVICT on|off | NO-TOUCH on|off |
-// TRACKING ...
+// KILL ... | HELP | TRACKING ...
 func cmdClient(c *client, args [][]byte, now time.Time) {
 	sub := args[1]
-	c.noteSubcommand(sub)
+	c.noteSubcommand(c.srv.commands["client"], sub)
 	switch {
+	case equalFold(sub, "help") && len(args) == 2:
+		c.writeHelp(clientHelp)
+	case equalFold(sub, "kill") && len(args) >= 3:
+		c.clientKill(args, now)
 	case equalFold(sub, "id") && len(args) == 2:
 		c.writeInt(c.id)
 	case equalFold(sub, "getname") && len(args) == 2:
@@ -239,15 +244,14 @@ func cmdClient(c *client, args [][]byte, now time.Time) {
 	}
 }
 
-// noteSubcommand records CLIENT's subcommand as the connection's last
+// noteSubcommand records a container's subcommand as the connection's last
 // command, so CLIENT LIST shows cmd=client|info as Redis 7 does.
-func (c *client) noteSubcommand(sub []byte) {
-	parent := c.srv.commands["client"]
+func (c *client) noteSubcommand(parent *command, sub []byte) {
 	if parent == nil {
 		return
 	}
 	for _, spec := range parent.subcommands {
-		if equalFold(sub, strings.TrimPrefix(spec.name, "client|")) {
+		if equalFold(sub, strings.TrimPrefix(spec.name, parent.name+"|")) {
 			c.lastCmd.Store(spec)
 			return
 		}
@@ -270,7 +274,7 @@ func (c *client) listClients(opts [][]byte) ([]*client, string) {
 		case equalFold(t, "master"), equalFold(t, "replica"), equalFold(t, "slave"), equalFold(t, "pubsub"):
 			return nil, "" // redcell has no such connections
 		default:
-			return nil, "ERR Unknown client type '" + string(clip(t, 128)) + "'"
+			return nil, errUnknownClientType(t)
 		}
 	case len(opts) >= 2 && equalFold(opts[0], "id"):
 		var out []*client
@@ -291,25 +295,227 @@ func (c *client) listClients(opts [][]byte) ([]*client, string) {
 	}
 }
 
-var clientSubcommandNames = []string{"id", "getname", "setname", "setinfo", "info", "list", "no-evict", "no-touch", "tracking"}
+// clientSubcommandList is CLIENT's subcommands, as COMMAND describes them
+// (Redis 7.2's arity, flags, summary and version for each).
+var clientSubcommandList = []struct {
+	name           string
+	arity          int
+	admin          bool
+	since, summary string
+	complexity     string
+}{
+	{"id", 2, false, "5.0.0", "Returns the unique client ID of the connection.", "O(1)"},
+	{"getname", 2, false, "2.6.9", "Returns the name of the connection.", "O(1)"},
+	{"setname", 3, false, "2.6.9", "Sets the connection name.", "O(1)"},
+	{"setinfo", 4, false, "7.2.0", "Sets information specific to the client or connection.", "O(1)"},
+	{"info", 2, false, "6.2.0", "Returns information about the connection.", "O(1)"},
+	{"list", -2, true, "2.4.0", "Lists open connections.", "O(N) where N is the number of client connections"},
+	{"no-evict", 3, true, "7.0.0", "Sets the client eviction mode of the connection.", "O(1)"},
+	{"no-touch", 3, false, "7.2.0", "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "O(1)"},
+	{"tracking", -3, false, "6.0.0", "Controls server-assisted client-side caching for the connection.", "O(1). Some options may introduce additional complexity."},
+	{"help", 2, false, "5.0.0", "Returns helpful text about the different subcommands.", "O(1)"},
+	{"kill", -3, true, "2.4.0", "Terminates open connections.", "O(N) where N is the number of client connections"},
+}
 
 func isClientSubcommand(sub []byte) bool {
-	for _, name := range clientSubcommandNames {
-		if equalFold(sub, name) {
+	for _, s := range clientSubcommandList {
+		if equalFold(sub, s.name) {
 			return true
 		}
 	}
 	return false
 }
 
-// clientSubcommands describes CLIENT's subcommands for COMMAND.
+// clientSubcommands describes CLIENT's subcommands for COMMAND. The admin
+// ones are not shown to MONITOR, as in Redis.
 func clientSubcommands() []*command {
-	arity := map[string]int{"id": 2, "getname": 2, "setname": 3, "setinfo": 4, "info": 2, "list": -2, "no-evict": 3, "no-touch": 3, "tracking": -3}
-	out := make([]*command, 0, len(clientSubcommandNames))
-	for _, name := range clientSubcommandNames {
-		out = append(out, &command{name: "client|" + name, arity: arity[name],
+	out := make([]*command, 0, len(clientSubcommandList))
+	for _, s := range clientSubcommandList {
+		cmd := &command{name: "client|" + s.name, arity: s.arity,
 			flags: []string{"noscript", "loading", "stale"}, acl: []string{"@slow", "@connection"},
-			group: "connection", since: "2.4.0", complexity: "O(1)"})
+			group: "connection", since: s.since, summary: s.summary, complexity: s.complexity}
+		switch {
+		case s.admin:
+			cmd.flags = []string{"admin", "noscript", "loading", "stale"}
+			cmd.acl = []string{"@admin", "@slow", "@dangerous", "@connection"}
+		case s.name == "help":
+			cmd.flags = []string{"loading", "stale"}
+		}
+		out = append(out, cmd)
 	}
 	return out
+}
+
+// clientHelp is Redis 7's CLIENT HELP, without the subcommands redcell does
+// not serve (CACHING, GETREDIR, PAUSE, UNPAUSE, REPLY, UNBLOCK, TRACKING,
+// TRACKINGINFO).
+var clientHelp = []string{
+	"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"GETNAME",
+	"    Return the name of the current connection.",
+	"ID",
+	"    Return the ID of the current connection.",
+	"INFO",
+	"    Return information about the current client connection.",
+	"KILL <ip:port>",
+	"    Kill connection made from <ip:port>.",
+	"KILL <option> <value> [<option> <value> [...]]",
+	"    Kill connections. Options are:",
+	"    * ADDR (<ip:port>|<unixsocket>:0)",
+	"      Kill connections made from the specified address",
+	"    * LADDR (<ip:port>|<unixsocket>:0)",
+	"      Kill connections made to specified local address",
+	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+	"      Kill connections by type.",
+	"    * USER <username>",
+	"      Kill connections authenticated by <username>.",
+	"    * SKIPME (YES|NO)",
+	"      Skip killing current connection (default: yes).",
+	"    * ID <client-id>",
+	"      Kill connections by client id.",
+	"    * MAXAGE <maxage>",
+	"      Kill connections older than the specified age.",
+	"LIST [options ...]",
+	"    Return information about client connections. Options:",
+	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+	"      Return clients of specified type.",
+	"SETNAME <name>",
+	"    Assign the name <name> to the current connection.",
+	"SETINFO <option> <value>",
+	"    Set client meta attr. Options are:",
+	"    * LIB-NAME: the client lib name.",
+	"    * LIB-VER: the client lib version.",
+	"NO-EVICT (ON|OFF)",
+	"    Protect current client connection from eviction.",
+	"NO-TOUCH (ON|OFF)",
+	"    Will not touch LRU/LFU stats when this mode is on.",
+	"HELP",
+	"    Print this help.",
+}
+
+// CLIENT KILL ip:port
+// CLIENT KILL [ID id] [TYPE type] [USER name] [ADDR ip:port] [LADDR ip:port]
+// [SKIPME yes|no] [MAXAGE seconds] ...
+//
+// The old form answers OK, or No such client, and may kill the caller; the
+// new form answers how many connections it killed and, unless SKIPME no,
+// spares the caller. Another connection is killed by closing its socket
+// (client.kill); the caller, after its reply.
+func (c *client) clientKill(args [][]byte, now time.Time) {
+	f := killFilter{skipMe: true}
+	oldForm := len(args) == 3
+	if oldForm {
+		f.addr, f.skipMe = args[2], false
+	} else if errText := f.parse(args[2:]); errText != "" {
+		c.writeError(errText)
+		return
+	}
+	killed, self := int64(0), false
+	for _, other := range c.srv.connectedClients() {
+		if !f.matches(other, now) {
+			continue
+		}
+		switch {
+		case other == c && f.skipMe:
+		case other == c:
+			self = true
+			killed++
+		case other.kill():
+			killed++
+		}
+	}
+	switch {
+	case !oldForm:
+		c.writeInt(killed)
+	case killed == 0:
+		c.writeError(errNoSuchClient)
+	default:
+		c.writeOK()
+	}
+	if self {
+		c.closing = true
+		c.conn.Close()
+	}
+}
+
+// killFilter is CLIENT KILL's filters: a client must pass all of them.
+type killFilter struct {
+	id         int64  // 0: any
+	addr       []byte // nil: any
+	laddr      []byte
+	noneOfType bool          // TYPE master|replica|slave|pubsub: redcell has none
+	maxAge     time.Duration // 0: any
+	skipMe     bool
+}
+
+// parse reads the new form's filters, as Redis checks them: in order, the
+// first bad one reported.
+func (f *killFilter) parse(opts [][]byte) string {
+	for i := 0; i < len(opts); i += 2 {
+		if i+1 >= len(opts) {
+			return errSyntax
+		}
+		opt, val := opts[i], opts[i+1]
+		switch {
+		case equalFold(opt, "id"):
+			id, ok := parseInt(val)
+			if !ok || id < 1 {
+				return errKillClientID
+			}
+			f.id = id
+		case equalFold(opt, "maxage"):
+			age, ok := parseInt(val)
+			if !ok {
+				return errKillMaxAgeInteger
+			}
+			if age <= 0 {
+				return errKillMaxAge
+			}
+			f.maxAge = time.Duration(min(age, int64(math.MaxInt64/time.Second))) * time.Second
+		case equalFold(opt, "type"):
+			switch {
+			case equalFold(val, "normal"):
+			case equalFold(val, "master"), equalFold(val, "replica"), equalFold(val, "slave"), equalFold(val, "pubsub"):
+				f.noneOfType = true
+			default:
+				return errUnknownClientType(val)
+			}
+		case equalFold(opt, "addr"):
+			f.addr = val
+		case equalFold(opt, "laddr"):
+			f.laddr = val
+		case equalFold(opt, "user"):
+			if string(val) != "default" { // redcell's only user
+				return errNoSuchUser(val)
+			}
+		case equalFold(opt, "skipme"):
+			switch {
+			case equalFold(val, "yes"):
+				f.skipMe = true
+			case equalFold(val, "no"):
+				f.skipMe = false
+			default:
+				return errSyntax
+			}
+		default:
+			return errSyntax
+		}
+	}
+	return ""
+}
+
+func (f *killFilter) matches(c *client, now time.Time) bool {
+	switch {
+	case f.noneOfType:
+		return false
+	case f.id != 0 && c.id != f.id:
+		return false
+	case f.addr != nil && string(f.addr) != c.addr:
+		return false
+	case f.laddr != nil && string(f.laddr) != c.laddr:
+		return false
+	case f.maxAge != 0 && now.Sub(c.created).Truncate(time.Second) < f.maxAge:
+		return false
+	}
+	return true
 }

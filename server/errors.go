@@ -47,6 +47,11 @@ const (
 	// Keys that cannot be created.
 	errOOM       = "OOM command not allowed when used memory > 'maxmemory'."
 	errShardFull = "OOM command not allowed: the key's shard holds the most keys a shard can (4294967294); start redcell with more --shards"
+
+	// CLIENT KILL: Redis 7's texts.
+	errKillClientID      = "ERR client-id should be greater than 0"
+	errKillMaxAgeInteger = "ERR maxage is not an integer or out of range"
+	errKillMaxAge        = "ERR maxage should be greater than 0"
 )
 
 // errKeyTooLong refuses a key name longer than --max-key-len; n and max are
@@ -62,6 +67,16 @@ func errKeyTooLong(n, max int) string {
 // the storage package's prefix.
 func errSaveFailed(err error) string {
 	return "ERR " + strings.TrimPrefix(err.Error(), "storage: ")
+}
+
+// errUnknownClientType words a bad CLIENT LIST or KILL TYPE as Redis does.
+func errUnknownClientType(name []byte) string {
+	return "ERR Unknown client type '" + string(clip(name, 128)) + "'"
+}
+
+// errNoSuchUser words CLIENT KILL USER of an unknown user as Redis does.
+func errNoSuchUser(name []byte) string {
+	return "ERR No such user '" + string(clip(name, 128)) + "'"
 }
 
 // errWrongArgs is Redis's arity error for the command's lower-case full name,

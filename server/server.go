@@ -190,7 +190,9 @@ func (s *Server) connectedClients() []*client {
 	defer s.mu.Unlock()
 	out := make([]*client, 0, len(s.clients))
 	for c := range s.clients {
-		out = append(out, c)
+		if !c.killed.Load() { // killed: gone, though its goroutine may not have ended yet
+			out = append(out, c)
+		}
 	}
 	return out
 }
