@@ -46,6 +46,10 @@ func TestClientHelp(t *testing.T) {
 		"    Return information about client connections. Options:",
 		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
 		"      Return clients of specified type.",
+		"UNPAUSE",
+		"    Stop the current client pause, resuming traffic.",
+		"PAUSE <timeout> [WRITE|ALL]",
+		"    Suspend all, or just write, clients for <timeout> milliseconds.",
 		"SETNAME <name>",
 		"    Assign the name <name> to the current connection.",
 		"SETINFO <option> <value>",
@@ -68,14 +72,14 @@ func TestClientHelp(t *testing.T) {
 	require.Equal(t, errReply("ERR wrong number of arguments for 'client|help' command"), c.do("CLIENT", "HELP", "me"))
 
 	// Each new subcommand is described to COMMAND, admin ones as admin.
-	for _, sub := range []string{"help", "kill"} {
+	for _, sub := range []string{"help", "kill", "pause", "unpause"} {
 		info := c.do("COMMAND", "INFO", "client|"+sub)
 		require.True(t, strings.HasPrefix(info, "*1\r\n*10\r\n"+bulk("client|"+sub)), "COMMAND INFO client|%s = %q", sub, info)
 		require.Equal(t, sub != "help", strings.Contains(info, simple("admin")), "client|%s admin flag: %q", sub, info)
 	}
 	require.Contains(t, c.do("COMMAND", "DOCS", "client|kill"), bulk("Terminates open connections."))
-	require.Contains(t, c.do("COMMAND", "DOCS", "client"), bulk("client|kill"))
-	require.Equal(t, bulks("client|kill"), c.do("COMMAND", "LIST", "FILTERBY", "PATTERN", "client|k*"))
+	require.Contains(t, c.do("COMMAND", "DOCS", "client"), bulk("client|unpause"))
+	require.Equal(t, bulks("client|pause"), c.do("COMMAND", "LIST", "FILTERBY", "PATTERN", "client|pa*"))
 }
 
 // clientID returns the id the server gave c.

@@ -42,22 +42,37 @@ type client struct {
 	// failed is set when the running command replies with an error.
 	failed bool
 
-	// killed is set, once, by kill.
+	// killed is set, once, by kill; done is closed with it, which wakes the
+	// client if its command waits on CLIENT PAUSE.
 	killed atomic.Bool
+	done   chan struct{}
+	// waiting is set while the client's command waits on CLIENT PAUSE:
+	// CLIENT LIST shows it as Redis does, flags=b.
+	waiting atomic.Bool
 }
 
 // kill ends the client's connection from any goroutine, as CLIENT KILL does:
 // it closes the socket, so the connection's loop ends after the command it
-// is running, if any, without its replies. It reports false if the client
-// was killed already.
+// is running, if any, without its replies; and a command waiting on CLIENT
+// PAUSE is not run. It reports false if the client was killed already.
 func (c *client) kill() bool {
 	if !c.killed.CompareAndSwap(false, true) {
 		return false
 	}
+	close(c.done)
 	if nc := c.conn.NetConn(); nc != nil {
 		_ = nc.Close() // net.Conn's Close is safe beside its Read and Write
 	}
 	return true
+}
+
+// flags is CLIENT LIST's flags field, as Redis's: b for a client whose
+// command waits, N for none.
+func (c *client) flags() string {
+	if c.waiting.Load() {
+		return "b"
+	}
+	return "N"
 }
 
 func loadString(p *atomic.Pointer[string]) string {
@@ -84,7 +99,9 @@ func (c *client) info(now time.Time) string {
 	b = append(b, " idle="...)
 	idle := now.UnixNano() - c.lastActive.Load()
 	b = strconv.AppendInt(b, max(idle, 0)/int64(time.Second), 10)
-	b = append(b, " flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 cmd="...)
+	b = append(b, " flags="...)
+	b = append(b, c.flags()...)
+	b = append(b, " db=0 sub=0 psub=0 ssub=0 multi=-1 cmd="...)
 	if cmd := c.lastCmd.Load(); cmd != nil {
 		b = append(b, cmd.name...)
 	} else {

@@ -170,7 +170,7 @@ func (c *client) setName(name []byte) {
 
 // CLIENT ID | GETNAME | SETNAME name | SETINFO LIB-NAME|LIB-VER value |
 // INFO | LIST [TYPE type | ID id ...] | NO-EVICT on|off | NO-TOUCH on|off |
-// KILL ... | HELP | TRACKING ...
+// KILL ... | PAUSE timeout [WRITE|ALL] | UNPAUSE | HELP | TRACKING ...
 func cmdClient(c *client, args [][]byte, now time.Time) {
 	sub := args[1]
 	c.noteSubcommand(c.srv.commands["client"], sub)
@@ -179,6 +179,13 @@ func cmdClient(c *client, args [][]byte, now time.Time) {
 		c.writeHelp(clientHelp)
 	case equalFold(sub, "kill") && len(args) >= 3:
 		c.clientKill(args, now)
+	case equalFold(sub, "pause") && (len(args) == 3 || len(args) == 4):
+		c.clientPause(args, now)
+	case equalFold(sub, "pause") && len(args) > 4:
+		c.writeError(errSubcommandSyntax(sub, "CLIENT"))
+	case equalFold(sub, "unpause") && len(args) == 2:
+		c.srv.unpause()
+		c.writeOK()
 	case equalFold(sub, "id") && len(args) == 2:
 		c.writeInt(c.id)
 	case equalFold(sub, "getname") && len(args) == 2:
@@ -315,6 +322,8 @@ var clientSubcommandList = []struct {
 	{"tracking", -3, false, "6.0.0", "Controls server-assisted client-side caching for the connection.", "O(1). Some options may introduce additional complexity."},
 	{"help", 2, false, "5.0.0", "Returns helpful text about the different subcommands.", "O(1)"},
 	{"kill", -3, true, "2.4.0", "Terminates open connections.", "O(N) where N is the number of client connections"},
+	{"pause", -3, true, "3.0.0", "Suspends commands processing.", "O(1)"},
+	{"unpause", 2, true, "6.2.0", "Resumes processing commands from paused clients.", "O(N) Where N is the number of paused clients"},
 }
 
 func isClientSubcommand(sub []byte) bool {
@@ -347,8 +356,7 @@ func clientSubcommands() []*command {
 }
 
 // clientHelp is Redis 7's CLIENT HELP, without the subcommands redcell does
-// not serve (CACHING, GETREDIR, PAUSE, UNPAUSE, REPLY, UNBLOCK, TRACKING,
-// TRACKINGINFO).
+// not serve (CACHING, GETREDIR, REPLY, UNBLOCK, TRACKING, TRACKINGINFO).
 var clientHelp = []string{
 	"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"GETNAME",
@@ -379,6 +387,10 @@ var clientHelp = []string{
 	"    Return information about client connections. Options:",
 	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
 	"      Return clients of specified type.",
+	"UNPAUSE",
+	"    Stop the current client pause, resuming traffic.",
+	"PAUSE <timeout> [WRITE|ALL]",
+	"    Suspend all, or just write, clients for <timeout> milliseconds.",
 	"SETNAME <name>",
 	"    Assign the name <name> to the current connection.",
 	"SETINFO <option> <value>",

@@ -1,6 +1,9 @@
 package server
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // command describes one command: how to run it and what COMMAND reports
 // about it. Names are lower case, as Redis reports them.
@@ -19,6 +22,9 @@ type command struct {
 
 	// noAuth commands run before the client has authenticated.
 	noAuth bool
+	// write is set from flags by commandTable: CLIENT PAUSE WRITE holds
+	// write commands.
+	write bool
 
 	group, summary, since, complexity string
 	subcommands                       []*command
@@ -126,6 +132,9 @@ func commandTable() map[string]*command {
 	for _, cmd := range list {
 		cmd.stats = new(cmdStats)
 		table[cmd.name] = cmd
+		for _, spec := range append([]*command{cmd}, cmd.subcommands...) {
+			spec.write = slices.Contains(spec.flags, "write")
+		}
 	}
 	return table
 }

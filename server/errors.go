@@ -48,10 +48,14 @@ const (
 	errOOM       = "OOM command not allowed when used memory > 'maxmemory'."
 	errShardFull = "OOM command not allowed: the key's shard holds the most keys a shard can (4294967294); start redcell with more --shards"
 
-	// CLIENT KILL: Redis 7's texts.
+	// CLIENT KILL and PAUSE: Redis 7's texts.
 	errKillClientID      = "ERR client-id should be greater than 0"
 	errKillMaxAgeInteger = "ERR maxage is not an integer or out of range"
 	errKillMaxAge        = "ERR maxage should be greater than 0"
+	errPauseMode         = "ERR CLIENT PAUSE mode must be WRITE or ALL"
+	errTimeoutInteger    = "ERR timeout is not an integer or out of range"
+	errTimeoutNegative   = "ERR timeout is negative"
+	errTimeoutRange      = "ERR timeout is out of range"
 )
 
 // errKeyTooLong refuses a key name longer than --max-key-len; n and max are
@@ -77,6 +81,12 @@ func errUnknownClientType(name []byte) string {
 // errNoSuchUser words CLIENT KILL USER of an unknown user as Redis does.
 func errNoSuchUser(name []byte) string {
 	return "ERR No such user '" + string(clip(name, 128)) + "'"
+}
+
+// errSubcommandSyntax is Redis's addReplySubcommandSyntaxError: a known
+// subcommand whose arguments its handler cannot take.
+func errSubcommandSyntax(sub []byte, command string) string {
+	return "ERR unknown subcommand or wrong number of arguments for '" + string(clip(sub, 128)) + "'. Try " + command + " HELP."
 }
 
 // errWrongArgs is Redis's arity error for the command's lower-case full name,

@@ -96,6 +96,13 @@ type Server struct {
 	listeners    []*guardListener // being served; listen.go
 	stopped      bool             // Close was called
 
+	// hooks has a bit for each feature that must see every command while
+	// it is in use (hookPause): dispatch pays one atomic load for all of
+	// them, and takes the slow path only when one is set.
+	hooks   atomic.Uint32
+	pauseMu sync.Mutex // serializes changes of pause with hookPause
+	pause   atomic.Pointer[pauseState]
+
 	// Counters and how they are kept: metrics.go.
 	stats       stats
 	commandList []*command // the table's commands, by name
@@ -152,6 +159,7 @@ func (s *Server) accept(conn connection) bool {
 		addr:    conn.RemoteAddr(),
 		created: now,
 		resp:    2,
+		done:    make(chan struct{}),
 	}
 	if nc := conn.NetConn(); nc != nil {
 		c.laddr = nc.LocalAddr().String()
@@ -233,6 +241,22 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 		return now
 	}
 	c.lastActive.Store(now.UnixNano())
+	if s.hooks.Load() != 0 {
+		return s.executeHooked(c, spec, args, now)
+	}
+	return s.execute(c, spec, args, now)
+}
+
+// executeHooked is execute while a pause may be in force: a paused command
+// waits (pause.go).
+func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time.Time) time.Time {
+	if s.hooks.Load()&hookPause != 0 {
+		var alive bool
+		if now, alive = s.waitPause(c, spec, now); !alive {
+			c.closing = true // killed while it waited: it runs nothing more
+			return now
+		}
+	}
 	return s.execute(c, spec, args, now)
 }
 
