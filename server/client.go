@@ -46,9 +46,16 @@ type client struct {
 	// client if its command waits on CLIENT PAUSE.
 	killed atomic.Bool
 	done   chan struct{}
-	// waiting is set while the client's command waits on CLIENT PAUSE:
-	// CLIENT LIST shows it as Redis does, flags=b.
-	waiting atomic.Bool
+	// waiting is set while the client's command waits on CLIENT PAUSE;
+	// monitoring once it has sent MONITOR (monitor.go). CLIENT LIST shows
+	// them as Redis does: flags=b and flags=O.
+	waiting    atomic.Bool
+	monitoring atomic.Bool
+	// mon is the client's feed once it has sent MONITOR; monitorLine is
+	// where the lines of its commands are built while anyone monitors. Both
+	// are touched only by the client's own goroutine.
+	mon         *monitor
+	monitorLine []byte
 }
 
 // kill ends the client's connection from any goroutine, as CLIENT KILL does:
@@ -66,10 +73,13 @@ func (c *client) kill() bool {
 	return true
 }
 
-// flags is CLIENT LIST's flags field, as Redis's: b for a client whose
-// command waits, N for none.
+// flags is CLIENT LIST's flags field, as Redis's: O for a monitor, b for a
+// client whose command waits, N for none.
 func (c *client) flags() string {
-	if c.waiting.Load() {
+	switch {
+	case c.monitoring.Load():
+		return "O"
+	case c.waiting.Load():
 		return "b"
 	}
 	return "N"

@@ -22,9 +22,10 @@ type command struct {
 
 	// noAuth commands run before the client has authenticated.
 	noAuth bool
-	// write is set from flags by commandTable: CLIENT PAUSE WRITE holds
-	// write commands.
-	write bool
+	// write, readonly and admin are set from flags by commandTable: CLIENT
+	// PAUSE WRITE holds write commands, a monitor may run neither write nor
+	// readonly ones, and MONITOR does not show admin ones.
+	write, readonly, admin bool
 
 	group, summary, since, complexity string
 	subcommands                       []*command
@@ -125,6 +126,8 @@ func commandTable() map[string]*command {
 			group: "server", since: "2.2.12", complexity: "O(1)", summary: "Answers as an empty slow log: redcell keeps none.", run: cmdSlowlog},
 		{name: "latency", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},
 			group: "server", since: "2.8.13", complexity: "O(1)", summary: "Answers as a latency monitor with no events: redcell runs none.", run: cmdLatency},
+		{name: "monitor", arity: 1, flags: []string{"admin", "noscript", "loading", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},
+			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Listens for all requests received by the server in real-time.", run: cmdMonitor},
 		{name: "command", arity: -1, flags: []string{"loading", "stale"}, acl: []string{"@slow", "@connection"},
 			group: "server", since: "2.8.13", complexity: "O(N) where N is the total number of commands", summary: "Returns detailed information about all commands.", run: cmdCommand},
 	}
@@ -134,6 +137,8 @@ func commandTable() map[string]*command {
 		table[cmd.name] = cmd
 		for _, spec := range append([]*command{cmd}, cmd.subcommands...) {
 			spec.write = slices.Contains(spec.flags, "write")
+			spec.readonly = slices.Contains(spec.flags, "readonly")
+			spec.admin = slices.Contains(spec.flags, "admin")
 		}
 	}
 	return table

@@ -65,6 +65,9 @@ type conn struct {
 	total   *outputTotal
 	counted int64
 	closed  bool
+	// feed, once the client monitors, takes the replies instead of the
+	// connection: its writer sends them in order with the lines.
+	feed *monitor
 }
 
 // outputTotal counts the reply bytes waiting for all clients together,
@@ -230,7 +233,12 @@ func (c *conn) flush() error {
 	if len(c.out) == 0 {
 		return nil
 	}
-	_, err := c.nc.Write(c.out)
+	var err error
+	if c.feed != nil {
+		c.feed.push(c.out)
+	} else {
+		_, err = c.nc.Write(c.out)
+	}
 	c.uncount()
 	if cap(c.out) > outKeepCap {
 		c.out = nil
@@ -306,6 +314,12 @@ func (c *conn) Close() error {
 	}
 	_ = c.flush()
 	c.closed = true
+	if c.feed != nil {
+		// A monitor's replies are written by its feed: let it send them
+		// (QUIT's +OK) before the connection closes under it.
+		c.feed.stop()
+		<-c.feed.done
+	}
 	return c.nc.Close()
 }
 

@@ -48,7 +48,7 @@ const (
 	errOOM       = "OOM command not allowed when used memory > 'maxmemory'."
 	errShardFull = "OOM command not allowed: the key's shard holds the most keys a shard can (4294967294); start redcell with more --shards"
 
-	// CLIENT KILL and PAUSE: Redis 7's texts.
+	// CLIENT KILL and PAUSE, MONITOR, OBJECT: Redis 7's texts.
 	errKillClientID      = "ERR client-id should be greater than 0"
 	errKillMaxAgeInteger = "ERR maxage is not an integer or out of range"
 	errKillMaxAge        = "ERR maxage should be greater than 0"
@@ -56,6 +56,8 @@ const (
 	errTimeoutInteger    = "ERR timeout is not an integer or out of range"
 	errTimeoutNegative   = "ERR timeout is negative"
 	errTimeoutRange      = "ERR timeout is out of range"
+	errMonitorKeyspace   = "ERR Replica can't interact with the keyspace"
+	errMonitorNoConn     = "ERR MONITOR needs a network connection"
 )
 
 // errKeyTooLong refuses a key name longer than --max-key-len; n and max are

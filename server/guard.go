@@ -241,6 +241,12 @@ func (g *guardConn) readConn(p []byte) (int, error) {
 	if idle <= 0 {
 		return g.Conn.Read(p)
 	}
+	if g.client != nil && g.client.mon != nil {
+		// Monitors, as Redis's, are not subject to the timeout: they
+		// only read.
+		_ = g.Conn.SetReadDeadline(time.Time{})
+		return g.Conn.Read(p)
+	}
 	from := time.Now()
 	if g.midCommand() {
 		from = time.Unix(0, g.cmdStart)

@@ -12,8 +12,8 @@ import (
 // more. The client that paused is spared so that it can lift the pause:
 // Redis pauses it too, so that under ALL only the timeout ends a pause.
 //
-// What the command path pays: with no pause nothing but the load of
-// Server.hooks in dispatch; the pause itself is looked at only when
+// What the command path pays: with no pause (and no monitor) nothing but the
+// load of Server.hooks in dispatch; the pause itself is looked at only when
 // hookPause is set.
 
 // pauseState is one pause. It never changes once published; a new CLIENT
@@ -28,7 +28,8 @@ type pauseState struct {
 
 // The bits of Server.hooks.
 const (
-	hookPause = 1 << iota // a pause may be in force: Server.pause
+	hookPause   = 1 << iota // a pause may be in force: Server.pause
+	hookMonitor             // a client is monitoring: Server.monitors
 )
 
 // CLIENT PAUSE timeout [WRITE|ALL]
@@ -111,8 +112,8 @@ func (s *Server) liftPause(p *pauseState) {
 func (s *Server) waitPause(c *client, spec *command, now time.Time) (time.Time, bool) {
 	for {
 		p := s.pause.Load()
-		if p == nil || p.by == c.id || (!p.all && !spec.write) {
-			return now, true
+		if p == nil || p.by == c.id || (!p.all && !spec.write) || c.monitoring.Load() {
+			return now, true // monitors, as Redis's replicas, are never paused
 		}
 		left := time.Duration(p.end - now.UnixNano())
 		if left <= 0 {

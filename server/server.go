@@ -97,11 +97,13 @@ type Server struct {
 	stopped      bool             // Close was called
 
 	// hooks has a bit for each feature that must see every command while
-	// it is in use (hookPause): dispatch pays one atomic load for all of
-	// them, and takes the slow path only when one is set.
-	hooks   atomic.Uint32
-	pauseMu sync.Mutex // serializes changes of pause with hookPause
-	pause   atomic.Pointer[pauseState]
+	// it is in use (hookPause, hookMonitor): dispatch pays one atomic load
+	// for all of them, and takes the slow path only when one is set.
+	hooks    atomic.Uint32
+	pauseMu  sync.Mutex // serializes changes of pause with hookPause
+	pause    atomic.Pointer[pauseState]
+	monMu    sync.Mutex // serializes changes of monitors with hookMonitor
+	monitors atomic.Pointer[[]*monitor]
 
 	// Counters and how they are kept: metrics.go.
 	stats       stats
@@ -185,6 +187,7 @@ func (s *Server) closed(conn connection, err error) {
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
+	s.endMonitor(c)
 	s.connectionEnded(c, err)
 }
 
@@ -247,9 +250,16 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 	return s.execute(c, spec, args, now)
 }
 
-// executeHooked is execute while a pause may be in force: a paused command
-// waits (pause.go).
+// executeHooked is execute while a pause may be in force or a client
+// monitors: a monitor may not touch keys, as Redis's may not; a paused
+// command waits (pause.go); a command run is fed to the monitors
+// (monitor.go).
 func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time.Time) time.Time {
+	if c.mon != nil && (spec.write || spec.readonly) {
+		spec.stats.rejected.Add(1)
+		c.writeError(errMonitorKeyspace)
+		return now
+	}
 	if s.hooks.Load()&hookPause != 0 {
 		var alive bool
 		if now, alive = s.waitPause(c, spec, now); !alive {
@@ -257,7 +267,14 @@ func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time
 			return now
 		}
 	}
-	return s.execute(c, spec, args, now)
+	end := s.execute(c, spec, args, now)
+	if s.hooks.Load()&hookMonitor != 0 {
+		if cn, ok := c.conn.(*conn); ok && c.mon != nil {
+			_ = cn.flush() // a monitor gets its reply before its command's line, as from Redis
+		}
+		s.feedMonitors(c, args, now)
+	}
+	return end
 }
 
 // syncBeforeReply runs in durable mode after the last command of a batch

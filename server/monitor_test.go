@@ -1,0 +1,125 @@
+package server
+
+import (
+	"bufio"
+	"io"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"redcell/storage"
+)
+
+// appendRepr quotes as Redis's sdscatrepr: printable ASCII as is, \\ and \"
+// escaped, \n \r \t \a \b by name, every other byte as \xHH in lower case.
+func TestAppendRepr(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", `""`},
+		{"cl.throttle", `"cl.throttle"`},
+		{"two words ~!", `"two words ~!"`},
+		{`a"b\c`, `"a\"b\\c"`},
+		{"\n\r\t\a\b", `"\n\r\t\a\b"`},
+		{"\x00\x01\x1f\x7f\x80\xff", `"\x00\x01\x1f\x7f\x80\xff"`},
+		{"caf\xc3\xa9", `"caf\xc3\xa9"`},
+		{"\v\f", `"\x0b\x0c"`},
+	} {
+		if got := string(appendRepr(nil, []byte(c.in))); got != c.want {
+			t.Errorf("appendRepr(%q) = %s want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// A line is "+<seconds>.<6-digit microseconds> [0 <addr>] <args>\r\n", with
+// AUTH's and HELLO ... AUTH's credentials redacted.
+func TestAppendMonitorLine(t *testing.T) {
+	at := time.Unix(1796040000, 7_654_321) // 7654 microseconds
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"PING"}, `"PING"`},
+		{[]string{"CL.THROTTLE", "k", "1", "2", "3"}, `"CL.THROTTLE" "k" "1" "2" "3"`},
+		{[]string{"AUTH", "pw"}, `"AUTH" "(redacted)"`},
+		{[]string{"auth", "user", "pw"}, `"auth" "(redacted)" "(redacted)"`},
+		{[]string{"HELLO", "3", "AUTH", "u", "pw"}, `"HELLO" "3" "AUTH" "(redacted)" "(redacted)"`},
+		{[]string{"hello", "3", "setname", "auth", "auth", "u", "pw", "SETNAME", "n"}, `"hello" "3" "setname" "auth" "auth" "(redacted)" "(redacted)" "SETNAME" "n"`},
+		{[]string{"HELLO", "AUTH", "u", "pw"}, `"HELLO" "AUTH" "(redacted)" "(redacted)"`}, // Redis would show these
+		{[]string{"HELLO", "3", "AUTH", "u"}, `"HELLO" "3" "AUTH" "u"`},                    // no password: a syntax error
+		{[]string{"ECHO", "auth"}, `"ECHO" "auth"`},
+	} {
+		got := string(appendMonitorLine(nil, at, "10.0.0.1:5000", argv(c.args...)))
+		want := "+1796040000.007654 [0 10.0.0.1:5000] " + c.want + "\r\n"
+		if got != want {
+			t.Errorf("%q:\n got %q\nwant %q", c.args, got, want)
+		}
+	}
+	for us, want := range map[int]string{0: "000000", 5: "000005", 123456: "123456", 999999: "999999"} {
+		got := string(appendMonitorLine(nil, time.Unix(7, int64(us)*1000+999), "a", argv("x")))
+		if got != "+7."+want+" [0 a] \"x\"\r\n" {
+			t.Errorf("%d microseconds: %q", us, got)
+		}
+	}
+}
+
+// blockingWriter blocks every write until release is closed.
+type blockingWriter struct{ release chan struct{} }
+
+func (w blockingWriter) Write(p []byte) (int, error) { <-w.release; return len(p), nil }
+
+// A monitor whose writer cannot keep up is disconnected as soon as what
+// waits for it would pass its backlog, and is fed nothing more.
+func TestMonitorBacklog(t *testing.T) {
+	tc := newTestClient(t, Config{})
+	w := blockingWriter{release: make(chan struct{})}
+	m := &monitor{c: tc.c, w: w, limit: 100, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	tc.srv.addMonitor(m)
+	go m.run()
+	line := make([]byte, 60)
+	m.push(line) // taken by the writer, which then blocks, or still queued
+	m.push(line) // queued behind it, or past the backlog already
+	m.push(line) // past the backlog either way: 120 bytes would wait
+	require.True(t, tc.c.killed.Load(), "the monitor's client was killed")
+	require.Empty(t, tc.srv.monitorList(), "and is fed no more")
+	require.Zero(t, tc.srv.hooks.Load()&hookMonitor)
+	close(w.release)
+	select {
+	case <-m.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer did not end")
+	}
+}
+
+// MONITOR turns the command path's monitor hook on; it goes off when the last
+// monitor's connection closes, so commands stop paying for the feed.
+func TestMonitorHook(t *testing.T) {
+	srv := New(Config{Now: func() time.Time { return t0 }}, storage.New(storage.Config{Shards: 1}))
+	client, server := net.Pipe()
+	limits := srv.limits
+	c := newConn(&guardConn{Conn: server, limits: &limits, srv: srv}, limits.MaxOutput, &srv.outputTotal)
+	require.True(t, srv.accept(c))
+	served := make(chan struct{})
+	go func() { srv.serveConn(c); close(served) }()
+
+	_, err := io.WriteString(client, "MONITOR\r\n")
+	require.NoError(t, err)
+	rd := bufio.NewReader(client)
+	reply, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "+OK\r\n", reply)
+	require.Equal(t, uint32(hookMonitor), srv.hooks.Load())
+
+	other := newFakeConn()
+	require.True(t, srv.accept(other))
+	srv.handle(other, redconCommand(argv("PING")))
+	require.Equal(t, "+PONG\r\n", other.take())
+	got, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "+1795953600.000000 [0 127.0.0.1:50000] \"PING\"\r\n", got)
+
+	require.NoError(t, client.Close())
+	<-served
+	require.Zero(t, srv.hooks.Load())
+	require.Empty(t, srv.monitorList())
+}
