@@ -47,7 +47,8 @@ func (cmd *command) arityOK(n int) bool {
 }
 
 // commandTable registers every command redcell serves. Handlers live in one
-// file per family: cmd_throttle.go, cmd_keys.go, cmd_conn.go, cmd_server.go.
+// file per family: cmd_throttle.go, cmd_keys.go, cmd_conn.go, cmd_server.go,
+// cmd_object.go, monitor.go.
 func commandTable() map[string]*command {
 	list := []*command{
 		// cmd_throttle.go
@@ -130,6 +131,17 @@ func commandTable() map[string]*command {
 			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Listens for all requests received by the server in real-time.", run: cmdMonitor},
 		{name: "command", arity: -1, flags: []string{"loading", "stale"}, acl: []string{"@slow", "@connection"},
 			group: "server", since: "2.8.13", complexity: "O(N) where N is the total number of commands", summary: "Returns detailed information about all commands.", run: cmdCommand},
+
+		// cmd_object.go
+		{name: "strlen", arity: 2, flags: []string{"readonly", "fast"}, acl: []string{"@read", "@string", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RO"},
+			group: "string", since: "2.2.0", complexity: "O(1)", summary: "Returns the length of a key's value, the digits of its TAT.", run: cmdStrlen},
+		{name: "object", arity: -2, flags: []string{}, acl: []string{"@slow"},
+			group: "generic", since: "2.2.3", complexity: "Depends on subcommand.", summary: "A container for object introspection commands.", run: cmdObject,
+			subcommands: objectSubcommands()},
+		{name: "memory", arity: -2, flags: []string{}, acl: []string{"@slow"},
+			group: "server", since: "4.0.0", complexity: "Depends on subcommand.", summary: "A container for memory diagnostics commands.", run: cmdMemory,
+			subcommands: memorySubcommands()},
 	}
 	table := make(map[string]*command, len(list))
 	for _, cmd := range list {

@@ -58,6 +58,7 @@ const (
 	errTimeoutRange      = "ERR timeout is out of range"
 	errMonitorKeyspace   = "ERR Replica can't interact with the keyspace"
 	errMonitorNoConn     = "ERR MONITOR needs a network connection"
+	errNoLFU             = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
 )
 
 // errKeyTooLong refuses a key name longer than --max-key-len; n and max are
