@@ -48,7 +48,9 @@ func cmdSelect(c *client, args [][]byte, _ time.Time) {
 }
 
 // AUTH [username] password
-func cmdAuth(c *client, args [][]byte, _ time.Time) {
+//
+// Failed attempts are rate-limited by client address (authlimit.go).
+func cmdAuth(c *client, args [][]byte, now time.Time) {
 	if len(args) == 2 && c.srv.cfg.RequirePass == "" {
 		c.writeError(errAuthNoPassword)
 		return
@@ -57,8 +59,8 @@ func cmdAuth(c *client, args [][]byte, _ time.Time) {
 	if len(args) == 3 {
 		user = args[1]
 	}
-	if !c.srv.checkPassword(user, pass) {
-		c.writeError(errWrongPass)
+	if errText := c.authenticate(user, pass, now); errText != "" {
+		c.writeError(errText)
 		return
 	}
 	c.authed = true
@@ -82,7 +84,7 @@ func (s *Server) checkPassword(user, pass []byte) bool {
 }
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
-func cmdHello(c *client, args [][]byte, _ time.Time) {
+func cmdHello(c *client, args [][]byte, now time.Time) {
 	proto := c.resp
 	if len(args) >= 2 {
 		v, ok := parseInt(args[1])
@@ -102,8 +104,8 @@ func cmdHello(c *client, args [][]byte, _ time.Time) {
 		more := len(args) - i - 1
 		switch {
 		case equalFold(args[i], "auth") && more >= 2:
-			if !c.srv.checkPassword(args[i+1], args[i+2]) {
-				c.writeError(errWrongPass)
+			if errText := c.authenticate(args[i+1], args[i+2], now); errText != "" {
+				c.writeError(errText)
 				return
 			}
 			authed = true

@@ -59,6 +59,10 @@ const (
 	errMonitorKeyspace   = "ERR Replica can't interact with the keyspace"
 	errMonitorNoConn     = "ERR MONITOR needs a network connection"
 	errNoLFU             = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
+
+	// errAuthLimited answers AUTH from an address that has failed too
+	// often (authlimit.go); Redis has no such limit, so no wording of its.
+	errAuthLimited = "ERR too many failed AUTH attempts, try later"
 )
 
 // errKeyTooLong refuses a key name longer than --max-key-len; n and max are

@@ -105,6 +105,8 @@ type Server struct {
 	monMu    sync.Mutex // serializes changes of monitors with hookMonitor
 	monitors atomic.Pointer[[]*monitor]
 
+	authFails *authLimiter // failed AUTH attempts by address: authlimit.go
+
 	// Counters and how they are kept: metrics.go.
 	stats       stats
 	commandList []*command // the table's commands, by name
@@ -131,6 +133,8 @@ func New(cfg Config, store *storage.Store) *Server {
 		store:   store,
 		now:     cfg.Now,
 		clients: make(map[*client]struct{}),
+
+		authFails: newAuthLimiter(),
 	}
 	s.started = s.now()
 	s.commands = commandTable()

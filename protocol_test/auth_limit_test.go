@@ -1,0 +1,69 @@
+package protocol_test
+
+import (
+	"bufio"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// rawFrom is ts.raw dialled from the local address ip (any of 127/8 on
+// Linux), so that the server sees another client address.
+func (ts *testServer) rawFrom(t *testing.T, ip string) *rawConn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
+	conn, err := d.Dial("tcp", ts.Addr)
+	if err != nil {
+		t.Skipf("cannot dial from %s (loopback addresses beyond 127.0.0.1 are a Linux feature): %v", ip, err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return &rawConn{t: t, conn: conn, rd: bufio.NewReaderSize(conn, 1<<16)}
+}
+
+const (
+	wrongPass   = "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+	authLimited = "-ERR too many failed AUTH attempts, try later\r\n"
+)
+
+// Failed AUTH attempts are limited by client IP: 10 at once, then 3 a
+// second. While an IP is limited, AUTH and HELLO ... AUTH from it are
+// refused without the password being checked, the right one included; a
+// right password charges nothing; other IPs are unaffected.
+func TestFailedAuthIsRateLimitedByIP(t *testing.T) {
+	ts := startServer(t, withPassword("pw"))
+	guesser := ts.raw(t)
+	for i := 0; i < 20; i++ {
+		require.Equal(t, ok, ts.raw(t).do("AUTH", "pw"), "a right password charges nothing (%d)", i)
+	}
+	for i := 0; i < 10; i++ {
+		require.Equal(t, wrongPass, guesser.do("AUTH", "guess"), "guess %d", i+1)
+	}
+	require.Equal(t, authLimited, guesser.do("AUTH", "guess"), "the 11th guess")
+	require.Equal(t, authLimited, guesser.do("AUTH", "pw"), "even the right password, until the clock moves")
+	require.Equal(t, authLimited, guesser.do("AUTH", "default", "pw"))
+	require.Equal(t, authLimited, guesser.do("HELLO", "3", "AUTH", "default", "pw"))
+	require.Equal(t, errReply("NOAUTH Authentication required."), guesser.do("PING"), "nothing was authenticated")
+	fresh := ts.raw(t)
+	require.Equal(t, authLimited, fresh.do("AUTH", "pw"), "the limit is the address's, not the connection's")
+
+	other := ts.rawFrom(t, "127.0.0.2")
+	require.Equal(t, wrongPass, other.do("AUTH", "guess"), "another address is not limited")
+	require.Equal(t, ok, other.do("AUTH", "pw"))
+
+	// A third of a second earns one attempt back: the right password
+	// succeeds and gives it back, so one more guess is answered, then none.
+	ts.Clock.Advance(time.Second / 3)
+	require.Equal(t, ok, guesser.do("AUTH", "pw"))
+	require.Equal(t, simple("PONG"), guesser.do("PING"))
+	require.Equal(t, wrongPass, fresh.do("AUTH", "guess"))
+	require.Equal(t, authLimited, fresh.do("HELLO", "3", "AUTH", "default", "guess"))
+
+	// Refilled: ten guesses again.
+	ts.Clock.Advance(4 * time.Second)
+	for i := 0; i < 10; i++ {
+		require.Equal(t, wrongPass, fresh.do("HELLO", "3", "AUTH", "default", "guess"), "guess %d after the refill", i+1)
+	}
+	require.Equal(t, authLimited, fresh.do("AUTH", "guess"))
+}
