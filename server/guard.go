@@ -311,10 +311,21 @@ func (g *guardConn) refuseWith(reply string) {
 // the connection.
 func (g *guardConn) refuse() error {
 	g.release()
-	if g.refusal != closeSilently && g.handshake() == nil {
-		_ = g.Conn.SetWriteDeadline(time.Now().Add(refusalTimeout))
-		_, _ = g.Conn.Write([]byte("-" + g.refusal + "\r\n"))
+	if g.refusal == closeSilently || g.handshake() != nil {
+		return errProtocolLimit
 	}
+	reply := []byte("-" + g.refusal + "\r\n")
+	if g.client != nil && g.client.mon != nil {
+		// A monitor's feed writes its connection: the refusal goes after
+		// what is queued, and before the connection closes.
+		m := g.client.mon
+		m.push(reply)
+		m.stop()
+		<-m.done
+		return errProtocolLimit
+	}
+	_ = g.Conn.SetWriteDeadline(time.Now().Add(refusalTimeout))
+	_, _ = g.Conn.Write(reply)
 	return errProtocolLimit
 }
 

@@ -123,3 +123,10 @@ func TestMonitorHook(t *testing.T) {
 	require.Zero(t, srv.hooks.Load())
 	require.Empty(t, srv.monitorList())
 }
+
+// A monitor refused by the guard gets the refusal after everything queued
+// for it, from its feed's writer: nothing else writes to its connection.
+func TestMonitorRefusedByTheGuard(t *testing.T) {
+	got := serveScript(t, "MONITOR\r\nPING\r\n*1\r\n$-5\r\n", 1<<20)
+	require.Equal(t, "+OK\r\n+PONG\r\n+1795953600.000000 [0 127.0.0.1:50000] \"PING\"\r\n-ERR Protocol error: invalid bulk length\r\n", got)
+}
