@@ -59,11 +59,16 @@ func (l *guardListener) untrack(c *conn) {
 }
 
 // closeConns closes the listener's open connections: their reads fail, and
-// their goroutines end after the command they are running, if any.
+// their goroutines end after the command they are running, if any. They are
+// killed, so a command waiting on CLIENT PAUSE does not hold Serve until
+// the pause ends.
 func (l *guardListener) closeConns() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for c := range l.conns {
+		if cl, ok := c.ctx.(*client); ok {
+			cl.kill()
+		}
 		_ = c.nc.Close()
 	}
 }

@@ -1,11 +1,16 @@
 package server
 
 import (
+	"bufio"
+	"io"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"redcell/storage"
 )
 
 // The command path looks at pauses only while Server.hooks says one may be in
@@ -29,4 +34,45 @@ func TestPauseHook(t *testing.T) {
 	tc.srv.handle(other, redconCommand(argv("CL.THROTTLE", "k", "1", "1", "1")))
 	require.Equal(t, intsReply(0, 2, 1, -1, 1), other.take(), "the pause was over: the write ran at once")
 	require.Zero(t, tc.srv.hooks.Load(), "and the command that found it over lifted it")
+}
+
+// Close ends the connections whose commands wait on a pause: Serve returns
+// without waiting for the pause to end.
+func TestCloseEndsPausedClients(t *testing.T) {
+	srv := New(Config{Now: func() time.Time { return t0 }}, storage.New(storage.Config{Shards: 1}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	dial := func() (net.Conn, *bufio.Reader) {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		return c, bufio.NewReader(c)
+	}
+	pauser, pr := dial()
+	_, err = io.WriteString(pauser, "CLIENT PAUSE 600000\r\n")
+	require.NoError(t, err)
+	reply, err := pr.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "+OK\r\n", reply)
+	waiter, _ := dial()
+	_, err = io.WriteString(waiter, "PING\r\n")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		for _, c := range srv.connectedClients() {
+			if c.waiting.Load() {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, time.Millisecond, "the PING waits on the pause")
+
+	require.NoError(t, srv.Close())
+	select {
+	case err := <-served:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve waited for the pause to end")
+	}
 }
