@@ -10,8 +10,9 @@ import (
 )
 
 // ioredis runs the README's calls against redcell: CL.THROTTLE's exact
-// replies, the HTTP headers made from them, a pipeline, an error, PTTL and
-// DEL. ioredis checks INFO for loading:0 before its first command.
+// replies, the HTTP headers made from them, a pipeline, multi() (MULTI/EXEC),
+// WATCH, an error, PTTL and DEL. ioredis checks INFO for loading:0 before its
+// first command.
 func TestIORedis(t *testing.T) {
 	node := needTool(t, "`apt-get install nodejs`", "node", "nodejs")
 	if _, err := os.Stat("testdata/node/node_modules/ioredis/package.json"); err != nil {
@@ -24,5 +25,5 @@ func TestIORedis(t *testing.T) {
 	ts := startServer(t)
 	out, err := exec.Command(node, "testdata/node/throttle.js", strconv.Itoa(ts.Port)).Output()
 	require.NoError(t, err, "%s", stderrOf(err))
-	checkClientRun(t, out, "PONG", "ERR max_burst must not be negative")
+	checkClientRun(t, out, "PONG", "ERR max_burst must not be negative", "EXECABORT Transaction discarded because of previous errors.")
 }

@@ -11,13 +11,15 @@ import (
 
 // redis-py, as Debian packages it (python3-redis), runs the README's
 // calls against redcell: CL.THROTTLE's exact replies, the HTTP headers made
-// from them, a pipeline, an error, PTTL and DEL.
+// from them, a pipeline, its default transactional pipeline (MULTI/EXEC),
+// WATCH, an error, PTTL and DEL.
 func TestRedisPy(t *testing.T) {
 	python := pythonWithRedis(t)
 	ts := startServer(t)
 	out, err := exec.Command(python, "testdata/python/throttle.py", strconv.Itoa(ts.Port)).Output()
 	require.NoError(t, err, "%s", stderrOf(err))
-	checkClientRun(t, out, true, "max_burst must not be negative")
+	checkClientRun(t, out, true, "max_burst must not be negative",
+		"Command # 2 (CL.NOSUCH txabort) of pipeline caused error: unknown command 'CL.NOSUCH', with args beginning with: 'txabort' ")
 }
 
 // pythonWithRedis finds a Python that can import redis: Debian's

@@ -20,11 +20,18 @@ type clientRun struct {
 	PTTL        int64               `json:"pttl"`
 	Deleted     int64               `json:"deleted"`
 	AfterDelete []int64             `json:"after_delete"`
+	// Transactions: the client's default MULTI/EXEC, one aborted by a
+	// command refused while queued, and one whose WATCHed key changed.
+	Transaction   [][]int64 `json:"transaction"`
+	TxAbort       string    `json:"tx_abort"`
+	TxAbortPeek   []int64   `json:"tx_abort_peek"`
+	WatchConflict bool      `json:"watch_conflict"`
+	WatchedPeek   []int64   `json:"watched_peek"`
 }
 
 // checkClientRun compares a client's run, made against a fresh in-process
 // server whose clock stands still, with the replies SPEC.md gives.
-func checkClientRun(t *testing.T, stdout []byte, ping any, errorText string) {
+func checkClientRun(t *testing.T, stdout []byte, ping any, errorText, txAbortText string) {
 	t.Helper()
 	var got clientRun
 	require.NoError(t, json.Unmarshal(stdout, &got), "the script's output: %s", stdout)
@@ -45,5 +52,12 @@ func checkClientRun(t *testing.T, stdout []byte, ping any, errorText string) {
 		PTTL:        120000,
 		Deleted:     1,
 		AfterDelete: first,
+		Transaction: [][]int64{first, second, limited},
+		TxAbort:     txAbortText,
+		// Nothing of the aborted transaction ran: the key is untouched.
+		TxAbortPeek:   []int64{0, 2, 2, -1, 0},
+		WatchConflict: true,
+		// Only the other client's decision counted.
+		WatchedPeek: first,
 	}, got)
 }

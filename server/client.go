@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"redcell/storage"
 )
 
 // client is one connection's state. The fields without atomics are touched
@@ -56,6 +58,14 @@ type client struct {
 	// are touched only by the client's own goroutine.
 	mon         *monitor
 	monitorLine []byte
+
+	// ks is where the client's commands read and change keys: the store,
+	// or inside EXEC the transaction holding its keys' locks (cmd_multi.go).
+	ks storage.Keyspace
+	// tx is the transaction being queued, from MULTI to EXEC or DISCARD;
+	// watched are the keys WATCHed for the next EXEC.
+	tx      *multiState
+	watched []watchedKey
 }
 
 // kill ends the client's connection from any goroutine, as CLIENT KILL does:

@@ -18,7 +18,7 @@ func cmdDel(c *client, args [][]byte, now time.Time) {
 	at := gcra.InstantOf(now)
 	n := int64(0)
 	for _, key := range args[1:] {
-		if c.srv.store.Delete(key, at) {
+		if c.ks.Delete(key, at) {
 			n++
 		}
 	}
@@ -35,7 +35,7 @@ func cmdExists(c *client, args [][]byte, now time.Time) {
 	at := gcra.InstantOf(now)
 	n := int64(0)
 	for _, key := range args[1:] {
-		if _, ok := c.srv.lookupKey(key, at); ok {
+		if _, ok := c.lookupKey(key, at); ok {
 			n++
 		}
 	}
@@ -67,7 +67,7 @@ func cmdTTL(c *client, args [][]byte, now time.Time) {
 
 func pttl(c *client, key []byte, now time.Time) (int64, bool) {
 	at := gcra.InstantOf(now)
-	tat, ok := c.srv.lookupKey(key, at)
+	tat, ok := c.lookupKey(key, at)
 	if !ok {
 		return 0, false
 	}
@@ -80,7 +80,7 @@ func pttl(c *client, key []byte, now time.Time) (int64, bool) {
 // The value is the TAT in nanoseconds since the Unix epoch, as a decimal
 // string: what redis-cell stores under the key.
 func cmdGet(c *client, args [][]byte, now time.Time) {
-	tat, ok := c.srv.lookupKey(args[1], gcra.InstantOf(now))
+	tat, ok := c.lookupKey(args[1], gcra.InstantOf(now))
 	if !ok {
 		c.writeNull()
 		return
@@ -91,7 +91,7 @@ func cmdGet(c *client, args [][]byte, now time.Time) {
 
 // TYPE key
 func cmdType(c *client, args [][]byte, now time.Time) {
-	if _, ok := c.srv.lookupKey(args[1], gcra.InstantOf(now)); ok {
+	if _, ok := c.lookupKey(args[1], gcra.InstantOf(now)); ok {
 		c.writeSimple("string")
 		return
 	}
@@ -109,7 +109,7 @@ func cmdKeys(c *client, args [][]byte, now time.Time) {
 	pattern := args[1]
 	mark := c.conn.DeferArray()
 	n := 0
-	c.srv.store.Each(gcra.InstantOf(now), func(key []byte, _ gcra.Instant) {
+	c.ks.Each(gcra.InstantOf(now), func(key []byte, _ gcra.Instant) {
 		if matches(pattern, key) {
 			c.writeBulk(key)
 			n++
@@ -167,7 +167,7 @@ func cmdScan(c *client, args [][]byte, now time.Time) {
 		}
 	}
 	var keys []string
-	next := c.srv.store.Scan(cursor, int(count), gcra.InstantOf(now), func(key []byte, _ gcra.Instant) {
+	next := c.ks.Scan(cursor, int(count), gcra.InstantOf(now), func(key []byte, _ gcra.Instant) {
 		if onlyStrings && matches(pattern, key) {
 			keys = append(keys, string(key))
 		}
@@ -182,7 +182,7 @@ func cmdScan(c *client, args [][]byte, now time.Time) {
 
 // DBSIZE
 func cmdDBSize(c *client, _ [][]byte, _ time.Time) {
-	c.writeInt(int64(c.srv.store.Len()))
+	c.writeInt(int64(c.ks.Len()))
 }
 
 // FLUSHDB [ASYNC|SYNC]
@@ -196,7 +196,7 @@ func cmdFlush(c *client, args [][]byte, _ time.Time) {
 		c.writeError(errMisconf)
 		return
 	}
-	c.srv.store.Clear()
+	c.ks.Clear()
 	c.changed()
 	c.writeOK()
 }

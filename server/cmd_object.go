@@ -16,7 +16,7 @@ import (
 //
 // The length of GET's value, the TAT's decimal digits; 0 for an absent key.
 func cmdStrlen(c *client, args [][]byte, now time.Time) {
-	tat, ok := c.srv.lookupKey(args[1], gcra.InstantOf(now))
+	tat, ok := c.lookupKey(args[1], gcra.InstantOf(now))
 	if !ok {
 		c.writeInt(0)
 		return
@@ -50,7 +50,7 @@ func cmdMemory(c *client, args [][]byte, now time.Time) {
 			}
 			j++
 		}
-		size, ok := c.srv.store.MemoryUsage(args[2], gcra.InstantOf(now))
+		size, ok := c.ks.MemoryUsage(args[2], gcra.InstantOf(now))
 		if !ok {
 			c.writeNull()
 			return
@@ -88,7 +88,7 @@ func cmdObject(c *client, args [][]byte, now time.Time) {
 	keyed := equalFold(sub, "encoding") || equalFold(sub, "freq") || equalFold(sub, "idletime") || equalFold(sub, "refcount")
 	switch {
 	case keyed && len(args) == 3:
-		if _, ok := c.srv.lookupKey(args[2], gcra.InstantOf(now)); !ok {
+		if _, ok := c.lookupKey(args[2], gcra.InstantOf(now)); !ok {
 			c.writeNull()
 			return
 		}

@@ -20,7 +20,7 @@ func cmdInfo(c *client, args [][]byte, now time.Time) {
 	for _, a := range args[1:] {
 		sections = append(sections, strings.ToLower(string(a)))
 	}
-	c.writeVerbatim(c.srv.info(sections, now))
+	c.writeVerbatim(c.srv.info(c.ks, sections, now))
 }
 
 // SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE]

@@ -49,12 +49,12 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		// Durable mode with a failing disk: decide, but store nothing;
 		// a decision that would store cannot be acknowledged.
 		var store bool
-		if res, store, err = c.srv.store.Preview(args[1], rate, gcra.InstantOf(now)); err == nil && store {
+		if res, store, err = c.ks.Preview(args[1], rate, gcra.InstantOf(now)); err == nil && store {
 			c.writeError(errMisconf)
 			return
 		}
 	} else {
-		res, err = c.srv.store.Throttle(args[1], rate, gcra.InstantOf(now))
+		res, err = c.ks.Throttle(args[1], rate, gcra.InstantOf(now))
 	}
 	if err != nil {
 		c.writeError(throttleErrorText(err))

@@ -24,8 +24,14 @@ type command struct {
 	noAuth bool
 	// write, readonly and admin are set from flags by commandTable: CLIENT
 	// PAUSE WRITE holds write commands, a monitor may run neither write nor
-	// readonly ones, and MONITOR does not show admin ones.
-	write, readonly, admin bool
+	// readonly ones, and MONITOR does not show admin ones. noMulti (the
+	// no_multi flag) commands are refused inside MULTI.
+	write, readonly, admin, noMulti bool
+	// txControl commands run at once inside MULTI instead of being queued
+	// (MULTI, EXEC, DISCARD, WATCH, QUIT, as in Redis). wholeKeyspace
+	// commands read or change keys beyond their key arguments (KEYS,
+	// FLUSHDB, INFO, ...): in a transaction they need every shard locked.
+	txControl, wholeKeyspace bool
 
 	group, summary, since, complexity string
 	subcommands                       []*command
@@ -143,6 +149,15 @@ func commandTable() map[string]*command {
 			group: "server", since: "4.0.0", complexity: "Depends on subcommand.", summary: "A container for memory diagnostics commands.", run: cmdMemory,
 			subcommands: memorySubcommands()},
 	}
+	list = append(list, multiCommands()...)
+	for _, cmd := range list {
+		switch cmd.name {
+		case "multi", "exec", "discard", "watch", "quit":
+			cmd.txControl = true
+		case "keys", "scan", "dbsize", "flushdb", "flushall", "info", "memory", "object":
+			cmd.wholeKeyspace = true
+		}
+	}
 	table := make(map[string]*command, len(list))
 	for _, cmd := range list {
 		cmd.stats = new(cmdStats)
@@ -151,6 +166,7 @@ func commandTable() map[string]*command {
 			spec.write = slices.Contains(spec.flags, "write")
 			spec.readonly = slices.Contains(spec.flags, "readonly")
 			spec.admin = slices.Contains(spec.flags, "admin")
+			spec.noMulti = slices.Contains(spec.flags, "no_multi")
 		}
 	}
 	return table

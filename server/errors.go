@@ -44,6 +44,15 @@ const (
 
 	errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
+	// Transactions, in Redis's words.
+	errMultiNested         = "ERR MULTI calls can not be nested"
+	errExecWithoutMulti    = "ERR EXEC without MULTI"
+	errDiscardWithoutMulti = "ERR DISCARD without MULTI"
+	errWatchInMulti        = "ERR WATCH inside MULTI is not allowed"
+	errNotInMulti          = "ERR Command not allowed inside a transaction"
+	errExecAbort           = "EXECABORT Transaction discarded because of previous errors."
+	errMonitorInExec       = "ERR MONITOR isn't allowed for DENY BLOCKING client"
+
 	// Keys that cannot be created.
 	errOOM       = "OOM command not allowed when used memory > 'maxmemory'."
 	errShardFull = "OOM command not allowed: the key's shard holds the most keys a shard can (4294967294); start redcell with more --shards"

@@ -350,6 +350,7 @@ func (nopPersistence) Flush() error         { return nil }
 func (nopPersistence) BackgroundSave() bool { return true }
 func (nopPersistence) Sync() error          { return nil }
 func (nopPersistence) Pending() int         { return 0 }
+func (nopPersistence) InFlight() int        { return 0 }
 func (nopPersistence) Failing() bool        { return false }
 func (nopPersistence) Stats() storage.FlushStats {
 	return storage.FlushStats{LastOK: true, DiskState: "ok"}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"redcell/gcra"
+	"redcell/storage"
 )
 
 // infoSection is one "# Name" block of INFO.
@@ -17,7 +18,7 @@ type infoSection struct {
 	// inDefault sections are printed by INFO without arguments (and INFO
 	// default); the others only when named or with INFO all/everything.
 	inDefault bool
-	fields    func(s *Server, now time.Time) [][2]string
+	fields    func(s *Server, ks storage.Keyspace, now time.Time) [][2]string
 }
 
 // infoSections are INFO's sections in Redis 7's order.
@@ -29,18 +30,18 @@ var infoSections = []infoSection{
 	{"Stats", true, (*Server).infoStats},
 	{"Replication", true, (*Server).infoReplication},
 	{"CPU", true, (*Server).infoCPU},
-	{"Modules", true, func(*Server, time.Time) [][2]string { return nil }},
+	{"Modules", true, func(*Server, storage.Keyspace, time.Time) [][2]string { return nil }},
 	{"Commandstats", false, (*Server).infoCommandstats},
 	{"Errorstats", true, (*Server).infoErrorstats},
 	{"Latencystats", false, (*Server).infoLatencystats},
-	{"Cluster", true, func(*Server, time.Time) [][2]string { return [][2]string{{"cluster_enabled", "0"}} }},
+	{"Cluster", true, func(*Server, storage.Keyspace, time.Time) [][2]string { return [][2]string{{"cluster_enabled", "0"}} }},
 	{"Keyspace", true, (*Server).infoKeyspace},
 }
 
 // info renders INFO in Redis's text format: "# Section" headers, "field:value"
 // lines ending in CRLF, a blank line between sections. want holds lower-case
 // section names; none means "default". Unknown names select nothing.
-func (s *Server) info(want []string, now time.Time) string {
+func (s *Server) info(ks storage.Keyspace, want []string, now time.Time) string {
 	all, defaults := false, len(want) == 0
 	for _, w := range want {
 		switch w {
@@ -59,7 +60,7 @@ func (s *Server) info(want []string, now time.Time) string {
 			b.WriteString("\r\n")
 		}
 		b.WriteString("# " + sec.name + "\r\n")
-		for _, kv := range sec.fields(s, now) {
+		for _, kv := range sec.fields(s, ks, now) {
 			b.WriteString(kv[0])
 			b.WriteByte(':')
 			b.WriteString(kv[1])
@@ -80,7 +81,7 @@ func contains(list []string, s string) bool {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-func (s *Server) infoServer(now time.Time) [][2]string {
+func (s *Server) infoServer(ks storage.Keyspace, now time.Time) [][2]string {
 	uptime := now.Sub(s.started)
 	return [][2]string{
 		{"redis_version", RedisVersion},
@@ -107,7 +108,7 @@ func executable() string {
 	return p
 }
 
-func (s *Server) infoClients(time.Time) [][2]string {
+func (s *Server) infoClients(ks storage.Keyspace, _ time.Time) [][2]string {
 	s.mu.Lock()
 	n := len(s.clients)
 	s.mu.Unlock()
@@ -121,8 +122,8 @@ func (s *Server) infoClients(time.Time) [][2]string {
 // infoMemory reports the memory in use as the memory limit counts it
 // (storage.UsedMemory: the Go runtime's and the keyspace's), which is what
 // maxmemory is compared with, as Redis's used_memory is.
-func (s *Server) infoMemory(time.Time) [][2]string {
-	used := s.store.MeasureMemory()
+func (s *Server) infoMemory(ks storage.Keyspace, _ time.Time) [][2]string {
+	used := ks.MeasureMemory()
 	peak := s.peakMemory.Load()
 	for used > peak && !s.peakMemory.CompareAndSwap(peak, used) {
 		peak = s.peakMemory.Load()
@@ -148,13 +149,13 @@ func (s *Server) infoMemory(time.Time) [][2]string {
 
 // infoPersistence reports flushing in the fields Redis users watch: the
 // rdb_* fields describe redcell's flushes to Pebble.
-func (s *Server) infoPersistence(now time.Time) [][2]string {
+func (s *Server) infoPersistence(ks storage.Keyspace, now time.Time) [][2]string {
 	p := s.cfg.Persistence
 	if p == nil {
 		return [][2]string{
 			{"loading", "0"},
 			{"persistence_enabled", "0"},
-			{"rdb_changes_since_last_save", itoa(int64(s.store.PendingChanges()))},
+			{"rdb_changes_since_last_save", itoa(int64(ks.PendingChanges()))},
 			{"rdb_last_save_time", itoa(s.started.Unix())},
 			{"rdb_last_bgsave_status", "ok"},
 			{"aof_enabled", "0"},
@@ -173,7 +174,7 @@ func (s *Server) infoPersistence(now time.Time) [][2]string {
 		{"loading", "0"},
 		{"persistence_enabled", "1"},
 		{"async_loading", "0"},
-		{"rdb_changes_since_last_save", itoa(int64(p.Pending()))},
+		{"rdb_changes_since_last_save", itoa(int64(ks.PendingChanges() + p.InFlight()))},
 		{"rdb_bgsave_in_progress", inProgress},
 		{"rdb_last_save_time", itoa(st.LastSave.Unix())},
 		{"rdb_last_bgsave_status", status},
@@ -190,7 +191,7 @@ func (s *Server) infoPersistence(now time.Time) [][2]string {
 	}
 }
 
-func (s *Server) infoStats(time.Time) [][2]string {
+func (s *Server) infoStats(ks storage.Keyspace, _ time.Time) [][2]string {
 	c := s.counters()
 	return [][2]string{
 		{"total_connections_received", itoa(c.connections)},
@@ -209,7 +210,7 @@ func (s *Server) infoStats(time.Time) [][2]string {
 
 // infoCommandstats is Redis 7's per-command line:
 // cmdstat_<name>:calls=N,usec=N,usec_per_call=N.NN,rejected_calls=N,failed_calls=N
-func (s *Server) infoCommandstats(time.Time) [][2]string {
+func (s *Server) infoCommandstats(ks storage.Keyspace, _ time.Time) [][2]string {
 	var out [][2]string
 	for _, cs := range s.commandStats() {
 		usec := int64(cs.latency.sum / time.Microsecond)
@@ -227,7 +228,7 @@ func (s *Server) infoCommandstats(time.Time) [][2]string {
 
 // infoErrorstats counts error replies by their prefix, as Redis's
 // errorstat_ERR:count=N.
-func (s *Server) infoErrorstats(time.Time) [][2]string {
+func (s *Server) infoErrorstats(ks storage.Keyspace, _ time.Time) [][2]string {
 	c := s.counters()
 	var byPrefix []string
 	counts := map[string]int64{}
@@ -250,7 +251,7 @@ func (s *Server) infoErrorstats(time.Time) [][2]string {
 // infoLatencystats estimates each command's p50, p99 and p99.9 in
 // microseconds from its latency histogram, in Redis 7's
 // latency_percentiles_usec_<name>:p50=N,p99=N,p99.9=N.
-func (s *Server) infoLatencystats(time.Time) [][2]string {
+func (s *Server) infoLatencystats(ks storage.Keyspace, _ time.Time) [][2]string {
 	var out [][2]string
 	usec := func(d time.Duration) string {
 		return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 3, 64)
@@ -266,11 +267,11 @@ func (s *Server) infoLatencystats(time.Time) [][2]string {
 	return out
 }
 
-func (s *Server) infoReplication(time.Time) [][2]string {
+func (s *Server) infoReplication(ks storage.Keyspace, _ time.Time) [][2]string {
 	return [][2]string{{"role", "master"}, {"connected_slaves", "0"}}
 }
 
-func (s *Server) infoCPU(time.Time) [][2]string {
+func (s *Server) infoCPU(storage.Keyspace, time.Time) [][2]string {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return nil
@@ -285,8 +286,8 @@ func (s *Server) infoCPU(time.Time) [][2]string {
 // the keys its expiry cycle samples.
 const avgTTLSample = 256
 
-func (s *Server) infoKeyspace(now time.Time) [][2]string {
-	n := int64(s.store.Len())
+func (s *Server) infoKeyspace(ks storage.Keyspace, now time.Time) [][2]string {
+	n := int64(ks.Len())
 	if n == 0 {
 		return nil
 	}
@@ -295,7 +296,7 @@ func (s *Server) infoKeyspace(now time.Time) [][2]string {
 	var sumMs float64 // a float: a few far-future TATs would overflow a Duration
 	var sampled int
 	at := gcra.InstantOf(now)
-	s.store.Scan(0, avgTTLSample, at, func(_ []byte, tat gcra.Instant) {
+	ks.Scan(0, avgTTLSample, at, func(_ []byte, tat gcra.Instant) {
 		sumMs += float64(tat-at) / float64(time.Millisecond)
 		sampled++
 	})

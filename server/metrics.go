@@ -541,9 +541,9 @@ func (s *Server) pendingChanges() int {
 	return s.store.PendingChanges()
 }
 
-// lookupKey is Store.Get counted as a keyspace hit or miss.
-func (s *Server) lookupKey(key []byte, now gcra.Instant) (gcra.Instant, bool) {
-	tat, ok := s.store.Get(key, now)
-	s.stats.countLookup(ok)
+// lookupKey is Keyspace.Get counted as a keyspace hit or miss.
+func (c *client) lookupKey(key []byte, now gcra.Instant) (gcra.Instant, bool) {
+	tat, ok := c.ks.Get(key, now)
+	c.srv.stats.countLookup(ok)
 	return tat, ok
 }

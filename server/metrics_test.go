@@ -225,7 +225,7 @@ func TestDurationsOnTheRealClock(t *testing.T) {
 	require.Equal(t, int64(10), hs.count)
 	require.Greater(t, hs.sum, time.Duration(0))
 	require.LessOrEqual(t, hs.sum, elapsed, "the measured durations fit inside the loop")
-	require.True(t, strings.HasPrefix(srv.info([]string{"commandstats"}, time.Now()), "# Commandstats\r\ncmdstat_cl.throttle:calls=10,usec="))
+	require.True(t, strings.HasPrefix(srv.info(srv.store, []string{"commandstats"}, time.Now()), "# Commandstats\r\ncmdstat_cl.throttle:calls=10,usec="))
 }
 
 // The instrumented dispatcher still allocates nothing for a CL.THROTTLE on

@@ -60,6 +60,11 @@ func cmdMonitor(c *client, _ [][]byte, _ time.Time) {
 	if c.mon != nil {
 		return
 	}
+	if c.inExec() {
+		// A transaction's client expects a reply to every command.
+		c.writeError(errMonitorInExec)
+		return
+	}
 	cn, ok := c.conn.(*conn)
 	if !ok {
 		c.writeError(errMonitorNoConn)

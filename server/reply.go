@@ -43,6 +43,16 @@ func (c *client) writeNull() {
 	c.conn.WriteNull()
 }
 
+// writeNullArray writes the null array (EXEC of a transaction whose watched
+// keys changed): *-1 under RESP2, RESP3's null.
+func (c *client) writeNullArray() {
+	if c.resp == 3 {
+		c.conn.WriteRaw([]byte("_\r\n"))
+		return
+	}
+	c.conn.WriteRaw([]byte("*-1\r\n"))
+}
+
 // writeMap writes a map header of n pairs; RESP2 gets a flat array of 2n.
 func (c *client) writeMap(n int) {
 	if c.resp == 3 {

@@ -69,8 +69,10 @@ type Persistence interface {
 	BackgroundSave() bool
 	// Sync waits until every change so far is durable (durable mode).
 	Sync() error
-	// Pending counts the changes not yet durable.
+	// Pending counts the changes not yet durable; InFlight those of them a
+	// flush has taken from the store and not yet synced.
 	Pending() int
+	InFlight() int
 	// Failing reports whether the last flush failed.
 	Failing() bool
 	Stats() storage.FlushStats
@@ -174,6 +176,7 @@ func (s *Server) accept(conn connection) bool {
 	c.respSeen.Store(2)
 	c.lastActive.Store(now.UnixNano())
 	c.authed = s.cfg.RequirePass == ""
+	c.ks = s.store
 	if !s.admit(conn, c) {
 		s.stats.rejectedConnections.Add(1)
 		return reject(conn)
@@ -232,6 +235,7 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 	spec := c.lastCmd.Load()
 	if spec == nil || !equalFold(args[0], spec.name) {
 		if spec = s.lookup(args[0]); spec == nil {
+			c.flagTransaction()
 			c.writeError(errUnknownCommand(args))
 			return now
 		}
@@ -239,15 +243,28 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 	}
 	if !spec.arityOK(len(args)) {
 		spec.stats.rejected.Add(1)
+		c.flagTransaction()
 		c.writeError(errWrongArgs(spec.name))
 		return now
 	}
 	if !c.authed && !spec.noAuth {
 		spec.stats.rejected.Add(1)
+		c.flagTransaction()
 		c.writeError(errNoAuth)
 		return now
 	}
 	c.lastActive.Store(now.UnixNano())
+	if c.tx != nil && !spec.txControl {
+		// Inside MULTI: queued for EXEC, or refused (which aborts it).
+		if spec.noMulti {
+			spec.stats.rejected.Add(1)
+			c.flagTransaction()
+			c.writeError(errNotInMulti)
+			return now
+		}
+		c.queue(spec, args)
+		return now
+	}
 	if s.hooks.Load() != 0 {
 		return s.executeHooked(c, spec, args, now)
 	}

@@ -234,6 +234,10 @@ func (f *Flusher) Pending() int {
 	return f.store.PendingChanges() + int(f.taken.Load())
 }
 
+// InFlight returns how many changes a flush has taken from the store and
+// not yet synced: Pending without the store's own count.
+func (f *Flusher) InFlight() int { return int(f.taken.Load()) }
+
 // Failing reports whether the last flush failed: in durable mode, changes
 // cannot be made durable now.
 func (f *Flusher) Failing() bool { return f.failing.Load() > 0 }

@@ -20,6 +20,7 @@ type Keyspace interface {
 	Each(now gcra.Instant, fn func(key []byte, tat gcra.Instant))
 	PendingChanges() int
 	MeasureMemory() int64
+	MemoryUsage(key []byte, now gcra.Instant) (int64, bool)
 }
 
 var (

@@ -19,6 +19,16 @@ func (s *Store) MemoryUsage(key []byte, now gcra.Instant) (int64, bool) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	return memoryUsage(sh, key, now)
+}
+
+// MemoryUsage is Store.MemoryUsage under the transaction's locks.
+func (tx *Txn) MemoryUsage(key []byte, now gcra.Instant) (n int64, ok bool) {
+	tx.withShard(key, func(sh *shard) { n, ok = memoryUsage(sh, key, now) })
+	return n, ok
+}
+
+func memoryUsage(sh *shard, key []byte, now gcra.Instant) (int64, bool) {
 	i := sh.t.lookup(key)
 	if i < 0 || sh.t.tatAt(i) <= now {
 		return 0, false

@@ -27,10 +27,33 @@ async function main() {
   out.headers = out.steps.map(rateLimitHeaders);
   out.peek = await redis.call("CL.THROTTLE", "js", 1, 1, 60, 0);
 
-  // Pipelined, without MULTI (redcell has no transactions).
+  // Pipelined, without MULTI.
   const pipe = redis.pipeline();
   for (let i = 0; i < 3; i++) pipe.call("CL.THROTTLE", "pipe", 1, 1, 60);
   out.pipeline = (await pipe.exec()).map(([err, reply]) => (err ? String(err) : reply));
+
+  // multi(): MULTI ... EXEC.
+  const tx = redis.multi();
+  for (let i = 0; i < 3; i++) tx.call("CL.THROTTLE", "tx", 1, 1, 60);
+  out.transaction = (await tx.exec()).map(([err, reply]) => (err ? String(err) : reply));
+
+  // A command refused while queued aborts the transaction: nothing runs.
+  try {
+    await redis.multi().call("CL.THROTTLE", "txabort", 1, 1, 60).call("CL.NOSUCH", "txabort").exec();
+  } catch (e) {
+    out.tx_abort = e.message;
+  }
+  out.tx_abort_peek = await redis.call("CL.THROTTLE", "txabort", 1, 1, 60, 0);
+
+  // WATCH: another client's decision on the key makes EXEC run nothing
+  // (ioredis resolves exec() to null).
+  const other = new Redis({ host: "127.0.0.1", port: Number(process.argv[2]), lazyConnect: true });
+  await other.connect();
+  await redis.watch("watched");
+  await other.call("CL.THROTTLE", "watched", 1, 1, 60);
+  out.watch_conflict = (await redis.multi().call("CL.THROTTLE", "watched", 1, 1, 60).exec()) === null;
+  out.watched_peek = await redis.call("CL.THROTTLE", "watched", 1, 1, 60, 0);
+  await other.quit();
 
   try {
     await redis.call("CL.THROTTLE", "js", -1, 1, 60);

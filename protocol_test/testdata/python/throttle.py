@@ -30,11 +30,43 @@ out["steps"] = [r.execute_command("CL.THROTTLE", "py", 1, 1, 60) for _ in range(
 out["headers"] = [rate_limit_headers(reply) for reply in out["steps"]]
 out["peek"] = r.execute_command("CL.THROTTLE", "py", 1, 1, 60, 0)
 
-# Pipelined, without MULTI (redcell has no transactions).
+# Pipelined, without MULTI.
 pipe = r.pipeline(transaction=False)
 for _ in range(3):
     pipe.execute_command("CL.THROTTLE", "pipe", 1, 1, 60)
 out["pipeline"] = pipe.execute()
+
+# redis-py's default pipeline is a transaction: MULTI ... EXEC.
+tx = r.pipeline()
+for _ in range(3):
+    tx.execute_command("CL.THROTTLE", "tx", 1, 1, 60)
+out["transaction"] = tx.execute()
+
+# A transaction with a command refused while queued runs nothing: the token
+# is not spent, so retrying cannot charge twice.
+tx = r.pipeline()
+tx.execute_command("CL.THROTTLE", "txabort", 1, 1, 60)
+tx.execute_command("CL.NOSUCH", "txabort")
+try:
+    tx.execute()
+except redis.ResponseError as e:
+    out["tx_abort"] = str(e)
+out["tx_abort_peek"] = r.execute_command("CL.THROTTLE", "txabort", 1, 1, 60, 0)
+
+# WATCH: another client's decision on the watched key between WATCH and
+# EXEC makes EXEC run nothing (redis-py raises WatchError).
+other = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]))
+with r.pipeline() as tx:
+    tx.watch("watched")
+    other.execute_command("CL.THROTTLE", "watched", 1, 1, 60)
+    tx.multi()
+    tx.execute_command("CL.THROTTLE", "watched", 1, 1, 60)
+    try:
+        tx.execute()
+        out["watch_conflict"] = False
+    except redis.WatchError:
+        out["watch_conflict"] = True
+out["watched_peek"] = r.execute_command("CL.THROTTLE", "watched", 1, 1, 60, 0)
 
 try:
     r.execute_command("CL.THROTTLE", "py", -1, 1, 60)

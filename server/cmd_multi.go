@@ -1,0 +1,226 @@
+package server
+
+import (
+	"time"
+
+	"redcell/gcra"
+	"redcell/storage"
+)
+
+// Transactions, as Redis's: after MULTI every command is queued (+QUEUED)
+// or refused (an error, which marks the transaction: EXEC then answers
+// EXECABORT and runs nothing); EXEC runs the queue with nothing of any other
+// client's between its commands, and answers an array of their replies.
+//
+// Atomicity comes from the keyspace's shard locks: EXEC locks the shards of
+// every key its commands name (every shard, if one of them reads or changes
+// the whole keyspace), in the one order every transaction uses
+// (storage.Store.Lock), runs the commands on the locked keyspace, then
+// unlocks. Every other client's command on those keys waits for the lock,
+// as it would wait for Redis's single thread. A client's commands reach the
+// keyspace through c.ks, which is the store outside EXEC and the locked
+// transaction inside it.
+
+// multiCommands describes the transaction family, as Redis 7 does.
+func multiCommands() []*command {
+	txFlags := []string{"noscript", "loading", "stale", "fast", "allow_busy"}
+	return []*command{
+		{name: "multi", arity: 1, flags: txFlags, acl: []string{"@fast", "@transaction"},
+			group: "transactions", since: "1.2.0", complexity: "O(1)", summary: "Starts a transaction.", run: cmdMulti},
+		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, acl: []string{"@slow", "@transaction"},
+			group: "transactions", since: "1.2.0", complexity: "Depends on commands in the transaction", summary: "Executes all commands in a transaction.", run: cmdExec},
+		{name: "discard", arity: 1, flags: txFlags, acl: []string{"@fast", "@transaction"},
+			group: "transactions", since: "2.0.0", complexity: "O(N), when N is the number of queued commands", summary: "Discards a transaction.", run: cmdDiscard},
+		{name: "watch", arity: -2, flags: txFlags, acl: []string{"@fast", "@transaction"},
+			firstKey: 1, lastKey: -1, step: 1, keyFlags: []string{"RO"},
+			group: "transactions", since: "2.2.0", complexity: "O(1) for every key.", summary: "Monitors changes to keys to determine the execution of a transaction.", run: cmdWatch},
+		{name: "unwatch", arity: 1, flags: txFlags, acl: []string{"@fast", "@transaction"},
+			group: "transactions", since: "2.2.0", complexity: "O(1)", summary: "Forgets about watched keys of a transaction.", run: cmdUnwatch},
+	}
+}
+
+// multiState is a client's transaction between MULTI and EXEC.
+type multiState struct {
+	queue   []queued
+	aborted bool // a command was refused while queueing: EXEC answers EXECABORT
+}
+
+// queued is one command waiting for EXEC, its arguments copied out of the
+// connection's read buffer.
+type queued struct {
+	spec *command
+	args [][]byte
+}
+
+// watchedKey is a key WATCHed, as it was then: a transaction whose watched
+// key has changed since (a decision stored a new TAT, it was deleted or
+// created, or it expired) is not run. A TAT only grows while a key lives,
+// so comparing it tells any change apart.
+type watchedKey struct {
+	key  string
+	tat  gcra.Instant
+	live bool
+}
+
+// maxWatched bounds a client's watched keys, so that WATCH in a loop cannot
+// make the server hold any amount.
+const maxWatched = 1 << 16
+
+// queue adds a command to the transaction and answers QUEUED.
+func (c *client) queue(spec *command, args [][]byte) {
+	size := 0
+	for _, a := range args {
+		size += len(a)
+	}
+	buf := make([]byte, 0, size) // one copy for all the arguments
+	copied := make([][]byte, len(args))
+	for i, a := range args {
+		buf = append(buf, a...)
+		copied[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
+	}
+	c.tx.queue = append(c.tx.queue, queued{spec: spec, args: copied})
+	c.writeSimple("QUEUED")
+}
+
+// flagTransaction marks the transaction, if any, as aborted: a command was
+// refused while it was being queued.
+func (c *client) flagTransaction() {
+	if c.tx != nil {
+		c.tx.aborted = true
+	}
+}
+
+// MULTI
+func cmdMulti(c *client, _ [][]byte, _ time.Time) {
+	if c.tx != nil {
+		c.writeError(errMultiNested)
+		return
+	}
+	c.tx = &multiState{}
+	c.writeOK()
+}
+
+// DISCARD
+func cmdDiscard(c *client, _ [][]byte, _ time.Time) {
+	if c.tx == nil {
+		c.writeError(errDiscardWithoutMulti)
+		return
+	}
+	c.tx = nil
+	c.watched = nil
+	c.writeOK()
+}
+
+// WATCH key [key ...]
+func cmdWatch(c *client, args [][]byte, now time.Time) {
+	if c.tx != nil {
+		c.writeError(errWatchInMulti)
+		return
+	}
+	at := gcra.InstantOf(now)
+	for _, key := range args[1:] {
+		if c.watching(key) || len(c.watched) >= maxWatched {
+			continue
+		}
+		tat, live := c.ks.Get(key, at)
+		c.watched = append(c.watched, watchedKey{key: string(key), tat: tat, live: live})
+	}
+	c.writeOK()
+}
+
+func (c *client) watching(key []byte) bool {
+	for _, w := range c.watched {
+		if w.key == string(key) {
+			return true
+		}
+	}
+	return false
+}
+
+// UNWATCH
+func cmdUnwatch(c *client, _ [][]byte, _ time.Time) {
+	c.watched = nil
+	c.writeOK()
+}
+
+// EXEC
+func cmdExec(c *client, _ [][]byte, now time.Time) {
+	tx := c.tx
+	if tx == nil {
+		c.writeError(errExecWithoutMulti)
+		return
+	}
+	c.tx = nil
+	watched := c.watched
+	c.watched = nil
+	if tx.aborted {
+		c.writeError(errExecAbort)
+		return
+	}
+
+	keys, all := tx.keys(watched)
+	locked := c.srv.store.Lock(keys, all)
+	defer locked.Unlock()
+	at := gcra.InstantOf(now)
+	for _, w := range watched {
+		if tat, live := locked.Get([]byte(w.key), at); live != w.live || (live && tat != w.tat) {
+			c.writeNullArray()
+			return
+		}
+	}
+	c.ks = locked
+	defer func() { c.ks = c.srv.store }()
+	c.writeArray(len(tx.queue))
+	for _, q := range tx.queue {
+		end := c.srv.execute(c, q.spec, q.args, now)
+		if c.srv.hooks.Load()&hookMonitor != 0 {
+			c.srv.feedMonitors(c, q.args, now) // as Redis shows them: each as it runs, then EXEC
+		}
+		now = end
+	}
+}
+
+// inExec reports whether the client's command runs inside EXEC.
+func (c *client) inExec() bool { return c.ks != storage.Keyspace(c.srv.store) }
+
+// writes reports whether the transaction queues a write command: EXEC then
+// waits out a CLIENT PAUSE WRITE, as a write would.
+func (tx *multiState) writes() bool {
+	for _, q := range tx.queue {
+		if q.spec.write {
+			return true
+		}
+	}
+	return false
+}
+
+// keys lists the keys the queued commands and the watched keys name, and
+// whether some command needs the whole keyspace locked.
+func (tx *multiState) keys(watched []watchedKey) (keys [][]byte, all bool) {
+	for _, w := range watched {
+		keys = append(keys, []byte(w.key))
+	}
+	for _, q := range tx.queue {
+		if q.spec.wholeKeyspace {
+			return nil, true
+		}
+		keys = q.spec.appendKeys(keys, q.args)
+	}
+	return keys, false
+}
+
+// appendKeys appends the key arguments of args, by the command's key
+// positions.
+func (cmd *command) appendKeys(keys [][]byte, args [][]byte) [][]byte {
+	if cmd.firstKey == 0 {
+		return keys
+	}
+	last := cmd.lastKey
+	if last < 0 {
+		last += len(args)
+	}
+	for i := cmd.firstKey; i <= last && i < len(args); i += cmd.step {
+		keys = append(keys, args[i])
+	}
+	return keys
+}
