@@ -119,18 +119,17 @@ type Result struct {
 // more), then stored so: obeying it would limit the key for as long as the
 // clock was wrong.
 func Decide(r Rate, tat, now Instant) (res Result, newTAT Instant, store bool, err error) {
-	dvt := int64(r.Tolerance)
-	clamped := false
 	if tat < now {
 		tat = now
-	} else if int64(tat-now) > dvt {
-		tat, clamped = now+Instant(dvt), true // cannot overflow: it is < the old tat
+	} else if int64(tat-now) > int64(r.Tolerance) {
+		return decideClamped(r, now)
 	}
 	inc := int64(r.Increment)
 	if int64(tat) > math.MaxInt64-inc {
 		return Result{}, 0, false, ErrOutOfRange
 	}
 	next := int64(tat) + inc
+	dvt := int64(r.Tolerance)
 	diff := int64(now) - (next - dvt)
 
 	res = Result{Limit: r.Limit, RetryAfter: -time.Second}
@@ -141,17 +140,29 @@ func Decide(r Rate, tat, now Instant) (res Result, newTAT Instant, store bool, e
 			res.RetryAfter = time.Duration(-diff)
 		}
 		ttl = int64(tat - now)
-		newTAT, store = tat, clamped
 	} else {
 		ttl = next - int64(now)
 		newTAT = Instant(next)
-		store = inc > 0 || clamped
+		store = inc > 0
 	}
 	if left := dvt - ttl; left > 0 {
 		res.Remaining = left / int64(r.EmissionInterval)
 	}
 	res.ResetAfter = time.Duration(ttl)
 	return res, newTAT, store, nil
+}
+
+// decideClamped is Decide for a TAT beyond the tolerance: decided as at now
+// + tolerance (which cannot overflow: it is less than the TAT), and that TAT
+// stored when the decision itself stores nothing (limited, or a peek). Kept
+// out of Decide so that the common path pays one comparison for it.
+func decideClamped(r Rate, now Instant) (Result, Instant, bool, error) {
+	clamped := now + Instant(r.Tolerance)
+	res, newTAT, store, err := Decide(r, clamped, now)
+	if err == nil && !store {
+		newTAT, store = clamped, true
+	}
+	return res, newTAT, store, err
 }
 
 // Ints returns the five integers of the CL.THROTTLE reply, as redis-cell

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"io"
+	"math"
 	"net"
 	"sync/atomic"
 
@@ -64,7 +65,9 @@ type conn struct {
 	// connection's share of it.
 	total   *outputTotal
 	counted int64
-	closed  bool
+	// roomLeft is the reply size room accepts at a glance (setRoomLeft).
+	roomLeft int64
+	closed   bool
 	// feed, once the client monitors, takes the replies instead of the
 	// connection: its writer sends them in order with the lines.
 	feed *monitor
@@ -92,7 +95,7 @@ const (
 )
 
 func newConn(nc *guardConn, maxOutput int64, total *outputTotal) *conn {
-	return &conn{
+	c := &conn{
 		nc:        nc,
 		addr:      nc.RemoteAddr().String(),
 		in:        make([]byte, inBufSize),
@@ -100,6 +103,8 @@ func newConn(nc *guardConn, maxOutput int64, total *outputTotal) *conn {
 		maxOutput: maxOutput,
 		total:     total,
 	}
+	c.setRoomLeft()
+	return c
 }
 
 // serveConn runs c's commands until it closes or fails, then reports it
@@ -261,6 +266,16 @@ func (c *conn) flush() error {
 // it is the one closed, as Redis's maxmemory-clients closes the client that
 // uses the most.
 func (c *conn) room(n int) bool {
+	if size := int64(len(c.out) + n); size <= c.roomLeft && !c.closed {
+		return true // the common case: one comparison
+	}
+	return c.makeRoom(n)
+}
+
+// makeRoom is room's slow path: a closed connection, or a reply past this
+// client's allowance of the total or near its own limit.
+func (c *conn) makeRoom(n int) bool {
+	defer c.setRoomLeft()
 	if c.closed {
 		return false
 	}
@@ -294,7 +309,22 @@ func (c *conn) uncount() {
 	if c.counted > 0 {
 		c.total.used.Add(-c.counted)
 		c.counted = 0
+		c.setRoomLeft()
 	}
+}
+
+// setRoomLeft sets roomLeft, the reply size up to which room needs no more
+// than one comparison: the client's own limit, and its allowance of the
+// total plus what it has counted.
+func (c *conn) setRoomLeft() {
+	left := int64(math.MaxInt64)
+	if c.maxOutput > 0 {
+		left = c.maxOutput
+	}
+	if c.total != nil && c.total.limit > 0 {
+		left = min(left, outputAllowance+c.counted)
+	}
+	c.roomLeft = left
 }
 
 // drop discards the queued replies and closes the connection: nothing of

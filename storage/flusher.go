@@ -178,10 +178,12 @@ func (f *Flusher) Flush() error {
 }
 
 // prepare sorts a batch by key (the backend writes keys in order faster),
-// keeps only the last change of a key reported twice (a key deleted more
-// than once), and converts its TATs to wall-clock instants.
+// keeps one change of a key reported twice, and converts its TATs to
+// wall-clock instants. A key is reported twice only as two deletions (a
+// take reports a write once, and a deletion only of a key that is absent),
+// so the sort need not be stable, nor the dedup choose.
 func prepare(batch []Change, offset time.Duration) []Change {
-	slices.SortStableFunc(batch, func(a, b Change) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(batch, func(a, b Change) int { return strings.Compare(a.Key, b.Key) })
 	out := batch[:0]
 	for i, c := range batch {
 		if i+1 < len(batch) && batch[i+1].Key == c.Key {
