@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,6 +77,19 @@ func infoField(t *testing.T, rdb *redis.Client, section, field string) string {
 	return m[1]
 }
 
+// metric reads one unlabelled metric's value from a /metrics page.
+func metric(t *testing.T, url, name string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindSubmatch(body)
+	require.NotNil(t, m, "no %s in:\n%s", name, body)
+	return string(m[1])
+}
+
 // exitCode waits for the child to exit, at most within, and returns its
 // exit status.
 func (c *child) exitCode(t *testing.T, within time.Duration) int {
@@ -95,10 +110,13 @@ func (c *child) exitCode(t *testing.T, within time.Duration) int {
 func TestFullDiskNeverStopsDecisionsAndFlushesResume(t *testing.T) {
 	disk := smallDisk(t, 24<<20)
 	dir := filepath.Join(disk, "data")
-	c := startChild(t, "--dir", dir, "--flush-interval", "50ms", "--disk-reserve", "2mb")
+	c := startChild(t, "--dir", dir, "--flush-interval", "50ms", "--disk-reserve", "2mb", "--metrics-addr", "127.0.0.1:0")
 	rdb := c.client(t)
 	ctx := context.Background()
+	metricsURL := regexp.MustCompile(`serving metrics" metrics=(\S+)`).FindStringSubmatch(c.log())
+	require.NotNil(t, metricsURL, "the metrics address in the log:\n%s", c.log())
 	keys := makeKeys(t, rdb, 2000)
+	require.Equal(t, "0", metric(t, metricsURL[1], "redcell_flush_failures_total"))
 	require.Eventually(t, func() bool { return infoField(t, rdb, "persistence", "rdb_changes_since_last_save") == "0" }, 10*time.Second, 10*time.Millisecond)
 
 	filler := fillDisk(t, disk)
@@ -114,6 +132,8 @@ func TestFullDiskNeverStopsDecisionsAndFlushesResume(t *testing.T) {
 		return infoField(t, rdb, "persistence", "rdb_last_bgsave_status") == "err"
 	}, 10*time.Second, 10*time.Millisecond)
 	require.Equal(t, "full", infoField(t, rdb, "persistence", "redcell_disk_state"))
+	require.NotEqual(t, "0", metric(t, metricsURL[1], "redcell_flush_failures_total"))
+	require.Equal(t, "1", metric(t, metricsURL[1], "redcell_flush_failing"))
 	require.Equal(t, "2000", infoField(t, rdb, "persistence", "rdb_changes_since_last_save"))
 	start := time.Now()
 	err := rdb.Save(ctx).Err()
@@ -130,6 +150,7 @@ func TestFullDiskNeverStopsDecisionsAndFlushesResume(t *testing.T) {
 			infoField(t, rdb, "persistence", "rdb_changes_since_last_save") == "0"
 	}, 20*time.Second, 20*time.Millisecond)
 	require.Equal(t, "ok", infoField(t, rdb, "persistence", "redcell_disk_state"))
+	require.Equal(t, "0", metric(t, metricsURL[1], "redcell_flush_failing"))
 	require.Contains(t, c.log(), "flush succeeded again")
 	before := tats(t, rdb, append(keys, more...))
 

@@ -379,3 +379,27 @@ func TestTableChangesOfDeletedKeys(t *testing.T) {
 	sort.Slice(got, func(i, j int) bool { return got[i].Key < got[j].Key })
 	require.Equal(t, []Change{{Key: "a"}, {Key: "c"}}, got)
 }
+
+// A long key stored past 4 GiB into its shard's arena is kept and found:
+// offsets are 64-bit (with 32-bit offsets, --shards 1 and 4 GiB of keys
+// panicked). The arena is a mapped region, so the 5 GiB reserved here cost
+// only the pages touched.
+func TestTableLongKeyPastFourGiBOfArena(t *testing.T) {
+	if !offHeap {
+		t.Skip("needs the mapped regions of linux")
+	}
+	tab := newTable(false)
+	const size = 5 << 30
+	tab.mem.arena = allocRegion(size)
+	tab.arena = tab.mem.arena.b[: 4<<30+100 : size] // as if 4 GiB of keys had come and gone
+	tab.garbage = len(tab.arena)
+	key := []byte(strings.Repeat("k", 100))
+	require.NoError(t, tab.put(key, 42))
+	off := binary.LittleEndian.Uint64(tab.entries[0].key[:])
+	require.Equal(t, uint64(4<<30+100), off, "stored past 4 GiB")
+	tat, ok := tab.get(key)
+	require.True(t, ok)
+	require.Equal(t, gcra.Instant(42), tat)
+	require.Equal(t, string(key), tab.keyAt(0))
+	tab.release()
+}
