@@ -299,6 +299,7 @@ func TestPauseWriteHoldsAnExecThatWrites(t *testing.T) {
 	c.write(command("EXEC"))
 	require.Eventually(t, func() bool { return strings.Contains(admin.do("CLIENT", "LIST"), "flags=b") }, 5*time.Second, 5*time.Millisecond,
 		"the EXEC waits on the pause")
+	require.Contains(t, bulkBody(t, admin.do("INFO", "clients")), "blocked_clients:1\r\n")
 	require.Equal(t, ok, admin.do("CLIENT", "UNPAUSE"))
 	require.Equal(t, "*1\r\n"+ints(0, 5, 4, -1, 1), c.read())
 }

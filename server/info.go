@@ -108,14 +108,21 @@ func executable() string {
 	return p
 }
 
+// infoClients counts the connections, and as blocked_clients those whose
+// command waits on CLIENT PAUSE (Redis counts paused clients there too).
 func (s *Server) infoClients(ks storage.Keyspace, _ time.Time) [][2]string {
 	s.mu.Lock()
-	n := len(s.clients)
+	n, blocked := len(s.clients), 0
+	for c := range s.clients {
+		if c.waiting.Load() {
+			blocked++
+		}
+	}
 	s.mu.Unlock()
 	return [][2]string{
 		{"connected_clients", strconv.Itoa(n)},
 		{"maxclients", strconv.Itoa(s.limits.MaxClients)},
-		{"blocked_clients", "0"},
+		{"blocked_clients", strconv.Itoa(blocked)},
 	}
 }
 
