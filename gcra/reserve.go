@@ -1,0 +1,85 @@
+package gcra
+
+import (
+	"math"
+	"time"
+)
+
+// Reservation is the reply to CL.RESERVE: the leaky bucket as a queue.
+type Reservation struct {
+	// Limited is true when the call would have to wait longer than its
+	// MAXWAIT: nothing was reserved.
+	Limited   bool
+	Limit     int64
+	Remaining int64
+	// Wait is how long the caller must wait before acting on what was
+	// reserved (0: act now); when Limited, the wait a reservation would
+	// need, or -1 when it can never be made (quantity above the limit).
+	Wait time.Duration
+	// ResetAfter is how long until the key is back to its full burst.
+	ResetAfter time.Duration
+}
+
+// Reserve runs one CL.RESERVE decision at now. Where Decide refuses a call
+// that comes too early, Reserve schedules it: the call takes the next slot,
+// new TAT = max(TAT, now) + increment as always, and is told to wait until
+// new TAT - tolerance, when the burst would have allowed it; if that wait is
+// at most maxWait the TAT is stored. So however bursty the input, the
+// actions (call time + wait) leave at exactly the rate, and at most
+// Limit + maxWait/EmissionInterval of them are ever queued.
+//
+// A TAT beyond what this call's own parameters allow (tolerance plus
+// maxWait: a clock that ran fast, or another rate) is clamped there and the
+// clamp stored, as Decide clamps to the tolerance alone. So CL.THROTTLE or
+// GCRA on a key holding reservations queued beyond its burst forgets the
+// queue, which errs toward allowing.
+func Reserve(r Rate, tat, now Instant, maxWait time.Duration) (res Reservation, newTAT Instant, store bool, err error) {
+	dvt := int64(r.Tolerance)
+	clamped := false
+	if tat < now {
+		tat = now
+	} else if horizon := int64(tat - now); horizon > dvt && horizon-dvt > int64(maxWait) {
+		tat, clamped = now+Instant(dvt)+Instant(maxWait), true // < the old tat: no overflow
+	}
+	inc := int64(r.Increment)
+	if int64(tat) > math.MaxInt64-inc {
+		return Reservation{}, 0, false, ErrOutOfRange
+	}
+	next := int64(tat) + inc
+	wait := max(next-dvt-int64(now), 0)
+	res = Reservation{Limit: r.Limit}
+	var ttl int64
+	if wait <= int64(maxWait) {
+		res.Wait = time.Duration(wait)
+		ttl = next - int64(now)
+		newTAT, store = Instant(next), inc > 0
+	} else {
+		res.Limited = true
+		res.Wait = -1
+		if inc <= dvt {
+			res.Wait = time.Duration(wait)
+		}
+		ttl = int64(tat - now)
+		newTAT, store = tat, clamped
+	}
+	if left := dvt - ttl; left > 0 {
+		res.Remaining = left / int64(r.EmissionInterval)
+	}
+	res.ResetAfter = time.Duration(ttl)
+	return res, newTAT, store, nil
+}
+
+// Ints returns CL.RESERVE's five integers: limited, limit, remaining, the
+// wait and reset_after in milliseconds rounded up (the wait -1 when it can
+// never be).
+func (r Reservation) Ints() [5]int64 {
+	limited := int64(0)
+	if r.Limited {
+		limited = 1
+	}
+	wait := int64(-1)
+	if r.Wait >= 0 {
+		wait = ceilDiv(r.Wait, time.Millisecond)
+	}
+	return [5]int64{limited, r.Limit, r.Remaining, wait, ceilDiv(r.ResetAfter, time.Millisecond)}
+}
