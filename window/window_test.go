@@ -51,13 +51,13 @@ func TestExactLogAtTheWindowEdge(t *testing.T) {
 		{0, 1, [5]int64{0, 3, 2, -1, 10}},
 		{time.Second, 1, [5]int64{0, 3, 1, -1, 10}},
 		{2 * time.Second, 1, [5]int64{0, 3, 0, -1, 10}},
-		{3 * time.Second, 1, [5]int64{1, 3, 0, 7, 9}}, // the entry at 0 leaves at 10
+		{3 * time.Second, 1, [5]int64{1, 3, 0, 7, 9}},    // the entry at 0 leaves at 10
 		{10*time.Second - 1, 1, [5]int64{1, 3, 0, 0, 2}}, // 1 ns to wait: 0 s, as CL.THROTTLE rounds
-		{10 * time.Second, 1, [5]int64{0, 3, 0, -1, 10}},     // exactly when it leaves
-		{10 * time.Second, 0, [5]int64{0, 3, 0, -1, 10}},     // a peek
-		{10 * time.Second, 4, [5]int64{1, 3, 0, -1, 10}},     // above the limit: never
-		{11 * time.Second, 2, [5]int64{1, 3, 1, 1, 9}},       // needs the entries at 1 and 2 gone: at 12
-		{12 * time.Second, 2, [5]int64{0, 3, 0, -1, 10}},     // entries at 10 and 12 (q 2)
+		{10 * time.Second, 1, [5]int64{0, 3, 0, -1, 10}}, // exactly when it leaves
+		{10 * time.Second, 0, [5]int64{0, 3, 0, -1, 10}}, // a peek
+		{10 * time.Second, 4, [5]int64{1, 3, 0, -1, 10}}, // above the limit: never
+		{11 * time.Second, 2, [5]int64{1, 3, 1, 1, 9}},   // needs the entries at 1 and 2 gone: at 12
+		{12 * time.Second, 2, [5]int64{0, 3, 0, -1, 10}}, // entries at 10 and 12 (q 2)
 		{12*time.Second + time.Millisecond, 0, [5]int64{0, 3, 0, -1, 10}},
 		{30 * time.Second, 0, [5]int64{0, 3, 3, -1, 0}}, // all left
 	})
