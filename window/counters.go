@@ -74,7 +74,7 @@ func decideCounters(s Spec, state []byte, now gcra.Instant, buf []byte) (Result,
 		return res, nil, 0, false
 	}
 	// Allowed: the counts at their new positions, this call's in cur's.
-	buf = binary.LittleEndian.AppendUint64(buf[:0], uint64(cur))
+	buf = binary.LittleEndian.AppendUint64(buf, uint64(cur))
 	next, pending := int64(0), int64(0) // the position being written, its count so far
 	flush := func(upTo int64) {
 		for ; next < upTo; next++ {

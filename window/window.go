@@ -102,11 +102,60 @@ func (r Result) Ints() [5]int64 {
 // the new state, when the key expires (when the window holds nothing) and
 // whether to store: false for a limited call or a peek, which change
 // nothing. A state that does not decode is taken as empty.
+//
+// A state begins with the uvarint precision it was kept with: one of
+// another precision (the key's PRECISION changed) is taken as empty too.
 func Decide(s Spec, state []byte, now gcra.Instant, buf []byte) (res Result, newState []byte, expiry gcra.Instant, store bool) {
+	body := stateBody(s, state)
+	buf = binary.AppendUvarint(buf[:0], uint64(s.Precision))
 	if s.Precision == 0 {
-		return decideLog(s, state, now, buf)
+		return decideLog(s, body, now, buf)
 	}
-	return decideCounters(s, state, now, buf)
+	return decideCounters(s, body, now, buf)
+}
+
+// stateBody is state after its precision, or nil when the precision is not
+// s's or does not decode.
+func stateBody(s Spec, state []byte) []byte {
+	p, n := binary.Uvarint(state)
+	if n <= 0 || p != uint64(s.Precision) {
+		return nil
+	}
+	return state[n:]
+}
+
+// Precision returns the precision a state was kept with.
+func Precision(state []byte) (int64, bool) {
+	p, n := binary.Uvarint(state)
+	return int64(p), n > 0 && p <= MaxPrecision
+}
+
+// Shift returns state, appended to buf, with its instants moved by offset:
+// how the store turns a state kept on its clock into one of wall-clock
+// instants for the disk (and back). A log's instants move exactly; a
+// counting window moves by whole sub-windows, the nearest to offset. A
+// state that does not decode is returned as it is.
+func Shift(state []byte, window time.Duration, offset time.Duration, buf []byte) []byte {
+	buf = append(buf[:0], state...)
+	precision, n := binary.Uvarint(state)
+	if n <= 0 || len(state) < n+8 || offset == 0 {
+		return buf
+	}
+	first := binary.LittleEndian.Uint64(state[n:])
+	if precision == 0 {
+		binary.LittleEndian.PutUint64(buf[n:], first+uint64(offset))
+		return buf
+	}
+	sub := int64(window) / int64(precision)
+	if sub <= 0 {
+		return buf
+	}
+	shift := (int64(offset) + sub/2) / sub
+	if offset < 0 {
+		shift = (int64(offset) - sub/2) / sub
+	}
+	binary.LittleEndian.PutUint64(buf[n:], first+uint64(shift))
+	return buf
 }
 
 // The exact log's state: the time of its oldest entry (8 bytes, little
@@ -170,7 +219,6 @@ func decideLog(s Spec, state []byte, now gcra.Instant, buf []byte) (Result, []by
 	// Allowed: the entries still in the window, then this call, which
 	// shares the newest entry if that is at this same instant.
 	merge := kept > 0 && newest == now
-	buf = buf[:0]
 	var prev gcra.Instant
 	var i int64
 	logEntries(s, state, now, func(at gcra.Instant, size int64) {

@@ -369,3 +369,43 @@ func BenchmarkDecideCounters(b *testing.B) {
 		_, buf, _, _ = Decide(s, state, t0, buf)
 	}
 }
+
+// A key whose PRECISION changed starts afresh: the old state has another
+// shape.
+func TestChangedPrecisionStartsAfresh(t *testing.T) {
+	_, state, _, _ := Decide(spec(t, 1, 60, 1, 0), nil, t0, nil)
+	res, _, _, _ := Decide(spec(t, 1, 60, 1, 0), state, t0, nil)
+	if !res.Limited {
+		t.Fatal("the same precision: limited")
+	}
+	res, _, _, store := Decide(spec(t, 1, 60, 1, 6), state, t0, nil)
+	if res.Limited || !store {
+		t.Fatal("another precision: a fresh window")
+	}
+}
+
+// Shift moves a log's instants exactly, and a counting window's by whole
+// sub-windows: decisions after a shift by d at now+d are those before it at
+// now.
+func TestShift(t *testing.T) {
+	for _, precision := range []int64{0, 6} {
+		s := spec(t, 3, 60, 1, precision)
+		var state []byte
+		for _, d := range []time.Duration{0, 10 * time.Second, 20 * time.Second} {
+			_, next, _, _ := Decide(s, state, at(d), nil)
+			state = append(state[:0], next...)
+		}
+		offset := time.Hour
+		shifted := Shift(state, s.Window, offset, nil)
+		for _, d := range []time.Duration{25 * time.Second, 65 * time.Second} {
+			a, _, _, _ := Decide(s, state, at(d), nil)
+			b, _, _, _ := Decide(s, shifted, at(d+offset), nil)
+			if a.Ints() != b.Ints() {
+				t.Fatalf("precision %d at %v: %v before the shift, %v after", precision, d, a.Ints(), b.Ints())
+			}
+		}
+		if p, ok := Precision(state); !ok || p != precision {
+			t.Fatalf("Precision = %d %v", p, ok)
+		}
+	}
+}
