@@ -103,58 +103,70 @@ func (r Result) Ints() [5]int64 {
 // whether to store: false for a limited call or a peek, which change
 // nothing. A state that does not decode is taken as empty.
 //
-// A state begins with the uvarint precision it was kept with: one of
-// another precision (the key's PRECISION changed) is taken as empty too.
+// A state begins with the uvarint precision and window (seconds) it was kept
+// with: one of another shape (the key's PRECISION or window changed) is
+// taken as empty too.
 func Decide(s Spec, state []byte, now gcra.Instant, buf []byte) (res Result, newState []byte, expiry gcra.Instant, store bool) {
 	body := stateBody(s, state)
 	buf = binary.AppendUvarint(buf[:0], uint64(s.Precision))
+	buf = binary.AppendUvarint(buf, uint64(s.Window/time.Second))
 	if s.Precision == 0 {
 		return decideLog(s, body, now, buf)
 	}
 	return decideCounters(s, body, now, buf)
 }
 
-// stateBody is state after its precision, or nil when the precision is not
-// s's or does not decode.
-func stateBody(s Spec, state []byte) []byte {
+// header reads a state's precision and window, and where its body starts.
+func header(state []byte) (precision, window int64, body int, ok bool) {
 	p, n := binary.Uvarint(state)
-	if n <= 0 || p != uint64(s.Precision) {
-		return nil
+	if n <= 0 || p > MaxPrecision {
+		return 0, 0, 0, false
 	}
-	return state[n:]
+	w, m := binary.Uvarint(state[n:])
+	if m <= 0 || w < 1 || w > uint64(math.MaxInt64/int64(time.Second)/2) {
+		return 0, 0, 0, false
+	}
+	return int64(p), int64(w), n + m, true
 }
 
-// Precision returns the precision a state was kept with.
-func Precision(state []byte) (int64, bool) {
-	p, n := binary.Uvarint(state)
-	return int64(p), n > 0 && p <= MaxPrecision
+// stateBody is state after its header, or nil when its shape is not s's or
+// it does not decode.
+func stateBody(s Spec, state []byte) []byte {
+	p, w, body, ok := header(state)
+	if !ok || p != s.Precision || time.Duration(w)*time.Second != s.Window {
+		return nil
+	}
+	return state[body:]
+}
+
+// Shape returns the precision and window a state was kept with.
+func Shape(state []byte) (precision int64, window time.Duration, ok bool) {
+	p, w, _, ok := header(state)
+	return p, time.Duration(w) * time.Second, ok
 }
 
 // Shift returns state, appended to buf, with its instants moved by offset:
 // how the store turns a state kept on its clock into one of wall-clock
-// instants for the disk (and back). A log's instants move exactly; a
-// counting window moves by whole sub-windows, the nearest to offset. A
-// state that does not decode is returned as it is.
-func Shift(state []byte, window time.Duration, offset time.Duration, buf []byte) []byte {
+// instants for the disk. A log's instants move exactly; a counting window
+// moves by whole sub-windows, the nearest to offset. A state that does not
+// decode is returned as it is.
+func Shift(state []byte, offset time.Duration, buf []byte) []byte {
 	buf = append(buf[:0], state...)
-	precision, n := binary.Uvarint(state)
-	if n <= 0 || len(state) < n+8 || offset == 0 {
+	precision, window, body, ok := header(state)
+	if !ok || len(state) < body+8 || offset == 0 {
 		return buf
 	}
-	first := binary.LittleEndian.Uint64(state[n:])
+	first := binary.LittleEndian.Uint64(state[body:])
 	if precision == 0 {
-		binary.LittleEndian.PutUint64(buf[n:], first+uint64(offset))
+		binary.LittleEndian.PutUint64(buf[body:], first+uint64(offset))
 		return buf
 	}
-	sub := int64(window) / int64(precision)
-	if sub <= 0 {
-		return buf
-	}
-	shift := (int64(offset) + sub/2) / sub
+	sub := window * int64(time.Second) / precision
+	half := sub / 2
 	if offset < 0 {
-		shift = (int64(offset) - sub/2) / sub
+		half = -half
 	}
-	binary.LittleEndian.PutUint64(buf[n:], first+uint64(shift))
+	binary.LittleEndian.PutUint64(buf[body:], first+uint64((int64(offset)+half)/sub))
 	return buf
 }
 

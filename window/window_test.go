@@ -370,17 +370,19 @@ func BenchmarkDecideCounters(b *testing.B) {
 	}
 }
 
-// A key whose PRECISION changed starts afresh: the old state has another
-// shape.
-func TestChangedPrecisionStartsAfresh(t *testing.T) {
+// A key whose PRECISION or window changed starts afresh: the old state has
+// another shape.
+func TestChangedShapeStartsAfresh(t *testing.T) {
 	_, state, _, _ := Decide(spec(t, 1, 60, 1, 0), nil, t0, nil)
 	res, _, _, _ := Decide(spec(t, 1, 60, 1, 0), state, t0, nil)
 	if !res.Limited {
-		t.Fatal("the same precision: limited")
+		t.Fatal("the same shape: limited")
 	}
-	res, _, _, store := Decide(spec(t, 1, 60, 1, 6), state, t0, nil)
-	if res.Limited || !store {
-		t.Fatal("another precision: a fresh window")
+	for _, other := range []Spec{spec(t, 1, 60, 1, 6), spec(t, 1, 30, 1, 0)} {
+		res, _, _, store := Decide(other, state, t0, nil)
+		if res.Limited || !store {
+			t.Fatalf("%+v: a fresh window", other)
+		}
 	}
 }
 
@@ -396,7 +398,7 @@ func TestShift(t *testing.T) {
 			state = append(state[:0], next...)
 		}
 		offset := time.Hour
-		shifted := Shift(state, s.Window, offset, nil)
+		shifted := Shift(state, offset, nil)
 		for _, d := range []time.Duration{25 * time.Second, 65 * time.Second} {
 			a, _, _, _ := Decide(s, state, at(d), nil)
 			b, _, _, _ := Decide(s, shifted, at(d+offset), nil)
@@ -404,8 +406,8 @@ func TestShift(t *testing.T) {
 				t.Fatalf("precision %d at %v: %v before the shift, %v after", precision, d, a.Ints(), b.Ints())
 			}
 		}
-		if p, ok := Precision(state); !ok || p != precision {
-			t.Fatalf("Precision = %d %v", p, ok)
+		if p, w, ok := Shape(state); !ok || p != precision || w != s.Window {
+			t.Fatalf("Shape = %d %v %v", p, w, ok)
 		}
 	}
 }
