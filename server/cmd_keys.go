@@ -5,6 +5,8 @@ import (
 	"time"
 	"unsafe"
 
+	"redcell/storage"
+
 	"redcell/gcra"
 )
 
@@ -35,7 +37,7 @@ func cmdExists(c *client, args [][]byte, now time.Time) {
 	at := gcra.InstantOf(now)
 	n := int64(0)
 	for _, key := range args[1:] {
-		if _, ok := c.lookupKey(key, at); ok {
+		if _, _, ok := c.lookupKey(key, at); ok {
 			n++
 		}
 	}
@@ -67,11 +69,11 @@ func cmdTTL(c *client, args [][]byte, now time.Time) {
 
 func pttl(c *client, key []byte, now time.Time) (int64, bool) {
 	at := gcra.InstantOf(now)
-	tat, ok := c.lookupKey(key, at)
+	exp, _, ok := c.lookupKey(key, at)
 	if !ok {
 		return 0, false
 	}
-	left := time.Duration(tat - at)
+	left := time.Duration(exp - at)
 	return int64((left + time.Millisecond/2) / time.Millisecond), true
 }
 
@@ -80,9 +82,13 @@ func pttl(c *client, key []byte, now time.Time) (int64, bool) {
 // The value is the TAT in nanoseconds since the Unix epoch, as a decimal
 // string: what redis-cell stores under the key.
 func cmdGet(c *client, args [][]byte, now time.Time) {
-	tat, ok := c.lookupKey(args[1], gcra.InstantOf(now))
+	tat, kind, ok := c.lookupKey(args[1], gcra.InstantOf(now))
 	if !ok {
 		c.writeNull()
+		return
+	}
+	if kind != storage.KindTAT {
+		c.writeError(errWrongType)
 		return
 	}
 	var buf [20]byte
@@ -90,12 +96,18 @@ func cmdGet(c *client, args [][]byte, now time.Time) {
 }
 
 // TYPE key
+//
+// A TAT key is a string, as redis-cell's are; a CL.WINDOW key is a window.
 func cmdType(c *client, args [][]byte, now time.Time) {
-	if _, ok := c.lookupKey(args[1], gcra.InstantOf(now)); ok {
+	_, kind, ok := c.lookupKey(args[1], gcra.InstantOf(now))
+	switch {
+	case !ok:
+		c.writeSimple("none")
+	case kind == storage.KindWindow:
+		c.writeSimple("window")
+	default:
 		c.writeSimple("string")
-		return
 	}
-	c.writeSimple("none")
 }
 
 // KEYS pattern

@@ -53,12 +53,12 @@ type queued struct {
 }
 
 // watchedKey is a key WATCHed, as it was then: a transaction whose watched
-// key has changed since (a decision stored a new TAT, it was deleted or
-// created, or it expired) is not run. A TAT only grows while a key lives,
-// so comparing it tells any change apart.
+// key has changed since (a decision stored a new state, it was deleted or
+// created, or it expired) is not run. The key's fingerprint
+// (storage.Store.Fingerprint) tells any change apart.
 type watchedKey struct {
 	key  string
-	tat  gcra.Instant
+	fp   uint64
 	live bool
 }
 
@@ -122,8 +122,8 @@ func cmdWatch(c *client, args [][]byte, now time.Time) {
 		if c.watching(key) || len(c.watched) >= maxWatched {
 			continue
 		}
-		tat, live := c.ks.Get(key, at)
-		c.watched = append(c.watched, watchedKey{key: string(key), tat: tat, live: live})
+		fp, live := c.ks.Fingerprint(key, at)
+		c.watched = append(c.watched, watchedKey{key: string(key), fp: fp, live: live})
 	}
 	c.writeOK()
 }
@@ -163,7 +163,7 @@ func cmdExec(c *client, _ [][]byte, now time.Time) {
 	defer locked.Unlock()
 	at := gcra.InstantOf(now)
 	for _, w := range watched {
-		if tat, live := locked.Get([]byte(w.key), at); live != w.live || (live && tat != w.tat) {
+		if fp, live := locked.Fingerprint([]byte(w.key), at); live != w.live || (live && fp != w.fp) {
 			c.writeNullArray()
 			return
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"redcell/gcra"
+	"redcell/storage"
 )
 
 // What a key's value looks like to tools that size keys: STRLEN (redis-cli
@@ -16,9 +17,13 @@ import (
 //
 // The length of GET's value, the TAT's decimal digits; 0 for an absent key.
 func cmdStrlen(c *client, args [][]byte, now time.Time) {
-	tat, ok := c.lookupKey(args[1], gcra.InstantOf(now))
+	tat, kind, ok := c.lookupKey(args[1], gcra.InstantOf(now))
 	if !ok {
 		c.writeInt(0)
+		return
+	}
+	if kind != storage.KindTAT {
+		c.writeError(errWrongType)
 		return
 	}
 	c.writeInt(int64(intSize(int64(tat)) - 3)) // intSize counts ":" and "\r\n"
@@ -88,11 +93,14 @@ func cmdObject(c *client, args [][]byte, now time.Time) {
 	keyed := equalFold(sub, "encoding") || equalFold(sub, "freq") || equalFold(sub, "idletime") || equalFold(sub, "refcount")
 	switch {
 	case keyed && len(args) == 3:
-		if _, ok := c.lookupKey(args[2], gcra.InstantOf(now)); !ok {
+		_, kind, ok := c.lookupKey(args[2], gcra.InstantOf(now))
+		if !ok {
 			c.writeNull()
 			return
 		}
 		switch {
+		case equalFold(sub, "encoding") && kind == storage.KindWindow:
+			c.writeBulkString("window") // a sliding window's log or counters
 		case equalFold(sub, "encoding"):
 			c.writeBulkString("int")
 		case equalFold(sub, "freq"):

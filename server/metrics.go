@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"redcell/gcra"
+	"redcell/storage"
 )
 
 // The counters behind INFO and /metrics. Commands and decisions update plain
@@ -541,9 +542,10 @@ func (s *Server) pendingChanges() int {
 	return s.store.PendingChanges()
 }
 
-// lookupKey is Keyspace.Get counted as a keyspace hit or miss.
-func (c *client) lookupKey(key []byte, now gcra.Instant) (gcra.Instant, bool) {
-	tat, ok := c.ks.Get(key, now)
+// lookupKey is Keyspace.Get counted as a keyspace hit or miss: when the key
+// expires (a TAT key's TAT) and its kind.
+func (c *client) lookupKey(key []byte, now gcra.Instant) (gcra.Instant, storage.Kind, bool) {
+	exp, kind, ok := c.ks.Get(key, now)
 	c.srv.stats.countLookup(ok)
-	return tat, ok
+	return exp, kind, ok
 }

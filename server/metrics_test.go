@@ -26,7 +26,7 @@ func TestKeyWasLiveAgreesWithTheStore(t *testing.T) {
 		key := []byte{'k', byte('0' + rng.IntN(4))}
 		r, err := gcra.NewRate(rng.Int64N(5), 1+rng.Int64N(10), 1+rng.Int64N(3), rng.Int64N(8))
 		require.NoError(t, err)
-		_, live := store.Get(key, now)
+		_, _, live := store.Get(key, now)
 		res, err := store.Throttle(key, r, now)
 		require.NoError(t, err)
 		if got := keyWasLive(res, r); got != live {

@@ -6,11 +6,14 @@ import (
 	"redcell/gcra"
 )
 
-// Change is one key's new state for the persister: its TAT, or zero when the
-// key was deleted or expired.
+// Change is one key's new state for the persister: its TAT (a KindTAT key)
+// or expiry (another kind) and, for a boxed kind, its state; TAT zero when
+// the key was deleted or expired.
 type Change struct {
-	Key string
-	TAT gcra.Instant
+	Key   string
+	TAT   gcra.Instant
+	Kind  Kind
+	Value string
 }
 
 // changeLog records which of a table's keys changed since the persister last
@@ -94,7 +97,13 @@ func (t *table) takeChanges(buf []Change) []Change {
 				e := &t.entries[i]
 				e.n &^= dirtyBit
 				key := t.keyOf(e)
-				buf = append(buf, Change{Key: view(key), TAT: e.tat})
+				ch := Change{Key: view(key), TAT: e.exp, Kind: e.kind()}
+				if e.boxed() {
+					v := t.value(e)
+					ch.Value = view(v)
+					size += len(v)
+				}
+				buf = append(buf, ch)
 				size += len(key)
 			}
 			continue
@@ -114,13 +123,15 @@ func (t *table) takeChanges(buf []Change) []Change {
 	keys := make([]byte, 0, size)
 	for _, c := range buf[start:] {
 		keys = append(keys, c.Key...)
+		keys = append(keys, c.Value...)
 	}
 	s := view(keys)
 	off = 0
 	for j := start; j < len(buf); j++ {
-		n := len(buf[j].Key)
+		n, m := len(buf[j].Key), len(buf[j].Value)
 		buf[j].Key = s[off : off+n]
-		off += n
+		buf[j].Value = s[off+n : off+n+m]
+		off += n + m
 	}
 	// Keep the buffers for the next batch unless a burst made them large.
 	if cap(l.records) > 1<<16 {

@@ -69,7 +69,7 @@ func reopen(t *testing.T, fs *faultFS, p *PebbleBackend) map[string]gcra.Instant
 	t.Helper()
 	require.NoError(t, p.Close())
 	got := map[string]gcra.Instant{}
-	p2, _, err := OpenPebble("/store", PebbleOptions{FS: fs, Reserve: reserve}, t0, func(k []byte, tat gcra.Instant) error {
+	p2, _, err := OpenPebble("/store", PebbleOptions{FS: fs, Reserve: reserve}, t0, func(k []byte, _ Kind, tat gcra.Instant, _ []byte) error {
 		got[string(k)] = tat
 		return nil
 	})
@@ -82,7 +82,7 @@ func reopen(t *testing.T, fs *faultFS, p *PebbleBackend) map[string]gcra.Instant
 // saying how much is free and how much is needed, and writes nothing.
 func TestOpenOnAFullDiskFailsAtOnce(t *testing.T) {
 	fs := newFaultFS("/store", 3*reserve/2)
-	_, _, err := OpenPebble("/store", PebbleOptions{FS: fs, Reserve: reserve}, t0, func([]byte, gcra.Instant) error { return nil })
+	_, _, err := OpenPebble("/store", PebbleOptions{FS: fs, Reserve: reserve}, t0, func([]byte, Kind, gcra.Instant, []byte) error { return nil })
 	require.ErrorIs(t, err, ErrDiskFull)
 	require.Contains(t, err.Error(), "open store /store: storage: disk full: 1.50M free at /store; redcell needs 2.00M free to start")
 	names, _ := fs.List("/store")
@@ -208,7 +208,7 @@ func TestOpenOfALockedStoreSaysAnotherProcessHoldsIt(t *testing.T) {
 	dir := t.TempDir()
 	p, _ := openPebble(t, dir)
 	defer p.Close()
-	_, _, err := OpenPebble(dir, noReserve, t0, func([]byte, gcra.Instant) error { return nil })
+	_, _, err := OpenPebble(dir, noReserve, t0, func([]byte, Kind, gcra.Instant, []byte) error { return nil })
 	require.ErrorIs(t, err, ErrLocked)
 	require.Contains(t, err.Error(), "another process holds the lock on "+dir+"/LOCK; is another redcell running with --dir "+dir+"?")
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"redcell/gcra"
+	"redcell/window"
 )
 
 // DefaultFlushInterval is how often changed keys are written by default, as
@@ -189,8 +190,11 @@ func prepare(batch []Change, offset time.Duration) []Change {
 		if i+1 < len(batch) && batch[i+1].Key == c.Key {
 			continue
 		}
-		if c.TAT != 0 {
+		if c.TAT != 0 && offset != 0 {
 			c.TAT += gcra.Instant(offset)
+			if c.Kind != KindTAT {
+				c.Value = string(window.Shift([]byte(c.Value), offset, nil)) // rare: only once the wall clock has stepped
+			}
 		}
 		out = append(out, c)
 	}

@@ -65,7 +65,7 @@ func TestRestoreLoadsLiveKeysWithoutMarkingThemChanged(t *testing.T) {
 	stats, err := b.Load(t0, s.Restore)
 	require.NoError(t, err)
 	require.Equal(t, LoadStats{Loaded: 1, Stale: 1}, stats)
-	tat, ok := s.Get([]byte("live"), t0)
+	tat, _, ok := s.Get([]byte("live"), t0)
 	require.True(t, ok)
 	require.Equal(t, t0+sec(5), tat)
 	require.Equal(t, 0, s.PendingChanges(), "loading writes nothing back")
@@ -156,7 +156,7 @@ func TestFailedFlushesKeepEachKeyOnce(t *testing.T) {
 	require.Equal(t, keys, written, "each key written once")
 	require.Equal(t, 0, f.Pending())
 	for i := 0; i < keys; i++ {
-		tat, _ := s.Get(fmt.Appendf(nil, "k%d", i), t0)
+		tat, _, _ := s.Get(fmt.Appendf(nil, "k%d", i), t0)
 		require.Equal(t, tat, b.Snapshot()[fmt.Sprintf("k%d", i)], "k%d: the latest TAT", i)
 	}
 	st := f.Stats()
@@ -175,7 +175,7 @@ func TestFlushWritesWallClockInstants(t *testing.T) {
 	require.NoError(t, f.Flush())
 	require.Equal(t, map[string]gcra.Instant{"k": t0 + sec(60) - sec(3600)}, b.Snapshot(),
 		"the wall clock stepped back an hour since the start: the saved TAT is an hour earlier too")
-	tat, _ := s.Get([]byte("k"), t0)
+	tat, _, _ := s.Get([]byte("k"), t0)
 	require.Equal(t, t0+sec(60), tat, "in memory the TAT is unchanged")
 }
 

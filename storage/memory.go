@@ -162,7 +162,7 @@ func (sh *shard) evictOne() bool {
 		if n > evictionSamples {
 			i = int(sh.random() % uint64(n))
 		}
-		if tat := sh.t.entries[i].tat; best < 0 || tat < bestTAT {
+		if tat := sh.t.entries[i].exp; best < 0 || tat < bestTAT {
 			best, bestTAT = i, tat
 		}
 	}
@@ -195,6 +195,9 @@ func (t *table) mappedInUse() int64 {
 	}
 	if t.mem.arena.mapped {
 		n += int64(len(t.arena))
+	}
+	if t.mem.vals.mapped {
+		n += int64(len(t.vals))
 	}
 	return n
 }

@@ -8,18 +8,21 @@ import (
 
 var _ Backend = (*MemoryBackend)(nil)
 
-// MemoryBackend is a Backend in a map, for tests. Fail, when set, makes Apply
-// and Sync return it without writing, to simulate a failing disk.
+// MemoryBackend is a Backend in a map, for tests: Data holds every stored
+// key's TAT (or expiry), Boxed the whole change of the keys of boxed kinds.
+// Fail, when set, makes Apply and Sync return it without writing, to
+// simulate a failing disk.
 type MemoryBackend struct {
 	mu    sync.Mutex
 	Data  map[string]gcra.Instant
+	Boxed map[string]Change
 	Syncs int
 	Fail  error
 }
 
 // NewMemoryBackend returns an empty MemoryBackend.
 func NewMemoryBackend() *MemoryBackend {
-	return &MemoryBackend{Data: make(map[string]gcra.Instant)}
+	return &MemoryBackend{Data: make(map[string]gcra.Instant), Boxed: make(map[string]Change)}
 }
 
 func (m *MemoryBackend) Apply(changes []Change, sync bool) error {
@@ -29,9 +32,14 @@ func (m *MemoryBackend) Apply(changes []Change, sync bool) error {
 		return m.Fail
 	}
 	for _, c := range changes {
-		if c.TAT == 0 {
+		delete(m.Boxed, c.Key)
+		switch {
+		case c.TAT == 0:
 			delete(m.Data, c.Key)
-		} else {
+		case c.Kind != KindTAT:
+			m.Data[c.Key] = c.TAT
+			m.Boxed[c.Key] = c
+		default:
 			m.Data[c.Key] = c.TAT
 		}
 	}
@@ -41,9 +49,9 @@ func (m *MemoryBackend) Apply(changes []Change, sync bool) error {
 	return nil
 }
 
-// Load calls fn for every stored key whose TAT is after now, as OpenPebble
-// does, and leaves the others stored.
-func (m *MemoryBackend) Load(now gcra.Instant, fn func(key []byte, tat gcra.Instant) error) (LoadStats, error) {
+// Load calls fn for every stored key whose TAT (or expiry) is after now, as
+// OpenPebble does, and leaves the others stored.
+func (m *MemoryBackend) Load(now gcra.Instant, fn Loader) (LoadStats, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var stats LoadStats
@@ -52,7 +60,11 @@ func (m *MemoryBackend) Load(now gcra.Instant, fn func(key []byte, tat gcra.Inst
 			stats.Stale++
 			continue
 		}
-		if err := fn([]byte(k), tat); err != nil {
+		kind, value := KindTAT, []byte(nil)
+		if c, ok := m.Boxed[k]; ok {
+			kind, value = c.Kind, []byte(c.Value)
+		}
+		if err := fn([]byte(k), kind, tat, value); err != nil {
 			return stats, err
 		}
 		stats.Loaded++
@@ -70,13 +82,14 @@ func (m *MemoryBackend) DeleteStale(now gcra.Instant) (int, error) {
 	for k, tat := range m.Data {
 		if tat <= now {
 			delete(m.Data, k)
+			delete(m.Boxed, k)
 			n++
 		}
 	}
 	return n, nil
 }
 
-// Snapshot returns a copy of the stored data.
+// Snapshot returns a copy of the stored TATs (and expiries).
 func (m *MemoryBackend) Snapshot() map[string]gcra.Instant {
 	m.mu.Lock()
 	defer m.mu.Unlock()

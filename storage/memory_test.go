@@ -42,10 +42,10 @@ func TestOverTheMemoryLimitVolatileTTLEvictsTheNearestExpiry(t *testing.T) {
 	s.MeasureMemory()
 	_, err := s.Throttle([]byte("new"), mustRate(t, 0, 1, 60, 1), t0)
 	require.NoError(t, err)
-	_, ok := s.Get([]byte("k1"), t0)
+	_, _, ok := s.Get([]byte("k1"), t0)
 	require.False(t, ok, "k1 (10s left) was the nearest")
 	for _, k := range []string{"k0", "k2", "new"} {
-		_, ok := s.Get([]byte(k), t0)
+		_, _, ok := s.Get([]byte(k), t0)
 		require.True(t, ok, k)
 	}
 	require.Equal(t, int64(1), s.Evicted())

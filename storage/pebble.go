@@ -18,19 +18,29 @@ import (
 	"redcell/gcra"
 )
 
-// On-disk format, version 1.
+// On-disk format, version 2.
 //
-//	"\x00format"   -> "redcell/1"            written when the store is created
-//	"t" + key      -> TAT, 8 bytes big-endian nanoseconds since the Unix epoch
-//	                  (a wall-clock instant)
+//	"\x00format"   -> "redcell/2"             written when the store is created
+//	"t" + key      -> a TAT key: its TAT, 8 bytes big-endian nanoseconds since
+//	                  the Unix epoch (a wall-clock instant)
+//	               -> a key of another kind: its expiry (8 bytes, likewise),
+//	                  its Kind (1 byte), then its state (package window's)
 //
-// A store whose format marker is missing (but which holds data) or names
+// Version 1 ("redcell/1") held TAT keys only, in the same form: it is read as
+// it is, and its marker is rewritten once the store has been read through. A
+// store whose format marker is missing (but which holds data) or names
 // another version is refused at open, never rewritten.
 const (
 	formatKey     = "\x00format"
-	formatVersion = "redcell/1"
+	formatVersion = "redcell/2"
+	formatV1      = "redcell/1"
 	tatPrefix     = 't'
 )
+
+// Loader receives each live key a store holds as it opens: its kind, its
+// expiry (a TAT key's TAT) and, for a boxed kind, its state (a view, valid
+// during the call). Store.Restore is one.
+type Loader func(key []byte, kind Kind, exp gcra.Instant, value []byte) error
 
 // Errors of OpenPebble.
 var (
@@ -107,7 +117,7 @@ type PebbleBackend struct {
 // byte for byte as it was, and the error names dir. A store in use by
 // another process is ErrLocked; a disk without room for the reserve
 // (PebbleOptions.Reserve) and as much again is ErrDiskFull.
-func OpenPebble(dir string, opts PebbleOptions, now gcra.Instant, load func(key []byte, tat gcra.Instant) error) (*PebbleBackend, LoadStats, error) {
+func OpenPebble(dir string, opts PebbleOptions, now gcra.Instant, load Loader) (*PebbleBackend, LoadStats, error) {
 	fail := func(err error) (*PebbleBackend, LoadStats, error) {
 		return nil, LoadStats{}, fmt.Errorf("open store %s: %w", dir, err)
 	}
@@ -130,8 +140,9 @@ func OpenPebble(dir string, opts PebbleOptions, now gcra.Instant, load func(key 
 		return fail(err)
 	}
 	var stats LoadStats
+	version := formatVersion
 	if exists {
-		if stats, err = readThrough(dir, opts, lock, now, load); err != nil {
+		if stats, version, err = readThrough(dir, opts, lock, now, load); err != nil {
 			return fail(err)
 		}
 	}
@@ -151,7 +162,9 @@ func OpenPebble(dir string, opts PebbleOptions, now gcra.Instant, load func(key 
 	if err != nil {
 		return fail(err)
 	}
-	if !exists {
+	if !exists || version != formatVersion {
+		// A new store, or one of version 1 read through cleanly: this
+		// build writes version 2 (which version 1's builds refuse).
 		if err := db.Set([]byte(formatKey), []byte(formatVersion), pebble.Sync); err != nil {
 			_ = db.Close()
 			return fail(fmt.Errorf("write format marker: %w", err))
@@ -209,7 +222,7 @@ func pebbleExists(fs vfs.FS, dir string) (bool, error) {
 // readThrough opens an existing store read-only, checks its format marker and
 // reads every key, which checks every data block's checksum, calling load for
 // the live ones. Nothing is written.
-func readThrough(dir string, opts PebbleOptions, lock *pebble.Lock, now gcra.Instant, load func(key []byte, tat gcra.Instant) error) (stats LoadStats, err error) {
+func readThrough(dir string, opts PebbleOptions, lock *pebble.Lock, now gcra.Instant, load Loader) (stats LoadStats, version string, err error) {
 	// Pebble calls Fatalf on corruption it finds; reading only, on this
 	// goroutine, that is an error to return like any other.
 	type fatal struct{ msg string }
@@ -233,58 +246,80 @@ func readThrough(dir string, opts PebbleOptions, lock *pebble.Lock, now gcra.Ins
 	}}
 	db, err := pebble.Open(dir, &pebble.Options{FS: opts.FS, ReadOnly: true, Lock: lock, Logger: logger, EventListener: events})
 	if err != nil {
-		return stats, err
+		return stats, version, err
 	}
 	defer db.Close()
 	it, err := db.NewIter(nil)
 	if err != nil {
-		return stats, err
+		return stats, version, err
 	}
 	marked := false
 	for it.First(); it.Valid(); it.Next() {
 		k, v := it.Key(), it.Value()
 		switch {
 		case string(k) == formatKey:
-			if string(v) != formatVersion {
+			if string(v) != formatVersion && string(v) != formatV1 {
 				_ = it.Close()
-				return stats, fmt.Errorf("%w: %q, this build reads %q", ErrUnknownFormat, v, formatVersion)
+				return stats, version, fmt.Errorf("%w: %q, this build reads %q and %q", ErrUnknownFormat, v, formatV1, formatVersion)
 			}
-			marked = true
+			version, marked = string(v), true
 		case len(k) > 0 && k[0] == tatPrefix:
-			if len(v) != 8 {
+			kind, exp, value, ok := decodeValue(v)
+			if !ok {
 				_ = it.Close()
-				return stats, fmt.Errorf("key %q: value of %d bytes, want 8", k[1:], len(v))
+				return stats, version, fmt.Errorf("key %q: a value of %d bytes that no kind has", k[1:], len(v))
 			}
-			tat := gcra.Instant(binary.BigEndian.Uint64(v))
-			if tat <= now {
+			if exp <= now {
 				stats.Stale++
 				continue
 			}
-			if err := load(k[1:], tat); err != nil {
+			if err := load(k[1:], kind, exp, value); err != nil {
 				_ = it.Close()
-				return stats, fmt.Errorf("key %q: %w", k[1:], err)
+				return stats, version, fmt.Errorf("key %q: %w", k[1:], err)
 			}
 			stats.Loaded++
 		default:
 			_ = it.Close()
-			return stats, fmt.Errorf("%w: unexpected key %q", ErrUnknownFormat, k)
+			return stats, version, fmt.Errorf("%w: unexpected key %q", ErrUnknownFormat, k)
 		}
 	}
 	if err := it.Close(); err != nil {
-		return stats, errors.Join(corrupt, err)
+		return stats, version, errors.Join(corrupt, err)
 	}
 	if corrupt != nil {
-		return stats, corrupt
+		return stats, version, corrupt
 	}
 	if !marked {
-		return stats, fmt.Errorf("%w: no format marker", ErrUnknownFormat)
+		return stats, version, fmt.Errorf("%w: no format marker", ErrUnknownFormat)
 	}
-	return stats, nil
+	return stats, version, nil
 }
 
 func tatKey(buf []byte, key string) []byte {
 	buf = append(buf[:0], tatPrefix)
 	return append(buf, key...)
+}
+
+// encodeValue appends a change's stored value to buf: a TAT, or an expiry,
+// a kind and a state.
+func encodeValue(buf []byte, c Change) []byte {
+	buf = binary.BigEndian.AppendUint64(buf[:0], uint64(c.TAT))
+	if c.Kind == KindTAT {
+		return buf
+	}
+	buf = append(buf, byte(c.Kind))
+	return append(buf, c.Value...)
+}
+
+// decodeValue reads a stored value back.
+func decodeValue(v []byte) (kind Kind, exp gcra.Instant, value []byte, ok bool) {
+	switch {
+	case len(v) == 8:
+		return KindTAT, gcra.Instant(binary.BigEndian.Uint64(v)), nil, true
+	case len(v) > 9 && Kind(v[8]) == KindWindow:
+		return KindWindow, gcra.Instant(binary.BigEndian.Uint64(v)), v[9:], true
+	}
+	return 0, 0, nil, false
 }
 
 // Apply writes changes in one batch, in order. Pebble inserts a batch into
@@ -301,7 +336,7 @@ func (p *PebbleBackend) Apply(changes []Change, sync bool) error {
 	defer p.mu.Unlock()
 	size := 0
 	for _, c := range changes {
-		size += len(c.Key) + 32 // key, value and the batch's framing
+		size += len(c.Key) + len(c.Value) + 32 // key, value and the batch's framing
 	}
 	if err := p.disk.room(int64(size)); err != nil {
 		return err
@@ -312,16 +347,15 @@ func (p *PebbleBackend) Apply(changes []Change, sync bool) error {
 		p.batch = p.db.NewBatch()
 	}
 	b := p.batch
-	var k []byte
-	var v [8]byte
+	var k, v []byte
 	for _, c := range changes {
 		k = tatKey(k, c.Key)
 		var err error
 		if c.TAT == 0 {
 			err = b.Delete(k, nil)
 		} else {
-			binary.BigEndian.PutUint64(v[:], uint64(c.TAT))
-			err = b.Set(k, v[:], nil)
+			v = encodeValue(v, c)
+			err = b.Set(k, v, nil)
 		}
 		if err != nil {
 			b.Reset()
@@ -364,7 +398,7 @@ func (p *PebbleBackend) DeleteStale(now gcra.Instant) (int, error) {
 		stale := p.db.NewBatch()
 		defer stale.Close()
 		for it.First(); it.Valid(); it.Next() {
-			if v := it.Value(); len(v) == 8 && gcra.Instant(binary.BigEndian.Uint64(v)) <= now {
+			if v := it.Value(); len(v) >= 8 && gcra.Instant(binary.BigEndian.Uint64(v)) <= now {
 				if err := stale.Delete(it.Key(), nil); err != nil {
 					_ = it.Close()
 					return err

@@ -22,7 +22,7 @@ var noReserve = PebbleOptions{Reserve: -1}
 func openPebbleAt(t testing.TB, dir string, opts PebbleOptions, now gcra.Instant) (*PebbleBackend, map[string]gcra.Instant, LoadStats) {
 	t.Helper()
 	got := map[string]gcra.Instant{}
-	p, stats, err := OpenPebble(dir, opts, now, func(k []byte, tat gcra.Instant) error {
+	p, stats, err := OpenPebble(dir, opts, now, func(k []byte, _ Kind, tat gcra.Instant, _ []byte) error {
 		got[string(k)] = tat
 		return nil
 	})
@@ -153,7 +153,7 @@ func TestPebbleCorruptStoreFailsAndIsLeftAsFound(t *testing.T) {
 			require.NotZero(t, corrupted)
 			before := hashTree(t, dir)
 
-			_, _, err = OpenPebble(dir, noReserve, t0, func([]byte, gcra.Instant) error { return nil })
+			_, _, err = OpenPebble(dir, noReserve, t0, func([]byte, Kind, gcra.Instant, []byte) error { return nil })
 			require.Error(t, err)
 			require.Contains(t, err.Error(), dir, "the error names the directory")
 			require.Equal(t, before, hashTree(t, dir), "a failed open changes no file")
@@ -168,7 +168,7 @@ func TestPebbleRefusesAnotherFormat(t *testing.T) {
 	require.NoError(t, db.Set([]byte(formatKey), []byte("redcell/99"), pebble.Sync))
 	require.NoError(t, db.Close())
 
-	_, _, err = OpenPebble(dir, noReserve, t0, func([]byte, gcra.Instant) error { return nil })
+	_, _, err = OpenPebble(dir, noReserve, t0, func([]byte, Kind, gcra.Instant, []byte) error { return nil })
 	require.ErrorIs(t, err, ErrUnknownFormat)
 	require.Contains(t, err.Error(), "redcell/99")
 }
@@ -180,7 +180,7 @@ func TestPebbleRefusesAForeignStore(t *testing.T) {
 	require.NoError(t, db.Set([]byte("someone else's key"), []byte("v"), pebble.Sync))
 	require.NoError(t, db.Close())
 
-	_, _, err = OpenPebble(dir, noReserve, t0, func([]byte, gcra.Instant) error { return nil })
+	_, _, err = OpenPebble(dir, noReserve, t0, func([]byte, Kind, gcra.Instant, []byte) error { return nil })
 	require.ErrorIs(t, err, ErrUnknownFormat)
 }
 
@@ -260,7 +260,7 @@ func TestPebbleCorruptTableIsRefusedAndLeftAsFound(t *testing.T) {
 	require.NotEmpty(t, logs, "a log to replay, which opening for writing would rewrite")
 	before := hashTree(t, dir)
 
-	_, _, err = OpenPebble(dir, PebbleOptions{}, t0, func([]byte, gcra.Instant) error { return nil })
+	_, _, err = OpenPebble(dir, PebbleOptions{}, t0, func([]byte, Kind, gcra.Instant, []byte) error { return nil })
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "open store "+dir)
 	require.Contains(t, err.Error(), "checksum")

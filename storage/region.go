@@ -37,7 +37,7 @@ func (r region) free() {
 // emptied (a discarded Store), a cleanup unmaps them.
 type tableMem struct{ *regionSet }
 
-type regionSet struct{ slots, entries, arena region }
+type regionSet struct{ slots, entries, arena, vals region }
 
 func newTableMem() *tableMem {
 	m := &tableMem{&regionSet{}}
@@ -49,5 +49,6 @@ func (rs *regionSet) free() {
 	rs.slots.free()
 	rs.entries.free()
 	rs.arena.free()
+	rs.vals.free()
 	*rs = regionSet{}
 }

@@ -41,6 +41,10 @@ func DefaultShards() int { return runtime.GOMAXPROCS(0) * 16 }
 // above MaxShards.
 var ErrInvalidShards = errors.New("storage: shards must be between 1 and 65536")
 
+// ErrWrongType is returned for a decision on a key that holds another kind
+// of state (a CL.WINDOW key for CL.THROTTLE, or the reverse).
+var ErrWrongType = errors.New("storage: the key holds another kind of state")
+
 // Errors of a key that cannot be stored. Nothing is stored, and the store
 // keeps serving every other key.
 var (
@@ -78,6 +82,9 @@ type shard struct {
 	t      table
 	cursor int    // where the sweeper resumes
 	rng    uint64 // eviction's random state (memory.go)
+	// scratch is the buffer decisions on boxed states build the new state
+	// in (boxed.go), reused under the lock.
+	scratch []byte
 	// Pad to a multiple of a cache line so neighbouring locks do not share one.
 	_ [64]byte
 }
@@ -125,7 +132,20 @@ func (s *Store) shardIndex(key []byte) int { return int(maphash.Bytes(s.seed, ke
 func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	tat, found := sh.t.get(key) // an expired TAT is <= now: Decide treats it as absent
+	var tat gcra.Instant // an expired TAT is <= now: Decide treats it as absent
+	i := sh.t.lookup(key)
+	found := i >= 0
+	if found {
+		e := &sh.t.entries[i]
+		tat = e.exp
+		if e.boxed() {
+			if found = s.otherKind(sh, key, tat, now); found {
+				sh.mu.Unlock()
+				return gcra.Result{}, ErrWrongType
+			}
+			tat = 0
+		}
+	}
 	res, newTAT, store, err := gcra.Decide(r, tat, now)
 	if store {
 		err = s.store(sh, key, newTAT, found)
@@ -136,12 +156,40 @@ func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result
 
 // throttle is Throttle with sh, key's shard, locked by the caller.
 func (s *Store) throttle(sh *shard, key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
-	tat, found := sh.t.get(key)
+	tat, err := s.tatOf(sh, key, now)
+	if err != nil {
+		return gcra.Result{}, err
+	}
 	res, newTAT, store, err := gcra.Decide(r, tat, now)
 	if store {
-		err = s.store(sh, key, newTAT, found)
+		err = s.store(sh, key, newTAT, tat != 0)
 	}
 	return res, err
+}
+
+// otherKind handles a key of another kind than a decision wants: if it has
+// expired it is deleted and reported absent (false), else it is there and
+// the decision answers ErrWrongType (true).
+func (s *Store) otherKind(sh *shard, key []byte, exp, now gcra.Instant) bool {
+	if exp > now {
+		return true
+	}
+	sh.t.remove(key)
+	s.expired.Add(1)
+	return false
+}
+
+// tatOf returns key's TAT, zero when absent (or of another kind that has
+// expired), or ErrWrongType.
+func (s *Store) tatOf(sh *shard, key []byte, now gcra.Instant) (gcra.Instant, error) {
+	tat, kind, found := sh.t.get(key)
+	if found && kind != KindTAT {
+		if s.otherKind(sh, key, tat, now) {
+			return 0, ErrWrongType
+		}
+		return 0, nil
+	}
+	return tat, nil
 }
 
 // store stores a decision's TAT for key in sh, locked, making room first
@@ -161,34 +209,37 @@ func (s *Store) store(sh *shard, key []byte, tat gcra.Instant, found bool) error
 func (s *Store) Preview(key []byte, r gcra.Rate, now gcra.Instant) (res gcra.Result, store bool, err error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	res, store, err = preview(sh, key, r, now)
+	res, store, err = s.preview(sh, key, r, now)
 	sh.mu.Unlock()
 	return res, store, err
 }
 
-func preview(sh *shard, key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, bool, error) {
-	tat, _ := sh.t.get(key)
+func (s *Store) preview(sh *shard, key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, bool, error) {
+	tat, err := s.tatOf(sh, key, now)
+	if err != nil {
+		return gcra.Result{}, false, err
+	}
 	res, _, store, err := gcra.Decide(r, tat, now)
 	return res, store, err
 }
 
-// Get returns key's TAT if the key is live at now. An expired key found here
-// is deleted.
-func (s *Store) Get(key []byte, now gcra.Instant) (gcra.Instant, bool) {
+// Get returns, if key is live at now, when it expires (a TAT key's TAT) and
+// its kind. An expired key found here is deleted.
+func (s *Store) Get(key []byte, now gcra.Instant) (gcra.Instant, Kind, bool) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	return s.get(sh, key, now)
 }
 
-func (s *Store) get(sh *shard, key []byte, now gcra.Instant) (gcra.Instant, bool) {
-	tat, ok := sh.t.get(key)
-	if ok && tat <= now {
+func (s *Store) get(sh *shard, key []byte, now gcra.Instant) (gcra.Instant, Kind, bool) {
+	exp, kind, ok := sh.t.get(key)
+	if ok && exp <= now {
 		sh.t.remove(key)
 		s.expired.Add(1)
-		return 0, false
+		return 0, 0, false
 	}
-	return tat, ok
+	return exp, kind, ok
 }
 
 // Delete removes key and reports whether it was live at now.
@@ -200,29 +251,32 @@ func (s *Store) Delete(key []byte, now gcra.Instant) bool {
 }
 
 func (s *Store) delete(sh *shard, key []byte, now gcra.Instant) bool {
-	tat, ok := sh.t.get(key)
+	exp, _, ok := sh.t.get(key)
 	if !ok {
 		return false
 	}
 	sh.t.remove(key)
-	if tat <= now {
+	if exp <= now {
 		s.expired.Add(1)
 		return false
 	}
 	return true
 }
 
-// Restore sets key's TAT as loaded from disk, without recording a change:
+// Restore sets key's state as loaded from disk, without recording a change:
 // the value came from the backend, so writing it back would be wasted work.
-func (s *Store) Restore(key []byte, tat gcra.Instant) error {
+// A KindTAT key's state is its TAT (exp); another kind's is value.
+func (s *Store) Restore(key []byte, kind Kind, exp gcra.Instant, value []byte) error {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	on := sh.t.log.on
 	sh.t.log.on = false
-	err := sh.t.put(key, tat)
-	sh.t.log.on = on
-	sh.mu.Unlock()
-	return err
+	defer func() { sh.t.log.on = on }()
+	if kind == KindTAT {
+		return sh.t.put(key, exp)
+	}
+	return sh.t.putBoxed(key, kind, exp, value)
 }
 
 // PendingChanges returns how many changes are recorded and not yet taken by
@@ -319,7 +373,7 @@ func (s *Store) scan(tx *Txn, cursor uint64, count int, now gcra.Instant, fn fun
 			sh.mu.Lock()
 		}
 		for idx < sh.t.len() && count > 0 {
-			if tat := sh.t.tatAt(idx); tat > now {
+			if tat := sh.t.expAt(idx); tat > now {
 				fn(sh.t.viewAt(idx), tat)
 			}
 			idx++
@@ -346,7 +400,7 @@ func (s *Store) Each(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) { 
 func (s *Store) each(tx *Txn, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) {
 	s.forShards(tx, func(sh *shard) {
 		for j := 0; j < sh.t.len(); j++ {
-			if tat := sh.t.tatAt(j); tat > now {
+			if tat := sh.t.expAt(j); tat > now {
 				fn(sh.t.viewAt(j), tat)
 			}
 		}

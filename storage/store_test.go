@@ -31,14 +31,14 @@ func TestThrottleStoresTATUntilItExpires(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, [5]int64{0, 5, 4, -1, 10}, res.Ints())
 
-	tat, ok := s.Get([]byte("k"), t0)
+	tat, _, ok := s.Get([]byte("k"), t0)
 	require.True(t, ok)
 	require.Equal(t, t0+sec(10), tat)
 
 	// Still there a nanosecond before its TAT, gone at it.
-	_, ok = s.Get([]byte("k"), t0+sec(10)-1)
+	_, _, ok = s.Get([]byte("k"), t0+sec(10)-1)
 	require.True(t, ok)
-	_, ok = s.Get([]byte("k"), t0+sec(10))
+	_, _, ok = s.Get([]byte("k"), t0+sec(10))
 	require.False(t, ok)
 	require.Equal(t, 0, s.Len(), "lazy expiry frees the key")
 	require.Equal(t, int64(1), s.Expired())
@@ -59,7 +59,7 @@ func TestLimitedAndPeekCallsDoNotWrite(t *testing.T) {
 	require.False(t, res.Limited)
 	require.Empty(t, s.TakeChanges(nil), "a limited call and a peek change nothing")
 	require.Equal(t, 1, s.Len(), "a peek never creates a key")
-	tat, _ := s.Get([]byte("k"), t0+sec(1))
+	tat, _, _ := s.Get([]byte("k"), t0+sec(1))
 	require.Equal(t, t0+sec(60), tat)
 }
 
@@ -95,7 +95,7 @@ func TestExpireSomeIsBoundedAndFreesColdKeys(t *testing.T) {
 	require.Equal(t, 100, total)
 	require.Equal(t, 1, s.Len())
 	require.Equal(t, int64(100), s.Expired())
-	_, ok := s.Get([]byte("hot"), later)
+	_, _, ok := s.Get([]byte("hot"), later)
 	require.True(t, ok)
 }
 

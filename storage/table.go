@@ -35,6 +35,10 @@ type table struct {
 	// mem.arena's. Removed keys leave garbage bytes until it is compacted.
 	arena   []byte
 	garbage int
+	// vals holds the states of boxed keys (values.go); its capacity is
+	// mem.vals'.
+	vals       []byte
+	valGarbage int
 
 	mem *tableMem
 
@@ -42,27 +46,56 @@ type table struct {
 	log changeLog
 }
 
-// entry is one key and its TAT, which is also the instant the key expires.
+// entry is one key: its kind, when it expires and its state. A TAT key (the
+// GCRA family's) holds its TAT in exp, which is also when it expires, and a
+// key of up to inlineKey bytes in the entry itself: 32 bytes a key. A key of
+// another kind (a window) keeps its key in the arena and its state in the
+// value arena (values.go), and exp is only its expiry.
 type entry struct {
-	tat gcra.Instant
-	n   uint32 // key length, with dirtyBit while a write is unreported
-	// key holds the key if n <= inlineKey, else its offset in the arena
-	// (little-endian, first eight bytes).
+	exp gcra.Instant
+	n   uint32 // key length (lenMask), kind (kindMask), dirtyBit
+	// key holds the key when inline (a TAT key of up to inlineKey bytes),
+	// else the key's offset in the arena (little-endian, bytes 0-7) and,
+	// for a boxed kind, its value's offset in the value arena (8-15) and
+	// capacity (16-19).
 	key [inlineKey]byte
 }
 
 const inlineKey = 20 // makes an entry 32 bytes: two per cache line
 
+// Kind is what a key holds.
+type Kind uint8
+
+const (
+	// KindTAT is the GCRA family's state: a TAT (CL.THROTTLE, GCRA,
+	// CL.RESERVE), stored inline.
+	KindTAT Kind = iota
+	// KindWindow is CL.WINDOW's state: a log or counters (package window),
+	// boxed in the value arena.
+	KindWindow
+)
+
 const (
 	// dirtyBit in entry.n marks a key written since the last takeChanges
 	// (only when tracking).
 	dirtyBit = 1 << 31
+	// kindShift and kindMask place the Kind in entry.n; lenMask is the
+	// key's length. A key is at most 512 MiB long.
+	kindShift = 29
+	kindMask  = 3 << kindShift
+	lenMask   = 1<<kindShift - 1
 
 	minSlots     = 8
 	minEntries   = 4
 	minArena     = 256
 	compactArena = 4 << 10 // arenas smaller than this are never compacted
 )
+
+func (e *entry) kind() Kind    { return Kind(e.n & kindMask >> kindShift) }
+func (e *entry) keyLen() int   { return int(e.n & lenMask) }
+func (e *entry) inline() bool  { return e.n&(kindMask|lenMask) <= inlineKey }
+func (e *entry) boxed() bool   { return e.n&kindMask != 0 }
+func (e *entry) keyOff() uint64 { return binary.LittleEndian.Uint64(e.key[:]) }
 
 // maxEntries is the most keys one table holds: the index keeps an entry's
 // position + 1 in 32 bits, and 0 means an empty slot. (A variable so that a
@@ -82,8 +115,8 @@ func newTable(track bool) table {
 // len returns the number of keys, expired or not.
 func (t *table) len() int { return len(t.entries) }
 
-// tatAt returns the TAT of the entry at i, for i < len().
-func (t *table) tatAt(i int) gcra.Instant { return t.entries[i].tat }
+// expAt returns when the entry at i expires (a TAT key's TAT), for i < len().
+func (t *table) expAt(i int) gcra.Instant { return t.entries[i].exp }
 
 // keyAt returns a copy of the key at i, for i < len(): the copy stays valid
 // whatever happens to the table afterwards.
@@ -96,11 +129,11 @@ func (t *table) viewAt(i int) []byte { return t.keyOf(&t.entries[i]) }
 // keyOf returns e's key as a view of the table's memory, valid until the
 // table next changes.
 func (t *table) keyOf(e *entry) []byte {
-	n := e.n &^ dirtyBit
-	if n <= inlineKey {
+	n := e.keyLen()
+	if e.inline() {
 		return e.key[:n]
 	}
-	off := binary.LittleEndian.Uint64(e.key[:])
+	off := e.keyOff()
 	return t.arena[off : off+uint64(n)]
 }
 
@@ -116,7 +149,7 @@ func (t *table) find(key []byte, h uint32) (idx, pos int) {
 		}
 		if uint32(s>>32) == h {
 			i := int(uint32(s)) - 1
-			if e := &t.entries[i]; int(e.n&^dirtyBit) == len(key) && string(t.keyOf(e)) == string(key) {
+			if e := &t.entries[i]; e.keyLen() == len(key) && string(t.keyOf(e)) == string(key) {
 				return i, p
 			}
 		}
@@ -144,37 +177,41 @@ func (t *table) lookup(key []byte) int {
 	return i
 }
 
-// get returns the TAT stored for key, expired or not.
-func (t *table) get(key []byte) (gcra.Instant, bool) {
+// get returns what key holds, expired or not: its expiry (a TAT key's TAT)
+// and its kind.
+func (t *table) get(key []byte) (gcra.Instant, Kind, bool) {
 	if i := t.lookup(key); i >= 0 {
-		return t.entries[i].tat, true
+		e := &t.entries[i]
+		return e.exp, e.kind(), true
 	}
-	return 0, false
+	return 0, 0, false
 }
 
-// put stores tat for key, creating the key if needed. It fails, storing
-// nothing, only when the key cannot be added (ErrKeyTooLong, ErrFull).
+// put stores tat for key, a TAT key or absent, creating the key if needed.
+// It fails, storing nothing, only when the key cannot be added
+// (ErrKeyTooLong, ErrFull).
 func (t *table) put(key []byte, tat gcra.Instant) error {
 	h := hashKey(key)
 	if len(t.entries) > 0 {
 		if i, _ := t.find(key, h); i >= 0 {
-			t.entries[i].tat = tat
+			t.entries[i].exp = tat
 			t.markDirty(i)
 			return nil
 		}
 	}
-	return t.add(key, h, tat)
+	return t.add(key, h, tat, KindTAT)
 }
 
-// insert adds a key known to be absent.
+// insert adds a TAT key known to be absent.
 func (t *table) insert(key string, tat gcra.Instant) error {
 	b := unsafe.Slice(unsafe.StringData(key), len(key)) // read only
-	return t.add(b, hashKey(b), tat)
+	return t.add(b, hashKey(b), tat, KindTAT)
 }
 
-// add appends an entry for key, which is absent and hashes to h.
-func (t *table) add(key []byte, h uint32, tat gcra.Instant) error {
-	if len(key) >= dirtyBit {
+// add appends an entry of kind for key, which is absent and hashes to h; a
+// boxed kind's value is set after, with setValue.
+func (t *table) add(key []byte, h uint32, exp gcra.Instant, kind Kind) error {
+	if len(key) > lenMask {
 		return ErrKeyTooLong
 	}
 	n := len(t.entries)
@@ -187,8 +224,8 @@ func (t *table) add(key []byte, h uint32, tat gcra.Instant) error {
 	if n == cap(t.entries) {
 		t.resizeEntries(max(minEntries, 2*n))
 	}
-	e := entry{tat: tat, n: uint32(len(key))}
-	if len(key) <= inlineKey {
+	e := entry{exp: exp, n: uint32(len(key)) | uint32(kind)<<kindShift}
+	if e.inline() {
 		copy(e.key[:], key)
 	} else {
 		binary.LittleEndian.PutUint64(e.key[:], t.appendKey(key))
@@ -222,7 +259,7 @@ func (t *table) compactArena(size int) {
 	arena := t.mem.arena.b[:0]
 	for i := range t.entries {
 		e := &t.entries[i]
-		if e.n&^dirtyBit > inlineKey {
+		if !e.inline() {
 			off := len(arena)
 			arena = append(arena, t.keyOf(e)...)
 			binary.LittleEndian.PutUint64(e.key[:], uint64(off))
@@ -276,8 +313,11 @@ func (t *table) removeAt(i int) {
 	e := &t.entries[i]
 	t.deleteSlot(t.slotOf(i))
 	t.log.deleted(t.keyOf(e))
-	if n := int(e.n &^ dirtyBit); n > inlineKey {
-		t.garbage += n
+	if !e.inline() {
+		t.garbage += e.keyLen()
+	}
+	if e.boxed() {
+		t.freeValue(e)
 	}
 
 	last := len(t.entries) - 1
@@ -326,6 +366,7 @@ func (t *table) deleteSlot(p int) {
 func (t *table) release() {
 	t.mem.free()
 	t.entries, t.slots, t.arena, t.garbage = nil, nil, nil, 0
+	t.vals, t.valGarbage = nil, 0
 }
 
 // expire deletes expired entries among at most n starting at cursor and returns
@@ -335,7 +376,7 @@ func (t *table) expire(cursor, n int, now gcra.Instant) (next, expired int) {
 		cursor = 0
 	}
 	for i := cursor; i < len(t.entries) && n > 0; n-- {
-		if t.entries[i].tat <= now {
+		if t.entries[i].exp <= now {
 			t.removeAt(i) // the last entry moved to i: look at i again
 			expired++
 			continue

@@ -48,7 +48,7 @@ func (t *table) check(tb testing.TB) {
 	}
 	for i := range t.entries {
 		e := &t.entries[i]
-		if n := int(e.n &^ dirtyBit); n > inlineKey {
+		if n := e.keyLen(); !e.inline() {
 			liveArena += n
 			off := int(binary.LittleEndian.Uint64(e.key[:]))
 			require.LessOrEqual(tb, off+n, len(t.arena), "entry %d: key inside the arena", i)
@@ -59,6 +59,15 @@ func (t *table) check(tb testing.TB) {
 		}
 	}
 	require.Equal(tb, len(t.arena)-liveArena, t.garbage, "garbage is the arena's unused bytes")
+	liveVals := 0
+	for i := range t.entries {
+		if e := &t.entries[i]; e.boxed() && e.valCap() > 0 {
+			liveVals += valueHeader + e.valCap()
+			require.LessOrEqual(tb, int(e.valOff())+valueHeader+e.valCap(), len(t.vals), "entry %d: value inside the value arena", i)
+			require.LessOrEqual(tb, len(t.value(e)), e.valCap(), "entry %d: value within its capacity", i)
+		}
+	}
+	require.Equal(tb, len(t.vals)-liveVals, t.valGarbage, "value garbage is the value arena's unused bytes")
 }
 
 // model is the table's specification: a map, and the keys changed since the
@@ -121,7 +130,7 @@ func runOps(tb testing.TB, ops []byte, keys []string) {
 			m.tats[k] = tat
 			m.changed[k] = true
 		case 6, 7: // get
-			tat, ok := tab.get(kb)
+			tat, _, ok := tab.get(kb)
 			want, wantOK := m.tats[k]
 			require.Equal(tb, wantOK, ok, "get %q", k)
 			require.Equal(tb, want, tat, "get %q", k)
@@ -144,7 +153,7 @@ func runOps(tb testing.TB, ops []byte, keys []string) {
 			cursor, n = tab.expire(cursor, next()%32, now)
 			expired := 0
 			for key, tat := range m.tats {
-				if _, ok := tab.get([]byte(key)); !ok {
+				if _, _, ok := tab.get([]byte(key)); !ok {
 					require.LessOrEqual(tb, tat, now, "%q removed before it expired", key)
 					delete(m.tats, key)
 					m.changed[key] = true
@@ -167,7 +176,7 @@ func runOps(tb testing.TB, ops []byte, keys []string) {
 		require.Equal(tb, len(m.tats), tab.len())
 	}
 	for k, tat := range m.tats {
-		got, ok := tab.get([]byte(k))
+		got, _, ok := tab.get([]byte(k))
 		require.True(tb, ok, "%q kept", k)
 		require.Equal(tb, tat, got)
 	}
@@ -227,7 +236,7 @@ func TestTableGrowsAndShrinks(t *testing.T) {
 			"large arrays live outside the Go heap")
 	}
 	for i := range n {
-		tat, ok := tab.get(key(i))
+		tat, _, ok := tab.get(key(i))
 		require.True(t, ok)
 		require.Equal(t, gcra.Instant(i+1), tat)
 	}
@@ -242,7 +251,7 @@ func TestTableGrowsAndShrinks(t *testing.T) {
 	require.LessOrEqual(t, cap(tab.entries), 512)
 	require.LessOrEqual(t, cap(tab.arena), 8192, "the arena was compacted")
 	for i := range 100 {
-		tat, ok := tab.get(key(i))
+		tat, _, ok := tab.get(key(i))
 		require.True(t, ok)
 		require.Equal(t, gcra.Instant(i+1), tat)
 	}
@@ -281,15 +290,15 @@ func TestTableCollisions(t *testing.T) {
 	}
 	tab.check(t)
 	for i, p := range pairs {
-		tat, _ := tab.get([]byte(p[0]))
+		tat, _, _ := tab.get([]byte(p[0]))
 		require.Equal(t, gcra.Instant(2*i+1), tat)
-		tat, _ = tab.get([]byte(p[1]))
+		tat, _, _ = tab.get([]byte(p[1]))
 		require.Equal(t, gcra.Instant(2*i+2), tat)
 	}
 	require.True(t, tab.remove([]byte(pairs[0][0])))
-	_, ok := tab.get([]byte(pairs[0][0]))
+	_, _, ok := tab.get([]byte(pairs[0][0]))
 	require.False(t, ok)
-	tat, ok := tab.get([]byte(pairs[0][1]))
+	tat, _, ok := tab.get([]byte(pairs[0][1]))
 	require.True(t, ok)
 	require.Equal(t, gcra.Instant(2), tat)
 	tab.check(t)
@@ -313,7 +322,7 @@ func TestTableCollisions(t *testing.T) {
 		require.True(t, tab.remove([]byte(same[del])))
 		tab.check(t)
 		for i, k := range same {
-			tat, ok := tab.get([]byte(k))
+			tat, _, ok := tab.get([]byte(k))
 			require.Equal(t, i != del, ok, "key %d after deleting %d", i, del)
 			if ok {
 				require.Equal(t, gcra.Instant(i+1), tat)
@@ -397,7 +406,7 @@ func TestTableLongKeyPastFourGiBOfArena(t *testing.T) {
 	require.NoError(t, tab.put(key, 42))
 	off := binary.LittleEndian.Uint64(tab.entries[0].key[:])
 	require.Equal(t, uint64(4<<30+100), off, "stored past 4 GiB")
-	tat, ok := tab.get(key)
+	tat, _, ok := tab.get(key)
 	require.True(t, ok)
 	require.Equal(t, gcra.Instant(42), tat)
 	require.Equal(t, string(key), tab.keyAt(0))

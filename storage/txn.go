@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"redcell/gcra"
+	"redcell/window"
 )
 
 // Keyspace is what commands read and change: the Store itself, each call
@@ -12,7 +13,9 @@ import (
 type Keyspace interface {
 	Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error)
 	Preview(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, bool, error)
-	Get(key []byte, now gcra.Instant) (gcra.Instant, bool)
+	Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) (window.Result, bool, error)
+	Get(key []byte, now gcra.Instant) (gcra.Instant, Kind, bool)
+	Fingerprint(key []byte, now gcra.Instant) (uint64, bool)
 	Delete(key []byte, now gcra.Instant) bool
 	Clear()
 	Len() int
@@ -96,13 +99,23 @@ func (tx *Txn) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (res gcra.Res
 }
 
 func (tx *Txn) Preview(key []byte, r gcra.Rate, now gcra.Instant) (res gcra.Result, store bool, err error) {
-	tx.withShard(key, func(sh *shard) { res, store, err = preview(sh, key, r, now) })
+	tx.withShard(key, func(sh *shard) { res, store, err = tx.s.preview(sh, key, r, now) })
 	return res, store, err
 }
 
-func (tx *Txn) Get(key []byte, now gcra.Instant) (tat gcra.Instant, ok bool) {
-	tx.withShard(key, func(sh *shard) { tat, ok = tx.s.get(sh, key, now) })
-	return tat, ok
+func (tx *Txn) Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) (res window.Result, stored bool, err error) {
+	tx.withShard(key, func(sh *shard) { res, stored, err = tx.s.window(sh, key, spec, now, dry) })
+	return res, stored, err
+}
+
+func (tx *Txn) Get(key []byte, now gcra.Instant) (exp gcra.Instant, kind Kind, ok bool) {
+	tx.withShard(key, func(sh *shard) { exp, kind, ok = tx.s.get(sh, key, now) })
+	return exp, kind, ok
+}
+
+func (tx *Txn) Fingerprint(key []byte, now gcra.Instant) (fp uint64, ok bool) {
+	tx.withShard(key, func(sh *shard) { fp, ok = tx.s.fingerprint(sh, key, now) })
+	return fp, ok
 }
 
 func (tx *Txn) Delete(key []byte, now gcra.Instant) (ok bool) {

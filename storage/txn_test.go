@@ -91,7 +91,7 @@ func TestTxnsOverlappingKeysNeverDeadlock(t *testing.T) {
 	}
 	total := int64(0)
 	for _, k := range keys {
-		tat, _ := s.Get(k, t0)
+		tat, _, _ := s.Get(k, t0)
 		total += int64(tat-t0) / int64(r.EmissionInterval)
 	}
 	require.Equal(t, int64(8*500*2), total, "every decision of every transaction counted once")

@@ -30,7 +30,7 @@ func (tx *Txn) MemoryUsage(key []byte, now gcra.Instant) (n int64, ok bool) {
 
 func memoryUsage(sh *shard, key []byte, now gcra.Instant) (int64, bool) {
 	i := sh.t.lookup(key)
-	if i < 0 || sh.t.tatAt(i) <= now {
+	if i < 0 || sh.t.expAt(i) <= now {
 		return 0, false
 	}
 	return sh.t.usage(i), true
@@ -41,8 +41,11 @@ func (t *table) usage(i int) int64 {
 	keys := int64(len(t.entries))
 	size := int64(unsafe.Sizeof(entry{}))
 	size += (int64(len(t.slots))*8 + keys - 1) / keys // the index's bytes, shared, rounded up
-	if n := t.entries[i].n &^ dirtyBit; n > inlineKey {
-		size += int64(n)
+	if e := &t.entries[i]; !e.inline() {
+		size += int64(e.keyLen())
+		if e.boxed() {
+			size += int64(valueHeader + e.valCap())
+		}
 	}
 	return size
 }

@@ -1,0 +1,136 @@
+package storage
+
+import (
+	"hash/maphash"
+
+	"redcell/gcra"
+	"redcell/window"
+)
+
+// Keys of the boxed kinds (windows), and the primitive every kind but the
+// TAT is decided through: update, which runs a decision on a key's state
+// under its shard lock and stores what the decision returns.
+
+// putBoxed stores a boxed kind's state for key, creating it if needed (the
+// key must be absent or of that kind).
+func (t *table) putBoxed(key []byte, kind Kind, exp gcra.Instant, value []byte) error {
+	h := hashKey(key)
+	i := -1
+	if len(t.entries) > 0 {
+		i, _ = t.find(key, h)
+	}
+	if i < 0 {
+		if err := t.add(key, h, exp, kind); err != nil {
+			return err
+		}
+		i = len(t.entries) - 1
+	}
+	t.entries[i].exp = exp
+	t.setValue(i, value)
+	return nil
+}
+
+// decision is one decision on a boxed state: given the key's state (nil for
+// an absent key) it returns the new state (a view the store copies), when it
+// expires, and whether to store it.
+type decision func(state []byte) (next []byte, exp gcra.Instant, store bool)
+
+// update runs decide on key's state of kind, sh locked: an absent key, or
+// one of another kind that has expired, has a nil state; one of another kind
+// that is live is ErrWrongType. With dry, nothing is stored, and update
+// reports whether it would have.
+func (s *Store) update(sh *shard, key []byte, kind Kind, now gcra.Instant, dry bool, decide decision) (stored bool, err error) {
+	exp, k, found := sh.t.get(key)
+	var state []byte
+	if found {
+		switch {
+		case k != kind && exp > now:
+			return false, ErrWrongType
+		case exp <= now:
+			sh.t.remove(key)
+			s.expired.Add(1)
+			found = false
+		default:
+			state = sh.t.value(&sh.t.entries[sh.t.lookup(key)])
+		}
+	}
+	next, newExp, store := decide(state)
+	if !store || dry {
+		return store, nil
+	}
+	if !found && s.mem.over.Load() {
+		if err := s.makeRoom(sh); err != nil {
+			return false, err
+		}
+	}
+	return true, sh.t.putBoxed(key, kind, newExp, next)
+}
+
+// Window runs one CL.WINDOW decision for key at now under its shard lock and
+// stores the new state when the decision says to. With dry nothing is
+// stored, and stored reports whether it would have been (durable mode while
+// the disk fails). A key holding a TAT is ErrWrongType.
+func (s *Store) Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) (res window.Result, stored bool, err error) {
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	res, stored, err = s.window(sh, key, spec, now, dry)
+	sh.mu.Unlock()
+	return res, stored, err
+}
+
+func (s *Store) window(sh *shard, key []byte, spec window.Spec, now gcra.Instant, dry bool) (res window.Result, stored bool, err error) {
+	stored, err = s.update(sh, key, KindWindow, now, dry, func(state []byte) ([]byte, gcra.Instant, bool) {
+		var next []byte
+		var exp gcra.Instant
+		var store bool
+		res, next, exp, store = window.Decide(spec, state, now, sh.scratch[:0])
+		if cap(next) <= maxScratch {
+			sh.scratch = next // reused by the next decision on this shard
+		}
+		return next, exp, store
+	})
+	return res, stored, err
+}
+
+// maxScratch bounds the decision buffer a shard keeps between decisions.
+const maxScratch = 64 << 10
+
+// Fingerprint identifies key's state at now, for WATCH: it changes whenever
+// the state does (a TAT only grows while its key lives; a boxed state is
+// hashed), and ok is false when the key is absent.
+func (s *Store) Fingerprint(key []byte, now gcra.Instant) (fp uint64, ok bool) {
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	return s.fingerprint(sh, key, now)
+}
+
+var fingerprintSeed = maphash.MakeSeed()
+
+func (s *Store) fingerprint(sh *shard, key []byte, now gcra.Instant) (uint64, bool) {
+	exp, kind, ok := s.get(sh, key, now)
+	if !ok {
+		return 0, false
+	}
+	if kind == KindTAT {
+		return uint64(exp), true
+	}
+	var h maphash.Hash
+	h.SetSeed(fingerprintSeed)
+	h.WriteByte(byte(kind))
+	_, _ = h.Write(sh.t.value(&sh.t.entries[sh.t.lookup(key)]))
+	return h.Sum64() ^ uint64(exp), true
+}
+
+// Value returns a copy of key's boxed state and its kind, if the key is live
+// at now: for MEMORY USAGE, OBJECT and the tests.
+func (s *Store) Value(key []byte, now gcra.Instant) (Kind, []byte, bool) {
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	_, kind, ok := s.get(sh, key, now)
+	if !ok || kind == KindTAT {
+		return kind, nil, ok
+	}
+	return kind, append([]byte(nil), sh.t.value(&sh.t.entries[sh.t.lookup(key)])...), true
+}
