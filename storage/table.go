@@ -91,10 +91,10 @@ const (
 	compactArena = 4 << 10 // arenas smaller than this are never compacted
 )
 
-func (e *entry) kind() Kind    { return Kind(e.n & kindMask >> kindShift) }
-func (e *entry) keyLen() int   { return int(e.n & lenMask) }
-func (e *entry) inline() bool  { return e.n&(kindMask|lenMask) <= inlineKey }
-func (e *entry) boxed() bool   { return e.n&kindMask != 0 }
+func (e *entry) kind() Kind     { return Kind(e.n & kindMask >> kindShift) }
+func (e *entry) keyLen() int    { return int(e.n & lenMask) }
+func (e *entry) inline() bool   { return e.n&(kindMask|lenMask) <= inlineKey }
+func (e *entry) boxed() bool    { return e.n&kindMask != 0 }
 func (e *entry) keyOff() uint64 { return binary.LittleEndian.Uint64(e.key[:]) }
 
 // maxEntries is the most keys one table holds: the index keeps an entry's
