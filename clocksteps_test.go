@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/clock"
+	"redcell/config"
 )
 
 // runWithWall runs the server in-process on a wall clock shifted by *shift,
@@ -29,7 +30,7 @@ func runWithWall(t *testing.T, dir string, shift *atomic.Int64) (*redis.Client, 
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, Config{Bind: "127.0.0.1", Dir: dir, FlushInterval: time.Hour, DiskReserve: 1 << 20}, slog.New(slog.DiscardHandler), ready)
+		done <- run(ctx, config.Config{Bind: "127.0.0.1", Dir: dir, FlushInterval: time.Hour, DiskReserve: 1 << 20}, slog.New(slog.DiscardHandler), ready)
 	}()
 	var addr net.Addr
 	select {

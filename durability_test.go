@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/clock"
+	"redcell/config"
 )
 
 // TestMain lets a test run this very binary as a redcell server child process
@@ -319,7 +320,7 @@ func TestCorruptStoreFailsStartWithAClearError(t *testing.T) {
 		}
 	}
 	var stderr strings.Builder
-	err = run(context.Background(), Config{Bind: "127.0.0.1", Port: 0, Dir: dir, FlushInterval: time.Second},
+	err = run(context.Background(), config.Config{Bind: "127.0.0.1", Port: 0, Dir: dir, FlushInterval: time.Second},
 		slog.New(slog.NewTextHandler(&stderr, nil)), nil)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "open store "+dir)
@@ -341,7 +342,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	done := make(chan error, 1)
 	dir := t.TempDir()
 	go func() {
-		done <- run(ctx, Config{Bind: "127.0.0.1", Port: 0, Dir: dir, FlushInterval: time.Second}, slog.New(slog.DiscardHandler), ready)
+		done <- run(ctx, config.Config{Bind: "127.0.0.1", Port: 0, Dir: dir, FlushInterval: time.Second}, slog.New(slog.DiscardHandler), ready)
 	}()
 	addr := <-ready
 	rdb := redis.NewClient(&redis.Options{Addr: addr.String()})

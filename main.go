@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,13 +22,22 @@ import (
 	"time"
 
 	"redcell/clock"
+	"redcell/config"
 	"redcell/gcra"
 	"redcell/server"
 	"redcell/storage"
 )
 
+// commit is the VCS revision, set at build time with
+// -ldflags "-X main.commit=<sha>" (the Dockerfile does); empty, the version
+// line reads the one Go records (config.BuildCommit).
+var commit string
+
 func main() {
-	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if commit != "" {
+		config.Commit = commit
+	}
+	cfg, err := config.Parse(os.Args[1:], os.LookupEnv, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
@@ -37,7 +47,7 @@ func main() {
 		os.Exit(2)
 	}
 	if cfg.Version {
-		fmt.Println(versionLine())
+		fmt.Println(config.VersionLine())
 		return
 	}
 	if cfg.HealthCheck {
@@ -55,8 +65,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	logger := newLogger(cfg, os.Stderr)
-	logger.Info("starting redcell", append([]any{"version", server.Version, "commit", buildCommit(),
-		"go", runtime.Version(), "pid", os.Getpid()}, settingsAttrs(cfg)...)...)
+	logger.Info("starting redcell", append([]any{"version", server.Version, "commit", config.BuildCommit(),
+		"go", runtime.Version(), "pid", os.Getpid()}, cfg.LogAttrs()...)...)
 	if err := run(ctx, cfg, logger, nil); err != nil {
 		logger.Error("redcell stopped", "err", err)
 		os.Exit(1)
@@ -80,7 +90,7 @@ type state struct {
 // openState opens the store under cfg.Dir and loads every live key from it.
 // The open is given up when ctx ends first (SIGTERM during a start that
 // waits on the disk).
-func openState(ctx context.Context, cfg Config, logger *slog.Logger) (*state, error) {
+func openState(ctx context.Context, cfg config.Config, logger *slog.Logger) (*state, error) {
 	clk := newClock()
 	policy, _ := storage.ParseEvictionPolicy(cfg.MaxMemoryPolicy) // checked by Validate
 	scfg := storage.Config{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Eviction: policy}
@@ -159,7 +169,7 @@ func (st *state) close(save bool, logger *slog.Logger) error {
 
 // run serves until ctx is done or a client sends SHUTDOWN. ready, if not nil,
 // receives the listening address once connections are accepted.
-func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.Addr) (err error) {
+func run(ctx context.Context, cfg config.Config, logger *slog.Logger, ready chan<- net.Addr) (err error) {
 	st, err := openState(ctx, cfg, logger)
 	if err != nil {
 		return err
@@ -215,7 +225,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 		Port:          ln.Addr().(*net.TCPAddr).Port,
 		Dir:           cfg.Dir,
 		FlushInterval: cfg.FlushInterval,
-		Limits:        cfg.serverLimits(logger),
+		Limits:        cfg.ServerLimits(logger),
 	}, store)
 	if cfg.MetricsAddr != "" {
 		stopMetrics, err := serveMetrics(cfg.MetricsAddr, registry(srv, st), logger)
@@ -274,4 +284,22 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, ready chan<- net.
 	// deferred close saves it.
 	background.Wait()
 	return err
+}
+
+// listenTLS opens the TLS listener --tls-port asks for, if any, with its
+// certificates loaded.
+func listenTLS(cfg config.Config) (net.Listener, *tls.Config, error) {
+	if cfg.TLSPort == 0 {
+		return nil, nil, nil
+	}
+	tlsCfg, err := server.LoadTLSConfig(cfg.TLSFiles())
+	if err != nil {
+		return nil, nil, err
+	}
+	addr := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.TLSPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen for TLS on %s: %w", addr, err)
+	}
+	return ln, tlsCfg, nil
 }

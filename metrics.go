@@ -6,9 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"reflect"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"redcell/config"
 	"redcell/server"
 	"redcell/storage"
 )
@@ -136,7 +135,7 @@ func registry(srv *server.Server, st *state) *prometheus.Registry {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "redcell_build_info",
 			Help:        "Always 1; the labels say which build is running.",
-			ConstLabels: prometheus.Labels{"version": server.Version, "commit": buildCommit(), "goversion": runtime.Version()},
+			ConstLabels: prometheus.Labels{"version": server.Version, "commit": config.BuildCommit(), "goversion": runtime.Version()},
 		}, func() float64 { return 1 }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "redcell_loaded_keys",
@@ -176,41 +175,4 @@ func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (s
 	}()
 	logger.Info("serving metrics", "metrics", "http://"+ln.Addr().String()+"/metrics")
 	return func() { _ = hs.Close(); <-done }, nil
-}
-
-// settingsAttrs lists cfg for the start-up log line, by field, with
-// passwords replaced by whether they are set.
-func settingsAttrs(cfg Config) []any {
-	var attrs []any
-	v := reflect.ValueOf(cfg)
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		if !f.IsExported() || actionFlags[strings.ToLower(f.Name)] || f.Name == "HealthCheck" {
-			continue
-		}
-		val := v.Field(i).Interface()
-		if strings.Contains(f.Name, "Pass") || strings.Contains(f.Name, "Secret") || strings.Contains(f.Name, "Token") {
-			val = !v.Field(i).IsZero()
-		}
-		attrs = append(attrs, slog.Any(snake(f.Name), val))
-	}
-	return attrs
-}
-
-// snake turns FlushInterval into flush_interval and TLSCertFile into
-// tls_cert_file.
-func snake(name string) string {
-	var b strings.Builder
-	upper := func(i int) bool { return i >= 0 && i < len(name) && 'A' <= name[i] && name[i] <= 'Z' }
-	for i := 0; i < len(name); i++ {
-		ch := name[i]
-		if upper(i) {
-			if i > 0 && (!upper(i-1) || (i+1 < len(name) && !upper(i+1))) {
-				b.WriteByte('_')
-			}
-			ch += 'a' - 'A'
-		}
-		b.WriteByte(ch)
-	}
-	return b.String()
 }

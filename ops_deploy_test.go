@@ -18,11 +18,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
+
+	"redcell/config"
 )
 
 // Docker cannot run on the machines these tests run on, so the Dockerfile
 // and docker-compose.yml are checked by reading them: their instructions
-// are parsed, the settings they give are run through parseFlagsEnv as the
+// are parsed, the settings they give are run through config.Parse as the
 // container's redcell would, and the Dockerfile's build command is run
 // here to show that it makes a static binary that serves and answers the
 // health check with the image's settings.
@@ -244,7 +246,7 @@ func TestDockerfile(t *testing.T) {
 	uid, _, _ := strings.Cut(img.user, ":")
 	require.NotContains(t, []string{"", "0", "root"}, uid, "runs as a non-root user")
 
-	cfg, err := parseFlagsEnv(img.cmd, envLookup(img.env), io.Discard)
+	cfg, err := config.Parse(img.cmd, envLookup(img.env), io.Discard)
 	require.NoError(t, err, "the image's settings are valid")
 	require.Equal(t, "0.0.0.0", cfg.Bind, "reachable from outside the container")
 	require.False(t, cfg.ProtectedMode, "as Redis's official image: the container's network decides")
@@ -259,7 +261,7 @@ func TestDockerfile(t *testing.T) {
 
 	require.Equal(t, []string{img.entrypoint[0], "--healthcheck"}, img.health,
 		"the health check is redcell's own PING, with the image's REDCELL_* settings")
-	hcCfg, err := parseFlagsEnv(img.health[1:], envLookup(img.env), io.Discard)
+	hcCfg, err := config.Parse(img.health[1:], envLookup(img.env), io.Discard)
 	require.NoError(t, err)
 	require.True(t, hcCfg.HealthCheck)
 	require.Equal(t, cfg.Port, hcCfg.Port, "it pings the port the server listens on")
@@ -328,7 +330,7 @@ func TestDockerfileBuildsAStaticBinaryThatPassesItsHealthCheck(t *testing.T) {
 	environ := func() []string {
 		var kv []string
 		for _, e := range os.Environ() {
-			if !strings.HasPrefix(e, envPrefix) {
+			if !strings.HasPrefix(e, config.EnvPrefix) {
 				kv = append(kv, e)
 			}
 		}
@@ -396,7 +398,7 @@ type composeService struct {
 }
 
 // docker-compose.yml: redcell built from this Dockerfile, its flags and
-// variables valid for the real parseFlags and meaning what the file says,
+// variables valid for the real config.Parse and meaning what the file says,
 // its data on a named volume, published on the loopback; Prometheus
 // scraping its metrics port; redis_exporter pointed at its RESP port.
 func TestDockerCompose(t *testing.T) {
@@ -421,7 +423,7 @@ func TestDockerCompose(t *testing.T) {
 		env[k] = v
 	}
 	args := append(append([]string{}, img.cmd...), rc.Command...)
-	cfg, err := parseFlagsEnv(args, envLookup(env), io.Discard)
+	cfg, err := config.Parse(args, envLookup(env), io.Discard)
 	require.NoError(t, err, "the service's command %q and environment", args)
 	require.Equal(t, "0.0.0.0", cfg.Bind)
 	require.Equal(t, 6379, cfg.Port)

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"io"
@@ -16,7 +16,7 @@ import (
 
 func parseErr(t *testing.T, e env, args ...string) error {
 	t.Helper()
-	_, err := parseFlagsEnv(args, e.lookup, io.Discard)
+	_, err := Parse(args, e.lookup, io.Discard)
 	return err
 }
 
@@ -25,7 +25,7 @@ func parseErr(t *testing.T, e env, args ...string) error {
 func TestLimitFlags(t *testing.T) {
 	cfg := parseWith(t, env{})
 	require.Equal(t, server.Limits{MaxBulkLen: 1 << 20, MaxArgs: 65536, MaxInlineLen: 64 << 10, MaxQueryLen: 8 << 20,
-		MaxOutput: 32 << 20, MaxClients: 10000, MaxKeyLen: 8 << 10, MaxOutputTotal: 256 << 20}, cfg.serverLimits(slog.New(slog.DiscardHandler)))
+		MaxOutput: 32 << 20, MaxClients: 10000, MaxKeyLen: 8 << 10, MaxOutputTotal: 256 << 20}, cfg.ServerLimits(slog.New(slog.DiscardHandler)))
 	require.True(t, cfg.ProtectedMode)
 
 	cfg = parseWith(t, env{"REDCELL_TIMEOUT": "300"}, "--proto-max-bulk-len", "64kb", "--max-args", "100",
@@ -33,7 +33,7 @@ func TestLimitFlags(t *testing.T) {
 		"--max-key-len", "1kb", "--maxmemory-clients", "0")
 	require.Equal(t, server.Limits{MaxBulkLen: 64 << 10, MaxArgs: 100, MaxInlineLen: 1000, MaxQueryLen: 1 << 20,
 		MaxOutput: -1, MaxClients: 50, IdleTimeout: 300 * time.Second, MaxKeyLen: 1 << 10, MaxOutputTotal: -1},
-		cfg.serverLimits(slog.New(slog.DiscardHandler)))
+		cfg.ServerLimits(slog.New(slog.DiscardHandler)))
 	require.Equal(t, 90*time.Second, parseWith(t, env{}, "--timeout", "1m30s").Timeout)
 	require.Equal(t, int64(2e9), parseWith(t, env{}, "--query-buffer-limit", "2g").QueryBufferLimit)
 
@@ -99,7 +99,7 @@ func TestRequirePassFile(t *testing.T) {
 
 func TestTLSFlags(t *testing.T) {
 	cfg := parseWith(t, env{}, "--tls-port", "6380", "--tls-cert-file", "c.pem", "--tls-key-file", "k.pem", "--tls-ca-cert-file", "ca.pem")
-	require.Equal(t, server.TLSFiles{CertFile: "c.pem", KeyFile: "k.pem", CAFile: "ca.pem", AuthClients: "yes"}, cfg.tlsFiles())
+	require.Equal(t, server.TLSFiles{CertFile: "c.pem", KeyFile: "k.pem", CAFile: "ca.pem", AuthClients: "yes"}, cfg.TLSFiles())
 	for _, c := range []struct {
 		args []string
 		want string

@@ -1,15 +1,11 @@
-package main
+package config
 
 import (
-	"context"
-	"errors"
 	"flag"
 	"io"
 	"log/slog"
-	"net"
 	"regexp"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,10 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/server"
-	"redcell/storage"
 )
 
-// env is a fake environment for parseFlagsEnv.
+// env is a fake environment for Parse.
 type env map[string]string
 
 func (e env) lookup(name string) (string, bool) {
@@ -30,7 +25,7 @@ func (e env) lookup(name string) (string, bool) {
 
 func parseWith(t *testing.T, e env, args ...string) Config {
 	t.Helper()
-	cfg, err := parseFlagsEnv(args, e.lookup, io.Discard)
+	cfg, err := Parse(args, e.lookup, io.Discard)
 	require.NoError(t, err)
 	return cfg
 }
@@ -91,7 +86,7 @@ func TestEnvironmentOverridesDefaultsAndFlagsOverrideEnvironment(t *testing.T) {
 // so a flag added later is covered without a change here.
 func TestEveryFlagHasAnEnvironmentVariable(t *testing.T) {
 	var help strings.Builder
-	_, err := parseFlagsEnv([]string{"--help"}, env{}.lookup, &help)
+	_, err := Parse([]string{"--help"}, env{}.lookup, &help)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	flags := regexp.MustCompile(`(?m)^    --([a-z0-9-]+)`).FindAllStringSubmatch(help.String(), -1)
 	require.GreaterOrEqual(t, len(flags), 14, "--help lists every flag:\n%s", help.String())
@@ -119,7 +114,7 @@ func TestEnvironmentErrorsNameTheVariable(t *testing.T) {
 		{env{"REDCELL_LOG_FORMAT": "xml"}, `--log-format "xml": must be text or json`},
 		{env{"REDCELL_PORT": "70000"}, `--port 70000: must be between 0 and 65535`},
 	} {
-		_, err := parseFlagsEnv(nil, c.env.lookup, io.Discard)
+		_, err := Parse(nil, c.env.lookup, io.Discard)
 		require.EqualError(t, err, c.want)
 	}
 }
@@ -145,7 +140,7 @@ func TestDirAliases(t *testing.T) {
 // --help reads like a man page's summary.
 func TestHelp(t *testing.T) {
 	var out strings.Builder
-	_, err := parseFlagsEnv([]string{"-h"}, env{}.lookup, &out)
+	_, err := Parse([]string{"-h"}, env{}.lookup, &out)
 	require.ErrorIs(t, err, flag.ErrHelp)
 	text := out.String()
 	var headings []string
@@ -163,57 +158,25 @@ func TestHelp(t *testing.T) {
 	}
 	// A mistake prints nothing itself: main prints the error and a hint.
 	var quiet strings.Builder
-	_, err = parseFlagsEnv([]string{"--no-such-flag"}, env{}.lookup, &quiet)
+	_, err = Parse([]string{"--no-such-flag"}, env{}.lookup, &quiet)
 	require.EqualError(t, err, "flag provided but not defined: -no-such-flag")
 	require.Empty(t, quiet.String())
 }
 
 func TestVersionLine(t *testing.T) {
-	require.Equal(t, "redcell "+server.Version+" (commit "+buildCommit()+", "+runtime.Version()+", "+runtime.GOOS+"/"+runtime.GOARCH+
-		"; Redis protocol of Redis "+server.RedisVersion+")", versionLine())
-	defer func(c string) { commit = c }(commit)
-	commit = "abc123"
-	require.Contains(t, versionLine(), "(commit abc123, ")
-}
-
-// The health check speaks RESP to the configured address: PING, after AUTH
-// when a password is set; a server bound to every address is pinged on the
-// loopback.
-func TestHealthCheck(t *testing.T) {
-	start := func(pass string) int {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		srv := server.New(server.Config{RequirePass: pass}, storage.New(storage.Config{}))
-		done := make(chan error, 1)
-		go func() { done <- srv.Serve(ln) }()
-		t.Cleanup(func() { require.NoError(t, srv.Close()); require.NoError(t, <-done) })
-		return ln.Addr().(*net.TCPAddr).Port
-	}
-	open := start("")
-	require.NoError(t, healthCheck(Config{Bind: "127.0.0.1", Port: open}, 5*time.Second))
-	require.NoError(t, healthCheck(Config{Bind: "0.0.0.0", Port: open}, 5*time.Second))
-
-	locked := start("pw")
-	require.NoError(t, healthCheck(Config{Bind: "127.0.0.1", Port: locked, RequirePass: "pw"}, 5*time.Second))
-	err := healthCheck(Config{Bind: "127.0.0.1", Port: locked}, 5*time.Second)
-	require.EqualError(t, err, "127.0.0.1:"+strconv.Itoa(locked)+`: PING answered "-NOAUTH Authentication required."`)
-	err = healthCheck(Config{Bind: "127.0.0.1", Port: locked, RequirePass: "wrong"}, 5*time.Second)
-	require.EqualError(t, err, "127.0.0.1:"+strconv.Itoa(locked)+`: AUTH answered "-WRONGPASS invalid username-password pair or user is disabled."`)
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	closed := ln.Addr().(*net.TCPAddr).Port
-	require.NoError(t, ln.Close())
-	var op *net.OpError
-	require.True(t, errors.As(healthCheck(Config{Bind: "127.0.0.1", Port: closed}, 5*time.Second), &op), "connection refused")
+	require.Equal(t, "redcell "+server.Version+" (commit "+BuildCommit()+", "+runtime.Version()+", "+runtime.GOOS+"/"+runtime.GOARCH+
+		"; Redis protocol of Redis "+server.RedisVersion+")", VersionLine())
+	defer func(c string) { Commit = c }(Commit)
+	Commit = "abc123"
+	require.Contains(t, VersionLine(), "(commit abc123, ")
 }
 
 // The start-up line carries every setting, and never a password.
 func TestStartupSettingsHidePasswords(t *testing.T) {
 	var out strings.Builder
-	logger := newLogger(Config{LogFormat: "json", LogLevel: slog.LevelInfo}, &out)
+	logger := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	cfg := parseWith(t, env{}, "--requirepass", "hunter2", "--port", "7007")
-	logger.Info("starting redcell", settingsAttrs(cfg)...)
+	logger.Info("starting redcell", cfg.LogAttrs()...)
 	line := out.String()
 	require.NotContains(t, line, "hunter2")
 	require.Contains(t, line, `"require_pass":true`)
@@ -222,18 +185,6 @@ func TestStartupSettingsHidePasswords(t *testing.T) {
 	require.Contains(t, line, `"metrics_addr":""`)
 	require.NotContains(t, line, `"version"`)
 	require.NotContains(t, line, `"health_check"`)
-}
-
-// --log-level debug adds client errors; info leaves them out.
-func TestLogLevels(t *testing.T) {
-	for _, c := range []struct {
-		level slog.Level
-		want  bool
-	}{{slog.LevelDebug, true}, {slog.LevelInfo, false}} {
-		var out strings.Builder
-		logger := newLogger(Config{LogFormat: "text", LogLevel: c.level}, &out)
-		require.Equal(t, c.want, logger.Enabled(context.Background(), slog.LevelDebug))
-	}
 }
 
 func TestSnake(t *testing.T) {

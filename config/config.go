@@ -1,0 +1,103 @@
+// Package config is redcell's configuration: the Config the command line
+// and the REDCELL_* environment set, its defaults and its checks, the
+// --help manual, and the version line.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"redcell/storage"
+)
+
+// Config is everything the command line sets. Parse fills it, over the
+// defaults below and the ones --help shows; its zero value is not a
+// configuration that Validate accepts.
+type Config struct {
+	Bind        string
+	Port        int
+	Dir         string
+	RequirePass string
+	Shards      int
+	// FlushInterval is how often changes are written to disk; 0 writes
+	// (and syncs) before every reply.
+	FlushInterval time.Duration
+	// InMemory keeps state in memory only, lost on restart: no --dir.
+	InMemory bool
+	// MaxMemory (bytes, 0: none) and MaxMemoryPolicy are Redis's maxmemory
+	// and maxmemory-policy (noeviction or volatile-ttl).
+	MaxMemory       int64
+	MaxMemoryPolicy string
+	// MaxKeyLen bounds a created key's name; MaxMemoryClients the replies
+	// waiting for all clients together (Redis's maxmemory-clients).
+	MaxKeyLen        int64
+	MaxMemoryClients int64
+	// DiskReserve is the disk space the store holds back for Pebble to
+	// finish its writes when the disk fills (storage.DefaultReserve); 0
+	// holds none.
+	DiskReserve int64
+	PprofAddr   string
+	// MetricsAddr, when set, serves Prometheus metrics at /metrics there.
+	MetricsAddr string
+	// LogFormat is "text" (the default) or "json"; LogLevel is the least
+	// severe level logged (the default is info).
+	LogFormat string
+	LogLevel  slog.Level
+
+	// Security and limits (security.go, limits.go): who may connect, what
+	// one client may cost.
+	RequirePassFile   string
+	ProtectedMode     bool
+	MaxClients        int
+	Timeout           time.Duration
+	ProtoMaxBulkLen   int64
+	MaxArgs           int64
+	MaxInlineLen      int64
+	QueryBufferLimit  int64
+	OutputBufferLimit int64
+	TLSPort           int
+	TLSCertFile       string
+	TLSKeyFile        string
+	TLSCACertFile     string
+	TLSAuthClients    string
+
+	// Actions instead of serving: print the version; ping the server this
+	// configuration describes and exit 0 if it answers.
+	Version     bool
+	HealthCheck bool
+}
+
+// Defaults, as documented in the README and --help.
+const (
+	DefaultBind = "127.0.0.1"
+	DefaultPort = 6379
+	DefaultDir  = "./data"
+)
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("--port %d: must be between 0 and 65535", c.Port)
+	}
+	if c.Dir == "" {
+		return errors.New("--dir must not be empty")
+	}
+	if c.FlushInterval < 0 {
+		return fmt.Errorf("--flush-interval %v: must not be negative", c.FlushInterval)
+	}
+	if err := (storage.Config{Shards: c.Shards}).Validate(); err != nil {
+		return fmt.Errorf("--shards %d: %w", c.Shards, err)
+	}
+	if _, err := storage.ParseEvictionPolicy(c.MaxMemoryPolicy); err != nil {
+		return fmt.Errorf("--maxmemory-policy: %w", err)
+	}
+	if c.MaxKeyLen < 1 || c.MaxKeyLen > 1<<30 {
+		return fmt.Errorf("--max-key-len %d: must be between 1 and 1gb", c.MaxKeyLen)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("--log-format %q: must be text or json", c.LogFormat)
+	}
+	return c.validateSecurity()
+}

@@ -1,0 +1,92 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+
+	"redcell/server"
+)
+
+// Security: the password, protected mode and the TLS files. The flags are
+// registered in flags.go (addSecurityFlags).
+
+// readPassword reads --requirepass-file into RequirePass.
+func (c *Config) readPassword() error {
+	if c.RequirePassFile == "" {
+		return nil
+	}
+	if c.RequirePass != "" {
+		return errors.New("--requirepass and --requirepass-file (or REDCELL_REQUIREPASS and REDCELL_REQUIREPASS_FILE) are both set: choose one")
+	}
+	b, err := os.ReadFile(c.RequirePassFile)
+	if err != nil {
+		return fmt.Errorf("--requirepass-file: %w", err)
+	}
+	line, _, _ := bytes.Cut(b, []byte{'\n'})
+	line = bytes.TrimSuffix(line, []byte{'\r'})
+	if len(line) == 0 {
+		return fmt.Errorf("--requirepass-file %s: the first line is empty", c.RequirePassFile)
+	}
+	c.RequirePass = string(line)
+	return nil
+}
+
+// validateSecurity reports the first security or limit setting that cannot
+// work, and refuses to listen beyond the loopback without a password while
+// protected mode is on.
+func (c Config) validateSecurity() error {
+	switch {
+	case c.MaxClients < 1:
+		return fmt.Errorf("--maxclients %d: must be at least 1", c.MaxClients)
+	case c.Timeout < 0:
+		return fmt.Errorf("--timeout %v: must not be negative", c.Timeout)
+	case c.ProtoMaxBulkLen < 1:
+		return fmt.Errorf("--proto-max-bulk-len %d: must be at least 1", c.ProtoMaxBulkLen)
+	case c.MaxArgs < 1:
+		return fmt.Errorf("--max-args %d: must be at least 1", c.MaxArgs)
+	case c.MaxInlineLen < 1:
+		return fmt.Errorf("--max-inline-len %d: must be at least 1", c.MaxInlineLen)
+	case c.QueryBufferLimit < c.ProtoMaxBulkLen:
+		q, b := size(c.QueryBufferLimit), size(c.ProtoMaxBulkLen)
+		return fmt.Errorf("--query-buffer-limit %s: must not be less than --proto-max-bulk-len %s", q.String(), b.String())
+	case c.OutputBufferLimit < 0:
+		return fmt.Errorf("--output-buffer-limit %d: must not be negative", c.OutputBufferLimit)
+	case c.TLSPort < 0 || c.TLSPort > 65535:
+		return fmt.Errorf("--tls-port %d: must be between 0 and 65535", c.TLSPort)
+	case c.TLSPort != 0 && c.TLSPort == c.Port:
+		return fmt.Errorf("--tls-port %d: the plain --port uses it", c.TLSPort)
+	case c.TLSPort != 0 && (c.TLSCertFile == "" || c.TLSKeyFile == ""):
+		return errors.New("--tls-port needs --tls-cert-file and --tls-key-file")
+	case c.TLSPort == 0 && (c.TLSCertFile != "" || c.TLSKeyFile != "" || c.TLSCACertFile != ""):
+		return errors.New("--tls-cert-file, --tls-key-file and --tls-ca-cert-file need --tls-port")
+	case c.TLSAuthClients != "yes" && c.TLSAuthClients != "no" && c.TLSAuthClients != "optional":
+		return fmt.Errorf("--tls-auth-clients %q: must be yes, optional or no", c.TLSAuthClients)
+	case c.TLSAuthClients == "optional" && c.TLSCACertFile == "":
+		return errors.New("--tls-auth-clients optional needs --tls-ca-cert-file to check certificates against")
+	}
+	if c.ProtectedMode && c.RequirePass == "" && !loopback(c.Bind) {
+		return fmt.Errorf("--bind %s: protected mode refuses to listen on an address other than the loopback "+
+			"without a password. Set one with --requirepass-file <file> or REDCELL_REQUIREPASS; or, "+
+			"only where the network is trusted, start with --protected-mode no", c.Bind)
+	}
+	return nil
+}
+
+// loopback reports whether bind reaches this host only. An address that is
+// not an IP is taken as not loopback, except "localhost".
+func loopback(bind string) bool {
+	if strings.EqualFold(bind, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(bind, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// TLSFiles are the TLS flags as the server takes them.
+func (c Config) TLSFiles() server.TLSFiles {
+	return server.TLSFiles{CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile, CAFile: c.TLSCACertFile, AuthClients: c.TLSAuthClients}
+}
