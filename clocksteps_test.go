@@ -14,6 +14,7 @@ import (
 
 	"redcell/clock"
 	"redcell/config"
+	"redcell/daemon"
 )
 
 // runWithWall runs the server in-process on a wall clock shifted by *shift,
@@ -21,16 +22,13 @@ import (
 // function that stops it (with the final save).
 func runWithWall(t *testing.T, dir string, shift *atomic.Int64) (*redis.Client, func()) {
 	t.Helper()
-	saved := newClock
-	newClock = func() *clock.Clock {
-		return clock.WithWall(func() time.Time { return time.Now().Add(time.Duration(shift.Load())) })
-	}
-	t.Cleanup(func() { newClock = saved })
+	clk := clock.WithWall(func() time.Time { return time.Now().Add(time.Duration(shift.Load())) })
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, config.Config{Bind: "127.0.0.1", Dir: dir, FlushInterval: time.Hour, DiskReserve: 1 << 20}, slog.New(slog.DiscardHandler), ready)
+		done <- daemon.Run(ctx, config.Config{Bind: "127.0.0.1", Dir: dir, FlushInterval: time.Hour, DiskReserve: 1 << 20},
+			slog.New(slog.DiscardHandler), daemon.Options{Clock: clk, Ready: ready})
 	}()
 	var addr net.Addr
 	select {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"regexp"
@@ -22,6 +21,7 @@ import (
 
 	"redcell/clock"
 	"redcell/config"
+	"redcell/daemon"
 )
 
 // TestMain lets a test run this very binary as a redcell server child process
@@ -320,8 +320,8 @@ func TestCorruptStoreFailsStartWithAClearError(t *testing.T) {
 		}
 	}
 	var stderr strings.Builder
-	err = run(context.Background(), config.Config{Bind: "127.0.0.1", Port: 0, Dir: dir, FlushInterval: time.Second},
-		slog.New(slog.NewTextHandler(&stderr, nil)), nil)
+	err = daemon.Run(context.Background(), config.Config{Bind: "127.0.0.1", Port: 0, Dir: dir, FlushInterval: time.Second},
+		slog.New(slog.NewTextHandler(&stderr, nil)), daemon.Options{})
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "open store "+dir)
 
@@ -333,23 +333,4 @@ func TestCorruptStoreFailsStartWithAClearError(t *testing.T) {
 	require.ErrorAs(t, err, &exit)
 	require.Equal(t, 1, exit.ExitCode())
 	require.Contains(t, string(out), "open store "+dir)
-}
-
-// run's in-process path: ready reports the address, cancel stops it cleanly.
-func TestRunServesUntilCancelled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	dir := t.TempDir()
-	go func() {
-		done <- run(ctx, config.Config{Bind: "127.0.0.1", Port: 0, Dir: dir, FlushInterval: time.Second}, slog.New(slog.DiscardHandler), ready)
-	}()
-	addr := <-ready
-	rdb := redis.NewClient(&redis.Options{Addr: addr.String()})
-	defer rdb.Close()
-	r, err := throttle(context.Background(), rdb, "k", 4, 1, 1)
-	require.NoError(t, err)
-	require.Equal(t, []int64{0, 5, 4, -1, 1}, r)
-	cancel()
-	require.NoError(t, <-done)
 }

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"os"
@@ -14,7 +14,7 @@ import (
 // copies the changed keys out and hands them to Pebble. Under GOGC=100 a
 // heap of 8 MiB live may hold 8 MiB of such garbage before it is collected;
 // a flush that briefly holds 60 MB of changes lets the heap reach 120 MB.
-// tuneGC asks for about gcHeadroom bytes between collections instead: after
+// TuneGC asks for about gcHeadroom bytes between collections instead: after
 // each collection it sets GOGC to gcHeadroom/live, bounded to
 // [minGCPercent, maxGCPercent]. So a small heap is collected rarely and a
 // large transient one grows by a quarter, not double.
@@ -31,10 +31,11 @@ const (
 	maxGCPercent = 400
 )
 
-// tuneGC starts pacing the collector, unless the GOGC environment variable
-// is set: an operator's explicit choice wins. stop ends the pacing after the
-// next collection (for tests).
-func tuneGC() (stop func()) {
+// TuneGC starts pacing the collector, unless the GOGC environment variable
+// is set: an operator's explicit choice wins. The pacing is the process's,
+// not one Run's, so main calls it once; stop ends it after the next
+// collection (for tests).
+func TuneGC() (stop func()) {
 	var stopped atomic.Bool
 	if os.Getenv("GOGC") != "" {
 		return func() {}

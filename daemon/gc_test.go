@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"runtime"
@@ -9,14 +9,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// After a collection, tuneGC has set GOGC from the live heap, within the
+// After a collection, TuneGC has set GOGC from the live heap, within the
 // bounds: 100 (the runtime's default, set below) only if the live heap were
 // exactly gcHeadroom.
 func TestTuneGCSetsGOGCFromTheLiveHeap(t *testing.T) {
 	t.Setenv("GOGC", "")
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	debug.SetGCPercent(100)
-	stop := tuneGC()
+	stop := TuneGC()
 	defer stop()
 	require.Eventually(t, func() bool {
 		runtime.GC()

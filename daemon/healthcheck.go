@@ -1,10 +1,9 @@
-package main
+package daemon
 
 import (
 	"bufio"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -13,10 +12,10 @@ import (
 	"redcell/config"
 )
 
-// healthCheck sends PING (after AUTH when a password is set) to the server
+// HealthCheck sends PING (after AUTH when a password is set) to the server
 // cfg describes and returns nil if it answers PONG within timeout. A server
 // bound to every address is reached on the loopback.
-func healthCheck(cfg config.Config, timeout time.Duration) error {
+func HealthCheck(cfg config.Config, timeout time.Duration) error {
 	host := cfg.Bind
 	switch host {
 	case "", "0.0.0.0", "*":
@@ -63,13 +62,4 @@ func healthCheck(cfg config.Config, timeout time.Duration) error {
 		return fmt.Errorf("%s: PING answered %q", addr, reply)
 	}
 	return nil
-}
-
-// newLogger builds the process's logger from --log-format and --log-level.
-func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }

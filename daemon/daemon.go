@@ -1,0 +1,156 @@
+// Package daemon is the redcell server's wiring: it opens the store, listens
+// for RESP (and TLS), serves /metrics and pprof, runs the expiry, memory and
+// flush goroutines, and saves and closes the store on the way out. main
+// parses the configuration and calls Run.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"redcell/clock"
+	"redcell/config"
+	"redcell/server"
+	"redcell/storage"
+)
+
+// Options are what a caller sets besides the configuration. The zero value
+// is what the command runs with.
+type Options struct {
+	// Clock is the clock decisions use; nil is clock.New() at the start of
+	// Run. Tests give one whose wall clock steps.
+	Clock *clock.Clock
+	// Ready, if not nil, receives the RESP listener's address once
+	// connections are accepted.
+	Ready chan<- net.Addr
+}
+
+// Run serves cfg until ctx is done or a client sends SHUTDOWN, then closes
+// every connection, makes the final save (unless SHUTDOWN NOSAVE) and
+// closes the store. It logs the start-up line with every setting, the load,
+// "ready to accept connections" and the shutdown to logger. It returns an
+// error when the store cannot be opened, a listener cannot be opened, or
+// serving or the final save fails.
+func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Options) (err error) {
+	logger.Info("starting redcell", append([]any{"version", server.Version, "commit", config.BuildCommit(),
+		"go", runtime.Version(), "pid", os.Getpid()}, cfg.LogAttrs()...)...)
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.New()
+	}
+	st, err := openState(ctx, cfg, clk, logger)
+	if err != nil {
+		return err
+	}
+	var saveOnExit atomic.Bool
+	saveOnExit.Store(true)
+	defer func() {
+		if cerr := st.close(saveOnExit.Load(), logger); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("final save to %s: %w", cfg.Dir, cerr))
+		}
+	}()
+
+	if cfg.PprofAddr != "" {
+		stopPprof, err := servePprof(cfg.PprofAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
+	ls, err := listen(cfg)
+	if err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	srv := server.New(server.Config{
+		Clock:       st.clock,
+		RequirePass: cfg.RequirePass,
+		Shutdown: func(save bool) error {
+			logger.Info("SHUTDOWN received", "save", save)
+			saveOnExit.Store(save)
+			cancel()
+			return nil
+		},
+		Persistence:   st.persistence(),
+		DurableWrites: st.flusher != nil && cfg.FlushInterval == 0,
+		Logger:        logger,
+		LoadedKeys:    int64(st.loaded),
+		LoadDuration:  st.loadTime,
+		Bind:          cfg.Bind,
+		Port:          ls.plain.Addr().(*net.TCPAddr).Port,
+		Dir:           cfg.Dir,
+		FlushInterval: cfg.FlushInterval,
+		Limits:        cfg.ServerLimits(logger),
+	}, st.store)
+	if cfg.MetricsAddr != "" {
+		stopMetrics, err := serveMetrics(cfg.MetricsAddr, registry(srv, st), logger)
+		if err != nil {
+			ls.close()
+			return err
+		}
+		defer stopMetrics()
+	}
+
+	background := runBackground(ctx, cfg, st)
+	served := make(chan error, 2)
+	serving := 1
+	go func() { served <- srv.Serve(ls.plain) }()
+	readyAttrs := []any{"addr", ls.plain.Addr().String(), "shards", st.store.Shards(), "dir", cfg.Dir, "flush_interval", cfg.FlushInterval}
+	if ls.tls != nil {
+		serving++
+		go func() { served <- srv.ServeTLS(ls.tls, ls.tlsCfg) }()
+		readyAttrs = append(readyAttrs, "tls_addr", ls.tls.Addr().String())
+	}
+	logger.Info("ready to accept connections", readyAttrs...)
+	if opts.Ready != nil {
+		opts.Ready <- ls.plain.Addr()
+	}
+
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err = <-served:
+		serving--
+		cancel()
+	}
+	_ = srv.Close()
+	for ; serving > 0; serving-- {
+		err = errors.Join(err, <-served)
+	}
+	// Connections are closed: nothing changes the store any more, and the
+	// deferred close saves it.
+	background.Wait()
+	return err
+}
+
+// runBackground starts the goroutines that run beside the connections until
+// ctx ends: expiry, the memory watch, and with persistence the flusher (on
+// its interval, or group commits in durable mode) and the clean-up of stale
+// keys. Wait on the result for them to end.
+func runBackground(ctx context.Context, cfg config.Config, st *state) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		st.store.RunExpiry(ctx, storage.DefaultExpiryInterval, storage.DefaultExpiryBatch, st.clock.Now)
+	})
+	wg.Go(func() { st.store.RunMemoryWatch(ctx, storage.DefaultMemoryWatchInterval) })
+	switch {
+	case st.flusher == nil:
+	case cfg.FlushInterval == 0:
+		wg.Go(func() { st.flusher.RunGroupCommit(ctx) })
+	default:
+		wg.Go(func() { st.flusher.Run(ctx, cfg.FlushInterval) })
+	}
+	if st.flusher != nil {
+		wg.Go(func() { st.flusher.CleanStaleAfter(ctx, storage.DefaultStaleGrace) })
+	}
+	return &wg
+}

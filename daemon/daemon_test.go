@@ -1,0 +1,83 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"redcell/config"
+)
+
+// Run in-process: Ready reports the address, cancelling ctx stops it cleanly.
+func TestRunServesUntilCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	dir := t.TempDir()
+	go func() {
+		done <- Run(ctx, config.Config{Bind: "127.0.0.1", Port: 0, Dir: dir, FlushInterval: time.Second}, slog.New(slog.DiscardHandler), Options{Ready: ready})
+	}()
+	addr := <-ready
+	rdb := redis.NewClient(&redis.Options{Addr: addr.String()})
+	defer rdb.Close()
+	r, err := rdb.Do(context.Background(), "CL.THROTTLE", "k", 4, 1, 1).Int64Slice()
+	require.NoError(t, err)
+	require.Equal(t, []int64{0, 5, 4, -1, 1}, r)
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// Run's log, in order: the start-up line with the settings (no password),
+// the load, readiness, and on the way out the shutdown and the final save.
+func TestRunLogsItsStartAndStop(t *testing.T) {
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	cfg := config.Config{Bind: "127.0.0.1", Dir: t.TempDir(), FlushInterval: time.Hour, RequirePass: "hunter2"}
+	go func() { done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)), Options{Ready: ready}) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	}
+	cancel()
+	require.NoError(t, <-done)
+	var msgs []string
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		m := regexp.MustCompile(`msg="([^"]*)"`).FindStringSubmatch(line)
+		require.NotNil(t, m, line)
+		msgs = append(msgs, m[1])
+	}
+	require.Equal(t, []string{"starting redcell", "loaded state", "ready to accept connections", "shutting down", "saved state"}, msgs)
+	require.Contains(t, logs.String(), " require_pass=true ")
+	require.Contains(t, logs.String(), " flush_interval=1h0m0s ")
+	require.NotContains(t, logs.String(), "hunter2")
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger writing while a test reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
