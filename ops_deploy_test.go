@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -299,10 +298,9 @@ func TestDockerfileBuildsAStaticBinaryThatPassesItsHealthCheck(t *testing.T) {
 			build[i+1] = out
 		}
 	}
+	// go test puts its own GOROOT/bin first in the test's PATH.
 	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
+	require.NoError(t, err, "the go command on PATH")
 	cmd := exec.Command(goTool, build[1:]...)
 	cmd.Env = append(os.Environ(), env...)
 	output, err := cmd.CombinedOutput()
