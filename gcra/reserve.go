@@ -14,7 +14,9 @@ type Reservation struct {
 	Remaining int64
 	// Wait is how long the caller must wait before acting on what was
 	// reserved (0: act now); when Limited, the wait a reservation would
-	// need, or -1 when it can never be made (quantity above the limit).
+	// need, or -1 when the quantity is above the limit (as CL.THROTTLE's
+	// retry_after: no wait lets it through at once, though a MAXWAIT that
+	// long would queue it).
 	Wait time.Duration
 	// ResetAfter is how long until the key is back to its full burst.
 	ResetAfter time.Duration

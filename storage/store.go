@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"redcell/gcra"
@@ -426,4 +427,27 @@ func (s *Store) TakeShardChanges(i int, buf []Change) []Change {
 	buf = sh.t.takeChanges(buf)
 	sh.mu.Unlock()
 	return buf
+}
+
+// Reserve runs one CL.RESERVE decision (gcra.Reserve) for key at now under
+// its shard lock and stores the new TAT when the reservation is made. With
+// dry nothing is stored, and stored reports whether it would have been.
+func (s *Store) Reserve(key []byte, r gcra.Rate, now gcra.Instant, maxWait time.Duration, dry bool) (res gcra.Reservation, stored bool, err error) {
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	res, stored, err = s.reserve(sh, key, r, now, maxWait, dry)
+	sh.mu.Unlock()
+	return res, stored, err
+}
+
+func (s *Store) reserve(sh *shard, key []byte, r gcra.Rate, now gcra.Instant, maxWait time.Duration, dry bool) (gcra.Reservation, bool, error) {
+	tat, err := s.tatOf(sh, key, now)
+	if err != nil {
+		return gcra.Reservation{}, false, err
+	}
+	res, newTAT, store, err := gcra.Reserve(r, tat, now, maxWait)
+	if !store || err != nil || dry {
+		return res, store && err == nil, err
+	}
+	return res, true, s.store(sh, key, newTAT, tat != 0)
 }

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"slices"
+	"time"
 
 	"redcell/gcra"
 	"redcell/window"
@@ -13,6 +14,7 @@ import (
 type Keyspace interface {
 	Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error)
 	Preview(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, bool, error)
+	Reserve(key []byte, r gcra.Rate, now gcra.Instant, maxWait time.Duration, dry bool) (gcra.Reservation, bool, error)
 	Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) (window.Result, bool, error)
 	Get(key []byte, now gcra.Instant) (gcra.Instant, Kind, bool)
 	Fingerprint(key []byte, now gcra.Instant) (uint64, bool)
@@ -101,6 +103,11 @@ func (tx *Txn) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (res gcra.Res
 func (tx *Txn) Preview(key []byte, r gcra.Rate, now gcra.Instant) (res gcra.Result, store bool, err error) {
 	tx.withShard(key, func(sh *shard) { res, store, err = tx.s.preview(sh, key, r, now) })
 	return res, store, err
+}
+
+func (tx *Txn) Reserve(key []byte, r gcra.Rate, now gcra.Instant, maxWait time.Duration, dry bool) (res gcra.Reservation, stored bool, err error) {
+	tx.withShard(key, func(sh *shard) { res, stored, err = tx.s.reserve(sh, key, r, now, maxWait, dry) })
+	return res, stored, err
 }
 
 func (tx *Txn) Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) (res window.Result, stored bool, err error) {
