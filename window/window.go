@@ -22,7 +22,7 @@ var (
 	ErrLimit         = errors.New("window: limit must be positive")
 	ErrWindow        = errors.New("window: window must be positive")
 	ErrQuantity      = errors.New("window: quantity must not be negative")
-	ErrPrecision     = errors.New("window: PRECISION must be between 0 and the window's nanoseconds")
+	ErrPrecision     = errors.New("window: PRECISION must be between 0 and MaxPrecision")
 	ErrLimitTooLarge = errors.New("window: limit too large for an exact window, use PRECISION")
 	ErrOutOfRange    = errors.New("window: rate limit parameters out of range")
 	// ErrCorrupt: a stored state does not decode (it was written by
@@ -37,6 +37,10 @@ const MaxPrecision = 10000
 // DefaultLogMax is the most entries an exact log may hold by default (a
 // limit above it needs PRECISION): --window-log-max.
 const DefaultLogMax = 10000
+
+// MaxLogMax bounds --window-log-max: a decision reads the whole log, so a
+// million entries (a few MB a key) already takes milliseconds.
+const MaxLogMax = 1000000
 
 // Spec is a validated CL.WINDOW request. Build one with NewSpec.
 type Spec struct {
