@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"redcell/storage"
+	"redcell/window"
 )
 
 // Config is everything the command line sets. Parse fills it, over the
@@ -34,6 +35,8 @@ type Config struct {
 	// waiting for all clients together (Redis's maxmemory-clients).
 	MaxKeyLen        int64
 	MaxMemoryClients int64
+	// WindowLogMax bounds the entries of one CL.WINDOW exact log.
+	WindowLogMax int64
 	// DiskReserve is the disk space the store holds back for Pebble to
 	// finish its writes when the disk fills (storage.DefaultReserve); 0
 	// holds none.
@@ -95,6 +98,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxKeyLen < 1 || c.MaxKeyLen > 1<<30 {
 		return fmt.Errorf("--max-key-len %d: must be between 1 and 1gb", c.MaxKeyLen)
+	}
+	if c.WindowLogMax < 1 || c.WindowLogMax > window.MaxLogMax {
+		return fmt.Errorf("--window-log-max %d: must be between 1 and %d", c.WindowLogMax, window.MaxLogMax)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: must be text or json", c.LogFormat)

@@ -11,6 +11,7 @@ import (
 
 	"redcell/server"
 	"redcell/storage"
+	"redcell/window"
 )
 
 // Parse reads the configuration from args (the command line without the
@@ -61,6 +62,8 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.Var((*size)(&cfg.MaxMemoryClients), "maxmemory-clients",
 		"most reply `bytes` waiting for all clients together (each one's first 64 KiB aside), as Redis's maxmemory-clients: "+
 			"the client whose replies would pass it is disconnected; 0: no limit")
+	fs.Int64Var(&cfg.WindowLogMax, "window-log-max", window.DefaultLogMax,
+		"most `entries` one CL.WINDOW exact log (PRECISION 0) may hold: a larger limit needs PRECISION m")
 	cfg.DiskReserve = storage.DefaultReserve
 	fs.Var((*size)(&cfg.DiskReserve), "disk-reserve",
 		"disk space, in `bytes` or with a unit (16mb), kept in --dir/redcell.reserve and released to the store when the disk fills, "+

@@ -28,6 +28,7 @@ func (c Config) ServerLimits(logger *slog.Logger) server.Limits {
 		IdleTimeout:    c.Timeout,
 		MaxKeyLen:      int(c.MaxKeyLen),
 		MaxOutputTotal: total,
+		WindowLogMax:   c.WindowLogMax,
 	}
 }
 

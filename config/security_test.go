@@ -25,14 +25,14 @@ func parseErr(t *testing.T, e env, args ...string) error {
 func TestLimitFlags(t *testing.T) {
 	cfg := parseWith(t, env{})
 	require.Equal(t, server.Limits{MaxBulkLen: 1 << 20, MaxArgs: 65536, MaxInlineLen: 64 << 10, MaxQueryLen: 8 << 20,
-		MaxOutput: 32 << 20, MaxClients: 10000, MaxKeyLen: 8 << 10, MaxOutputTotal: 256 << 20}, cfg.ServerLimits(slog.New(slog.DiscardHandler)))
+		MaxOutput: 32 << 20, MaxClients: 10000, MaxKeyLen: 8 << 10, MaxOutputTotal: 256 << 20, WindowLogMax: 10000}, cfg.ServerLimits(slog.New(slog.DiscardHandler)))
 	require.True(t, cfg.ProtectedMode)
 
 	cfg = parseWith(t, env{"REDCELL_TIMEOUT": "300"}, "--proto-max-bulk-len", "64kb", "--max-args", "100",
 		"--max-inline-len", "1k", "--query-buffer-limit", "1MB", "--output-buffer-limit", "0", "--maxclients", "50",
-		"--max-key-len", "1kb", "--maxmemory-clients", "0")
+		"--max-key-len", "1kb", "--maxmemory-clients", "0", "--window-log-max", "500")
 	require.Equal(t, server.Limits{MaxBulkLen: 64 << 10, MaxArgs: 100, MaxInlineLen: 1000, MaxQueryLen: 1 << 20,
-		MaxOutput: -1, MaxClients: 50, IdleTimeout: 300 * time.Second, MaxKeyLen: 1 << 10, MaxOutputTotal: -1},
+		MaxOutput: -1, MaxClients: 50, IdleTimeout: 300 * time.Second, MaxKeyLen: 1 << 10, MaxOutputTotal: -1, WindowLogMax: 500},
 		cfg.ServerLimits(slog.New(slog.DiscardHandler)))
 	require.Equal(t, 90*time.Second, parseWith(t, env{}, "--timeout", "1m30s").Timeout)
 	require.Equal(t, int64(2e9), parseWith(t, env{}, "--query-buffer-limit", "2g").QueryBufferLimit)
@@ -51,6 +51,8 @@ func TestLimitFlags(t *testing.T) {
 		{[]string{"--protected-mode", "maybe"}, `invalid value "maybe" for flag -protected-mode: must be yes or no`},
 		{[]string{"--maxmemory-policy", "allkeys-lru"}, `--maxmemory-policy: maxmemory policy "allkeys-lru": redcell serves noeviction and volatile-ttl`},
 		{[]string{"--max-key-len", "0"}, "--max-key-len 0: must be between 1 and 1gb"},
+		{[]string{"--window-log-max", "0"}, "--window-log-max 0: must be between 1 and 1000000"},
+		{[]string{"--window-log-max", "1000001"}, "--window-log-max 1000001: must be between 1 and 1000000"},
 	} {
 		require.EqualError(t, parseErr(t, env{}, c.args...), c.want, "%v", c.args)
 	}

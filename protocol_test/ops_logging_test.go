@@ -37,7 +37,7 @@ func TestBuiltBinaryEnvironmentAndLogs(t *testing.T) {
 			"REDCELL_REQUIREPASS=" + password,
 		}, "--port", "0")
 		require.NotEmpty(t, srv.MetricsURL, "REDCELL_METRICS_ADDR turned metrics on")
-		require.Equal(t, 0.0, scrapeMetrics(t, srv.MetricsURL).value(t, "redcell_decisions_total", "result", "allowed"))
+		require.Equal(t, 0.0, scrapeMetrics(t, srv.MetricsURL).value(t, "redcell_decisions_total", "cmd", "cl.throttle", "result", "allowed"))
 		require.Equal(t, errNoAuth+"\n\n", cli(t, srv.Port, "", "PING"), "REDCELL_REQUIREPASS set the password")
 		require.Equal(t, "OK\nERR max_burst is not an integer or out of range\n\n", cli(t, srv.Port, "AUTH "+password+"\nCL.THROTTLE k x 1 1\n"))
 

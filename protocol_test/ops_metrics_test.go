@@ -35,8 +35,8 @@ func TestMetricsCountExactlyTheDecisions(t *testing.T) {
 		return scrapeMetrics(t, url).value(t, "redcell_connected_clients") == 1
 	}, 5*time.Second, 5*time.Millisecond)
 	m := scrapeMetrics(t, url)
-	require.Equal(t, 0.0, m.value(t, "redcell_decisions_total", "result", "allowed"))
-	require.Equal(t, 0.0, m.value(t, "redcell_decisions_total", "result", "limited"))
+	require.Equal(t, 0.0, m.value(t, "redcell_decisions_total", "cmd", "cl.throttle", "result", "allowed"))
+	require.Equal(t, 0.0, m.value(t, "redcell_decisions_total", "cmd", "cl.throttle", "result", "limited"))
 
 	// SPEC's first vector at t=0: max_burst 4, 1 per second (limit 5).
 	steps := []struct {
@@ -64,8 +64,8 @@ func TestMetricsCountExactlyTheDecisions(t *testing.T) {
 			labels []string
 			want   float64
 		}{
-			{"redcell_decisions_total", []string{"result", "allowed"}, s.allowed},
-			{"redcell_decisions_total", []string{"result", "limited"}, s.limited},
+			{"redcell_decisions_total", []string{"cmd", "cl.throttle", "result", "allowed"}, s.allowed},
+			{"redcell_decisions_total", []string{"cmd", "cl.throttle", "result", "limited"}, s.limited},
 			{"redcell_keyspace_hits_total", nil, s.hits},
 			{"redcell_keyspace_misses_total", nil, s.misses},
 			{"redcell_commands_total", []string{"cmd", "cl.throttle"}, s.throttleCalls},
@@ -148,8 +148,8 @@ func TestMetricsUnderConcurrentTraffic(t *testing.T) {
 	require.Equal(t, clients*rounds*depth, allowed+limited)
 	require.Positive(t, limited, "the traffic is heavy enough to be limited")
 	m := scrapeMetrics(t, url)
-	require.Equal(t, float64(allowed), m.value(t, "redcell_decisions_total", "result", "allowed"))
-	require.Equal(t, float64(limited), m.value(t, "redcell_decisions_total", "result", "limited"))
+	require.Equal(t, float64(allowed), m.value(t, "redcell_decisions_total", "cmd", "cl.throttle", "result", "allowed"))
+	require.Equal(t, float64(limited), m.value(t, "redcell_decisions_total", "cmd", "cl.throttle", "result", "limited"))
 	require.Equal(t, float64(allowed+limited), m.value(t, "redcell_commands_total", "cmd", "cl.throttle"))
 	require.Equal(t, float64(allowed+limited),
 		m.value(t, "redcell_keyspace_hits_total")+m.value(t, "redcell_keyspace_misses_total"))
@@ -211,8 +211,8 @@ func TestBuiltBinaryServesMetrics(t *testing.T) {
 	require.Equal(t, "OK", rdb.Do(ctx(t), "SAVE").Val())
 
 	m = scrapeMetrics(t, srv.MetricsURL)
-	require.Equal(t, float64(allowed), m.value(t, "redcell_decisions_total", "result", "allowed"))
-	require.Equal(t, float64(limited), m.value(t, "redcell_decisions_total", "result", "limited"))
+	require.Equal(t, float64(allowed), m.value(t, "redcell_decisions_total", "cmd", "cl.throttle", "result", "allowed"))
+	require.Equal(t, float64(limited), m.value(t, "redcell_decisions_total", "cmd", "cl.throttle", "result", "limited"))
 	require.Equal(t, 3.0, m.value(t, "redcell_keys"))
 	require.Equal(t, 1.0, m.value(t, "redcell_flush_duration_seconds"), "SAVE flushed once")
 	require.Equal(t, 3.0, m["redcell_flush_keys"].GetMetric()[0].GetHistogram().GetSampleSum(), "of 3 keys")

@@ -89,3 +89,48 @@ func BenchmarkParseInt(b *testing.B) {
 		parseInt(in)
 	}
 }
+
+// parseFloat takes what Redis's strtod-based parser takes, and refuses
+// what it refuses.
+func TestParseFloat(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{"0.5", 0.5, true},
+		{"60", 60, true},
+		{"+1.5", 1.5, true},
+		{"-2", -2, true},
+		{".25", 0.25, true},
+		{"5.", 5, true},
+		{"1e3", 1000, true},
+		{"0x10", 16, true}, // strtod's hexadecimal, without an exponent
+		{"0x1p-1", 0.5, true},
+		{"inf", math.Inf(1), true},
+		{"-Infinity", math.Inf(-1), true},
+		{"0", 0, true},
+		{"0e-400", 0, true},
+		{"4.9e-324", 5e-324, true},
+		{"", 0, false},
+		{" 1", 0, false},
+		{"1 ", 0, false},
+		{"1_0", 0, false},
+		{"nan", 0, false},
+		{"NaN", 0, false},
+		{"1e400", 0, false},  // overflow: strtod's ERANGE
+		{"1e-400", 0, false}, // underflow to zero, as strtod's ERANGE
+		{"0x1p-2000", 0, false},
+		{"1e", 0, false},
+		{"abc", 0, false},
+		{"0.0000000000000000000000000000000000000000000000000000000000000000000001", 1e-70, true},
+	} {
+		got, ok := parseFloat([]byte(c.in))
+		if ok != c.ok || ok && got != c.want {
+			t.Errorf("parseFloat(%q) = %v, %v want %v, %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { parseFloat([]byte("0.25")) }); n != 0 {
+		t.Errorf("parseFloat allocates %v times", n)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"redcell/gcra"
-	"redcell/storage"
 )
 
 // CL.THROTTLE key max_burst count period [quantity]
@@ -60,27 +59,16 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		c.writeError(throttleErrorText(err))
 		return
 	}
-	c.srv.stats.countDecision(c.stripe, res.Limited, keyWasLive(res, rate))
+	c.srv.stats.countDecision(c.stripe, decideThrottle, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
 	if !res.Limited && quantity > 0 {
 		c.changed()
 	}
-	reply := res.Ints()
-	c.writeArray(len(reply))
-	for _, v := range reply {
-		c.writeInt(v)
-	}
+	c.writeInts(res.Ints())
 }
 
-// throttleErrorText maps gcra's and storage's sentinels to their client
-// text.
+// throttleErrorText maps gcra's and storage's errors to their client text.
 func throttleErrorText(err error) string {
 	switch {
-	case errors.Is(err, storage.ErrOOM):
-		return errOOM
-	case errors.Is(err, storage.ErrFull):
-		return errShardFull
-	case errors.Is(err, storage.ErrKeyTooLong):
-		return errKeyTooLong(0, 0)
 	case errors.Is(err, gcra.ErrNegativeBurst):
 		return errNegativeBurst
 	case errors.Is(err, gcra.ErrNegativeCount):
@@ -91,7 +79,9 @@ func throttleErrorText(err error) string {
 		return errZeroRate
 	case errors.Is(err, gcra.ErrNegativeQuantity):
 		return errNegativeQuantity
-	default:
+	case errors.Is(err, gcra.ErrOutOfRange):
 		return errOutOfRange
+	default:
+		return storageErrorText(err)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"redcell/gcra"
 	"redcell/storage"
 )
@@ -126,4 +128,58 @@ func BenchmarkThrottleHandlerParallel(b *testing.B) {
 			conn.SetBuffer(nil)
 		}
 	})
+}
+
+// failingPersistence is a disk whose flushes fail.
+type failingPersistence struct{ nopPersistence }
+
+func (failingPersistence) Failing() bool { return true }
+
+// In durable mode with a failing disk, every limiter answers a decision
+// that would store with MISCONF and stores nothing, and answers those that
+// store nothing (limited calls, peeks).
+func TestLimitersRefuseChangesWhileTheDiskFails(t *testing.T) {
+	tc := newTestClient(t, Config{})
+	for _, args := range [][]string{
+		{"CL.THROTTLE", "full", "0", "1", "60"},
+		{"CL.WINDOW", "win", "1", "60"},
+	} {
+		tc.do(args...)
+	}
+	tc.srv.cfg.DurableWrites, tc.srv.cfg.Persistence = true, failingPersistence{}
+	m := errReply(errMisconf)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"CL.THROTTLE", "new", "1", "1", "1"}, m},
+		{[]string{"GCRA", "new", "1", "1", "1"}, m},
+		{[]string{"CL.RESERVE", "new", "1", "1", "1"}, m},
+		{[]string{"CL.RESERVE", "new", "1", "1", "1", "MAXWAIT", "1000"}, m},
+		{[]string{"CL.WINDOW", "new", "1", "60"}, m},
+		{[]string{"CL.WINDOW", "new", "1", "60", "PRECISION", "1"}, m},
+		{[]string{"EXISTS", "new"}, ":0\r\n"},
+		{[]string{"CL.THROTTLE", "full", "0", "1", "60"}, intsReply(1, 1, 0, 60, 60)},
+		{[]string{"GCRA", "full", "0", "1", "60"}, intsReply(1, 1, 0, 60, 60)},
+		{[]string{"CL.RESERVE", "full", "0", "1", "60"}, intsReply(1, 1, 0, 60000, 60000)},
+		{[]string{"CL.RESERVE", "full", "0", "1", "60", "0"}, intsReply(0, 1, 0, 0, 60000)},
+		{[]string{"CL.WINDOW", "win", "1", "60"}, intsReply(1, 1, 0, 60, 60)},
+		{[]string{"CL.WINDOW", "win", "1", "60", "0"}, intsReply(0, 1, 0, -1, 60)},
+	} {
+		require.Equal(t, c.want, tc.do(c.args...), "%q", c.args)
+	}
+}
+
+// Every limiter refuses a key name longer than --max-key-len.
+func TestLimitersRefuseLongKeys(t *testing.T) {
+	tc := newTestClient(t, Config{Limits: Limits{MaxKeyLen: 4}})
+	for _, args := range [][]string{
+		{"CL.THROTTLE", "12345", "1", "1", "1"},
+		{"GCRA", "12345", "1", "1", "1"},
+		{"CL.RESERVE", "12345", "1", "1", "1"},
+		{"CL.WINDOW", "12345", "1", "60"},
+	} {
+		require.Equal(t, errReply("ERR key too long: 5 bytes, --max-key-len is 4"), tc.do(args...), "%q", args)
+	}
+	require.Equal(t, ":0\r\n", tc.do("DBSIZE"))
 }

@@ -53,8 +53,9 @@ func (cmd *command) arityOK(n int) bool {
 }
 
 // commandTable registers every command redcell serves. Handlers live in one
-// file per family: cmd_throttle.go, cmd_keys.go, cmd_conn.go, cmd_server.go,
-// cmd_object.go, monitor.go.
+// file per family: cmd_throttle.go, cmd_gcra.go, cmd_reserve.go,
+// cmd_window.go, cmd_keys.go, cmd_conn.go, cmd_server.go, cmd_object.go,
+// cmd_multi.go, monitor.go.
 func commandTable() map[string]*command {
 	list := []*command{
 		// cmd_throttle.go
@@ -63,6 +64,23 @@ func commandTable() map[string]*command {
 			group: "generic", since: "0.1.0", complexity: "O(1)",
 			summary: "Rate-limits a key by GCRA and returns limited, limit, remaining, retry_after and reset_after, as redis-cell does.",
 			run:     cmdThrottle},
+
+		// cmd_gcra.go, cmd_reserve.go, cmd_window.go: the other limiters.
+		{name: "gcra", arity: -5, maxArgs: 7, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@string", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
+			group: "string", since: "8.8.0", complexity: "O(1)",
+			summary: "Rate-limits a key by GCRA as Redis's GCRA command: a float period, durations rounded up to seconds.",
+			run:     cmdGCRA},
+		{name: "cl.reserve", arity: -5, maxArgs: 8, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
+			group: "generic", since: "0.1.0", complexity: "O(1)",
+			summary: "Reserves the next slot of a key's rate and returns how long to wait before acting, up to MAXWAIT milliseconds.",
+			run:     cmdReserve},
+		{name: "cl.window", arity: -4, maxArgs: 7, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
+			group: "generic", since: "0.1.0", complexity: "O(1) with PRECISION m, O(N) for the N entries of an exact log",
+			summary: "Allows at most limit actions in any window seconds: an exact sliding log, or sub-window counters with PRECISION.",
+			run:     cmdWindow},
 
 		// cmd_keys.go
 		{name: "del", arity: -2, flags: []string{"write"}, acl: []string{"@keyspace", "@write", "@slow"},

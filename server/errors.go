@@ -1,8 +1,11 @@
 package server
 
 import (
+	"errors"
 	"strconv"
 	"strings"
+
+	"redcell/storage"
 )
 
 // Client-facing error texts, in one place. Each carries its Redis prefix and,
@@ -41,6 +44,28 @@ const (
 	errZeroRate           = "ERR zero rates are not supported"
 	errNegativeQuantity   = "ERR quantity must not be negative"
 	errOutOfRange         = "ERR rate limit parameters out of range"
+
+	// CL.RESERVE's MAXWAIT, in CL.THROTTLE's words.
+	errMaxWaitNotInteger = "ERR MAXWAIT is not an integer or out of range"
+	errNegativeMaxWait   = "ERR MAXWAIT must not be negative"
+
+	// CL.WINDOW, in CL.THROTTLE's words.
+	errLimitNotInteger     = "ERR limit is not an integer or out of range"
+	errWindowNotInteger    = "ERR window is not an integer or out of range"
+	errPrecisionNotInteger = "ERR PRECISION is not an integer or out of range"
+	errLimitPositive       = "ERR limit must be positive"
+	errWindowPositive      = "ERR window must be positive"
+	errPrecisionRange      = "ERR PRECISION must be between 0 and 10000"
+	errLimitTooLarge       = "ERR limit too large for an exact window, use PRECISION"
+
+	// GCRA, in the words of Redis's src/gcra.c and its argument helpers.
+	errGCRABurst          = "ERR value is out of range, must be positive"
+	errGCRARange          = "ERR value is out of range, value must between 1 and 9223372036854775807"
+	errNotFloat           = "ERR value is not a valid float"
+	errGCRAPeriod         = "ERR period must be > 0 and < 1e12"
+	errGCRAMissingTokens  = "ERR Missing TOKENS value"
+	errGCRAOverflowTokens = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and TOKENS would cause an overflow"
+	errGCRAOverflowBurst  = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow"
 
 	errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
 
@@ -81,6 +106,23 @@ func errKeyTooLong(n, max int) string {
 		return "ERR key too long"
 	}
 	return "ERR key too long: " + strconv.Itoa(n) + " bytes, --max-key-len is " + strconv.Itoa(max)
+}
+
+// storageErrorText maps the errors of a decision in storage to their client
+// text: a key that cannot be created, or that holds another kind of state.
+func storageErrorText(err error) string {
+	switch {
+	case errors.Is(err, storage.ErrWrongType):
+		return errWrongType
+	case errors.Is(err, storage.ErrOOM):
+		return errOOM
+	case errors.Is(err, storage.ErrFull):
+		return errShardFull
+	case errors.Is(err, storage.ErrKeyTooLong):
+		return errKeyTooLong(0, 0)
+	default:
+		return "ERR " + strings.TrimPrefix(err.Error(), "storage: ")
+	}
 }
 
 // errSaveFailed is SAVE's answer when the flush failed: the reason, without

@@ -319,7 +319,8 @@ func FuzzCommands(f *testing.F) {
 }
 
 // checkDecision checks a rate-limit reply's invariants: 0 or 1 for limited,
-// 0 <= remaining <= limit, retry_after -1 when allowed.
+// 0 <= remaining <= limit, retry_after -1 when allowed (CL.RESERVE's wait, in
+// that place, at least 0 when allowed and above 0 or -1 when limited).
 func checkDecision(t *testing.T, args [][]byte, out string) {
 	if !bytes.HasPrefix(bytes.ToLower(args[0]), []byte("cl.")) && !bytes.EqualFold(args[0], []byte("gcra")) {
 		return
@@ -338,8 +339,15 @@ func checkDecision(t *testing.T, args [][]byte, out string) {
 		t.Fatalf("%q answered %q: not five integers", args, out)
 	}
 	limited, limit, remaining, retry := v[0], v[1], v[2], v[3]
-	if limited != 0 && limited != 1 || remaining < 0 || remaining > limit || limited == 0 && retry != -1 {
-		t.Fatalf("%q answered %v: limited in {0,1}, 0 <= remaining <= limit, retry_after -1 when allowed", args, v)
+	if limited != 0 && limited != 1 || remaining < 0 || remaining > limit || v[4] < 0 {
+		t.Fatalf("%q answered %v: limited in {0,1}, 0 <= remaining <= limit, reset_after >= 0", args, v)
+	}
+	if bytes.EqualFold(args[0], []byte("cl.reserve")) {
+		if limited == 0 && retry < 0 || limited == 1 && retry == 0 || retry < -1 {
+			t.Fatalf("%q answered %v: a wait >= 0 when allowed, > 0 or -1 when limited", args, v)
+		}
+	} else if limited == 0 && retry != -1 || retry < -1 {
+		t.Fatalf("%q answered %v: retry_after -1 when allowed, >= -1 when limited", args, v)
 	}
 }
 

@@ -1,6 +1,10 @@
 package server
 
-import "time"
+import (
+	"time"
+
+	"redcell/window"
+)
 
 // Limits bound what one client may send and leave unread, and how many
 // clients there may be. A zero field takes its default.
@@ -41,6 +45,9 @@ type Limits struct {
 	// outputAllowance bytes are not counted. The default is
 	// DefaultMaxOutputTotal; negative means no limit.
 	MaxOutputTotal int64
+	// WindowLogMax bounds the entries of one CL.WINDOW exact log: a limit
+	// above it needs PRECISION. The default is window.DefaultLogMax.
+	WindowLogMax int64
 }
 
 // Defaults of Limits. Redis allows 512 MiB arguments and buffers without
@@ -107,6 +114,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxOutputTotal == 0 {
 		l.MaxOutputTotal = DefaultMaxOutputTotal
+	}
+	if l.WindowLogMax <= 0 {
+		l.WindowLogMax = window.DefaultLogMax
 	}
 	return l
 }

@@ -35,8 +35,9 @@ const statStripes = 8
 
 // stats are the server-wide counters.
 type stats struct {
-	// decisions counts CL.THROTTLE decisions by decisionIndex: whether
-	// the call was limited and whether it found its key live, in one add.
+	// decisions counts the rate-limit decisions by decider (the command)
+	// and decisionIndex: whether the call was limited and whether it found
+	// its key live, in one add.
 	_         [64]byte
 	decisions [statStripes]decisionCounts
 
@@ -52,11 +53,22 @@ type stats struct {
 	ops opsSampler
 }
 
-// decisionCounts is one stripe of the decision counters: a cache line.
+// decisionCounts is one stripe of the decision counters: two cache lines.
 type decisionCounts struct {
-	n [4]atomic.Int64
-	_ [32]byte
+	n [numDeciders][4]atomic.Int64
 }
+
+// The commands that decide, for the decision counters
+// (redcell_decisions_total{cmd}).
+const (
+	decideThrottle = iota // CL.THROTTLE
+	decideGCRA            // GCRA
+	decideReserve         // CL.RESERVE
+	decideWindow          // CL.WINDOW
+	numDeciders
+)
+
+var deciderNames = [numDeciders]string{"cl.throttle", "gcra", "cl.reserve", "cl.window"}
 
 func decisionIndex(limited, hit bool) int {
 	i := 0
@@ -69,11 +81,11 @@ func decisionIndex(limited, hit bool) int {
 	return i
 }
 
-// countDecision records one CL.THROTTLE decision; hit says whether the key
+// countDecision records one decision of decider; hit says whether the key
 // held live state when the call arrived (keyspace_hits, as Redis counts a
 // read that finds its key).
-func (st *stats) countDecision(stripe int, limited, hit bool) {
-	st.decisions[stripe].n[decisionIndex(limited, hit)].Add(1)
+func (st *stats) countDecision(stripe, decider int, limited, hit bool) {
+	st.decisions[stripe].n[decider][decisionIndex(limited, hit)].Add(1)
 }
 
 // countLookup records one key read by a command other than CL.THROTTLE.
@@ -90,11 +102,11 @@ func (st *stats) countLookup(hit bool) {
 // ResetAfter is the stored TAT minus now (0 when absent); an allowed call adds
 // its increment to max(TAT, now), so ResetAfter exceeds the increment exactly
 // when the TAT was ahead of now.
-func keyWasLive(res gcra.Result, r gcra.Rate) bool {
-	if res.Limited {
-		return res.ResetAfter > 0
+func keyWasLive(limited bool, resetAfter, increment time.Duration) bool {
+	if limited {
+		return resetAfter > 0
 	}
-	return res.ResetAfter > r.Increment
+	return resetAfter > increment
 }
 
 // Error kinds, for redcell_errors_total{kind} and INFO Errorstats.
@@ -396,7 +408,8 @@ func (s *Server) commandStats() []commandStat {
 
 // counters are the server-wide figures INFO and /metrics report.
 type counters struct {
-	allowed, limited   int64
+	allowed, limited   int64                 // CL.THROTTLE's (INFO throttle_allowed/limited)
+	decided            [numDeciders][2]int64 // by decider: allowed, limited
 	hits, misses       int64
 	errors             [numErrorKinds]int64
 	errorReplies       int64
@@ -411,16 +424,20 @@ type counters struct {
 func (s *Server) counters() counters {
 	st := &s.stats
 	var c counters
-	d := [4]int64{}
-	for i := range st.decisions {
-		for j := range d {
-			d[j] += st.decisions[i].n[j].Load()
+	c.hits, c.misses = st.lookups[1].Load(), st.lookups[0].Load()
+	for k := range numDeciders {
+		d := [4]int64{}
+		for i := range st.decisions {
+			for j := range d {
+				d[j] += st.decisions[i].n[k][j].Load()
+			}
 		}
+		c.decided[k][0] = d[decisionIndex(false, false)] + d[decisionIndex(false, true)]
+		c.decided[k][1] = d[decisionIndex(true, false)] + d[decisionIndex(true, true)]
+		c.hits += d[decisionIndex(false, true)] + d[decisionIndex(true, true)]
+		c.misses += d[decisionIndex(false, false)] + d[decisionIndex(true, false)]
 	}
-	c.allowed = d[decisionIndex(false, false)] + d[decisionIndex(false, true)]
-	c.limited = d[decisionIndex(true, false)] + d[decisionIndex(true, true)]
-	c.hits = d[decisionIndex(false, true)] + d[decisionIndex(true, true)] + st.lookups[1].Load()
-	c.misses = d[decisionIndex(false, false)] + d[decisionIndex(true, false)] + st.lookups[0].Load()
+	c.allowed, c.limited = c.decided[decideThrottle][0], c.decided[decideThrottle][1]
 	for i := range st.errors {
 		c.errors[i] = st.errors[i].Load()
 		c.errorReplies += c.errors[i]
@@ -444,7 +461,7 @@ type collector struct{ s *Server }
 
 var (
 	descDecisions = prometheus.NewDesc("redcell_decisions_total",
-		"CL.THROTTLE decisions by result: allowed or limited.", []string{"result"}, nil)
+		"Rate-limit decisions by command (cl.throttle, gcra, cl.reserve, cl.window) and result: allowed or limited.", []string{"cmd", "result"}, nil)
 	descHits = prometheus.NewDesc("redcell_keyspace_hits_total",
 		"Commands that found their key live (CL.THROTTLE, GET, TTL, PTTL, TYPE, EXISTS), as Redis's keyspace_hits.", nil, nil)
 	descMisses = prometheus.NewDesc("redcell_keyspace_misses_total",
@@ -490,8 +507,10 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v int64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
 	}
-	counter(descDecisions, c.allowed, "allowed")
-	counter(descDecisions, c.limited, "limited")
+	for k, name := range deciderNames {
+		counter(descDecisions, c.decided[k][0], name, "allowed")
+		counter(descDecisions, c.decided[k][1], name, "limited")
+	}
 	counter(descHits, c.hits)
 	counter(descMisses, c.misses)
 	for i, k := range errorKinds {

@@ -29,7 +29,7 @@ func TestKeyWasLiveAgreesWithTheStore(t *testing.T) {
 		_, _, live := store.Get(key, now)
 		res, err := store.Throttle(key, r, now)
 		require.NoError(t, err)
-		if got := keyWasLive(res, r); got != live {
+		if got := keyWasLive(res.Limited, res.ResetAfter, r.Increment); got != live {
 			t.Fatalf("step %d: key %s rate %+v result %+v: keyWasLive = %v, the store had it live = %v", i, key, r, res, got, live)
 		}
 		if live {
@@ -171,8 +171,8 @@ func TestCollector(t *testing.T) {
 	require.NoError(t, reg.Register(tc.srv.Collector()))
 	text := gatherText(t, reg)
 	for _, line := range []string{
-		`redcell_decisions_total{result="allowed"} 2`,
-		`redcell_decisions_total{result="limited"} 1`,
+		`redcell_decisions_total{cmd="cl.throttle",result="allowed"} 2`,
+		`redcell_decisions_total{cmd="cl.throttle",result="limited"} 1`,
 		`redcell_keyspace_hits_total 2`,
 		`redcell_keyspace_misses_total 1`,
 		`redcell_commands_total{cmd="cl.throttle"} 4`,

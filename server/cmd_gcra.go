@@ -1,0 +1,106 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"redcell/gcra"
+	"redcell/storage"
+)
+
+// GCRA key max_burst tokens_per_period period [TOKENS count]
+//
+// Redis's own GCRA command (its 8.8 milestones): CL.THROTTLE's decision on
+// the same TAT, so the two mix on a key, with a float period in seconds, no
+// peek, both durations rounded up, and Redis's argument checks and texts in
+// Redis's order.
+func cmdGCRA(c *client, args [][]byte, now time.Time) {
+	if len(args[1]) > c.srv.limits.MaxKeyLen {
+		c.writeError(errKeyTooLong(len(args[1]), c.srv.limits.MaxKeyLen))
+		return
+	}
+	burst, ok := parseInt(args[2])
+	if !ok || burst < 0 {
+		c.writeError(errGCRABurst)
+		return
+	}
+	perPeriod, ok := parseInt(args[3])
+	if !ok {
+		c.writeError(errNotInteger)
+		return
+	}
+	if perPeriod < 1 {
+		c.writeError(errGCRARange)
+		return
+	}
+	period, ok := parseFloat(args[4])
+	if !ok {
+		c.writeError(errNotFloat)
+		return
+	}
+	if !(period > 0 && period < 1e12) {
+		c.writeError(errGCRAPeriod)
+		return
+	}
+	tokens := int64(1)
+	if len(args) >= 6 {
+		if !equalFold(args[5], "tokens") {
+			c.writeError(errSyntax)
+			return
+		}
+		if len(args) == 6 {
+			c.writeError(errGCRAMissingTokens)
+			return
+		}
+		if tokens, ok = parseInt(args[6]); !ok {
+			c.writeError(errNotInteger)
+			return
+		}
+		if tokens < 1 {
+			c.writeError(errGCRARange)
+			return
+		}
+	}
+	at := gcra.InstantOf(now)
+	rate, err := gcra.NewCommandRate(burst, perPeriod, period, tokens)
+	if err != nil {
+		// Redis checks the key's type before the products' overflow.
+		if _, kind, live := c.ks.Get(args[1], at); live && kind != storage.KindTAT {
+			err = storage.ErrWrongType
+		}
+		c.writeError(gcraErrorText(err))
+		return
+	}
+	var res gcra.Result
+	if c.srv.writesRefused() {
+		var store bool
+		if res, store, err = c.ks.Preview(args[1], rate, at); err == nil && store {
+			c.writeError(errMisconf)
+			return
+		}
+	} else {
+		res, err = c.ks.Throttle(args[1], rate, at)
+	}
+	if err != nil {
+		c.writeError(gcraErrorText(err))
+		return
+	}
+	c.srv.stats.countDecision(c.stripe, decideGCRA, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
+	if !res.Limited {
+		c.changed()
+	}
+	c.writeInts(res.IntsCeil())
+}
+
+// gcraErrorText maps the errors of a GCRA decision to Redis's texts: every
+// overflow, of the rate's products or of the new TAT, is one of its two.
+func gcraErrorText(err error) string {
+	switch {
+	case errors.Is(err, gcra.ErrOverflowBurst):
+		return errGCRAOverflowBurst
+	case errors.Is(err, gcra.ErrOverflowTokens), errors.Is(err, gcra.ErrOutOfRange):
+		return errGCRAOverflowTokens
+	default:
+		return storageErrorText(err)
+	}
+}

@@ -1,0 +1,90 @@
+package server
+
+import (
+	"math"
+	"time"
+
+	"redcell/gcra"
+)
+
+// CL.RESERVE key max_burst count period [quantity] [MAXWAIT milliseconds]
+//
+// The leaky bucket as a queue: CL.THROTTLE's arguments and TAT, but a call
+// that comes too early reserves the next slot and is told how long to wait
+// before acting, when that wait is at most MAXWAIT (default 0).
+func cmdReserve(c *client, args [][]byte, now time.Time) {
+	if len(args[1]) > c.srv.limits.MaxKeyLen {
+		c.writeError(errKeyTooLong(len(args[1]), c.srv.limits.MaxKeyLen))
+		return
+	}
+	burst, ok := parseInt(args[2])
+	if !ok {
+		c.writeError(errBurstNotInteger)
+		return
+	}
+	count, ok := parseInt(args[3])
+	if !ok {
+		c.writeError(errCountNotInteger)
+		return
+	}
+	period, ok := parseInt(args[4])
+	if !ok {
+		c.writeError(errPeriodNotInteger)
+		return
+	}
+	quantity, maxWait, msg := reserveOptions(args[5:])
+	if msg != "" {
+		c.writeError(msg)
+		return
+	}
+	rate, err := gcra.NewRate(burst, count, period, quantity)
+	if err != nil {
+		c.writeError(throttleErrorText(err))
+		return
+	}
+	refused := c.srv.writesRefused()
+	res, stored, err := c.ks.Reserve(args[1], rate, gcra.InstantOf(now), maxWait, refused)
+	if err != nil {
+		c.writeError(throttleErrorText(err))
+		return
+	}
+	if stored {
+		if refused {
+			c.writeError(errMisconf)
+			return
+		}
+		c.changed()
+	}
+	c.srv.stats.countDecision(c.stripe, decideReserve, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
+	c.writeInts(res.Ints())
+}
+
+// reserveOptions parses what follows CL.RESERVE's period: an optional
+// quantity (default 1), then an optional MAXWAIT milliseconds (default 0).
+// It returns the error text of the first bad one.
+func reserveOptions(opts [][]byte) (quantity int64, maxWait time.Duration, msg string) {
+	quantity = 1
+	if len(opts) > 0 && !equalFold(opts[0], "maxwait") {
+		q, ok := parseInt(opts[0])
+		if !ok {
+			return 0, 0, errQuantityNotInteger
+		}
+		quantity, opts = q, opts[1:]
+	}
+	switch {
+	case len(opts) == 0:
+		return quantity, 0, ""
+	case len(opts) != 2 || !equalFold(opts[0], "maxwait"):
+		return 0, 0, errSyntax
+	}
+	ms, ok := parseInt(opts[1])
+	switch {
+	case !ok:
+		return 0, 0, errMaxWaitNotInteger
+	case ms < 0:
+		return 0, 0, errNegativeMaxWait
+	case ms > math.MaxInt64/int64(time.Millisecond):
+		return 0, 0, errOutOfRange
+	}
+	return quantity, time.Duration(ms) * time.Millisecond, ""
+}

@@ -1,0 +1,106 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"redcell/gcra"
+	"redcell/window"
+)
+
+// CL.WINDOW key limit window [quantity] [PRECISION m]
+//
+// At most limit actions in any window seconds: an exact sliding log
+// (PRECISION 0, the default) or m sub-window counters aligned to the epoch
+// (PRECISION 1 is the fixed window). The key holds a window's state, so the
+// GCRA family's commands on it are WRONGTYPE, and the reverse.
+func cmdWindow(c *client, args [][]byte, now time.Time) {
+	if len(args[1]) > c.srv.limits.MaxKeyLen {
+		c.writeError(errKeyTooLong(len(args[1]), c.srv.limits.MaxKeyLen))
+		return
+	}
+	limit, ok := parseInt(args[2])
+	if !ok {
+		c.writeError(errLimitNotInteger)
+		return
+	}
+	seconds, ok := parseInt(args[3])
+	if !ok {
+		c.writeError(errWindowNotInteger)
+		return
+	}
+	quantity, precision, msg := windowOptions(args[4:])
+	if msg != "" {
+		c.writeError(msg)
+		return
+	}
+	spec, err := window.NewSpec(limit, seconds, quantity, precision, c.srv.limits.WindowLogMax)
+	if err != nil {
+		c.writeError(windowErrorText(err))
+		return
+	}
+	refused := c.srv.writesRefused()
+	res, stored, err := c.ks.Window(args[1], spec, gcra.InstantOf(now), refused)
+	if err != nil {
+		c.writeError(windowErrorText(err))
+		return
+	}
+	if stored {
+		if refused {
+			c.writeError(errMisconf)
+			return
+		}
+		c.changed()
+	}
+	// The key was live when the window held something before this call.
+	before := res.Limit - res.Remaining
+	if !res.Limited {
+		before -= quantity
+	}
+	c.srv.stats.countDecision(c.stripe, decideWindow, res.Limited, before > 0)
+	c.writeInts(res.Ints())
+}
+
+// windowOptions parses what follows CL.WINDOW's window: an optional quantity
+// (default 1), then an optional PRECISION m (default 0, the exact log).
+func windowOptions(opts [][]byte) (quantity, precision int64, msg string) {
+	quantity = 1
+	if len(opts) > 0 && !equalFold(opts[0], "precision") {
+		q, ok := parseInt(opts[0])
+		if !ok {
+			return 0, 0, errQuantityNotInteger
+		}
+		quantity, opts = q, opts[1:]
+	}
+	switch {
+	case len(opts) == 0:
+		return quantity, 0, ""
+	case len(opts) != 2 || !equalFold(opts[0], "precision"):
+		return 0, 0, errSyntax
+	}
+	m, ok := parseInt(opts[1])
+	if !ok {
+		return 0, 0, errPrecisionNotInteger
+	}
+	return quantity, m, ""
+}
+
+// windowErrorText maps window's and storage's errors to their client text.
+func windowErrorText(err error) string {
+	switch {
+	case errors.Is(err, window.ErrLimit):
+		return errLimitPositive
+	case errors.Is(err, window.ErrWindow):
+		return errWindowPositive
+	case errors.Is(err, window.ErrQuantity):
+		return errNegativeQuantity
+	case errors.Is(err, window.ErrPrecision):
+		return errPrecisionRange
+	case errors.Is(err, window.ErrLimitTooLarge):
+		return errLimitTooLarge
+	case errors.Is(err, window.ErrOutOfRange):
+		return errOutOfRange
+	default:
+		return storageErrorText(err)
+	}
+}
