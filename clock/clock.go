@@ -39,8 +39,39 @@ func New() *Clock { return WithWall(time.Now) }
 // WithWall returns a Clock anchored at wall's reading now, whose WallOffset
 // reads wall: for tests and simulations of a wall clock that steps.
 func WithWall(wall func() time.Time) *Clock {
-	return &Clock{mono0: nanotime(), wall0: wall().UnixNano(), wall: wall}
+	w, mono, _ := readWall(wall)
+	return &Clock{mono0: mono, wall0: w, wall: wall}
 }
+
+// readWall reads wall between two reads of the monotonic clock and returns
+// it with the monotonic instant it was taken at (their midpoint) and how far
+// apart the two were: the reading's uncertainty. A thread descheduled
+// between two reads (a loaded machine, a GC pause) parts them by
+// milliseconds, so it reads again, up to wallTries times, and keeps the
+// tightest reading.
+func readWall(wall func() time.Time) (w, mono int64, spread time.Duration) {
+	spread = -1
+	for range wallTries {
+		m1 := nanotime()
+		r := wall().UnixNano()
+		m2 := nanotime()
+		if d := time.Duration(m2 - m1); spread < 0 || d < spread {
+			w, mono, spread = r, m1+(m2-m1)/2, d
+		}
+		if spread <= tightRead {
+			break
+		}
+	}
+	return w, mono, spread
+}
+
+const (
+	// wallTries bounds the reads of readWall.
+	wallTries = 20
+	// tightRead is an uncertainty readWall takes at once: a few
+	// microseconds, what two clock reads take when nothing intervenes.
+	tightRead = 20 * time.Microsecond
+)
 
 // Now returns the wall-clock time at the start plus the monotonic time
 // elapsed since, as a Time without a monotonic reading. It costs one read of
@@ -49,12 +80,18 @@ func (c *Clock) Now() time.Time { return time.Unix(0, c.wall0+nanotime()-c.mono0
 
 // WallOffset returns how far the system's wall clock is ahead of Now: zero
 // unless it has been stepped since the start. A saved instant i is a
-// wall-clock instant i + WallOffset(). Offsets under stepThreshold are
-// reported as zero: the two clocks are read one after the other, which alone
-// parts them by nanoseconds, and a saved TAT must read back exactly.
+// wall-clock instant i + WallOffset().
+//
+// A saved TAT must read back exactly, so small offsets are reported as
+// zero: under stepThreshold, or under four times the uncertainty of the
+// reading (readWall's, here and at the anchor). A difference that size is
+// the time between clock reads, not a step: once it took a thread
+// descheduled between two reads on a loaded machine to shift every saved
+// TAT by milliseconds.
 func (c *Clock) WallOffset() time.Duration {
-	off := time.Duration(c.wall().UnixNano() - c.Now().UnixNano())
-	if -stepThreshold < off && off < stepThreshold {
+	w, mono, spread := readWall(c.wall)
+	off := time.Duration(w - (c.wall0 + mono - c.mono0))
+	if limit := max(stepThreshold, 4*spread); -limit < off && off < limit {
 		return 0
 	}
 	return off
@@ -62,5 +99,5 @@ func (c *Clock) WallOffset() time.Duration {
 
 // stepThreshold is the least difference between the wall clock and Now
 // taken as a step: far below what moves any rate limit's answer, far above
-// the time between two clock reads.
+// the time between two clock reads that nothing parts.
 const stepThreshold = time.Millisecond

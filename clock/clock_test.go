@@ -56,3 +56,36 @@ func TestAClockStartedOnAFastWallClockKeepsItsPace(t *testing.T) {
 		t.Fatalf("10ms later Now moved %v", d)
 	}
 }
+
+// A wall clock read late, as when the thread is descheduled between the
+// reads on a loaded machine: neither the anchor nor WallOffset takes the
+// delay for a step (it once shifted every saved TAT by milliseconds).
+func TestAWallClockReadLateIsNoStep(t *testing.T) {
+	calls := 0
+	late := func() time.Time {
+		calls++
+		if calls%3 != 0 {
+			time.Sleep(3 * time.Millisecond) // descheduled around the read
+		}
+		return time.Now()
+	}
+	c := WithWall(late)
+	for i := 0; i < 50; i++ {
+		if off := c.WallOffset(); off != 0 {
+			t.Fatalf("WallOffset = %v for a wall clock read late, not stepped", off)
+		}
+	}
+	if d := time.Since(c.Now()); d < -time.Millisecond || d > time.Millisecond {
+		t.Fatalf("Now is %v off the wall clock: the anchor took a late read", d)
+	}
+}
+
+// A wall clock that is always read late, and by more than the threshold,
+// cannot be told from a step: WallOffset says zero rather than shift what
+// is saved by a guess.
+func TestAnUncertainReadingIsNoStep(t *testing.T) {
+	c := WithWall(func() time.Time { time.Sleep(2 * time.Millisecond); return time.Now() })
+	if off := c.WallOffset(); off != 0 {
+		t.Fatalf("WallOffset = %v from readings 2ms uncertain", off)
+	}
+}
