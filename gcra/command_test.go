@@ -1,6 +1,7 @@
 package gcra
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -141,4 +142,44 @@ func TestTokenBucketEqualsThrottle(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzCommandRate: for any GCRA arguments within Redis's ranges,
+// NewCommandRate either reports an overflow or returns a rate whose products
+// are exact, and deciding on it keeps 0 <= remaining <= limit, retry_after
+// -1 exactly when allowed or when TOKENS is above the burst.
+func FuzzCommandRate(f *testing.F) {
+	f.Add(int64(9), int64(5), 0.5, int64(1), int64(0), int64(0))
+	f.Add(int64(200000000), int64(1), 86400.0, int64(1), int64(0), int64(0))
+	f.Add(int64(0), int64(3), 1e-9, int64(7), int64(5), int64(1e9))
+	f.Fuzz(func(t *testing.T, maxBurst, tokens int64, period float64, count, tatOffset, nowOffset int64) {
+		maxBurst, tokens, count = abs(maxBurst), 1+abs(tokens%math.MaxInt64), 1+abs(count%math.MaxInt64)
+		if !(period > 0 && period < 1e12) {
+			return // the server refuses it before
+		}
+		r, err := NewCommandRate(maxBurst, tokens, period, count)
+		if err != nil {
+			if err != ErrOverflowTokens && err != ErrOverflowBurst {
+				t.Fatalf("NewCommandRate(%d, %d, %v, %d): %v", maxBurst, tokens, period, count, err)
+			}
+			return
+		}
+		ei := int64(r.EmissionInterval)
+		if ei < 1 || int64(r.Tolerance)/ei != r.Limit || int64(r.Tolerance)%ei != 0 || int64(r.Increment) != ei*count {
+			t.Fatalf("NewCommandRate(%d, %d, %v, %d) = %+v: inexact products", maxBurst, tokens, period, count, r)
+		}
+		if want := min(maxBurst, math.MaxInt64-1) + 1; r.Limit != want {
+			t.Fatalf("limit %d want %d", r.Limit, want)
+		}
+		now := t0 + Instant(nowOffset%(1<<61))
+		tat := now + Instant(tatOffset%(1<<61))
+		res, _, _, err := Decide(r, tat, now)
+		if err != nil {
+			return // the new TAT would overflow: the server reports it
+		}
+		v := res.IntsCeil()
+		if v[2] < 0 || v[2] > v[1] || (v[3] == -1) != (!res.Limited || r.Increment > r.Tolerance) || v[4] < 0 {
+			t.Fatalf("rate %+v tat %d now %d: reply %v", r, tat, now, v)
+		}
+	})
 }

@@ -86,3 +86,61 @@ func TestReserveClampsAFarTAT(t *testing.T) {
 		t.Fatalf("%+v store %v next %v", res, store, time.Duration(next-t0))
 	}
 }
+
+// FuzzReserve drives one key with random calls (quantities, gaps) under one
+// MAXWAIT and checks what a caller relies on: 0 <= remaining <= limit; a
+// reserved call waits at most MAXWAIT; a refused one needs more, or -1
+// exactly when its quantity is above the limit; and the reserved actions
+// never run ahead of the rate: the tokens acting by instant t number at most
+// the burst plus the emission intervals from the first call to t.
+func FuzzReserve(f *testing.F) {
+	f.Add(int64(4), int64(10), int64(1), int64(2000), []byte{1, 0, 0, 1, 2, 3, 200, 9, 1})
+	f.Add(int64(0), int64(1), int64(60), int64(0), []byte{3, 255, 255, 7, 7, 7})
+	f.Fuzz(func(t *testing.T, maxBurst, count, period, maxWaitMs int64, script []byte) {
+		maxBurst, count, period = abs(maxBurst)%20, 1+abs(count)%100, 1+abs(period)%100
+		maxWait := time.Duration(abs(maxWaitMs)%100000) * time.Millisecond
+		now := t0
+		var tat Instant
+		var spent int64 // the quantities reserved
+		for i := 0; i+1 < len(script); i += 2 {
+			now += Instant(script[i]) * Instant(7*time.Millisecond)
+			quantity := int64(script[i+1] % 8)
+			r, err := NewRate(maxBurst, count, period, quantity)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, next, store, err := Reserve(r, tat, now, maxWait)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Remaining < 0 || res.Remaining > res.Limit {
+				t.Fatalf("call %d: remaining %d outside [0, %d]", i/2, res.Remaining, res.Limit)
+			}
+			switch {
+			case !res.Limited && (res.Wait < 0 || res.Wait > maxWait):
+				t.Fatalf("call %d reserved with a wait %v outside [0, %v]", i/2, res.Wait, maxWait)
+			case res.Limited && (res.Wait == -1) != (quantity > res.Limit):
+				t.Fatalf("call %d: wait %v for quantity %d, limit %d: -1 exactly above the limit", i/2, res.Wait, quantity, res.Limit)
+			case res.Limited && res.Wait != -1 && res.Wait <= maxWait:
+				t.Fatalf("call %d refused though its wait %v fits %v", i/2, res.Wait, maxWait)
+			}
+			if store {
+				tat = next
+			}
+			if !res.Limited {
+				spent += quantity
+				act := now + Instant(res.Wait)
+				if room := r.Tolerance + time.Duration(act-t0); time.Duration(spent)*r.EmissionInterval > room {
+					t.Fatalf("call %d: %d tokens acting by %v, more than the burst and the rate allow", i/2, spent, time.Duration(act-t0))
+				}
+			}
+		}
+	})
+}
+
+func abs(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}

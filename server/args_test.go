@@ -134,3 +134,29 @@ func TestParseFloat(t *testing.T) {
 		t.Errorf("parseFloat allocates %v times", n)
 	}
 }
+
+// parseFloat agrees with strconv.ParseFloat wherever the two grammars meet
+// (no digit underscores, no hexadecimal without an exponent), and never
+// returns NaN or a zero from digits that are not all zero.
+func FuzzParseFloat(f *testing.F) {
+	for _, s := range []string{"0.5", "1e12", "-0", "inf", "nan", "0x1p-3", "0x10", "1e-400", " 1", "1_000", "", "."} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, ok := parseFloat([]byte(s))
+		if !ok {
+			return
+		}
+		if math.IsNaN(got) || strings.Contains(s, "_") || strings.TrimSpace(s) != s {
+			t.Fatalf("parseFloat(%q) = %v, true", s, got)
+		}
+		lower := strings.ToLower(s)
+		if strings.Contains(lower, "0x") && !strings.Contains(lower, "p") {
+			return // strtod's hexadecimal without an exponent: strconv refuses it
+		}
+		want, err := strconv.ParseFloat(s, 64)
+		if err != nil || want != got {
+			t.Fatalf("parseFloat(%q) = %v; strconv.ParseFloat = %v, %v", s, got, want, err)
+		}
+	})
+}

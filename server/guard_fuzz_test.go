@@ -281,6 +281,9 @@ func FuzzCommands(f *testing.F) {
 		{{"AUTH", "pw"}, {"HELLO", "3", "AUTH", "default", "pw", "SETNAME", "fuzz"}, {"CLIENT", "LIST"}},
 		{{"SCAN", "0", "MATCH", "k*", "COUNT", "10"}, {"KEYS", "*"}, {"TTL", "k"}, {"PTTL", "k"}, {"GET", "k"}, {"TYPE", "k"}},
 		{{"COMMAND", "DOCS", "cl.throttle"}, {"COMMAND", "GETKEYS", "CL.THROTTLE", "k", "1", "1", "1"}, {"CONFIG", "GET", "*"}},
+		{{"GCRA", "g", "4", "2", "0.5"}, {"GCRA", "g", "4", "2", "0.5", "TOKENS", "3"}, {"@+250"}, {"GCRA", "g", "0", "1", "1e-9", "TOKENS", "9"}, {"CL.THROTTLE", "g", "4", "1", "1"}},
+		{{"CL.RESERVE", "r", "2", "10", "1", "MAXWAIT", "500"}, {"CL.RESERVE", "r", "2", "10", "1", "3", "MAXWAIT", "500"}, {"@+90"}, {"CL.RESERVE", "r", "2", "10", "1", "0"}},
+		{{"CL.WINDOW", "w", "3", "10"}, {"CL.WINDOW", "w", "3", "10", "2"}, {"@+9999"}, {"CL.WINDOW", "w", "3", "10", "PRECISION", "5"}, {"CL.WINDOW", "w", "3", "10", "1", "PRECISION", "1"}, {"GCRA", "w", "1", "1", "1"}},
 	} {
 		f.Add(encodeFuzzCommands(seed))
 	}
