@@ -162,7 +162,12 @@ func Shift(state []byte, offset time.Duration, buf []byte) []byte {
 	}
 	first := binary.LittleEndian.Uint64(state[body:])
 	if precision == 0 {
+		if len(state) < body+logHeader {
+			return buf
+		}
+		newest := binary.LittleEndian.Uint64(state[body+8:])
 		binary.LittleEndian.PutUint64(buf[body:], first+uint64(offset))
+		binary.LittleEndian.PutUint64(buf[body+8:], newest+uint64(offset))
 		return buf
 	}
 	sub := window * int64(time.Second) / precision
@@ -172,110 +177,4 @@ func Shift(state []byte, offset time.Duration, buf []byte) []byte {
 	}
 	binary.LittleEndian.PutUint64(buf[body:], first+uint64((int64(offset)+half)/sub))
 	return buf
-}
-
-// The exact log's state: the time of its oldest entry (8 bytes, little
-// endian, nanoseconds since the epoch), then one entry per allowed call in
-// time order, each the uvarint nanoseconds since the previous entry (0 for
-// the first) and the uvarint quantity. Calls at the same instant share an
-// entry. About 7 bytes an entry for calls seconds apart.
-
-// logEntries calls fn for every entry of state that is still in the window
-// at now (time > now - window), oldest first; entries later than now (a TAT
-// from a clock that ran fast) are taken as at now. It reports false for a
-// state that does not decode.
-func logEntries(s Spec, state []byte, now gcra.Instant, fn func(at gcra.Instant, size int64)) bool {
-	if len(state) == 0 {
-		return true
-	}
-	if len(state) < 8 {
-		return false
-	}
-	at := gcra.Instant(binary.LittleEndian.Uint64(state))
-	cutoff := now - gcra.Instant(s.Window)
-	for p := 8; p < len(state); {
-		delta, n := binary.Uvarint(state[p:])
-		if n <= 0 || delta > math.MaxInt64/2 {
-			return false
-		}
-		p += n
-		size, n := binary.Uvarint(state[p:])
-		if n <= 0 || size == 0 || size > math.MaxInt64/2 {
-			return false
-		}
-		p += n
-		at += gcra.Instant(delta)
-		if at > cutoff {
-			fn(min(at, now), int64(size))
-		}
-	}
-	return true
-}
-
-func decideLog(s Spec, state []byte, now gcra.Instant, buf []byte) (Result, []byte, gcra.Instant, bool) {
-	var count, kept int64
-	var newest gcra.Instant
-	if !logEntries(s, state, now, func(at gcra.Instant, size int64) { count, kept, newest = count+size, kept+1, at }) {
-		state, count, kept = nil, 0, 0
-	}
-	res := Result{Limit: s.Limit, RetryAfter: -time.Second}
-	if count > 0 {
-		res.ResetAfter = time.Duration(newest + gcra.Instant(s.Window) - now)
-	}
-	if s.Quantity == 0 || count+s.Quantity > s.Limit {
-		res.Remaining = max(s.Limit-count, 0)
-		if s.Quantity > 0 {
-			res.Limited = true
-			if s.Quantity <= s.Limit {
-				res.RetryAfter = logRetry(s, state, now, count)
-			}
-		}
-		return res, nil, 0, false
-	}
-	// Allowed: the entries still in the window, then this call, which
-	// shares the newest entry if that is at this same instant.
-	merge := kept > 0 && newest == now
-	var prev gcra.Instant
-	var i int64
-	logEntries(s, state, now, func(at gcra.Instant, size int64) {
-		if i == 0 {
-			buf = binary.LittleEndian.AppendUint64(buf, uint64(at))
-			prev = at
-		}
-		if i++; i == kept && merge {
-			size += s.Quantity
-		}
-		buf = binary.AppendUvarint(buf, uint64(at-prev))
-		buf = binary.AppendUvarint(buf, uint64(size))
-		prev = at
-	})
-	if kept == 0 {
-		buf = binary.LittleEndian.AppendUint64(buf, uint64(now))
-		prev = now
-	}
-	if !merge {
-		buf = binary.AppendUvarint(buf, uint64(now-prev))
-		buf = binary.AppendUvarint(buf, uint64(s.Quantity))
-	}
-	res.Remaining = s.Limit - count - s.Quantity
-	res.ResetAfter = s.Window
-	return res, buf, now + gcra.Instant(s.Window), true
-}
-
-// logRetry is how long until enough of the oldest entries have left the
-// window for the quantity to fit: an entry at t leaves at t + window.
-func logRetry(s Spec, state []byte, now gcra.Instant, count int64) time.Duration {
-	var wait time.Duration
-	done := false
-	logEntries(s, state, now, func(at gcra.Instant, size int64) {
-		if done {
-			return
-		}
-		count -= size
-		if count+s.Quantity <= s.Limit {
-			wait = time.Duration(at + gcra.Instant(s.Window) - now)
-			done = true
-		}
-	})
-	return wait
 }

@@ -344,15 +344,35 @@ func abs(x int64) int64 {
 
 // A decision on a full log of 100 entries allocates nothing: the caller's
 // buffer is reused.
-func BenchmarkDecideLog100(b *testing.B) {
+// logOf returns the state of an exact log of limit 100 holding n entries,
+// one a second, and the instant of the newest.
+func logOf(b *testing.B, n int) (Spec, []byte, gcra.Instant) {
 	s := spec(b, 100, 3600, 1, 0)
 	var state []byte
 	now := t0
-	for i := 0; i < 100; i++ {
+	for range n {
 		now += gcra.Instant(time.Second)
 		_, next, _, _ := Decide(s, state, now, nil)
 		state = append(state[:0], next...)
 	}
+	return s, state, now
+}
+
+// BenchmarkDecideLog100 is a limited call on a full log of 100 entries: it
+// counts, then finds when the oldest leaves.
+func BenchmarkDecideLog100(b *testing.B) {
+	s, state, now := logOf(b, 100)
+	buf := make([]byte, 0, 2*len(state))
+	b.ReportAllocs()
+	for b.Loop() {
+		_, buf, _, _ = Decide(s, state, now+gcra.Instant(time.Second), buf)
+	}
+}
+
+// BenchmarkDecideLog99 is an allowed call on a log of 99 entries: it
+// counts, then writes the log with the new entry.
+func BenchmarkDecideLog99(b *testing.B) {
+	s, state, now := logOf(b, 99)
 	buf := make([]byte, 0, 2*len(state))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -410,4 +430,17 @@ func TestShift(t *testing.T) {
 			t.Fatalf("Shape = %d %v %v", p, w, ok)
 		}
 	}
+}
+
+// Entries later than now (kept on a clock that ran fast, then loaded by one
+// that did not) are taken as at now: they count, and leave a window after
+// now, not after their own time.
+func TestEntriesAheadOfNowAreTakenAsNow(t *testing.T) {
+	run(t, 5, 60, 0, []step{
+		{10 * time.Second, 3, [5]int64{0, 5, 2, -1, 60}},
+		{0, 1, [5]int64{0, 5, 1, -1, 60}}, // the clock is 10 s behind
+		{0, 2, [5]int64{1, 5, 1, 60, 60}},  // retry when the entry taken as at 0 leaves
+		{59 * time.Second, 0, [5]int64{0, 5, 1, -1, 1}},
+		{60 * time.Second, 0, [5]int64{0, 5, 5, -1, 0}}, // all left at 60 s, not 70 s
+	})
 }
