@@ -20,10 +20,7 @@ func (t *table) putBoxed(key []byte, kind Kind, exp gcra.Instant, value []byte) 
 		i, _ = t.find(key, h)
 	}
 	if i < 0 {
-		if err := t.add(key, h, exp, kind); err != nil {
-			return err
-		}
-		i = len(t.entries) - 1
+		return t.add(key, h, exp, kind, value)
 	}
 	t.entries[i].exp = exp
 	t.setValue(i, value)
@@ -40,30 +37,40 @@ type decision func(state []byte) (next []byte, exp gcra.Instant, store bool)
 // that is live is ErrWrongType. With dry, nothing is stored, and update
 // reports whether it would have.
 func (s *Store) update(sh *shard, key []byte, kind Kind, now gcra.Instant, dry bool, decide decision) (stored bool, err error) {
-	exp, k, found := sh.t.get(key)
+	t := &sh.t
+	h := hashKey(key)
+	i := -1 // the key's entry, found once
+	if len(t.entries) > 0 {
+		i, _ = t.find(key, h)
+	}
 	var state []byte
-	if found {
-		switch {
-		case k != kind && exp > now:
+	if i >= 0 {
+		switch e := &t.entries[i]; {
+		case e.kind() != kind && e.exp > now:
 			return false, ErrWrongType
-		case exp <= now:
-			sh.t.remove(key)
+		case e.exp <= now:
+			t.removeAt(i)
 			s.expired.Add(1)
-			found = false
+			i = -1
 		default:
-			state = sh.t.value(&sh.t.entries[sh.t.lookup(key)])
+			state = t.value(e)
 		}
 	}
 	next, newExp, store := decide(state)
 	if !store || dry {
 		return store, nil
 	}
-	if !found && s.mem.over.Load() {
+	if i >= 0 {
+		t.entries[i].exp = newExp
+		t.setValue(i, next)
+		return true, nil
+	}
+	if s.mem.over.Load() {
 		if err := s.makeRoom(sh); err != nil {
 			return false, err
 		}
 	}
-	return true, sh.t.putBoxed(key, kind, newExp, next)
+	return true, t.add(key, h, newExp, kind, next)
 }
 
 // Window runs one CL.WINDOW decision for key at now under its shard lock and

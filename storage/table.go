@@ -49,15 +49,15 @@ type table struct {
 // entry is one key: its kind, when it expires and its state. A TAT key (the
 // GCRA family's) holds its TAT in exp, which is also when it expires, and a
 // key of up to inlineKey bytes in the entry itself: 32 bytes a key. A key of
-// another kind (a window) keeps its key in the arena and its state in the
-// value arena (values.go), and exp is only its expiry.
+// another kind (a window) keeps its key and its state together in the value
+// arena (values.go), and exp is only its expiry.
 type entry struct {
 	exp gcra.Instant
 	n   uint32 // key length (lenMask), kind (kindMask), dirtyBit
 	// key holds the key when inline (a TAT key of up to inlineKey bytes),
-	// else the key's offset in the arena (little-endian, bytes 0-7) and,
-	// for a boxed kind, its value's offset in the value arena (8-15) and
-	// capacity (16-19).
+	// else the key's offset in the arena (little-endian, bytes 0-7); for a
+	// boxed kind, its blob's offset in the value arena (0-7) and its
+	// state's capacity (16-19): the key is in the blob (values.go).
 	key [inlineKey]byte
 }
 
@@ -133,6 +133,9 @@ func (t *table) keyOf(e *entry) []byte {
 	if e.inline() {
 		return e.key[:n]
 	}
+	if e.boxed() {
+		return t.boxedKey(e)
+	}
 	off := e.keyOff()
 	return t.arena[off : off+uint64(n)]
 }
@@ -199,18 +202,18 @@ func (t *table) put(key []byte, tat gcra.Instant) error {
 			return nil
 		}
 	}
-	return t.add(key, h, tat, KindTAT)
+	return t.add(key, h, tat, KindTAT, nil)
 }
 
 // insert adds a TAT key known to be absent.
 func (t *table) insert(key string, tat gcra.Instant) error {
 	b := unsafe.Slice(unsafe.StringData(key), len(key)) // read only
-	return t.add(b, hashKey(b), tat, KindTAT)
+	return t.add(b, hashKey(b), tat, KindTAT, nil)
 }
 
-// add appends an entry of kind for key, which is absent and hashes to h; a
-// boxed kind's value is set after, with setValue.
-func (t *table) add(key []byte, h uint32, exp gcra.Instant, kind Kind) error {
+// add appends an entry of kind for key, which is absent and hashes to h;
+// value is a boxed kind's state (a TAT key has none).
+func (t *table) add(key []byte, h uint32, exp gcra.Instant, kind Kind, value []byte) error {
 	if len(key) > lenMask {
 		return ErrKeyTooLong
 	}
@@ -225,9 +228,12 @@ func (t *table) add(key []byte, h uint32, exp gcra.Instant, kind Kind) error {
 		t.resizeEntries(max(minEntries, 2*n))
 	}
 	e := entry{exp: exp, n: uint32(len(key)) | uint32(kind)<<kindShift}
-	if e.inline() {
+	switch {
+	case e.boxed():
+		e.setVal(t.addBlob(key, value))
+	case e.inline():
 		copy(e.key[:], key)
-	} else {
+	default:
 		binary.LittleEndian.PutUint64(e.key[:], t.appendKey(key))
 	}
 	t.entries = append(t.entries, e) // within capacity: never reallocates
@@ -259,7 +265,7 @@ func (t *table) compactArena(size int) {
 	arena := t.mem.arena.b[:0]
 	for i := range t.entries {
 		e := &t.entries[i]
-		if !e.inline() {
+		if !e.inline() && !e.boxed() {
 			off := len(arena)
 			arena = append(arena, t.keyOf(e)...)
 			binary.LittleEndian.PutUint64(e.key[:], uint64(off))
@@ -313,11 +319,11 @@ func (t *table) removeAt(i int) {
 	e := &t.entries[i]
 	t.deleteSlot(t.slotOf(i))
 	t.log.deleted(t.keyOf(e))
-	if !e.inline() {
-		t.garbage += e.keyLen()
-	}
-	if e.boxed() {
+	switch {
+	case e.boxed():
 		t.freeValue(e)
+	case !e.inline():
+		t.garbage += e.keyLen()
 	}
 
 	last := len(t.entries) - 1
@@ -344,6 +350,7 @@ func (t *table) removeAt(i int) {
 	if used := len(t.arena); t.garbage > used/2 && used >= compactArena {
 		t.compactArena(2 * (used - t.garbage))
 	}
+	t.maybeCompactValues()
 }
 
 // deleteSlot empties the slot at p, shifting back the slots after it that

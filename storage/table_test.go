@@ -48,7 +48,7 @@ func (t *table) check(tb testing.TB) {
 	}
 	for i := range t.entries {
 		e := &t.entries[i]
-		if n := e.keyLen(); !e.inline() {
+		if n := e.keyLen(); !e.inline() && !e.boxed() {
 			liveArena += n
 			off := int(binary.LittleEndian.Uint64(e.key[:]))
 			require.LessOrEqual(tb, off+n, len(t.arena), "entry %d: key inside the arena", i)
@@ -61,9 +61,10 @@ func (t *table) check(tb testing.TB) {
 	require.Equal(tb, len(t.arena)-liveArena, t.garbage, "garbage is the arena's unused bytes")
 	liveVals := 0
 	for i := range t.entries {
-		if e := &t.entries[i]; e.boxed() && e.valCap() > 0 {
-			liveVals += valueHeader + e.valCap()
-			require.LessOrEqual(tb, int(e.valOff())+valueHeader+e.valCap(), len(t.vals), "entry %d: value inside the value arena", i)
+		if e := &t.entries[i]; e.boxed() {
+			require.Positive(tb, e.valCap(), "entry %d: a live boxed entry has its blob", i)
+			liveVals += e.blobSize()
+			require.LessOrEqual(tb, int(e.valOff())+e.blobSize(), len(t.vals), "entry %d: blob inside the value arena", i)
 			require.LessOrEqual(tb, len(t.value(e)), e.valCap(), "entry %d: value within its capacity", i)
 		}
 	}

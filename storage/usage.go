@@ -41,11 +41,11 @@ func (t *table) usage(i int) int64 {
 	keys := int64(len(t.entries))
 	size := int64(unsafe.Sizeof(entry{}))
 	size += (int64(len(t.slots))*8 + keys - 1) / keys // the index's bytes, shared, rounded up
-	if e := &t.entries[i]; !e.inline() {
+	switch e := &t.entries[i]; {
+	case e.boxed():
+		size += int64(e.blobSize())
+	case !e.inline():
 		size += int64(e.keyLen())
-		if e.boxed() {
-			size += int64(valueHeader + e.valCap())
-		}
 	}
 	return size
 }

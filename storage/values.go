@@ -2,70 +2,105 @@ package storage
 
 import "encoding/binary"
 
-// The value arena holds the states of boxed keys (windows). A key's state is
-// a blob at an offset: a 4-byte length, then up to the blob's capacity of
-// bytes. A state that still fits is rewritten in place (an exact log reuses
-// its key's buffer); one that outgrows its blob moves to a new blob at the
-// arena's end, a quarter larger, and the old one is garbage until the arena
-// is compacted, as the key arena is. Like the other arrays the value arena
-// holds no pointer and, once large, lives outside the Go heap.
+// The value arena holds the boxed keys (windows): each a blob of a 4-byte
+// state length, the key, then the state with room to grow up to the blob's
+// capacity. Key and state side by side make a lookup that compares the key
+// read the state's first bytes with it: one cache miss fewer than a key
+// arena apart (measured: a third of CL.WINDOW's time was the misses of
+// find). A state that still fits is rewritten in place (an exact log reuses
+// its key's buffer); one that outgrows its blob moves, key and all, to a new
+// blob at the arena's end, an eighth larger, and the old one is garbage
+// until the arena is compacted, as the key arena is. Like the other arrays
+// the value arena holds no pointer and, once large, lives outside the Go
+// heap.
+//
+// A boxed entry keeps its blob's offset in key[0:8] and the state's
+// capacity in key[16:20]; capacity 0 marks an entry whose blob was freed.
 
-// valueHeader is the bytes before a blob's state: its length.
+// valueHeader is the bytes before a blob's key: the state's length.
 const valueHeader = 4
 
-func (e *entry) valOff() uint64 { return binary.LittleEndian.Uint64(e.key[8:]) }
+func (e *entry) valOff() uint64 { return binary.LittleEndian.Uint64(e.key[:]) }
 func (e *entry) valCap() int    { return int(binary.LittleEndian.Uint32(e.key[16:])) }
 
 func (e *entry) setVal(off uint64, capacity int) {
-	binary.LittleEndian.PutUint64(e.key[8:], off)
+	binary.LittleEndian.PutUint64(e.key[:], off)
 	binary.LittleEndian.PutUint32(e.key[16:], uint32(capacity))
+}
+
+// blobSize is the bytes of e's blob.
+func (e *entry) blobSize() int { return valueHeader + e.keyLen() + e.valCap() }
+
+// boxedKey is a boxed entry's key, a view of the arena.
+func (t *table) boxedKey(e *entry) []byte {
+	off := e.valOff() + valueHeader
+	return t.vals[off : off+uint64(e.keyLen())]
 }
 
 // value returns a boxed entry's state as a view of the table's memory, valid
 // until the table next changes.
 func (t *table) value(e *entry) []byte {
-	if e.valCap() == 0 {
-		return nil
-	}
 	off := e.valOff()
 	n := binary.LittleEndian.Uint32(t.vals[off:])
-	return t.vals[off+valueHeader : off+valueHeader+uint64(n)]
+	start := off + valueHeader + uint64(e.keyLen())
+	return t.vals[start : start+uint64(n)]
+}
+
+// addBlob appends a blob of key and state v, making room first, and returns
+// its offset and state capacity. When from is a blob of the same key (one
+// moving), the key is copied from there, which compaction keeps valid.
+func (t *table) addBlob(key, v []byte) (uint64, int) {
+	capacity := len(v) + len(v)/8 + 8
+	size := valueHeader + len(key) + capacity
+	if len(t.vals)+size > cap(t.vals) {
+		live := len(t.vals) - t.valGarbage + size
+		t.compactValues(max(minArena, 2*live))
+	}
+	off := len(t.vals)
+	t.vals = t.vals[:off+size] // within capacity
+	binary.LittleEndian.PutUint32(t.vals[off:], uint32(len(v)))
+	copy(t.vals[off+valueHeader:], key)
+	copy(t.vals[off+valueHeader+len(key):], v)
+	return uint64(off), capacity
 }
 
 // setValue stores v as the state of the boxed entry at i, and records the
 // write.
 func (t *table) setValue(i int, v []byte) {
 	e := &t.entries[i]
-	if c := e.valCap(); c > 0 {
-		if len(v) <= c {
-			off := e.valOff()
-			binary.LittleEndian.PutUint32(t.vals[off:], uint32(len(v)))
-			copy(t.vals[off+valueHeader:], v)
-			t.markDirty(i)
-			return
-		}
-		t.freeValue(e)
+	if len(v) <= e.valCap() {
+		off := e.valOff()
+		binary.LittleEndian.PutUint32(t.vals[off:], uint32(len(v)))
+		copy(t.vals[off+valueHeader+uint64(e.keyLen()):], v)
+		t.markDirty(i)
+		return
 	}
-	capacity := len(v) + len(v)/4 + 8
-	if need := len(t.vals) + valueHeader + capacity; need > cap(t.vals) {
-		live := len(t.vals) - t.valGarbage + valueHeader + capacity
+	// Moving: room first (compaction moves this blob too), then the key
+	// from where the blob is now, then the old blob becomes garbage.
+	n := e.keyLen()
+	if need := valueHeader + n + len(v) + len(v)/8 + 8; len(t.vals)+need > cap(t.vals) {
+		live := len(t.vals) - t.valGarbage + need
 		t.compactValues(max(minArena, 2*live))
 	}
-	off := uint64(len(t.vals))
-	t.vals = t.vals[:len(t.vals)+valueHeader+capacity] // within capacity
-	binary.LittleEndian.PutUint32(t.vals[off:], uint32(len(v)))
-	copy(t.vals[off+valueHeader:], v)
+	oldSize := e.blobSize()
+	off, capacity := t.addBlob(t.boxedKey(e), v) // fits: no compaction
 	e.setVal(off, capacity)
+	t.valGarbage += oldSize
 	t.markDirty(i)
+	t.maybeCompactValues()
 }
 
-// freeValue turns a boxed entry's blob into garbage, compacting the arena
-// once garbage is half of it.
+// freeValue turns a boxed entry's blob into garbage; its key is gone with
+// it.
 func (t *table) freeValue(e *entry) {
-	if c := e.valCap(); c > 0 {
-		t.valGarbage += valueHeader + c
+	if e.valCap() > 0 {
+		t.valGarbage += e.blobSize()
 		e.setVal(0, 0)
 	}
+}
+
+// maybeCompactValues compacts the value arena once garbage is half of it.
+func (t *table) maybeCompactValues() {
 	if used := len(t.vals); t.valGarbage > used/2 && used >= compactArena {
 		t.compactValues(2 * (used - t.valGarbage))
 	}
@@ -82,9 +117,9 @@ func (t *table) compactValues(size int) {
 		if !e.boxed() || e.valCap() == 0 {
 			continue
 		}
-		off, c := e.valOff(), e.valCap()
-		e.setVal(uint64(len(vals)), c)
-		vals = append(vals, t.vals[off:off+uint64(valueHeader+c)]...)
+		off := e.valOff()
+		e.setVal(uint64(len(vals)), e.valCap())
+		vals = append(vals, t.vals[off:off+uint64(e.blobSize())]...)
 	}
 	t.vals = vals
 	t.valGarbage = 0
