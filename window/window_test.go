@@ -439,7 +439,7 @@ func TestEntriesAheadOfNowAreTakenAsNow(t *testing.T) {
 	run(t, 5, 60, 0, []step{
 		{10 * time.Second, 3, [5]int64{0, 5, 2, -1, 60}},
 		{0, 1, [5]int64{0, 5, 1, -1, 60}}, // the clock is 10 s behind
-		{0, 2, [5]int64{1, 5, 1, 60, 60}},  // retry when the entry taken as at 0 leaves
+		{0, 2, [5]int64{1, 5, 1, 60, 60}}, // retry when the entry taken as at 0 leaves
 		{59 * time.Second, 0, [5]int64{0, 5, 1, -1, 1}},
 		{60 * time.Second, 0, [5]int64{0, 5, 5, -1, 0}}, // all left at 60 s, not 70 s
 	})
