@@ -32,15 +32,8 @@ MEM_N=${MEM_N:-3000000}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 LUA=${LUA:-$repo/bench/gcra.lua}
 REDIS_CELL=${REDIS_CELL:-}
-HOST=127.0.0.1
+script=bench/run.sh
 
-need() { command -v "$1" >/dev/null 2>&1 || { echo "bench/run.sh: $1 not found in PATH: $2" >&2; exit 1; }; }
-need redis-server "install it with \`apt-get install redis-server\` (Debian/Ubuntu) or \`brew install redis\`"
-need redis-cli "install it with \`apt-get install redis-tools\` (Debian/Ubuntu) or \`brew install redis\`"
-need redis-benchmark "it comes with redis-cli: \`apt-get install redis-tools\` (Debian/Ubuntu) or \`brew install redis\`"
-[[ -n ${BIN:-} ]] || need go "install Go, or set BIN=path to a redcell binary"
-# Without the script every EVALSHA is an instant error: the peer would look fast.
-[[ -f $LUA ]] || { echo "bench/run.sh: the Lua peer $LUA is missing (set LUA=path)" >&2; exit 1; }
 if [[ -n $REDIS_CELL ]]; then
 	[[ -f $REDIS_CELL ]] || { echo "bench/run.sh: REDIS_CELL=$REDIS_CELL: no such file" >&2; exit 1; }
 	# redis-server changes into --dir before it loads modules.
@@ -52,19 +45,15 @@ fi
 declare -A port=([lua]=6391 [cell]=6392 [rc]="") pid=([lua]="" [cell]="" [rc]="")
 sides=(rc cell lua)
 [[ -n $REDIS_CELL ]] || sides=(rc lua)
-work=$(mktemp -d)
 sha=""
-
-cleanup() {
-	for s in rc cell lua; do
-		[[ -n ${pid[$s]} ]] && kill "${pid[$s]}" 2>/dev/null && wait "${pid[$s]}" 2>/dev/null
-	done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP PIPE
-
-log() { echo "$*" >&2; }
+# shellcheck source=bench/lib.sh
+source "$repo/bench/lib.sh"
+need redis-server "install it with \`apt-get install redis-server\` (Debian/Ubuntu) or \`brew install redis\`"
+need redis-cli "install it with \`apt-get install redis-tools\` (Debian/Ubuntu) or \`brew install redis\`"
+need redis-benchmark "it comes with redis-cli: \`apt-get install redis-tools\` (Debian/Ubuntu) or \`brew install redis\`"
+[[ -n ${BIN:-} ]] || need go "install Go, or set BIN=path to a redcell binary"
+# Without the script every EVALSHA is an instant error: the peer would look fast.
+[[ -f $LUA ]] || { echo "bench/run.sh: the Lua peer $LUA is missing (set LUA=path)" >&2; exit 1; }
 
 # expect SIDE ARGS...: the server answers ARGS (a throttle of a fresh key
 # with SPEC's reference arguments) as redis-cell does; a wrong module, a
@@ -80,29 +69,6 @@ expect() {
 	redis-cli -h $HOST -p "${port[$side]}" DEL bench:check >/dev/null
 }
 
-# start_redis SIDE ARGS...: redis-server on the side's fixed port, with
-# persistence off and ARGS added.
-start_redis() {
-	local side=$1 p=${port[$1]}
-	shift
-	if redis-cli -h $HOST -p "$p" ping >/dev/null 2>&1; then
-		log "port $p is already in use: stop that server first"
-		exit 1
-	fi
-	redis-server --bind $HOST --port "$p" --save '' --appendonly no --dir "$work" \
-		--logfile "$work/$side.log" "$@" &
-	pid[$side]=$!
-	until redis-cli -h $HOST -p "$p" ping >/dev/null 2>&1; do
-		if ! kill -0 "${pid[$side]}" 2>/dev/null; then
-			pid[$side]=""
-			log "redis-server for $side did not start; its log ends with:"
-			tail -5 "$work/$side.log" >&2
-			exit 1
-		fi
-		sleep 0.1
-	done
-}
-
 start_lua() {
 	start_redis lua
 	sha=$(redis-cli -h $HOST -p "${port[lua]}" SCRIPT LOAD "$(cat "$LUA")")
@@ -115,14 +81,7 @@ start_cell() {
 }
 
 start_redcell() {
-	rm -rf "$work/data" "$work/redcell.log"
-	"$work/redcell" --bind $HOST --port 0 --dir "$work/data" 2>"$work/redcell.log" &
-	pid[rc]=$!
-	until grep -qs "ready to accept connections" "$work/redcell.log"; do
-		kill -0 "${pid[rc]}" || { cat "$work/redcell.log" >&2; exit 1; }
-		sleep 0.1
-	done
-	port[rc]=$(grep -o 'addr=[0-9.]*:[0-9]*' "$work/redcell.log" | head -1 | cut -d: -f2)
+	start_redcell_side rc
 	expect rc CL.THROTTLE
 }
 
@@ -132,79 +91,8 @@ start_servers() {
 	start_redcell
 }
 
-stop_servers() {
-	local s
-	for s in "${sides[@]}"; do
-		if ! kill "${pid[$s]}"; then
-			log "a server ($s) died during the run; its log ends with:"
-			if [[ $s == rc ]]; then tail -5 "$work/redcell.log" >&2; else tail -5 "$work/$s.log" >&2; fi
-			exit 1
-		fi
-	done
-	for s in "${sides[@]}"; do
-		wait "${pid[$s]}" 2>/dev/null || true
-		pid[$s]=""
-	done
-}
-
-rss() { awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$1/status"; }
-
 # throttle SIDE: the words that make a CL.THROTTLE call on SIDE.
 throttle() { if [[ $1 == lua ]]; then echo "EVALSHA $sha 1"; else echo CL.THROTTLE; fi; }
-
-# The commands of each load, in the order first run.
-declare -A cmds
-order=()
-record() {
-	[[ -n ${cmds[$1]:-} ]] || order+=("$1")
-	cmds["$1"]="redis-benchmark -h $HOST -p ${*:2}"
-}
-
-# ticks PID: the CPU time (user + system, clock ticks) PID has used, all its
-# threads included.
-ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
-HZ=$(getconf CLK_TCK)
-
-# bench NAME TEST SIDE ARGS...: one redis-benchmark run against SIDE; appends
-# "rps p50 p99 server-us client-us" of the CSV row named TEST (the last row if
-# empty) to $work/NAME: the last two are the server's and redis-benchmark's
-# CPU time per request (they share the machine's cores).
-bench() {
-	local name=$1 test=$2 p=${port[$3]} pid=${pid[$3]} n t0 t1 csv client
-	shift 3
-	n=$(printf '%s\n' "$@" | awk 'prev == "-n" { print; exit } { prev = $0 }')
-	record "$name" "$p" --csv "$@"
-	t0=$(ticks "$pid")
-	csv=$( { TIMEFORMAT='%U %S'; time redis-benchmark -h $HOST -p "$p" --csv "$@" 2>/dev/null; } 2>"$work/time.tmp")
-	t1=$(ticks "$pid")
-	client=$(tail -1 "$work/time.tmp")
-	if ! printf '%s\n' "$csv" | tr -d '"\r' |
-		awk -F, -v t="$test" -v s=$((t1 - t0)) -v hz="$HZ" -v n="$n" -v c="$client" '
-			$1 != "test" && (t == "" || $1 == t) { row = $2 " " $5 " " $7 }
-			END { if (row == "") exit 1
-				split(c, u, " "); printf "%s %.3f %.3f\n", row, s / hz * 1e6 / n, (u[1] + u[2]) * 1e6 / n }' \
-		>>"$work/$name"; then
-		log "bench/run.sh: redis-benchmark gave no result for $name: ${cmds[$name]}"
-		exit 1
-	fi
-}
-
-# median NAME COLUMN: the median of a column of $work/NAME.
-median() {
-	awk -v c="$2" '{ print $c }' "$work/$1" | sort -g |
-		awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-# pratio A B COLUMN: the median of the per-round ratios A/B. Each round runs A
-# and B back to back, so a ratio within a round is what the machine's load
-# drifting between rounds disturbs least. Nothing if either was not run.
-pratio() {
-	[[ -f $work/$1 && -f $work/$2 ]] || return 0
-	paste -d' ' "$work/$1" "$work/$2" | awk -v c="$3" -v n="$(awk 'END { print NF }' "$work/$1")" \
-		'{ if ($(n + c) > 0) print $c / $(n + c) }' >"$work/ratio.tmp"
-	[[ -s $work/ratio.tmp ]] || { printf -- '-'; return 0; }
-	printf '%.2fx' "$(median ratio.tmp 1)"
-}
 
 # val NAME COLUMN FORMAT: the median of a column, formatted; "skipped" for
 # redis-cell's files without REDIS_CELL, nothing for a load a side never runs
@@ -217,16 +105,9 @@ val() {
 	fi
 }
 
-if [[ -n ${BIN:-} ]]; then
-	cp "$BIN" "$work/redcell"
-	version="$("$work/redcell" --version 2>/dev/null || echo "$BIN")"
-else
-	log "building redcell"
-	(cd "$repo" && go build -o "$work/redcell" .)
-	version="$(cd "$repo" && git describe --always --dirty)"
-fi
 [[ -n $REDIS_CELL ]] || log "REDIS_CELL is not set: the redis-cell rows are skipped." \
 	"Build the module as ../shared/BENCH.md describes and run REDIS_CELL=/path/to/libredis_cell.so $0"
+build_redcell
 log "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 start_servers
 

@@ -1,0 +1,156 @@
+# bench/lib.sh: what bench/run.sh and bench/limiters.sh share, sourced by
+# both: finding the tools, starting redis-server and redcell on 127.0.0.1,
+# timing a load with redis-benchmark (or bench/pipeload) while reading the
+# server's CPU time, medians and per-round ratios.
+#
+# The caller sets: script (its name, for messages), repo (the module root),
+# sides (the servers of a round), and declares the associative arrays port
+# and pid (by side) before sourcing; lib.sh makes $work, removed on exit.
+
+HOST=127.0.0.1
+work=$(mktemp -d)
+
+log() { echo "$*" >&2; }
+
+need() { command -v "$1" >/dev/null 2>&1 || { log "$script: $1 not found in PATH: $2"; exit 1; }; }
+
+cleanup() {
+	local s
+	for s in "${!pid[@]}"; do
+		[[ -n ${pid[$s]} ]] && kill "${pid[$s]}" 2>/dev/null && wait "${pid[$s]}" 2>/dev/null
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP PIPE
+
+# build_redcell: $work/redcell from BIN or the work tree; sets version.
+build_redcell() {
+	if [[ -n ${BIN:-} ]]; then
+		cp "$BIN" "$work/redcell"
+		version="$("$work/redcell" --version 2>/dev/null || echo "$BIN")"
+	else
+		log "building redcell"
+		(cd "$repo" && go build -o "$work/redcell" .)
+		version="$(cd "$repo" && git describe --always --dirty)"
+	fi
+}
+
+# start_redis SIDE ARGS...: redis-server on the side's fixed port, with
+# persistence off and ARGS added.
+start_redis() {
+	local side=$1 p=${port[$1]}
+	shift
+	if redis-cli -h $HOST -p "$p" ping >/dev/null 2>&1; then
+		log "port $p is already in use: stop that server first"
+		exit 1
+	fi
+	redis-server --bind $HOST --port "$p" --save '' --appendonly no --dir "$work" \
+		--logfile "$work/$side.log" "$@" &
+	pid[$side]=$!
+	until redis-cli -h $HOST -p "$p" ping >/dev/null 2>&1; do
+		if ! kill -0 "${pid[$side]}" 2>/dev/null; then
+			pid[$side]=""
+			log "redis-server for $side did not start; its log ends with:"
+			tail -5 "$work/$side.log" >&2
+			exit 1
+		fi
+		sleep 0.1
+	done
+}
+
+# start_redcell_side SIDE ARGS...: $work/redcell on a free port with its own
+# fresh --dir (persistence on, as by default) and ARGS added.
+start_redcell_side() {
+	local side=$1
+	shift
+	rm -rf "$work/data.$side" "$work/$side.log"
+	"$work/redcell" --bind $HOST --port 0 --dir "$work/data.$side" "$@" 2>"$work/$side.log" &
+	pid[$side]=$!
+	until grep -qs "ready to accept connections" "$work/$side.log"; do
+		kill -0 "${pid[$side]}" || { cat "$work/$side.log" >&2; exit 1; }
+		sleep 0.1
+	done
+	port[$side]=$(grep -o 'addr=[0-9.]*:[0-9]*' "$work/$side.log" | head -1 | cut -d: -f2)
+}
+
+stop_servers() {
+	local s
+	for s in "${sides[@]}"; do
+		if ! kill "${pid[$s]}"; then
+			log "a server ($s) died during the run; its log ends with:"
+			tail -5 "$work/$s.log" >&2
+			exit 1
+		fi
+	done
+	for s in "${sides[@]}"; do
+		wait "${pid[$s]}" 2>/dev/null || true
+		pid[$s]=""
+	done
+}
+
+rss() { awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$1/status"; }
+
+# The commands of each load, in the order first run.
+declare -A cmds
+order=()
+record() {
+	[[ -n ${cmds[$1]:-} ]] || order+=("$1")
+	cmds["$1"]="$2"
+}
+
+# ticks PID: the CPU time (user + system, clock ticks) PID has used, all its
+# threads included.
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+HZ=$(getconf CLK_TCK)
+
+# bench NAME TEST SIDE ARGS...: one redis-benchmark run against SIDE (or
+# bench/pipeload's, with tool=pipeload); appends "rps p50 p99 server-us
+# client-us" of the CSV row named TEST (the last row if empty) to
+# $work/NAME: the last two are the server's and the load tool's CPU time per
+# request (they share the machine's cores).
+bench() {
+	local name=$1 test=$2 p=${port[$3]} pid=${pid[$3]} n t0 t1 csv client run
+	shift 3
+	n=$(printf '%s\n' "$@" | awk 'prev == "-n" { print; exit } { prev = $0 }')
+	if [[ ${tool:-redis-benchmark} == pipeload ]]; then
+		run=("$work/pipeload" -addr "$HOST:$p" "$@")
+	else
+		run=(redis-benchmark -h $HOST -p "$p" --csv "$@")
+	fi
+	record "$name" "${run[*]}"
+	t0=$(ticks "$pid")
+	if ! csv=$( { TIMEFORMAT='%U %S'; time "${run[@]}" 2>"$work/err.tmp"; } 2>"$work/time.tmp"); then
+		log "$script: $name failed: ${cmds[$name]}"
+		tail -5 "$work/err.tmp" >&2
+		exit 1
+	fi
+	t1=$(ticks "$pid")
+	client=$(tail -1 "$work/time.tmp")
+	if ! printf '%s\n' "$csv" | tr -d '"\r' |
+		awk -F, -v t="$test" -v s=$((t1 - t0)) -v hz="$HZ" -v n="$n" -v c="$client" '
+			$1 != "test" && (t == "" || $1 == t) { row = $2 " " $5 " " $7 }
+			END { if (row == "") exit 1
+				split(c, u, " "); printf "%s %.3f %.3f\n", row, s / hz * 1e6 / n, (u[1] + u[2]) * 1e6 / n }' \
+		>>"$work/$name"; then
+		log "$script: no result for $name: ${cmds[$name]}"
+		exit 1
+	fi
+}
+
+# median NAME COLUMN: the median of a column of $work/NAME.
+median() {
+	awk -v c="$2" '{ print $c }' "$work/$1" | sort -g |
+		awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# pratio A B COLUMN: the median of the per-round ratios A/B. Each round runs A
+# and B back to back, so a ratio within a round is what the machine's load
+# drifting between rounds disturbs least. Nothing if either was not run.
+pratio() {
+	[[ -f $work/$1 && -f $work/$2 ]] || return 0
+	paste -d' ' "$work/$1" "$work/$2" | awk -v c="$3" -v n="$(awk 'END { print NF }' "$work/$1")" \
+		'{ if ($(n + c) > 0) print $c / $(n + c) }' >"$work/ratio.tmp"
+	[[ -s $work/ratio.tmp ]] || { printf -- '-'; return 0; }
+	printf '%.2fx' "$(median ratio.tmp 1)"
+}
