@@ -34,7 +34,8 @@ func shortNumber(b []byte, i int) (n int64, end int) {
 // number reads "<digits>\r\n" at b[i:] as Redis's string2ll reads a number:
 // an optional '-', at most 19 digits, no '+', no leading zeros, no "-0",
 // within int64. It returns the number and the index after its LF. A wrong
-// byte is refused as soon as it is seen; a number out of range, at its CR.
+// byte is refused as soon as it is seen; a number beyond int64, once its
+// CRLF has arrived.
 func number(b []byte, i int) (n int64, end int, status int) {
 	neg := i < len(b) && b[i] == '-'
 	if neg {

@@ -136,6 +136,32 @@ func TestReaderNumbers(t *testing.T) {
 	}
 }
 
+// shortNumber, number's quick path, reads what number reads, or leaves it to
+// number: every string of five bytes from the ones that matter.
+func TestShortNumberAgreesWithNumber(t *testing.T) {
+	const alphabet = "0129-\r\nx"
+	b := make([]byte, 5)
+	quick := 0
+	var fill func(i int)
+	fill = func(i int) {
+		if i == len(b) {
+			if n, end := shortNumber(b, 0); end != 0 {
+				quick++
+				wn, wend, st := number(b, 0)
+				require.Equal(t, numOK, st, "%q", b)
+				require.Equal(t, [2]int64{wn, int64(wend)}, [2]int64{n, int64(end)}, "%q", b)
+			}
+			return
+		}
+		for _, c := range []byte(alphabet) {
+			b[i] = c
+			fill(i + 1)
+		}
+	}
+	fill(0)
+	require.Equal(t, 3*len(alphabet)*len(alphabet)+3*4*len(alphabet), quick, "1, 2, 9, then CRLF; or two digits, the first not 0")
+}
+
 // Each limit lets through a command at it and refuses one past it.
 func TestReaderLimitsAtAndPastEachBound(t *testing.T) {
 	lim := Limits{MaxBulkLen: 10, MaxArgs: 3, MaxInlineLen: 16, MaxQueryLen: 40}
