@@ -139,7 +139,7 @@ func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 //
 // redcon v1.6.4's reader trusts announced lengths ("$9223372036854775807"
 // overflows its index arithmetic and panics; a huge multibulk count spins):
-// server/guard.go refuses such frames before redcon parses them.
+// redcell reads RESP with its own reader, package resp, which refuses them.
 func TestHugeLengthsAreRefused(t *testing.T) {
 	bin := buildBinary(t)
 	srv := startBinary(t, bin)

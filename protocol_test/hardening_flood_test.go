@@ -32,7 +32,7 @@ func writeAndDrain(conn net.Conn, b string) {
 }
 
 // attacks are what the flood sends: malformed RESP of every kind Redis's
-// own test suite and the guard know, junk, and clients that misbehave at
+// own test suite and redcell's reader (package resp) know, junk, and clients that misbehave at
 // the transport. None of them is a command that could change a key.
 var attacks = []attack{
 	{"negative multibulk length", func(c net.Conn, _ *rand.Rand) { writeAndDrain(c, "*-5\r\n") }},

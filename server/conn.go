@@ -1,13 +1,15 @@
 package server
 
 import (
-	"bytes"
 	"io"
 	"math"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/tidwall/redcon"
+
+	"redcell/resp"
 )
 
 // connection is what the server needs of a client connection: the reply
@@ -34,29 +36,36 @@ type connection interface {
 	SetContext(v any)
 }
 
-// conn is one client connection: its loop (serveConn) reads through the
-// connection's guardConn and parses with redcon.ReadNextCommand.
+// conn is one client connection. Its loop (serveConn) reads commands with a
+// resp.Reader, which parses them in its read buffer and hands their
+// arguments on as slices of it: serving a command copies nothing and
+// allocates nothing. The arguments are valid until the command returns, so
+// a handler that keeps one must copy it (every handler converts to a string
+// or appends to a reply).
 //
 // Why not redcon's own Server loop: its reader allocates three times for
 // every command (a copy of the raw command, the argument slice, the growing
 // command list), which was a quarter of the server's CPU under a pipelined
-// CL.THROTTLE load, plus the garbage collection it caused. ReadNextCommand,
-// redcon's parser over a caller's buffer, allocates nothing: the arguments
-// are slices of the read buffer, valid until the command returns, so a
-// handler that keeps one must copy it (every handler converts to a string or
-// appends to a reply). The guard hands on only well-formed multibulk
-// commands, so the parser never sees input it mishandles.
+// CL.THROTTLE load, plus the garbage collection it caused; and it trusts its
+// input (README, "Why redcell reads RESP itself").
 //
 // Replies are appended with redcon's encoders to out and written once per
 // batch of commands read together, as redcon does.
 type conn struct {
-	nc   *guardConn
+	srv  *Server
+	nc   net.Conn // the socket, TLS or not
+	rd   *resp.Reader
 	addr string
 	ctx  any
 
-	in         []byte // read buffer: in[start:end] is unparsed input
-	start, end int
-	args       [][]byte // the current command's arguments, reused
+	// idle is Limits.IdleTimeout (0: none); readAt and cmdStart are kept
+	// under it only: timeout.go.
+	idle             time.Duration
+	readAt, cmdStart int64
+	handshook        bool // the TLS handshake, if any, has run: tls.go
+	// refusal, set by reject, is the reply the connection's goroutine sends
+	// before closing it, instead of serving it.
+	refusal string
 
 	out       []byte // replies not yet written
 	maxOutput int64  // Limits.MaxOutput; <= 0: none
@@ -82,26 +91,24 @@ type outputTotal struct {
 
 var _ connection = (*conn)(nil)
 
-const (
-	// inBufSize is a connection's read buffer to begin with, and what it
-	// shrinks back to once drained: redcon's size.
-	inBufSize = 4096
-	// outKeepCap is the largest reply buffer kept between batches.
-	outKeepCap = 64 << 10
-	// argsKeepCap is the most arguments the reused argument slice keeps
-	// room for: one command of 65536 arguments must not pin 1.5 MB on its
-	// connection for good.
-	argsKeepCap = 64
-)
+// outKeepCap is the largest reply buffer kept between batches.
+const outKeepCap = 64 << 10
 
-func newConn(nc *guardConn, maxOutput int64, total *outputTotal) *conn {
+func newConn(s *Server, nc net.Conn) *conn {
+	lim := &s.limits
 	c := &conn{
-		nc:        nc,
-		addr:      nc.RemoteAddr().String(),
-		in:        make([]byte, inBufSize),
-		args:      make([][]byte, 0, 8),
-		maxOutput: maxOutput,
-		total:     total,
+		srv:  s,
+		nc:   nc,
+		addr: nc.RemoteAddr().String(),
+		rd: resp.NewReader(nc, resp.Limits{
+			MaxBulkLen:   lim.MaxBulkLen,
+			MaxArgs:      lim.MaxArgs,
+			MaxInlineLen: lim.MaxInlineLen,
+			MaxQueryLen:  lim.MaxQueryLen,
+		}),
+		idle:      lim.IdleTimeout,
+		maxOutput: lim.MaxOutput,
+		total:     &s.outputTotal,
 	}
 	c.setRoomLeft()
 	return c
@@ -122,6 +129,9 @@ func (s *Server) serveConn(c *conn) {
 }
 
 func (s *Server) runConn(c *conn) error {
+	if c.refusal != "" {
+		return c.refuse(c.refusal, errRejected)
+	}
 	for {
 		if err := c.read(); err != nil {
 			return err
@@ -136,23 +146,22 @@ func (s *Server) runConn(c *conn) error {
 // The clock is read once at the start and then once as each command ends,
 // and that reading is the next command's now: on the real clock a command
 // costs one clock read. An injected clock is read for every command.
+//
+// Input the reader refuses ends the batch: the commands before it run and
+// are answered, then the refusal is sent and the connection closed, as
+// Redis answers what it read before a protocol error.
 func (s *Server) runBatch(c *conn) error {
-	cl := c.ctx.(*client) // set by accept; a rejected conn fails its first read
+	cl := c.ctx.(*client) // set by accept; a rejected conn is refused before it reads
 	now := s.now()
+	var refused error
 	for !c.closed {
-		args, ok, err := c.next()
+		args, err := c.rd.Next(cl.authed)
 		if err != nil {
-			// The guard lets through only what redcon's parser takes, so
-			// this is a bug in one of them; say so as redcon would.
-			c.WriteError("ERR " + err.Error())
-			_ = c.flush()
-			return err
-		}
-		if !ok {
+			refused = err
 			break
 		}
-		if len(args) == 0 {
-			continue // "*0\r\n" or "*-1\r\n": Redis ignores an empty command
+		if args == nil {
+			break
 		}
 		if !s.timed {
 			now = s.now()
@@ -168,69 +177,10 @@ func (s *Server) runBatch(c *conn) error {
 			return nil
 		}
 	}
-	return c.flush()
-}
-
-// read reads more input into c.in, after the unparsed part: it moves that
-// part to the front, or grows the buffer when the part fills it (the guard
-// bounds how long one command can be), or shrinks a grown buffer once
-// drained.
-func (c *conn) read() error {
-	switch {
-	case c.start == c.end:
-		c.start, c.end = 0, 0
-		if len(c.in) > inBufSize {
-			c.in = make([]byte, inBufSize)
-		}
-	case c.end == len(c.in) && c.start > 0:
-		c.end = copy(c.in, c.in[c.start:c.end])
-		c.start = 0
-	case c.end == len(c.in):
-		grown := make([]byte, 2*len(c.in))
-		copy(grown, c.in[:c.end])
-		c.in = grown
+	if err := c.flush(); err != nil || refused == nil {
+		return err
 	}
-	n, err := c.nc.Read(c.in[c.end:])
-	c.end += n
-	if n > 0 {
-		return nil // an error comes back on the next read
-	}
-	return err
-}
-
-// next parses the next whole command of the input, if there is one.
-func (c *conn) next() (args [][]byte, ok bool, err error) {
-	if c.start == c.end {
-		return nil, false, nil
-	}
-	args, rest, ok, err := nextCommand(c.in[c.start:c.end], c.args[:0])
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	if cap(args) > cap(c.args) && cap(args) <= argsKeepCap {
-		c.args = args[:0]
-	}
-	c.start = c.end - len(rest)
-	return args, true, nil
-}
-
-// nextCommand parses the first command of b with redcon's ReadNextCommand,
-// appending its arguments to argsbuf. A negative count ("*-1\r\n"), which
-// Redis reads as an empty command and the guard lets through, is returned
-// as a command without arguments, as ReadNextCommand returns "*0\r\n".
-func nextCommand(b []byte, argsbuf [][]byte) (args [][]byte, rest []byte, ok bool, err error) {
-	if len(b) > 1 && b[0] == '*' && b[1] == '-' {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			return nil, b, false, nil
-		}
-		return argsbuf[:0], b[i+1:], true, nil
-	}
-	complete, args, _, rest, err := redcon.ReadNextCommand(b, argsbuf)
-	if err != nil || !complete {
-		return nil, b, false, err
-	}
-	return args, rest, true, nil
+	return c.refuseInput(refused)
 }
 
 // flush writes the queued replies.
@@ -242,7 +192,7 @@ func (c *conn) flush() error {
 	if c.feed != nil {
 		c.feed.push(c.out)
 	} else {
-		_, err = c.nc.Write(c.out)
+		_, err = c.write(c.out)
 	}
 	c.uncount()
 	if cap(c.out) > outKeepCap {

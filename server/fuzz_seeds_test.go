@@ -19,14 +19,14 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
-	"github.com/tidwall/redcon"
-
+	"redcell/resp"
 	"redcell/storage"
 )
 
 // TestRecordFuzzSeeds records what real clients send (go-redis, rueidis,
 // redis-cli, redis-benchmark) and writes it as seed corpora of the fuzz
-// tests under testdata/fuzz/. It runs only when asked:
+// tests under testdata/fuzz/, and of resp's FuzzReader under
+// ../resp/testdata/fuzz/. It runs only when asked:
 //
 //	REDCELL_RECORD_FUZZ_SEEDS=1 go test -run TestRecordFuzzSeeds ./server/
 func TestRecordFuzzSeeds(t *testing.T) {
@@ -124,30 +124,39 @@ func TestRecordFuzzSeeds(t *testing.T) {
 			continue
 		}
 		seen[name] = true
-		writeSeed(t, "FuzzServerConn", "traffic-"+name, fmt.Sprintf("[]byte(%q)", s))
-		writeSeed(t, "FuzzGuard", "traffic-"+name, fmt.Sprintf("[]byte(%q)\nuint16(%d)\nuint16(%d)", s, 1+len(s)%13, 64+len(s)%4000))
+		writeSeed(t, "testdata", "FuzzServerConn", "traffic-"+name, fmt.Sprintf("[]byte(%q)", s))
+		writeSeed(t, filepath.Join("..", "resp", "testdata"), "FuzzReader", "traffic-"+name,
+			fmt.Sprintf("[]byte(%q)\nuint16(%d)\nuint16(%d)", s, 1+len(s)%13, 64+len(s)%4000))
 		var cmds [][]string
-		rd := redcon.NewReader(bytes.NewReader(s))
+		rd := resp.NewReader(bytes.NewReader(s), resp.Limits{})
 		for len(cmds) < 32 {
-			cmd, err := rd.ReadCommand()
+			args, err := rd.Next(true)
+			if err == nil && args == nil {
+				err = rd.Fill()
+				if err == nil {
+					continue
+				}
+			}
 			if err != nil {
 				break
 			}
-			var args []string
-			for _, a := range cmd.Args {
-				args = append(args, string(a))
+			var strs []string
+			for _, a := range args {
+				strs = append(strs, string(a))
 			}
-			cmds = append(cmds, args)
+			cmds = append(cmds, strs)
 		}
 		if len(cmds) > 0 {
-			writeSeed(t, "FuzzCommands", "traffic-"+name, fmt.Sprintf("[]byte(%q)", encodeFuzzCommands(cmds)))
+			writeSeed(t, "testdata", "FuzzCommands", "traffic-"+name, fmt.Sprintf("[]byte(%q)", encodeFuzzCommands(cmds)))
 		}
 	}
 	t.Logf("recorded %d connections, %d distinct", len(streams), len(seen))
 }
 
-func writeSeed(t *testing.T, target, name, values string) {
-	dir := filepath.Join("testdata", "fuzz", target)
+// writeSeed writes a seed of the fuzz test target, whose package's testdata
+// directory is testdata.
+func writeSeed(t *testing.T, testdata, target, name, values string) {
+	dir := filepath.Join(testdata, "fuzz", target)
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("go test fuzz v1\n"+values+"\n"), 0o644))
 }

@@ -79,14 +79,6 @@ const (
 // shared count, so the command path stays free of shared writes.
 const outputAllowance = 64 << 10
 
-// Limits Redis 7 applies before a connection has authenticated, when a
-// password is required: a client that has not proved who it is may not make
-// the server buffer more than a few small arguments.
-const (
-	unauthMaxArgs    = 10
-	unauthMaxBulkLen = 16 << 10
-)
-
 func (l Limits) withDefaults() Limits {
 	if l.MaxBulkLen <= 0 {
 		l.MaxBulkLen = DefaultMaxBulkLen

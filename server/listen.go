@@ -3,56 +3,86 @@ package server
 import (
 	"errors"
 	"net"
+	"sync"
+	"time"
 )
+
+// listener is a listener being served, with the connections it accepted.
+type listener struct {
+	net.Listener
+	srv *Server
+	// live counts the connections whose goroutine has yet to end: Serve
+	// waits for them, so that no command runs after it returns.
+	live  sync.WaitGroup
+	mu    sync.Mutex
+	conns map[*conn]struct{} // open connections, closed by serve at the end
+}
+
+// Accept returns the next connection. Errors other than a closed listener
+// (EMFILE when out of file descriptors, ECONNABORTED) are retried with a
+// growing pause, as net/http does: retrying at once would spin in a loop
+// that pins a core.
+func (l *listener) Accept() (net.Conn, error) {
+	var pause time.Duration
+	for {
+		c, err := l.Listener.Accept()
+		if err == nil || errors.Is(err, net.ErrClosed) {
+			return c, err
+		}
+		pause = min(max(2*pause, 5*time.Millisecond), time.Second)
+		l.srv.cfg.Logger.Warn("accept failed; retrying", "err", err, "pause", pause)
+		time.Sleep(pause)
+	}
+}
 
 // serve accepts connections on ln until Close, each served by its own
 // goroutine (serveConn). When it returns every connection it accepted has
 // been closed and its goroutine has ended, so no command runs after it.
 func (s *Server) serve(ln net.Listener) error {
-	gl := &guardListener{Listener: ln, srv: s, limits: s.limits, conns: make(map[*conn]struct{})}
+	l := &listener{Listener: ln, srv: s, conns: make(map[*conn]struct{})}
 	s.mu.Lock()
 	if s.stopped {
 		s.mu.Unlock()
 		_ = ln.Close()
 		return nil
 	}
-	s.listeners = append(s.listeners, gl)
+	s.listeners = append(s.listeners, l)
 	s.mu.Unlock()
 	var err error
 	for {
-		nc, aerr := gl.Accept()
+		nc, aerr := l.Accept()
 		if aerr != nil {
 			err = aerr
 			break
 		}
-		c := newConn(nc.(*guardConn), s.limits.MaxOutput, &s.outputTotal)
+		c := newConn(s, nc)
 		if !s.accept(c) {
 			_ = nc.Close()
 			continue
 		}
-		gl.track(c)
-		gl.live.Add(1)
+		l.track(c)
+		l.live.Add(1)
 		go func() {
-			defer gl.live.Done()
-			defer gl.untrack(c)
+			defer l.live.Done()
+			defer l.untrack(c)
 			s.serveConn(c)
 		}()
 	}
-	gl.closeConns()
-	gl.live.Wait()
+	l.closeConns()
+	l.live.Wait()
 	if errors.Is(err, net.ErrClosed) {
 		return nil
 	}
 	return err
 }
 
-func (l *guardListener) track(c *conn) {
+func (l *listener) track(c *conn) {
 	l.mu.Lock()
 	l.conns[c] = struct{}{}
 	l.mu.Unlock()
 }
 
-func (l *guardListener) untrack(c *conn) {
+func (l *listener) untrack(c *conn) {
 	l.mu.Lock()
 	delete(l.conns, c)
 	l.mu.Unlock()
@@ -62,7 +92,7 @@ func (l *guardListener) untrack(c *conn) {
 // their goroutines end after the command they are running, if any. They are
 // killed, so a command waiting on CLIENT PAUSE does not hold Serve until
 // the pause ends.
-func (l *guardListener) closeConns() {
+func (l *listener) closeConns() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for c := range l.conns {
@@ -91,32 +121,13 @@ func (s *Server) closeListeners() error {
 }
 
 // admit counts c among the open connections unless there are
-// Limits.MaxClients already, and links c to its guard. It reports whether c
-// was admitted.
-func (s *Server) admit(conn connection, c *client) bool {
+// Limits.MaxClients already. It reports whether c was admitted.
+func (s *Server) admit(c *client) bool {
 	s.mu.Lock()
-	full := len(s.clients) >= s.limits.MaxClients
-	if !full {
-		s.clients[c] = struct{}{}
-	}
-	s.mu.Unlock()
-	if full {
+	defer s.mu.Unlock()
+	if len(s.clients) >= s.limits.MaxClients {
 		return false
 	}
-	if g, ok := conn.NetConn().(*guardConn); ok {
-		g.client = c
-	}
-	return true
-}
-
-// reject refuses a connection beyond maxclients. Its own goroutine sends
-// Redis's error and closes it (guardConn.refuse): writing here, in the accept
-// loop, could wait on a TLS handshake and stall every other connection.
-func reject(conn connection) bool {
-	g, ok := conn.NetConn().(*guardConn)
-	if !ok {
-		return false
-	}
-	g.refuseWith(errMaxClients)
+	s.clients[c] = struct{}{}
 	return true
 }

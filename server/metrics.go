@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"redcell/gcra"
+	"redcell/resp"
 	"redcell/storage"
 )
 
@@ -172,14 +173,15 @@ func (c *client) countError(msg string) {
 	}
 }
 
-// connectionEnded records how a connection ended: a protocol error counts as
-// an error reply (conn or the guard sent it), and any error is logged at
-// debug level.
+// connectionEnded records how a connection ended: input its reader refused
+// counts as a protocol error reply (sent or, over the query buffer limit,
+// not), and any error is logged at debug level.
 func (s *Server) connectionEnded(c *client, err error) {
 	if err == nil {
 		return
 	}
-	if errors.Is(err, errProtocolLimit) || strings.HasPrefix(err.Error(), "Protocol error") {
+	var pe *resp.ProtocolError
+	if errors.As(err, &pe) || errors.Is(err, resp.ErrQueryBufferLimit) {
 		s.stats.errors[errKindProtocol].Add(1)
 	}
 	if s.debug {

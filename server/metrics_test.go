@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/gcra"
+	"redcell/resp"
 	"redcell/storage"
 )
 
@@ -50,7 +51,7 @@ func TestErrorKind(t *testing.T) {
 		errWrongArgs("get"):                    errKindWrongArity,
 		errNegativeBurst:                       errKindCommand,
 		errSyntax:                              errKindCommand,
-		errProtoBulk:                           errKindProtocol,
+		resp.ErrBulkLength.Reply:               errKindProtocol,
 		errNoAuth:                              errKindNoAuth,
 		errWrongPass:                           errKindWrongPass,
 		errWrongType:                           errKindWrongType,

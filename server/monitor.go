@@ -27,7 +27,7 @@ import (
 // reach it in order, written by one goroutine.
 type monitor struct {
 	c     *client
-	w     io.Writer // the connection: guardConn.Write, under the idle timeout
+	w     io.Writer // the connection, under the idle timeout (idleWriter)
 	limit int       // the most bytes that may wait in queue
 
 	mu      sync.Mutex
@@ -71,7 +71,7 @@ func cmdMonitor(c *client, _ [][]byte, _ time.Time) {
 		return
 	}
 	c.writeOK()
-	m := &monitor{c: c, w: cn.nc, limit: c.srv.monitorBacklog(),
+	m := &monitor{c: c, w: idleWriter{cn.nc, cn.idle}, limit: c.srv.monitorBacklog(),
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	// The replies of this batch so far, +OK last, go before any line; the
 	// writer starts once the monitor is fed, so that the client, once it

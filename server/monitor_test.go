@@ -96,8 +96,7 @@ func TestMonitorBacklog(t *testing.T) {
 func TestMonitorHook(t *testing.T) {
 	srv := New(Config{Now: func() time.Time { return t0 }}, storage.New(storage.Config{Shards: 1}))
 	client, server := net.Pipe()
-	limits := srv.limits
-	c := newConn(&guardConn{Conn: server, limits: &limits, srv: srv}, limits.MaxOutput, &srv.outputTotal)
+	c := newConn(srv, server)
 	require.True(t, srv.accept(c))
 	served := make(chan struct{})
 	go func() { srv.serveConn(c); close(served) }()
@@ -124,9 +123,9 @@ func TestMonitorHook(t *testing.T) {
 	require.Empty(t, srv.monitorList())
 }
 
-// A monitor refused by the guard gets the refusal after everything queued
+// A monitor whose input is refused gets the refusal after everything queued
 // for it, from its feed's writer: nothing else writes to its connection.
-func TestMonitorRefusedByTheGuard(t *testing.T) {
+func TestMonitorRefusedByTheReader(t *testing.T) {
 	got := serveScript(t, "MONITOR\r\nPING\r\n*1\r\n$-5\r\n", 1<<20)
 	require.Equal(t, "+OK\r\n+PONG\r\n+1795953600.000000 [0 127.0.0.1:50000] \"PING\"\r\n-ERR Protocol error: invalid bulk length\r\n", got)
 }

@@ -1,5 +1,5 @@
-// Package server speaks RESP: it accepts connections, parses commands with
-// redcon's parser, reads the clock once per command, asks storage for
+// Package server speaks RESP: it accepts connections, reads commands with
+// package resp's reader, reads the clock once per command, asks storage for
 // decisions and writes Redis-compatible replies under RESP2 or RESP3.
 package server
 
@@ -95,8 +95,8 @@ type Server struct {
 	nextClientID atomic.Int64
 	mu           sync.Mutex
 	clients      map[*client]struct{}
-	listeners    []*guardListener // being served; listen.go
-	stopped      bool             // Close was called
+	listeners    []*listener // being served; listen.go
+	stopped      bool        // Close was called
 
 	// hooks has a bit for each feature that must see every command while
 	// it is in use (hookPause, hookMonitor): dispatch pays one atomic load
@@ -177,7 +177,7 @@ func (s *Server) accept(conn connection) bool {
 	c.lastActive.Store(now.UnixNano())
 	c.authed = s.cfg.RequirePass == ""
 	c.ks = s.store
-	if !s.admit(conn, c) {
+	if !s.admit(c) {
 		s.stats.rejectedConnections.Add(1)
 		return reject(conn)
 	}

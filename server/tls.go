@@ -7,13 +7,36 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"time"
 )
+
+// tlsHandshakeTimeout bounds a TLS handshake.
+const tlsHandshakeTimeout = 10 * time.Second
 
 // ServeTLS accepts TLS connections on ln until Close, as Serve does plain
 // ones; both may run at once on one Server. cfg usually comes from
 // LoadTLSConfig.
 func (s *Server) ServeTLS(ln net.Listener, cfg *tls.Config) error {
 	return s.serve(tls.NewListener(ln, cfg))
+}
+
+// handshake runs a TLS connection's handshake, once, on the connection's own
+// goroutine (the accept loop must not wait on a client), within
+// tlsHandshakeTimeout: a client that connects and says nothing holds a
+// connection no longer than that.
+func (c *conn) handshake() error {
+	c.handshook = true
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return nil
+	}
+	_ = tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+	err := tc.Handshake()
+	_ = tc.SetDeadline(time.Time{})
+	if err != nil {
+		c.srv.cfg.Logger.Debug("TLS handshake failed", "addr", c.addr, "err", err)
+	}
+	return err
 }
 
 // TLSFiles are the PEM files of a TLS listener, by Redis's setting names.

@@ -17,60 +17,11 @@ import (
 	"redcell/storage"
 )
 
-// Fuzz tests. Seeds recorded from real clients (go-redis, rueidis,
-// redis-cli, redis-benchmark) are in testdata/fuzz/<name>/, written by
-// TestRecordFuzzSeeds (fuzz_seeds_test.go); plain `go test` replays them, and
-// every crasher the fuzzer found, kept beside them.
-
-// FuzzGuard feeds any bytes through the guard, split into socket reads of
-// any size and read into buffers of any size: the guard must not panic,
-// redcon must never be handed anything it rejects, and how the input was
-// split must not change which commands are handed on or how the connection
-// is refused.
-func FuzzGuard(f *testing.F) {
-	f.Add([]byte("*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n"), uint16(3), uint16(4096))
-	f.Add([]byte("PING\r\n*1\r\n$99999999999999999999\r\n"), uint16(1), uint16(7))
-	f.Add([]byte("*-1\r\n*0\r\n$\r\n"), uint16(2), uint16(1))
-	f.Add([]byte("ECHO \"a\\x41 b\" 'c\\'d'\r\n\n\r\nPING\n"), uint16(5), uint16(16))
-	f.Fuzz(func(t *testing.T, data []byte, chunk, psize uint16) { fuzzGuard(t, nil, data, chunk, psize) })
-}
-
-// FuzzGuardBeforeAuth is FuzzGuard for a client that has yet to
-// authenticate: Redis's smaller limits apply, and commands are handed on one
-// at a time.
-func FuzzGuardBeforeAuth(f *testing.F) {
-	f.Add([]byte("PING\r\n*2\r\n$4\r\nECHO\r\n$20000\r\n"), uint16(100), uint16(4096))
-	f.Add([]byte("*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n*11\r\n"), uint16(3), uint16(9))
-	f.Fuzz(func(t *testing.T, data []byte, chunk, psize uint16) {
-		fuzzGuard(t, &client{}, data, chunk, psize)
-	})
-}
-
-func fuzzGuard(t *testing.T, c *client, data []byte, chunk, psize uint16) {
-	{
-		limits := Limits{MaxBulkLen: 512, MaxArgs: 16, MaxInlineLen: 256, MaxQueryLen: 2048}
-		wantReads, wantWritten, _ := guardRunAs(c, data, limits, len(data)+1, 1<<16)
-		want := commandsOf(t, bytes.Join(wantReads, nil))
-		reads, written, _ := guardRunAs(c, data, limits, int(chunk), int(psize))
-		got := commandsOf(t, bytes.Join(reads, nil))
-		// A command cut off by the end of the input may be handed on in part
-		// or not at all: only whole commands are compared.
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Fatalf("reads of %d into %d bytes handed on %q; whole, %q", chunk, psize, got, want)
-		}
-		if written != wantWritten {
-			t.Fatalf("reads of %d into %d bytes answered %q; whole, %q", chunk, psize, written, wantWritten)
-		}
-		if written != "" && (written[0] != '-' || bytes.Count([]byte(written), []byte("\r\n")) != 1) {
-			t.Fatalf("the guard's refusal %q is not one error line", written)
-		}
-		for _, cmd := range got {
-			if n := bytes.Count([]byte(cmd), []byte{0}) + 1; n > 16 {
-				t.Fatalf("a command of %d arguments passed a limit of 16", n)
-			}
-		}
-	}
-}
+// Fuzz tests of the server. Seeds recorded from real clients (go-redis,
+// rueidis, redis-cli, redis-benchmark) are in testdata/fuzz/<name>/, written
+// by TestRecordFuzzSeeds (fuzz_seeds_test.go); plain `go test` replays them,
+// and every crasher the fuzzer found, kept beside them. The reader's own
+// fuzzers are in package resp.
 
 // fuzzServer is a server shared by every run of a fuzz target in a
 // process, with a connection that must keep working whatever the fuzzer
@@ -113,8 +64,8 @@ func FuzzServerConn(f *testing.F) {
 }
 
 // FuzzServerConnBeforeAuth is FuzzServerConn on a server with a password,
-// where Redis's unauthenticated limits apply until AUTH pw, and commands
-// are handed on one at a time.
+// where Redis's unauthenticated limits apply until AUTH pw, which lifts them
+// for the very next command.
 func FuzzServerConnBeforeAuth(f *testing.F) {
 	f.Add([]byte("AUTH pw\r\n*11\r\n$1\r\na\r\n"))
 	f.Add([]byte("PING\r\n*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n*2\r\n$4\r\nECHO\r\n$20000\r\n"))

@@ -1,0 +1,62 @@
+package server
+
+import (
+	"errors"
+	"time"
+
+	"redcell/resp"
+)
+
+// refusalTimeout bounds writing the reply that explains a refusal.
+const refusalTimeout = 5 * time.Second
+
+// errRejected ends a connection refused beyond Limits.MaxClients.
+var errRejected = errors.New("max number of clients reached")
+
+// refuseInput ends the connection over input its reader refused: malformed
+// or too large RESP is answered with Redis's error text; a command over the
+// query buffer limit closes the connection without a reply, and a warning
+// is logged, as Redis does.
+func (c *conn) refuseInput(err error) error {
+	var pe *resp.ProtocolError
+	if errors.As(err, &pe) {
+		return c.refuse(pe.Reply, err)
+	}
+	if errors.Is(err, resp.ErrQueryBufferLimit) {
+		c.srv.cfg.Logger.Warn("closing client that reached max query buffer length",
+			"addr", c.addr, "limit", c.srv.limits.MaxQueryLen)
+	}
+	return err
+}
+
+// refuse sends reply as an error, after the TLS handshake if it has yet to
+// run, and returns err, which makes serveConn close the connection.
+func (c *conn) refuse(reply string, err error) error {
+	if !c.handshook && c.handshake() != nil {
+		return err
+	}
+	line := []byte("-" + reply + "\r\n")
+	if m := c.feed; m != nil {
+		// A monitor's feed writes its connection: the refusal goes after
+		// what is queued, and before the connection closes.
+		m.push(line)
+		m.stop()
+		<-m.done
+		return err
+	}
+	_ = c.nc.SetWriteDeadline(time.Now().Add(refusalTimeout))
+	_, _ = c.nc.Write(line)
+	return err
+}
+
+// reject refuses a connection beyond maxclients. Its own goroutine sends
+// Redis's error and closes it (runConn): writing here, in the accept loop,
+// could wait on a TLS handshake and stall every other connection.
+func reject(cn connection) bool {
+	c, ok := cn.(*conn)
+	if !ok {
+		return false
+	}
+	c.refusal = errMaxClients
+	return true
+}
