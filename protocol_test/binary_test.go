@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"redcell/gcra/gcratest"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -52,17 +54,17 @@ func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 	srv := startBinary(t, bin)
 
 	t.Run("vectors at t=0", func(t *testing.T) {
-		for _, v := range specVectors {
-			v.key = "bin:" + strings.ReplaceAll(v.name, " ", "-")
+		for _, v := range gcratest.SpecVectors {
+			v.Key = "bin:" + strings.ReplaceAll(v.Name, " ", "-")
 			var stdin, want strings.Builder
-			for _, s := range v.steps {
-				if s.at != 0 {
+			for _, s := range v.Steps {
+				if s.At != 0 {
 					break
 				}
-				stdin.WriteString(strings.Join(v.args(s), " ") + "\n")
-				want.WriteString(cliInts(s.want))
+				stdin.WriteString(strings.Join(throttleArgs(v, s), " ") + "\n")
+				want.WriteString(cliInts(s.Want))
 			}
-			require.Equal(t, want.String(), cli(t, srv.Port, stdin.String()), "vector %q", v.name)
+			require.Equal(t, want.String(), cli(t, srv.Port, stdin.String()), "vector %q", v.Name)
 		}
 	})
 
