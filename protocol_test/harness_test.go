@@ -2,14 +2,15 @@
 // on a real TCP port, driven by go-redis, rueidis, redis-cli and raw RESP
 // bytes, on a manual clock so that no test sleeps.
 //
-// The files go by who meets the server that way: clients_* the client
-// libraries and redis-cli, ops_* operators (INFO, /metrics, logs, the
-// exporter, CLIENT and MONITOR, the built binary's flags), hardening_*
-// hostile and heavy clients (limits, floods, TLS, faults under load); the
-// rest are the Redis command surface. harness_* is what they share: the
-// servers (this file: in process; harness_process_test.go: the built binary
-// and a real redis-server), raw RESP (harness_wire_test.go) and the external
-// tools (harness_tools_test.go).
+// The files go by who meets the server that way. clients_* are programs
+// written with client libraries (redis-py, ioredis, an HTTP middleware);
+// ops_* what operators use (INFO, /metrics, logs, the exporter, CLIENT and
+// MONITOR, the built binary's flags); hardening_* hostile and heavy clients
+// (limits, malformed RESP, floods, TLS, memory, faults under load); the rest
+// the Redis command surface as applications call it. harness_* is what they
+// share: the servers (this file: in process; harness_process_test.go: the
+// built binary and a real redis-server), raw RESP (harness_wire_test.go)
+// and the external tools (harness_tools_test.go).
 package protocol_test
 
 import (
