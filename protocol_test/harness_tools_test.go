@@ -17,11 +17,10 @@ import (
 // to install it, or failed when CI is set, since CI must run every test.
 func unavailable(t testing.TB, missing, install string) {
 	t.Helper()
-	msg := missing + ": this test was skipped; install it with " + install
 	if os.Getenv("CI") != "" {
-		t.Fatal(msg + " (CI is set, so this is a failure)")
+		t.Fatal(missing + ", and CI is set, so this is a failure: install it with " + install)
 	}
-	t.Skip(msg)
+	t.Skip(missing + ": this test was skipped; install it with " + install)
 }
 
 // needTool returns the path of the first of names on PATH (or at an
