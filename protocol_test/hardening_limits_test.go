@@ -48,20 +48,7 @@ func TestMaxClients(t *testing.T) {
 	require.Equal(t, ints(1, 5, 0, 1, 5), conns[1].do("CL.THROTTLE", "k", "4", "1", "1"), "the refused client's command did not run")
 
 	require.NoError(t, conns[4].conn.Close())
-	require.Eventually(t, func() bool {
-		c, err := net.DialTimeout("tcp", ts.Addr, time.Second)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-		if _, err := io.WriteString(c, "PING\r\n"); err != nil {
-			return false
-		}
-		buf := make([]byte, 7)
-		_, err = io.ReadFull(c, buf)
-		return err == nil && string(buf) == "+PONG\r\n"
-	}, 10*time.Second, 10*time.Millisecond, "a freed slot is taken again")
+	require.Eventually(t, func() bool { return answersPing(ts.Addr) }, 10*time.Second, 10*time.Millisecond, "a freed slot is taken again")
 }
 
 // A client whose replies pile up past the output limit is disconnected, as
@@ -231,17 +218,10 @@ func admitted(t testing.TB, addr string) *rawConn {
 		if err != nil {
 			return false
 		}
-		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-		buf := make([]byte, 7)
-		if _, err := io.WriteString(conn, "PING\r\n"); err != nil {
+		if !pongs(conn, 5*time.Second) {
 			conn.Close()
 			return false
 		}
-		if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != "+PONG\r\n" {
-			conn.Close()
-			return false
-		}
-		_ = conn.SetDeadline(time.Time{})
 		c = newRawConn(t, conn, 1<<16)
 		return true
 	}, 10*time.Second, 10*time.Millisecond)

@@ -280,19 +280,26 @@ func startRedisServer(t *testing.T) endpoint {
 	}
 }
 
-// answersPing reports whether a server at addr answers PING with PONG.
+// answersPing reports whether a server at addr answers PING with PONG on a
+// fresh connection.
 func answersPing(addr string) bool {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
 		return false
 	}
 	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	return pongs(conn, time.Second)
+}
+
+// pongs reports whether conn answers PING with PONG within d.
+func pongs(conn net.Conn, d time.Duration) bool {
+	_ = conn.SetDeadline(time.Now().Add(d))
+	defer conn.SetDeadline(time.Time{})
 	buf := make([]byte, 7)
 	if _, err := io.WriteString(conn, "PING\r\n"); err != nil {
 		return false
 	}
-	_, err = io.ReadFull(conn, buf)
+	_, err := io.ReadFull(conn, buf)
 	return err == nil && string(buf) == "+PONG\r\n"
 }
 
