@@ -1,7 +1,7 @@
-# bench/lib.sh: what bench/run.sh and bench/limiters.sh share, sourced by
-# both: finding the tools, starting redis-server and redcell on 127.0.0.1,
-# timing a load with redis-benchmark (or bench/pipeload) while reading the
-# server's CPU time, medians and per-round ratios.
+# bench/lib.sh: what bench/run.sh, bench/limiters.sh and bench/ab.sh share,
+# sourced by each: finding the tools, starting redis-server and redcell on
+# 127.0.0.1, timing a load with redis-benchmark (or bench/pipeload) while
+# reading the server's CPU time, medians and per-round ratios.
 #
 # The caller sets: script (its name, for messages), repo (the module root),
 # sides (the servers of a round), and declares the associative arrays port
@@ -59,13 +59,14 @@ start_redis() {
 	done
 }
 
-# start_redcell_side SIDE ARGS...: $work/redcell on a free port with its own
-# fresh --dir (persistence on, as by default) and ARGS added.
+# start_redcell_side SIDE ARGS...: $work/redcell (or the binary redcell_bin
+# names, as in "redcell_bin=path start_redcell_side SIDE") on a free port with
+# its own fresh --dir (persistence on, as by default) and ARGS added.
 start_redcell_side() {
-	local side=$1
+	local side=$1 exe=${redcell_bin:-$work/redcell}
 	shift
 	rm -rf "$work/data.$side" "$work/$side.log"
-	"$work/redcell" --bind $HOST --port 0 --dir "$work/data.$side" "$@" 2>"$work/$side.log" &
+	"$exe" --bind $HOST --port 0 --dir "$work/data.$side" "$@" 2>"$work/$side.log" &
 	pid[$side]=$!
 	until grep -qs "ready to accept connections" "$work/$side.log"; do
 		kill -0 "${pid[$side]}" || { cat "$work/$side.log" >&2; exit 1; }

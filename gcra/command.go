@@ -30,33 +30,21 @@ func NewCommandRate(maxBurst, tokensPerPeriod int64, periodSeconds float64, coun
 	if limit < math.MaxInt64 {
 		limit++ // as Redis: max_burst + 1, unless that overflows
 	}
-	inc, ok := mul(ei, count)
-	if !ok {
-		return Rate{}, ErrOverflowTokens
-	}
-	dvt, ok := mul(ei, limit)
-	if !ok {
-		return Rate{}, ErrOverflowBurst
-	}
-	return Rate{EmissionInterval: time.Duration(ei), Tolerance: time.Duration(dvt), Increment: time.Duration(inc), Limit: limit}, nil
+	return rate(ei, limit, count, ErrOverflowTokens, ErrOverflowBurst)
 }
 
 // IntsCeil returns the five integers of the GCRA command's reply: as Ints,
 // but both durations rounded up to whole seconds, as Redis rounds them.
 func (r Result) IntsCeil() [5]int64 {
-	limited := int64(0)
-	if r.Limited {
-		limited = 1
-	}
-	retry := int64(-1)
-	if r.RetryAfter >= 0 {
-		retry = ceilDiv(r.RetryAfter, time.Second)
-	}
-	return [5]int64{limited, r.Limit, r.Remaining, retry, ceilDiv(r.ResetAfter, time.Second)}
+	return replyInts(r.Limited, r.Limit, r.Remaining, ceilDiv(r.RetryAfter, time.Second), ceilDiv(r.ResetAfter, time.Second))
 }
 
-// ceilDiv is d/unit rounded up, for d >= 0.
+// ceilDiv is d/unit rounded up for d >= 0, and -1 for a negative d (a wait
+// that can never end).
 func ceilDiv(d, unit time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
 	q := int64(d / unit)
 	if d%unit > 0 {
 		q++

@@ -74,21 +74,22 @@ func NewRate(maxBurst, count, periodSeconds, quantity int64) (Rate, error) {
 	if maxBurst == math.MaxInt64 {
 		return Rate{}, ErrOutOfRange
 	}
-	limit := maxBurst + 1
-	dvt, ok := mul(ei, limit)
-	if !ok {
-		return Rate{}, ErrOutOfRange
-	}
+	return rate(ei, maxBurst+1, quantity, ErrOutOfRange, ErrOutOfRange)
+}
+
+// rate is the Rate of emission interval ei (> 0) and limit, for a call
+// charging quantity; errIncrement when ei*quantity overflows, else
+// errTolerance when ei*limit does.
+func rate(ei, limit, quantity int64, errIncrement, errTolerance error) (Rate, error) {
 	inc, ok := mul(ei, quantity)
 	if !ok {
-		return Rate{}, ErrOutOfRange
+		return Rate{}, errIncrement
 	}
-	return Rate{
-		EmissionInterval: time.Duration(ei),
-		Tolerance:        time.Duration(dvt),
-		Increment:        time.Duration(inc),
-		Limit:            limit,
-	}, nil
+	dvt, ok := mul(ei, limit)
+	if !ok {
+		return Rate{}, errTolerance
+	}
+	return Rate{EmissionInterval: time.Duration(ei), Tolerance: time.Duration(dvt), Increment: time.Duration(inc), Limit: limit}, nil
 }
 
 // Result is the reply to one decision, in redis-cell's order. Durations are
@@ -169,11 +170,17 @@ func decideClamped(r Rate, now Instant) (Result, Instant, bool, error) {
 // sends them: limited (0 or 1), limit, remaining, retry_after and reset_after
 // in whole seconds.
 func (r Result) Ints() [5]int64 {
-	limited := int64(0)
-	if r.Limited {
-		limited = 1
+	return replyInts(r.Limited, r.Limit, r.Remaining, Seconds(r.RetryAfter), Seconds(r.ResetAfter))
+}
+
+// replyInts is a reply's five integers in redis-cell's order, limited as 0
+// or 1.
+func replyInts(limited bool, limit, remaining, retry, reset int64) [5]int64 {
+	l := int64(0)
+	if limited {
+		l = 1
 	}
-	return [5]int64{limited, r.Limit, r.Remaining, Seconds(r.RetryAfter), Seconds(r.ResetAfter)}
+	return [5]int64{l, limit, remaining, retry, reset}
 }
 
 // Seconds converts d to whole seconds as redis-cell does: truncate, then add

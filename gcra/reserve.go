@@ -75,13 +75,5 @@ func Reserve(r Rate, tat, now Instant, maxWait time.Duration) (res Reservation, 
 // wait and reset_after in milliseconds rounded up (the wait -1 when it can
 // never be).
 func (r Reservation) Ints() [5]int64 {
-	limited := int64(0)
-	if r.Limited {
-		limited = 1
-	}
-	wait := int64(-1)
-	if r.Wait >= 0 {
-		wait = ceilDiv(r.Wait, time.Millisecond)
-	}
-	return [5]int64{limited, r.Limit, r.Remaining, wait, ceilDiv(r.ResetAfter, time.Millisecond)}
+	return replyInts(r.Limited, r.Limit, r.Remaining, ceilDiv(r.Wait, time.Millisecond), ceilDiv(r.ResetAfter, time.Millisecond))
 }

@@ -1,11 +1,8 @@
 package protocol_test
 
 import (
-	"bufio"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,22 +49,9 @@ var luaSequences = []struct {
 // holding the TAT in nanoseconds with an expiry, and a peek creates no key.
 // Needs redis-server.
 func TestBenchLuaPeerMatchesRedcell(t *testing.T) {
-	redisServer := needTool(t, "`apt-get install redis-server` (Debian/Ubuntu) or `brew install redis`", "redis-server")
 	script, err := os.ReadFile("../bench/gcra.lua")
 	require.NoError(t, err)
-
-	port := freePort(t)
-	cmd := exec.Command(redisServer, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", t.TempDir())
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var conn net.Conn
-	require.Eventually(t, func() bool {
-		conn, err = net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), time.Second)
-		return err == nil
-	}, 10*time.Second, 10*time.Millisecond, "redis-server on port %d", port)
-	t.Cleanup(func() { _ = conn.Close() })
-	peer := &rawConn{t: t, conn: conn, rd: bufio.NewReaderSize(conn, 1<<16)}
+	peer := startRedisServer(t).raw(t)
 	loaded := peer.do("SCRIPT", "LOAD", string(script))
 	require.True(t, strings.HasPrefix(loaded, "$40\r\n"), "SCRIPT LOAD: %q", loaded)
 	sha := loaded[5:45]

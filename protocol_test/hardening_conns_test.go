@@ -1,12 +1,12 @@
 package protocol_test
 
 import (
-	"bufio"
 	"fmt"
 	"net"
 	"regexp"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,9 +25,8 @@ func TestThousandsOfConnections(t *testing.T) {
 	// both keep some files for themselves.
 	n := min(10000, openFilesLimit(t)-256)
 	require.Greater(t, n, 500, "the open-files limit leaves room for a few hundred connections at least")
-	bin := buildBinary(t)
-	p := startProc(t, bin, nil, "--bind", "127.0.0.1", "--port", "0", "--in-memory", "--maxclients", strconv.Itoa(n+1))
-	admin := dialRaw(t, p.Port)
+	p := startBinary(t, nil, onLoopback("--in-memory", "--maxclients", strconv.Itoa(n+1))...)
+	admin := p.raw(t)
 	before := usedMemoryRSS(t, admin)
 
 	conns := make([]*rawConn, n)
@@ -37,12 +36,12 @@ func TestThousandsOfConnections(t *testing.T) {
 	for w := 0; w < 8; w++ { // dial in parallel; each connection is then driven from here
 		wg.Go(func() {
 			for i := w; i < n; i += 8 {
-				conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(p.Port), 10*time.Second)
+				conn, err := net.DialTimeout("tcp", p.Addr, 10*time.Second)
 				if err != nil {
 					errs <- fmt.Errorf("connection %d: %w", i, err)
 					return
 				}
-				conns[i] = &rawConn{t: t, conn: conn, rd: bufio.NewReaderSize(conn, 512)}
+				conns[i] = newRawConn(t, conn, 512)
 			}
 		})
 	}
@@ -51,11 +50,6 @@ func TestThousandsOfConnections(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		for _, c := range conns {
-			_ = c.conn.Close()
-		}
-	})
 	dialed := time.Since(start)
 
 	// Every connection sends first, then every reply is read: all n are
@@ -94,4 +88,16 @@ func usedMemoryRSS(t *testing.T, c *rawConn) int64 {
 	v, err := strconv.ParseInt(m[1], 10, 64)
 	require.NoError(t, err)
 	return v
+}
+
+// openFilesLimit is the process's soft limit on open files (Go raises it to
+// the hard limit at start).
+func openFilesLimit(t testing.TB) int {
+	t.Helper()
+	var lim syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim))
+	if lim.Cur > 1<<20 {
+		return 1 << 20
+	}
+	return int(lim.Cur)
 }

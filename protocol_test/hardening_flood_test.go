@@ -97,6 +97,14 @@ var attacks = []attack{
 	}},
 }
 
+// heapInUse is the live heap after a collection.
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
 // Many connections send malformed RESP while other clients keep making
 // decisions: every good client gets exactly the right replies, the server's
 // heap stays bounded, and no key changes that the good clients did not

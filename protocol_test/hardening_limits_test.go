@@ -1,7 +1,6 @@
 package protocol_test
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"net"
@@ -49,20 +48,7 @@ func TestMaxClients(t *testing.T) {
 	require.Equal(t, ints(1, 5, 0, 1, 5), conns[1].do("CL.THROTTLE", "k", "4", "1", "1"), "the refused client's command did not run")
 
 	require.NoError(t, conns[4].conn.Close())
-	require.Eventually(t, func() bool {
-		c, err := net.DialTimeout("tcp", ts.Addr, time.Second)
-		if err != nil {
-			return false
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(2 * time.Second))
-		if _, err := io.WriteString(c, "PING\r\n"); err != nil {
-			return false
-		}
-		buf := make([]byte, 7)
-		_, err = io.ReadFull(c, buf)
-		return err == nil && string(buf) == "+PONG\r\n"
-	}, 10*time.Second, 10*time.Millisecond, "a freed slot is taken again")
+	require.Eventually(t, func() bool { return answersPing(ts.Addr) }, 10*time.Second, 10*time.Millisecond, "a freed slot is taken again")
 }
 
 // A client whose replies pile up past the output limit is disconnected, as
@@ -153,10 +139,9 @@ func TestLimitsOnTheBuiltBinary(t *testing.T) {
 	bin := buildBinary(t)
 
 	t.Run("limit flags", func(t *testing.T) {
-		p := startProc(t, bin, nil, "--bind", "127.0.0.1", "--port", "0", "--in-memory",
+		p := startBinary(t, nil, onLoopback("--in-memory",
 			"--proto-max-bulk-len", "1kb", "--max-args", "4", "--max-inline-len", "100",
-			"--query-buffer-limit", "2kb", "--maxclients", "3", "--timeout", "60")
-		addr := "127.0.0.1:" + strconv.Itoa(p.Port)
+			"--query-buffer-limit", "2kb", "--maxclients", "3", "--timeout", "60")...)
 		for _, c := range []struct{ name, raw, want string }{
 			{"bulk", "*2\r\n$4\r\nECHO\r\n$1025\r\n", "-ERR Protocol error: invalid bulk length\r\n"},
 			{"args", "*5\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
@@ -164,18 +149,18 @@ func TestLimitsOnTheBuiltBinary(t *testing.T) {
 			{"query", "*4\r\n$4\r\nECHO\r\n" + strings.Repeat("$1000\r\n"+strings.Repeat("q", 1000)+"\r\n", 2) + "$1000\r\n", ""},
 			{"within", "*2\r\n$4\r\nECHO\r\n$1024\r\n" + strings.Repeat("w", 1024) + "\r\nQUIT\r\n", bulk(strings.Repeat("w", 1024)) + ok},
 		} {
-			require.Equal(t, c.want, rawExchange(t, addr, c.raw), c.name)
+			require.Equal(t, c.want, rawExchange(t, p.Addr, c.raw), c.name)
 		}
 		// The connections above are closed; the server may not have counted
 		// them out yet when the client sees the close.
-		c := admitted(t, p.Port)
+		c := admitted(t, p.Addr)
 		require.Eventually(t, func() bool {
 			return strings.Contains(c.do("INFO", "clients"), "\r\nconnected_clients:1\r\nmaxclients:3\r\n")
 		}, 10*time.Second, 10*time.Millisecond)
 		require.Equal(t, bulks("timeout", "60"), c.do("CONFIG", "GET", "timeout"))
-		admitted(t, p.Port)
-		admitted(t, p.Port)
-		require.Equal(t, "-ERR max number of clients reached\r\n", rawExchange(t, addr, "PING\r\n"))
+		admitted(t, p.Addr)
+		admitted(t, p.Addr)
+		require.Equal(t, "-ERR max number of clients reached\r\n", rawExchange(t, p.Addr, "PING\r\n"))
 	})
 
 	t.Run("password from a file or the environment, not in ps", func(t *testing.T) {
@@ -189,7 +174,7 @@ func TestLimitsOnTheBuiltBinary(t *testing.T) {
 			{nil, []string{"--requirepass-file", file}, "file-secret"},
 			{[]string{"REDCELL_REQUIREPASS=env-secret"}, nil, "env-secret"},
 		} {
-			p := startProc(t, bin, c.env, append([]string{"--bind", "127.0.0.1", "--port", "0", "--in-memory"}, c.args...)...)
+			p := startBinary(t, c.env, append(onLoopback("--in-memory"), c.args...)...)
 			cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/cmdline")
 			if err == nil {
 				require.NotContains(t, string(cmdline), c.pass, "ps shows no password")
@@ -215,36 +200,29 @@ func TestLimitsOnTheBuiltBinary(t *testing.T) {
 	})
 
 	t.Run("SIGTERM with clients connected", func(t *testing.T) {
-		p := startProc(t, bin, nil, "--bind", "127.0.0.1", "--port", "0", "--in-memory", "--timeout", "0")
+		p := startBinary(t, nil, onLoopback("--in-memory", "--timeout", "0")...)
 		for i := 0; i < 20; i++ {
-			dialRaw(t, p.Port).write("*2\r\n$4\r\nECHO\r\n$10\r\n01234") // half a command
+			p.raw(t).write("*2\r\n$4\r\nECHO\r\n$10\r\n01234") // half a command
 		}
 		require.NoError(t, p.stop(syscall.SIGTERM), "log:\n%s", p.Log())
 	})
 }
 
-// admitted returns a connection the server has taken in: it answered PING.
-func admitted(t testing.TB, port int) *rawConn {
+// admitted returns a connection to addr the server has taken in: it
+// answered PING.
+func admitted(t testing.TB, addr string) *rawConn {
 	t.Helper()
 	var c *rawConn
 	require.Eventually(t, func() bool {
-		conn, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(port), 5*time.Second)
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
 			return false
 		}
-		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
-		buf := make([]byte, 7)
-		if _, err := io.WriteString(conn, "PING\r\n"); err != nil {
+		if !pongs(conn, 5*time.Second) {
 			conn.Close()
 			return false
 		}
-		if _, err := io.ReadFull(conn, buf); err != nil || string(buf) != "+PONG\r\n" {
-			conn.Close()
-			return false
-		}
-		_ = conn.SetDeadline(time.Time{})
-		t.Cleanup(func() { _ = conn.Close() })
-		c = &rawConn{t: t, conn: conn, rd: bufio.NewReaderSize(conn, 1<<16)}
+		c = newRawConn(t, conn, 1<<16)
 		return true
 	}, 10*time.Second, 10*time.Millisecond)
 	return c

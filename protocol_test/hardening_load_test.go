@@ -30,12 +30,7 @@ func TestLoadWithFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs for ~15s; skipped with -short")
 	}
-	bench, err := exec.LookPath("redis-benchmark")
-	if err != nil {
-		redisCLI(t) // fails under CI, skips elsewhere, with the install hint
-		t.Skip("redis-benchmark not found: apt-get install redis-tools")
-	}
-	bin := buildBinary(t)
+	bench := needTool(t, "`apt-get install redis-tools` (Debian/Ubuntu) or `brew install redis`", "redis-benchmark")
 	for _, c := range []struct {
 		name  string
 		flags []string
@@ -46,9 +41,8 @@ func TestLoadWithFaults(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			p := startProc(t, bin, nil, append([]string{"--bind", "127.0.0.1", "--port", "0", "--dir", dir}, c.flags...)...)
-			addr := "127.0.0.1:" + strconv.Itoa(p.Port)
-			l := newLoad(t, addr)
+			p := startBinary(t, nil, append(onLoopback("--dir", dir), c.flags...)...)
+			l := newLoad(t, p.Addr)
 			l.start()
 			l.startBench(bench)
 			l.waitDecisions(t, 3000, 3*time.Second)

@@ -108,12 +108,11 @@ func TestTLSEndToEnd(t *testing.T) {
 		t.Skip("builds the binary; skipped with -short")
 	}
 	pki := newTestPKI(t)
-	bin := buildBinary(t)
-	var p *redcellProc
+	var p *binaryServer
 	var err error
 	for attempt := 0; attempt < 5; attempt++ { // the free port may be taken before the server binds it
-		p, err = launchProc(t, bin, nil, "--bind", "127.0.0.1", "--port", "0", "--in-memory", "--tls-port", strconv.Itoa(unusedPort(t)),
-			"--tls-cert-file", pki.ServerCert, "--tls-key-file", pki.ServerKey, "--tls-ca-cert-file", pki.CA)
+		p, err = launchBinary(t, nil, onLoopback("--in-memory", "--tls-port", strconv.Itoa(freePort(t)),
+			"--tls-cert-file", pki.ServerCert, "--tls-key-file", pki.ServerKey, "--tls-ca-cert-file", pki.CA)...)
 		if err == nil {
 			break
 		}
@@ -125,8 +124,7 @@ func TestTLSEndToEnd(t *testing.T) {
 
 	secure := redis.NewClient(&redis.Options{Addr: tlsAddr, TLSConfig: pki.clientTLS(pki.client)})
 	t.Cleanup(func() { _ = secure.Close() })
-	plain := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(p.Port)})
-	t.Cleanup(func() { _ = plain.Close() })
+	plain := p.goRedis(t)
 	throttle := func(rdb *redis.Client) ([]int64, error) {
 		return rdb.Do(bg, "CL.THROTTLE", "tls-key", 4, 1, 3600).Int64Slice()
 	}
@@ -179,13 +177,7 @@ func TestTLSEndToEnd(t *testing.T) {
 	})
 
 	t.Run("openssl s_client", func(t *testing.T) {
-		openssl, err := exec.LookPath("openssl")
-		if err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatal("openssl not found, and CI is set: .ci/run installs it")
-			}
-			t.Skip("openssl not found: install it (apt-get install openssl) to run this part")
-		}
+		openssl := needTool(t, "`apt-get install openssl`", "openssl")
 		cmd := exec.Command(openssl, "s_client", "-connect", tlsAddr, "-CAfile", pki.CA, "-cert", pki.ClientCert,
 			"-key", pki.ClientKey, "-quiet", "-verify_return_error")
 		cmd.Stdin = strings.NewReader("PING\r\nQUIT\r\n")
@@ -204,17 +196,12 @@ func TestTLSEndToEnd(t *testing.T) {
 // tls-auth-clients optional a client without a certificate is served.
 func TestTLSInProcess(t *testing.T) {
 	pki := newTestPKI(t)
-	start := func(files server.TLSFiles, limits server.Limits) (plainAddr, tlsAddr string) {
+	start := func(files server.TLSFiles, limits server.Limits) (plain *testServer, tlsAddr string) {
 		files.CertFile, files.KeyFile = pki.ServerCert, pki.ServerKey
 		cfg, err := server.LoadTLSConfig(files)
 		require.NoError(t, err)
 		ts := startServer(t, withLimits(limits))
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		done := make(chan error, 1)
-		go func() { done <- ts.Srv.ServeTLS(ln, cfg) }()
-		t.Cleanup(func() { require.NoError(t, ts.Srv.Close()); require.NoError(t, <-done) })
-		return ts.Addr, ln.Addr().String()
+		return ts, ts.serveTLS(t, cfg)
 	}
 	dialTLS := func(addr string, cfg *tls.Config) net.Conn {
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
@@ -232,11 +219,12 @@ func TestTLSInProcess(t *testing.T) {
 		return string(buf)
 	}
 
-	plainAddr, tlsAddr := start(server.TLSFiles{CAFile: pki.CA}, server.Limits{MaxClients: 2})
+	plain, tlsAddr := start(server.TLSFiles{CAFile: pki.CA}, server.Limits{MaxClients: 2})
 	first := dialTLS(tlsAddr, pki.clientTLS(pki.client))
 	require.Equal(t, "+PONG\r\n", exchange(first, "PING\r\n", 7))
-	second := ts2raw(t, plainAddr)
-	require.Equal(t, "+PONG\r\n", exchange(second, "PING\r\n", 7))
+	second := plain.raw(t)
+	second.write("PING\r\n")
+	require.Equal(t, "+PONG\r\n", second.read())
 	third := dialTLS(tlsAddr, pki.clientTLS(pki.client))
 	refusal, err := io.ReadAll(third)
 	require.NoError(t, err)
@@ -267,13 +255,4 @@ func TestTLSInProcess(t *testing.T) {
 	t.Cleanup(func() { _ = silent.Close() })
 	other := dialTLS(tlsAddr, pki.clientTLS())
 	require.Equal(t, "+PONG\r\n", exchange(other, "PING\r\n", 7))
-}
-
-func ts2raw(t *testing.T, addr string) net.Conn {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	require.NoError(t, conn.SetDeadline(deadline()))
-	return conn
 }

@@ -5,7 +5,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,7 +29,7 @@ func TestRedisExporterReadsRedcell(t *testing.T) {
 	c.do("CL.THROTTLE", "user0")                 // rejected
 	c.do("GET", "nobody")                        // miss
 
-	listen := freeAddr(t)
+	listen := loopbackEndpoint(freePort(t)).Addr
 	cmd := exec.Command(exporter, "-redis.addr", "redis://"+ts.Addr, "-web.listen-address", listen, "-redis-only-metrics")
 	var logs lockedBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -87,22 +86,4 @@ func TestRedisExporterReadsRedcell(t *testing.T) {
 	}
 	require.Contains(t, m, "redis_latency_percentiles_usec", "Latencystats became a summary")
 	require.NotContains(t, strings.ToLower(logs.String()), "level=error", "the exporter met no error")
-}
-
-// lockedBuffer collects a child process's output safely.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

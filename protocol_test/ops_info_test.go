@@ -1,16 +1,12 @@
 package protocol_test
 
 import (
-	"context"
-	"net"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
 
@@ -139,14 +135,7 @@ func TestInfoIsRedisFormat(t *testing.T) {
 // Cluster is one a real redis-server prints too, except redcell's own,
 // which say so in their names. Needs redis-server.
 func TestInfoFieldsAreRedisFields(t *testing.T) {
-	redisServer := needTool(t, "`apt-get install redis-server`", "redis-server")
-	port := freePort(t)
-	cmd := exec.Command(redisServer, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
-	require.NoError(t, cmd.Start())
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	real := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port)})
-	t.Cleanup(func() { _ = real.Close() })
-	require.Eventually(t, func() bool { return real.Ping(context.Background()).Err() == nil }, 10*time.Second, 10*time.Millisecond)
+	real := startRedisServer(t).goRedis(t)
 	require.NoError(t, real.Do(ctx(t), "SET", "k", "v", "EX", "100").Err())
 	require.NoError(t, real.Get(ctx(t), "k").Err())
 	redisInfo := parseInfo(t, real.Info(ctx(t), "everything").Val())
@@ -198,15 +187,6 @@ func sectionFieldsList(secs []infoSection, name string) [][2]string {
 }
 
 func redisVersionOf(secs []infoSection) string { return sectionFields(secs, "Server")["redis_version"] }
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	_, port, err := net.SplitHostPort(freeAddr(t))
-	require.NoError(t, err)
-	p, err := strconv.Atoi(port)
-	require.NoError(t, err)
-	return p
-}
 
 // CONFIG GET answers the settings exporters and clients read, as Redis
 // names and formats them.

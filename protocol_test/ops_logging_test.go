@@ -27,7 +27,7 @@ func TestBuiltBinaryEnvironmentAndLogs(t *testing.T) {
 	bin := buildBinary(t)
 
 	t.Run("environment, JSON, debug", func(t *testing.T) {
-		srv := startOpsBinary(t, bin, []string{
+		srv := startBinary(t, []string{
 			"REDCELL_BIND=127.0.0.1",
 			"REDCELL_PORT=1", // the flag below wins
 			"REDCELL_IN_MEMORY=true",
@@ -78,7 +78,7 @@ func TestBuiltBinaryEnvironmentAndLogs(t *testing.T) {
 	})
 
 	t.Run("no flood at the default level", func(t *testing.T) {
-		srv := startOpsBinary(t, bin, nil, "--bind", "127.0.0.1", "--port", "0", "--in-memory")
+		srv := startBinary(t, nil, onLoopback("--in-memory")...)
 		before := srv.Log()
 		var stdin strings.Builder
 		for i := range 2000 {

@@ -2,7 +2,6 @@ package protocol_test
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -163,10 +162,8 @@ func TestBuiltBinaryServesMetrics(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}
-	bin := buildBinary(t)
 	dir := t.TempDir()
-	srv := startOpsBinary(t, bin, nil, "--bind", "127.0.0.1", "--port", "0", "--dir", dir,
-		"--metrics-addr", "127.0.0.1:0", "--flush-interval", "1h")
+	srv := startBinary(t, nil, onLoopback("--dir", dir, "--metrics-addr", "127.0.0.1:0", "--flush-interval", "1h")...)
 	require.NotEmpty(t, srv.MetricsURL, "log:\n%s", srv.Log())
 
 	resp, err := http.Get(srv.MetricsURL)
@@ -195,8 +192,7 @@ func TestBuiltBinaryServesMetrics(t *testing.T) {
 	}
 	require.Equal(t, 0.0, m.value(t, "redcell_flush_duration_seconds"), "no flush yet: the interval is an hour")
 
-	rdb := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", srv.Port)})
-	t.Cleanup(func() { _ = rdb.Close() })
+	rdb := srv.goRedis(t)
 	allowed, limited := 0, 0
 	for i := range 30 {
 		r, err := rdb.Do(ctx(t), "CL.THROTTLE", "user"+strconv.Itoa(i%3), 4, 1, 60).Int64Slice()
@@ -222,10 +218,8 @@ func TestBuiltBinaryServesMetrics(t *testing.T) {
 	require.InDelta(t, float64(time.Now().Unix()), m.value(t, "redcell_last_flush_success_timestamp_seconds"), 60)
 
 	// A restart loads the three keys and says so.
-	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGTERM))
-	require.NoError(t, <-srv.done)
-	srv.done <- nil // for the cleanup
-	again := startOpsBinary(t, bin, nil, "--bind", "127.0.0.1", "--port", "0", "--dir", dir, "--metrics-addr", "127.0.0.1:0")
+	require.NoError(t, srv.stop(syscall.SIGTERM), "log:\n%s", srv.Log())
+	again := startBinary(t, nil, onLoopback("--dir", dir, "--metrics-addr", "127.0.0.1:0")...)
 	require.Equal(t, 3.0, scrapeMetrics(t, again.MetricsURL).value(t, "redcell_loaded_keys"))
 }
 

@@ -14,61 +14,36 @@ import (
 	"redcell/server"
 )
 
-// step is one CL.THROTTLE call of a reference vector: at this offset from
-// the vector's start, charging quantity, the five integers a user sees.
-type step struct {
-	at       time.Duration
-	quantity int64
-	want     [5]int64 // limited, limit, remaining, retry_after, reset_after
-}
+// The reference vectors are gcratest.SpecVectors, the same data gcra's own
+// tests run: each a key, CL.THROTTLE's arguments and the steps, each at an
+// offset from the vector's start, charging a quantity, and the five
+// integers a user sees.
 
-// vector is one of SPEC.md section 1's reference sequences on one key.
-type vector struct {
-	name                 string
-	key                  string
-	burst, count, period int64
-	omitQuantity         bool // send four arguments: quantity defaults to 1
-	steps                []step
-}
-
-func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
-
-// specVectors are every reference vector of SPEC.md section 1, the same
-// data gcra's own tests run.
-var specVectors = func() []vector {
-	out := make([]vector, len(gcratest.SpecVectors))
-	for i, v := range gcratest.SpecVectors {
-		out[i] = vector{name: v.Name, key: v.Key, burst: v.Burst, count: v.Count, period: v.Period, omitQuantity: v.OmitQuantity}
-		for _, s := range v.Steps {
-			out[i].steps = append(out[i].steps, step{at: s.At, quantity: s.Quantity, want: s.Want})
-		}
-	}
-	return out
-}()
-
-// args is the CL.THROTTLE command for step s of v.
-func (v vector) args(s step) []string {
-	a := []string{"CL.THROTTLE", v.key, itoa(v.burst), itoa(v.count), itoa(v.period)}
-	if !v.omitQuantity {
-		a = append(a, itoa(s.quantity))
+// throttleArgs is the CL.THROTTLE command for step s of v.
+func throttleArgs(v gcratest.Vector, s gcratest.Step) []string {
+	a := []string{"CL.THROTTLE", v.Key, itoa(v.Burst), itoa(v.Count), itoa(v.Period)}
+	if !v.OmitQuantity {
+		a = append(a, itoa(s.Quantity))
 	}
 	return a
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// groups splits the steps into runs at the same instant, which a pipeline or
-// one redis-cli invocation can send together.
-func (v vector) groups() [][]int {
+// sameInstant splits v's steps into runs at the same instant, which a
+// pipeline or one redis-cli invocation can send together.
+func sameInstant(v gcratest.Vector) [][]int {
 	var out [][]int
-	for i, s := range v.steps {
-		if i == 0 || s.at != v.steps[i-1].at {
+	for i, s := range v.Steps {
+		if i == 0 || s.At != v.Steps[i-1].At {
 			out = append(out, nil)
 		}
 		out[len(out)-1] = append(out[len(out)-1], i)
 	}
 	return out
 }
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // batchThrottler sends the commands of one group at once and returns one
 // reply (or error) per command.
@@ -77,26 +52,26 @@ type batchThrottler func(t *testing.T, cmds [][]string) ([][]int64, []error)
 // runVectors plays every SPEC vector, each on a fresh server, through do,
 // setting the manual clock before each group of same-instant steps.
 func runVectors(t *testing.T, connect func(t *testing.T, ts *testServer) batchThrottler) {
-	for _, v := range specVectors {
-		t.Run(v.name, func(t *testing.T) {
+	for _, v := range gcratest.SpecVectors {
+		t.Run(v.Name, func(t *testing.T) {
 			ts := startServer(t)
 			do := connect(t, ts)
-			for _, g := range v.groups() {
-				ts.Clock.Set(t0.Add(v.steps[g[0]].at))
+			for _, g := range sameInstant(v) {
+				ts.Clock.Set(t0.Add(v.Steps[g[0]].At))
 				cmds := make([][]string, len(g))
 				for j, i := range g {
-					cmds[j] = v.args(v.steps[i])
+					cmds[j] = throttleArgs(v, v.Steps[i])
 				}
 				got, errs := do(t, cmds)
 				require.Len(t, got, len(g))
 				for j, i := range g {
-					s := v.steps[i]
+					s := v.Steps[i]
 					if errs[j] != nil {
-						t.Errorf("step %d: at %v %s = error %v want %v", i, s.at, strings.Join(cmds[j], " "), errs[j], s.want)
+						t.Errorf("step %d: at %v %s = error %v want %v", i, s.At, strings.Join(cmds[j], " "), errs[j], s.Want)
 						continue
 					}
-					if !equalInts(got[j], s.want) {
-						t.Errorf("step %d: at %v %s = %v want %v", i, s.at, strings.Join(cmds[j], " "), got[j], s.want)
+					if !equalInts(got[j], s.Want) {
+						t.Errorf("step %d: at %v %s = %v want %v", i, s.At, strings.Join(cmds[j], " "), got[j], s.Want)
 					}
 				}
 			}
@@ -194,16 +169,16 @@ func TestVectorsRueidis(t *testing.T) {
 func TestVectorsRawBytes(t *testing.T) {
 	for _, proto := range []string{"2", "3"} {
 		t.Run("RESP"+proto, func(t *testing.T) {
-			for _, v := range specVectors {
-				t.Run(v.name, func(t *testing.T) {
+			for _, v := range gcratest.SpecVectors {
+				t.Run(v.Name, func(t *testing.T) {
 					ts := startServer(t)
 					c := ts.raw(t)
 					require.Contains(t, c.do("HELLO", proto), "proto\r\n:"+proto+"\r\n")
-					for i, s := range v.steps {
-						ts.Clock.Set(t0.Add(s.at))
-						want := ints(s.want[:]...)
-						if got := c.do(v.args(s)...); got != want {
-							t.Errorf("step %d: at %v quantity %d = %q want %q", i, s.at, s.quantity, got, want)
+					for i, s := range v.Steps {
+						ts.Clock.Set(t0.Add(s.At))
+						want := ints(s.Want[:]...)
+						if got := c.do(throttleArgs(v, s)...); got != want {
+							t.Errorf("step %d: at %v quantity %d = %q want %q", i, s.At, s.Quantity, got, want)
 						}
 					}
 				})
@@ -217,19 +192,19 @@ func TestVectorsRawBytes(t *testing.T) {
 // the commands on stdin.
 func TestVectorsRedisCLI(t *testing.T) {
 	redisCLI(t)
-	for _, v := range specVectors {
-		t.Run(v.name, func(t *testing.T) {
+	for _, v := range gcratest.SpecVectors {
+		t.Run(v.Name, func(t *testing.T) {
 			ts := startServer(t)
-			for _, g := range v.groups() {
-				ts.Clock.Set(t0.Add(v.steps[g[0]].at))
+			for _, g := range sameInstant(v) {
+				ts.Clock.Set(t0.Add(v.Steps[g[0]].At))
 				var stdin, want strings.Builder
 				for _, i := range g {
-					stdin.WriteString(strings.Join(v.args(v.steps[i]), " ") + "\n")
-					want.WriteString(cliInts(v.steps[i].want))
+					stdin.WriteString(strings.Join(throttleArgs(v, v.Steps[i]), " ") + "\n")
+					want.WriteString(cliInts(v.Steps[i].Want))
 				}
 				got := cli(t, ts.Port, stdin.String())
 				if got != want.String() {
-					t.Errorf("steps %v at %v: redis-cli printed %q want %q", g, v.steps[g[0]].at, got, want.String())
+					t.Errorf("steps %v at %v: redis-cli printed %q want %q", g, v.Steps[g[0]].At, got, want.String())
 				}
 			}
 		})
@@ -250,10 +225,10 @@ func cliInts(want [5]int64) string {
 func TestInfoCountsDecisions(t *testing.T) {
 	ts := startServer(t)
 	rdb := ts.goRedis(t)
-	v := specVectors[0]
-	for _, s := range v.steps {
-		ts.Clock.Set(t0.Add(s.at))
-		require.NoError(t, rdb.Do(ctx(t), anyArgs(v.args(s))...).Err())
+	v := gcratest.SpecVectors[0]
+	for _, s := range v.Steps {
+		ts.Clock.Set(t0.Add(s.At))
+		require.NoError(t, rdb.Do(ctx(t), anyArgs(throttleArgs(v, s))...).Err())
 	}
 	info, err := rdb.Info(ctx(t), "stats").Result()
 	require.NoError(t, err)

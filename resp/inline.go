@@ -26,73 +26,42 @@ func splitArgs(line []byte, args [][]byte) ([][]byte, bool) {
 			return args, true
 		}
 		start := w
-		inDouble, inSingle := false, false
+		var quote byte // the quote the argument is in, '"' or '\'', or 0
 		for done := false; !done; {
 			c := at(p)
 			switch {
-			case inDouble:
-				switch {
-				case c == '\\' && at(p+1) == 'x' && isHex(at(p+2)) && isHex(at(p+3)):
-					line[w] = unhex(at(p+2))<<4 | unhex(at(p+3))
-					w++
-					p += 3
-				case c == '\\' && at(p+1) != 0:
-					p++
-					e := at(p)
-					switch e {
-					case 'n':
-						e = '\n'
-					case 'r':
-						e = '\r'
-					case 't':
-						e = '\t'
-					case 'b':
-						e = '\b'
-					case 'a':
-						e = '\a'
-					}
-					line[w] = e
-					w++
-				case c == '"':
-					if n := at(p + 1); n != 0 && !isSpace(n) {
-						return args, false
-					}
-					done = true
-				case c == 0:
-					return args, false
-				default:
-					line[w] = c
-					w++
-				}
-			case inSingle:
-				switch {
-				case c == '\\' && at(p+1) == '\'':
-					p++
-					line[w] = '\''
-					w++
-				case c == '\'':
-					if n := at(p + 1); n != 0 && !isSpace(n) {
-						return args, false
-					}
-					done = true
-				case c == 0:
-					return args, false
-				default:
-					line[w] = c
-					w++
-				}
-			default:
+			case quote == 0:
 				switch c {
 				case ' ', '\n', '\r', '\t', 0:
 					done = true
-				case '"':
-					inDouble = true
-				case '\'':
-					inSingle = true
+				case '"', '\'':
+					quote = c
 				default:
 					line[w] = c
 					w++
 				}
+			case quote == '"' && c == '\\' && at(p+1) == 'x' && isHex(at(p+2)) && isHex(at(p+3)):
+				line[w] = unhex(at(p+2))<<4 | unhex(at(p+3))
+				w++
+				p += 3
+			case quote == '"' && c == '\\' && at(p+1) != 0:
+				p++
+				line[w] = unescape(at(p))
+				w++
+			case quote == '\'' && c == '\\' && at(p+1) == '\'':
+				p++
+				line[w] = '\''
+				w++
+			case c == quote:
+				if n := at(p + 1); n != 0 && !isSpace(n) {
+					return args, false
+				}
+				done = true
+			case c == 0:
+				return args, false
+			default:
+				line[w] = c
+				w++
 			}
 			if c != 0 {
 				p++
@@ -100,6 +69,24 @@ func splitArgs(line []byte, args [][]byte) ([][]byte, bool) {
 		}
 		args = append(args, line[start:w:w])
 	}
+}
+
+// unescape is the byte that \c stands for in double quotes: \n \r \t \b
+// \a as in C, any other c itself.
+func unescape(c byte) byte {
+	switch c {
+	case 'n':
+		return '\n'
+	case 'r':
+		return '\r'
+	case 't':
+		return '\t'
+	case 'b':
+		return '\b'
+	case 'a':
+		return '\a'
+	}
+	return c
 }
 
 // isSpace is C's isspace.

@@ -27,6 +27,14 @@ func allocRegion(size int) region {
 	return region{b: unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), size)}
 }
 
+// replaceRegion puts a fresh region of size bytes in *r and returns the one
+// it replaced, for the caller to copy from and then free.
+func replaceRegion(r *region, size int) region {
+	old := *r
+	*r = allocRegion(size)
+	return old
+}
+
 func (r region) free() {
 	if r.mapped {
 		unmapAnon(r.b)

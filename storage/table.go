@@ -260,8 +260,7 @@ func (t *table) appendKey(key []byte) uint64 {
 // compactArena moves the live long keys into a fresh arena of at least size
 // bytes, dropping the garbage.
 func (t *table) compactArena(size int) {
-	old := t.mem.arena
-	t.mem.arena = allocRegion(size)
+	old := replaceRegion(&t.mem.arena, size)
 	arena := t.mem.arena.b[:0]
 	for i := range t.entries {
 		e := &t.entries[i]
@@ -278,8 +277,7 @@ func (t *table) compactArena(size int) {
 
 // resizeEntries moves the entries to an array of capacity n >= len.
 func (t *table) resizeEntries(n int) {
-	old := t.mem.entries
-	t.mem.entries = allocRegion(n * int(unsafe.Sizeof(entry{})))
+	old := replaceRegion(&t.mem.entries, n*int(unsafe.Sizeof(entry{})))
 	es := unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(t.mem.entries.b))), n)
 	t.entries = es[:copy(es, t.entries)]
 	old.free()
@@ -287,8 +285,7 @@ func (t *table) resizeEntries(n int) {
 
 // resizeSlots rebuilds the index with n slots, a power of two.
 func (t *table) resizeSlots(n int) {
-	old, oldSlots := t.mem.slots, t.slots
-	t.mem.slots = allocRegion(n * 8)
+	old, oldSlots := replaceRegion(&t.mem.slots, n*8), t.slots
 	t.slots = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(t.mem.slots.b))), n)
 	mask := n - 1
 	for _, s := range oldSlots {

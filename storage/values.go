@@ -109,8 +109,7 @@ func (t *table) maybeCompactValues() {
 // compactValues moves the live blobs into a fresh arena of at least size
 // bytes, dropping the garbage.
 func (t *table) compactValues(size int) {
-	old := t.mem.vals
-	t.mem.vals = allocRegion(size)
+	old := replaceRegion(&t.mem.vals, size)
 	vals := t.mem.vals.b[:0]
 	for i := range t.entries {
 		e := &t.entries[i]

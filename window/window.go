@@ -77,29 +77,12 @@ func NewSpec(limit, windowSeconds, quantity, precision, logMax int64) (Spec, err
 	return s, nil
 }
 
-// Result is the reply to one decision, in redis-cell's order. Durations are
-// exact; Ints converts them for the wire as CL.THROTTLE's.
-type Result struct {
-	Limited   bool
-	Limit     int64
-	Remaining int64
-	// RetryAfter is how long until enough of the window has slid out for
-	// this quantity; -1s when allowed or when the quantity is above the
-	// limit (it can never be allowed).
-	RetryAfter time.Duration
-	// ResetAfter is how long until the window holds nothing.
-	ResetAfter time.Duration
-}
-
-// Ints returns the five integers of the reply: limited, limit, remaining,
-// and the two durations in whole seconds, rounded as CL.THROTTLE's.
-func (r Result) Ints() [5]int64 {
-	limited := int64(0)
-	if r.Limited {
-		limited = 1
-	}
-	return [5]int64{limited, r.Limit, r.Remaining, gcra.Seconds(r.RetryAfter), gcra.Seconds(r.ResetAfter)}
-}
+// Result is the reply to one decision: CL.THROTTLE's five values, which
+// Ints converts for the wire as CL.THROTTLE's. Here RetryAfter is how long
+// until enough of the window has slid out for this quantity (-1s when
+// allowed, or when the quantity is above the limit: it can never be
+// allowed), and ResetAfter how long until the window holds nothing.
+type Result = gcra.Result
 
 // Decide runs one decision at now on state, the key's encoded state (empty
 // for an absent key), and appends the new state to buf. It returns the reply,

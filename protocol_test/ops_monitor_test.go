@@ -2,14 +2,12 @@ package protocol_test
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"log/slog"
 	"net"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -133,7 +131,7 @@ func TestMonitorOutlivesTheIdleTimeout(t *testing.T) {
 // unread pass the output buffer limit, rather than growing the server's
 // memory with every command; the other clients carry on.
 func TestMonitorThatDoesNotReadIsDisconnected(t *testing.T) {
-	var log syncBuffer
+	var log lockedBuffer
 	ts := startServer(t, withLimits(server.Limits{MaxOutput: 64 << 10}), func(c *server.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})
@@ -157,24 +155,6 @@ func TestMonitorThatDoesNotReadIsDisconnected(t *testing.T) {
 	require.Contains(t, log.String(), `msg="monitor closed for falling behind: its unread lines passed the output buffer limit"`)
 	require.Contains(t, log.String(), " id="+strconv.FormatInt(idM, 10)+" limit=65536")
 	require.Equal(t, simple("PONG"), c.do("PING"))
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's goroutines to log to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // redis-cli monitor prints every command, as from Redis.

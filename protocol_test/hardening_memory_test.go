@@ -17,7 +17,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/server"
-	"redcell/storage"
 )
 
 // infoInt reads one integer field of INFO.
@@ -73,12 +72,10 @@ func TestMaxMemoryBoundsTheKeyspace(t *testing.T) {
 		t.Skip("builds the binary; skipped with -short")
 	}
 	const limit = 48 << 20
-	bin := buildBinary(t)
 	for _, policy := range []string{"noeviction", "volatile-ttl"} {
 		t.Run(policy, func(t *testing.T) {
-			srv := startBinary(t, bin, "--in-memory", "--maxmemory", "48mb", "--maxmemory-policy", policy)
-			rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(srv.Port), Protocol: 2})
-			t.Cleanup(func() { _ = rdb.Close() })
+			srv := startBinary(t, nil, onLoopback("--in-memory", "--maxmemory", "48mb", "--maxmemory-policy", policy)...)
+			rdb := srv.goRedis(t, func(o *redis.Options) { o.Protocol = 2 })
 			ctx := context.Background()
 			r, err := rdb.Do(ctx, "CL.THROTTLE", "first", 9, 1, 3600).Int64Slice()
 			require.NoError(t, err)
@@ -167,7 +164,7 @@ func TestKeysCopiesOnlyWhatMatches(t *testing.T) {
 // passes it. (50 such clients held 55 MiB each before, with no total.)
 func TestRepliesWaitingForAllClientsAreBounded(t *testing.T) {
 	const total = 24 << 20
-	ts := startServerStore(t, storage.Config{}, func(c *server.Config) { c.Limits.MaxOutputTotal = total })
+	ts := startServer(t, func(c *server.Config) { c.Limits.MaxOutputTotal = total })
 	rdb := ts.goRedis(t)
 	ctx := context.Background()
 	pad := strings.Repeat("x", 80)

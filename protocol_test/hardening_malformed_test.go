@@ -1,9 +1,11 @@
 package protocol_test
 
 import (
+	"io"
 	"math/rand/v2"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -113,4 +115,28 @@ func TestTruncatedCommand(t *testing.T) {
 
 	other := ts.raw(t)
 	require.Equal(t, integer(0), other.do("DBSIZE"))
+}
+
+// Lengths that would overflow must be refused, not crash the process or pin
+// a CPU. Both reach the server before AUTH, so either is a denial of service
+// by anyone who can connect. Run against the built binary so that a crash
+// shows as a failure here rather than killing the test process.
+//
+// redcon v1.6.4's reader trusts announced lengths ("$9223372036854775807"
+// overflows its index arithmetic and panics; a huge multibulk count spins):
+// redcell reads RESP with its own reader, package resp, which refuses them.
+func TestHugeLengthsAreRefused(t *testing.T) {
+	srv := startBinary(t, nil, onLoopback()...)
+	for _, input := range []string{"*1\r\n$9223372036854775807\r\n", "*9223372036854775807\r\n", "*1\r\n$1099511627776\r\n"} {
+		conn, err := net.DialTimeout("tcp", srv.Addr, 5*time.Second)
+		require.NoError(t, err)
+		_, err = conn.Write([]byte(input))
+		require.NoError(t, err)
+		require.NoError(t, conn.SetReadDeadline(deadline()))
+		got, err := io.ReadAll(conn)
+		require.NoError(t, err, "%q", input)
+		require.Contains(t, string(got), "-ERR Protocol error: invalid", "%q", input)
+		require.NoError(t, conn.Close())
+		require.Equal(t, "PONG\n", cli(t, srv.Port, "", "PING"), "after %q the server still answers; log:\n%s", input, srv.Log())
+	}
 }

@@ -1,42 +1,16 @@
 package protocol_test
 
 import (
-	"context"
-	"io"
-	"net"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"redcell/gcra/gcratest"
+
 	"github.com/stretchr/testify/require"
 )
-
-// buildBinary compiles the redcell command into a temporary directory.
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "redcell")
-	cmd := exec.Command(goTool, "build", "-o", bin, "redcell")
-	cmd.Dir = ".." // the module root
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build redcell:\n%s", out)
-	return bin
-}
-
-// startBinary runs bin on a free loopback port in a fresh directory, as
-// startOpsBinary does, and waits until it accepts connections.
-func startBinary(t *testing.T, bin string, args ...string) *opsServer {
-	t.Helper()
-	return startOpsBinary(t, bin, nil, append([]string{"--bind", "127.0.0.1", "--port", "0"}, args...)...)
-}
 
 // The built binary, driven by redis-cli on the real clock: every step of
 // every SPEC vector that happens at t=0, sent in one redis-cli invocation
@@ -48,21 +22,20 @@ func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}
-	bin := buildBinary(t)
-	srv := startBinary(t, bin)
+	srv := startBinary(t, nil, onLoopback()...)
 
 	t.Run("vectors at t=0", func(t *testing.T) {
-		for _, v := range specVectors {
-			v.key = "bin:" + strings.ReplaceAll(v.name, " ", "-")
+		for _, v := range gcratest.SpecVectors {
+			v.Key = "bin:" + strings.ReplaceAll(v.Name, " ", "-")
 			var stdin, want strings.Builder
-			for _, s := range v.steps {
-				if s.at != 0 {
+			for _, s := range v.Steps {
+				if s.At != 0 {
 					break
 				}
-				stdin.WriteString(strings.Join(v.args(s), " ") + "\n")
-				want.WriteString(cliInts(s.want))
+				stdin.WriteString(strings.Join(throttleArgs(v, s), " ") + "\n")
+				want.WriteString(cliInts(s.Want))
 			}
-			require.Equal(t, want.String(), cli(t, srv.Port, stdin.String()), "vector %q", v.name)
+			require.Equal(t, want.String(), cli(t, srv.Port, stdin.String()), "vector %q", v.Name)
 		}
 	})
 
@@ -96,7 +69,7 @@ func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 	})
 
 	t.Run("requirepass", func(t *testing.T) {
-		authed := startBinary(t, bin, "--requirepass", password)
+		authed := startBinary(t, nil, onLoopback("--requirepass", password)...)
 		require.Equal(t, errNoAuth+"\n\n", cli(t, authed.Port, "", "CL.THROTTLE", "k", "4", "1", "1"))
 		require.Equal(t, "0\n5\n4\n-1\n1\n", cli(t, authed.Port, "", "-a", password, "--no-auth-warning", "CL.THROTTLE", "k", "4", "1", "1"))
 		require.Equal(t, errWrongPass+"\n\n"+errNoAuth+"\n\nOK\nPONG\n", cli(t, authed.Port, "AUTH wrong\nPING\nAUTH "+password+"\nPING\n"))
@@ -105,7 +78,7 @@ func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 	// main runs the sweeper: a key nobody touches again is freed once its
 	// TAT passes (DBSIZE counts keys not yet freed, as Redis's does).
 	t.Run("active expiry", func(t *testing.T) {
-		fresh := startBinary(t, bin)
+		fresh := startBinary(t, nil, onLoopback()...)
 		require.Equal(t, "0\n1\n0\n-1\n1\n1\n", cli(t, fresh.Port, "CL.THROTTLE gone-soon 0 1 1\nDBSIZE\n"))
 		path := redisCLI(t)
 		require.Eventually(t, func() bool {
@@ -116,44 +89,9 @@ func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 	})
 
 	t.Run("SIGTERM", func(t *testing.T) {
-		stopping := startBinary(t, bin)
+		stopping := startBinary(t, nil, onLoopback()...)
 		require.Equal(t, "PONG\n", cli(t, stopping.Port, "", "PING"))
-		require.NoError(t, stopping.cmd.Process.Signal(syscall.SIGTERM))
-		c, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		select {
-		case err := <-stopping.done:
-			require.NoError(t, err, "clean exit on SIGTERM; log:\n%s", stopping.Log())
-			stopping.done <- nil // for the cleanup
-		case <-c.Done():
-			t.Fatalf("no exit within 15s of SIGTERM; log:\n%s", stopping.Log())
-		}
+		require.NoError(t, stopping.stop(syscall.SIGTERM), "clean exit on SIGTERM; log:\n%s", stopping.Log())
 		require.Contains(t, stopping.Log(), "shutting down")
 	})
-}
-
-// Lengths that would overflow must be refused, not crash the process or pin
-// a CPU. Both reach the server before AUTH, so either is a denial of service
-// by anyone who can connect. Run against the built binary so that a crash
-// shows as a failure here rather than killing the test process.
-//
-// redcon v1.6.4's reader trusts announced lengths ("$9223372036854775807"
-// overflows its index arithmetic and panics; a huge multibulk count spins):
-// redcell reads RESP with its own reader, package resp, which refuses them.
-func TestHugeLengthsAreRefused(t *testing.T) {
-	bin := buildBinary(t)
-	srv := startBinary(t, bin)
-	addr := "127.0.0.1:" + strconv.Itoa(srv.Port)
-	for _, input := range []string{"*1\r\n$9223372036854775807\r\n", "*9223372036854775807\r\n", "*1\r\n$1099511627776\r\n"} {
-		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		require.NoError(t, err)
-		_, err = conn.Write([]byte(input))
-		require.NoError(t, err)
-		require.NoError(t, conn.SetReadDeadline(deadline()))
-		got, err := io.ReadAll(conn)
-		require.NoError(t, err, "%q", input)
-		require.Contains(t, string(got), "-ERR Protocol error: invalid", "%q", input)
-		require.NoError(t, conn.Close())
-		require.Equal(t, "PONG\n", cli(t, srv.Port, "", "PING"), "after %q the server still answers; log:\n%s", input, srv.Log())
-	}
 }

@@ -1,30 +1,15 @@
 package protocol_test
 
 import (
-	"bufio"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
-// rawFrom is ts.raw dialled from the local address ip (any of 127/8 on
-// Linux), so that the server sees another client address.
-func (ts *testServer) rawFrom(t *testing.T, ip string) *rawConn {
-	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
-	conn, err := d.Dial("tcp", ts.Addr)
-	if err != nil {
-		t.Skipf("cannot dial from %s (loopback addresses beyond 127.0.0.1 are a Linux feature): %v", ip, err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return &rawConn{t: t, conn: conn, rd: bufio.NewReaderSize(conn, 1<<16)}
-}
-
-const (
-	wrongPass   = "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
-	authLimited = "-ERR too many failed AUTH attempts, try later\r\n"
+var (
+	wrongPass   = errReply(errWrongPass)
+	authLimited = errReply("ERR too many failed AUTH attempts, try later")
 )
 
 // Failed AUTH attempts are limited by client IP: 10 at once, then 3 a
