@@ -37,6 +37,9 @@ type Config struct {
 	MaxMemoryClients int64
 	// WindowLogMax bounds the entries of one CL.WINDOW exact log.
 	WindowLogMax int64
+	// EventLoops is how many event loops serve plain connections (the
+	// default: GOMAXPROCS); 0 gives each connection a goroutine.
+	EventLoops int
 	// DiskReserve is the disk space the store holds back for Pebble to
 	// finish its writes when the disk fills (storage.DefaultReserve); 0
 	// holds none.
@@ -101,6 +104,9 @@ func (c Config) Validate() error {
 	}
 	if c.WindowLogMax < 1 || c.WindowLogMax > window.MaxLogMax {
 		return fmt.Errorf("--window-log-max %d: must be between 1 and %d", c.WindowLogMax, window.MaxLogMax)
+	}
+	if c.EventLoops < 0 || c.EventLoops > 1024 {
+		return fmt.Errorf("--event-loops %d: must be between 0 and 1024", c.EventLoops)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: must be text or json", c.LogFormat)

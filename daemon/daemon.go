@@ -82,6 +82,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		},
 		Persistence:   st.persistence(),
 		DurableWrites: st.flusher != nil && cfg.FlushInterval == 0,
+		EventLoops:    eventLoops(cfg.EventLoops),
 		Logger:        logger,
 		LoadedKeys:    int64(st.loaded),
 		LoadDuration:  st.loadTime,
@@ -153,4 +154,13 @@ func runBackground(ctx context.Context, cfg config.Config, st *state) *sync.Wait
 		wg.Go(func() { st.flusher.CleanStaleAfter(ctx, storage.DefaultStaleGrace) })
 	}
 	return &wg
+}
+
+// eventLoops is server.Config.EventLoops for --event-loops n: 0 there means
+// none, and the server's 0 means its own default.
+func eventLoops(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }

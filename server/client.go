@@ -21,6 +21,10 @@ type client struct {
 
 	resp   int // 2 or 3, switched by HELLO
 	authed bool
+	// onLoop: an event loop serves the client's connection, so a command
+	// that may block must not run there; dispatch sets leaveLoop instead
+	// of running it (loop_linux.go).
+	onLoop, leaveLoop bool
 
 	name       atomic.Pointer[string]
 	libName    atomic.Pointer[string]
@@ -77,9 +81,7 @@ func (c *client) kill() bool {
 		return false
 	}
 	close(c.done)
-	if nc := c.conn.NetConn(); nc != nil {
-		_ = nc.Close() // net.Conn's Close is safe beside its Read and Write
-	}
+	c.conn.Abort()
 	return true
 }
 

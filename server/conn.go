@@ -1,9 +1,11 @@
 package server
 
 import (
+	"errors"
 	"io"
 	"math"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +32,9 @@ type connection interface {
 	SetDeferredArray(mark, n int)
 	// Close sends the replies queued so far and closes the connection.
 	Close() error
+	// Abort closes the connection from any goroutine (CLIENT KILL): the
+	// command it is running, if any, ends without its replies.
+	Abort()
 	RemoteAddr() string
 	NetConn() net.Conn // nil without a network (tests)
 	Context() any
@@ -80,6 +85,19 @@ type conn struct {
 	// feed, once the client monitors, takes the replies instead of the
 	// connection: its writer sends them in order with the lines.
 	feed *monitor
+
+	// An event loop's connection (loop_linux.go) has its socket as fd,
+	// outside Go's netpoller, and no nc; loop is its loop. modeMu guards
+	// the two against Abort while the connection leaves its loop.
+	// pending is a command to run first once it has left.
+	modeMu  sync.Mutex
+	loop    *eventLoop
+	fd      int
+	pending [][]byte
+	resume  bool // left its loop mid-batch: runConn goes on with it
+	// release, when set, is called once the connection has ended (the
+	// listener's tracking).
+	release func()
 }
 
 // outputTotal counts the reply bytes waiting for all clients together,
@@ -91,27 +109,42 @@ type outputTotal struct {
 
 var _ connection = (*conn)(nil)
 
+// errLeaveLoop is runBatch's answer when its connection must leave its
+// event loop for a goroutine of its own (loop_linux.go).
+var errLeaveLoop = errors.New("the connection leaves its event loop")
+
 // outKeepCap is the largest reply buffer kept between batches.
 const outKeepCap = 64 << 10
 
 func newConn(s *Server, nc net.Conn) *conn {
 	lim := &s.limits
 	c := &conn{
-		srv:  s,
-		nc:   nc,
-		addr: nc.RemoteAddr().String(),
-		rd: resp.NewReader(nc, resp.Limits{
-			MaxBulkLen:   lim.MaxBulkLen,
-			MaxArgs:      lim.MaxArgs,
-			MaxInlineLen: lim.MaxInlineLen,
-			MaxQueryLen:  lim.MaxQueryLen,
-		}),
+		srv:       s,
+		nc:        nc,
+		fd:        -1,
+		addr:      nc.RemoteAddr().String(),
 		idle:      lim.IdleTimeout,
 		maxOutput: lim.MaxOutput,
 		total:     &s.outputTotal,
 	}
+	// The reader reads through c (Read): from nc, or from the socket
+	// itself while an event loop serves c.
+	c.rd = resp.NewReader(c, resp.Limits{
+		MaxBulkLen:   lim.MaxBulkLen,
+		MaxArgs:      lim.MaxArgs,
+		MaxInlineLen: lim.MaxInlineLen,
+		MaxQueryLen:  lim.MaxQueryLen,
+	})
 	c.setRoomLeft()
 	return c
+}
+
+// Read reads input for c's resp.Reader.
+func (c *conn) Read(p []byte) (int, error) {
+	if c.loop != nil {
+		return rawRead(c.fd, p)
+	}
+	return c.nc.Read(p)
 }
 
 // serveConn runs c's commands until it closes or fails, then reports it
@@ -131,6 +164,13 @@ func (s *Server) serveConn(c *conn) {
 func (s *Server) runConn(c *conn) error {
 	if c.refusal != "" {
 		return c.refuse(c.refusal, errRejected)
+	}
+	if c.resume {
+		// Left an event loop mid-batch: the batch goes on from there.
+		c.resume = false
+		if err := s.runBatch(c); err != nil || c.closed {
+			return err
+		}
 	}
 	for {
 		if err := c.read(); err != nil {
@@ -154,22 +194,43 @@ func (s *Server) runBatch(c *conn) error {
 	cl := c.ctx.(*client) // set by accept; a rejected conn is refused before it reads
 	now := s.now()
 	var refused error
+	args := c.pending
+	c.pending = nil
 	for !c.closed {
-		args, err := c.rd.Next(cl.authed)
-		if err != nil {
-			refused = err
-			break
-		}
 		if args == nil {
-			break
+			var err error
+			if args, err = c.rd.Next(cl.authed); err != nil {
+				refused = err
+				break
+			}
+			if args == nil {
+				break
+			}
 		}
 		if !s.timed {
 			now = s.now()
 		}
 		now = s.dispatch(cl, args, now)
+		if cl.leaveLoop {
+			// The command needs a goroutine of its own (dispatch): it
+			// runs there, and the rest of the batch after it.
+			cl.leaveLoop = false
+			c.pending = args
+			return errLeaveLoop
+		}
+		args = nil
 	}
 	if c.closed {
 		return nil
+	}
+	if cl.killed.Load() {
+		// CLIENT KILL, perhaps of itself: no reply goes out, as when the
+		// socket closes under a connection with its own goroutine.
+		c.drop()
+		return nil
+	}
+	if refused != nil && c.loop != nil {
+		return errLeaveLoop // the refusal is sent from a goroutine (refuse)
 	}
 	if cl.unsynced {
 		s.syncBeforeReply(cl)
@@ -192,7 +253,14 @@ func (c *conn) flush() error {
 	if c.feed != nil {
 		c.feed.push(c.out)
 	} else {
-		_, err = c.write(c.out)
+		var n int
+		n, err = c.write(c.out)
+		if err == errLeaveLoop {
+			// The socket did not take it all: the rest is written from
+			// the goroutine the connection leaves for.
+			c.out = c.out[:copy(c.out, c.out[n:])]
+			return err
+		}
 	}
 	c.uncount()
 	if cap(c.out) > outKeepCap {
@@ -283,7 +351,9 @@ func (c *conn) drop() {
 	c.out = nil
 	c.uncount()
 	c.closed = true
-	_ = c.nc.Close()
+	if c.loop == nil { // a loop closes its own sockets
+		_ = c.nc.Close()
+	}
 }
 
 // Close sends the queued replies and closes the connection; the rest of the
@@ -300,7 +370,22 @@ func (c *conn) Close() error {
 		c.feed.stop()
 		<-c.feed.done
 	}
+	if c.loop != nil {
+		return nil // its loop closes the socket once the batch ends
+	}
 	return c.nc.Close()
+}
+
+// Abort closes the connection from any goroutine.
+func (c *conn) Abort() {
+	c.modeMu.Lock()
+	defer c.modeMu.Unlock()
+	switch {
+	case c.loop != nil:
+		c.loop.kill(c)
+	case c.nc != nil:
+		_ = c.nc.Close() // net.Conn's Close is safe beside its Read and Write
+	}
 }
 
 func (c *conn) RemoteAddr() string { return c.addr }

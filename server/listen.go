@@ -35,10 +35,11 @@ func (l *listener) Accept() (net.Conn, error) {
 	}
 }
 
-// serve accepts connections on ln until Close, each served by its own
-// goroutine (serveConn). When it returns every connection it accepted has
+// serve accepts connections on ln until Close, each served by an event loop
+// if plain says its connections are plain sockets and loops are on
+// (eventLoops), or else by its own goroutine (serveConn). When it returns every connection it accepted has
 // been closed and its goroutine has ended, so no command runs after it.
-func (s *Server) serve(ln net.Listener) error {
+func (s *Server) serve(ln net.Listener, plain bool) error {
 	l := &listener{Listener: ln, srv: s, conns: make(map[*conn]struct{})}
 	s.mu.Lock()
 	if s.stopped {
@@ -48,7 +49,14 @@ func (s *Server) serve(ln net.Listener) error {
 	}
 	s.listeners = append(s.listeners, l)
 	s.mu.Unlock()
+	var lp *loops
 	var err error
+	if plain {
+		lp, err = s.startLoops(s.eventLoops())
+	}
+	if err != nil {
+		s.logError("event loops unavailable; a goroutine serves each connection", err)
+	}
 	for {
 		nc, aerr := l.Accept()
 		if aerr != nil {
@@ -62,14 +70,21 @@ func (s *Server) serve(ln net.Listener) error {
 		}
 		l.track(c)
 		l.live.Add(1)
+		c.release = func() {
+			l.untrack(c)
+			l.live.Done()
+		}
+		if c.refusal == "" && lp.take(c) {
+			continue
+		}
 		go func() {
-			defer l.live.Done()
-			defer l.untrack(c)
+			defer c.release()
 			s.serveConn(c)
 		}()
 	}
 	l.closeConns()
 	l.live.Wait()
+	lp.stop()
 	if errors.Is(err, net.ErrClosed) {
 		return nil
 	}
@@ -96,10 +111,9 @@ func (l *listener) closeConns() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for c := range l.conns {
-		if cl, ok := c.ctx.(*client); ok {
-			cl.kill()
+		if cl, ok := c.ctx.(*client); !ok || !cl.kill() {
+			c.Abort()
 		}
-		_ = c.nc.Close()
 	}
 }
 

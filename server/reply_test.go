@@ -26,6 +26,7 @@ func newFakeConn() *fakeConn { return &fakeConn{Writer: redcon.NewWriter(nil)} }
 
 func (f *fakeConn) RemoteAddr() string { return "127.0.0.1:50000" }
 func (f *fakeConn) Close() error       { f.closed = true; return nil }
+func (f *fakeConn) Abort()             { f.closed = true }
 func (f *fakeConn) Context() any       { return f.ctx }
 func (f *fakeConn) SetContext(v any)   { f.ctx = v }
 func (f *fakeConn) NetConn() net.Conn  { return nil }

@@ -6,6 +6,7 @@ package server
 import (
 	"log/slog"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,11 @@ type Config struct {
 	// DurableWrites makes every reply that follows a change wait until the
 	// change is synced (Persistence.Sync), as Redis's appendfsync always.
 	DurableWrites bool
+	// EventLoops is how many event loops serve each listener's plain (TCP
+	// and Unix) connections: 0 means one per GOMAXPROCS, a negative number
+	// none (a goroutine per connection, as TLS connections and durable
+	// mode always have). loop_linux.go says why.
+	EventLoops int
 	// Limits bound what one command may announce; zero fields take the
 	// defaults (DefaultMaxBulkLen, DefaultMaxArgs, DefaultMaxInlineLen).
 	Limits Limits
@@ -151,7 +157,18 @@ func New(cfg Config, store *storage.Store) *Server {
 // running. ServeTLS (tls.go) serves TLS connections beside it.
 func (s *Server) Serve(ln net.Listener) error {
 	defer s.startSampler()()
-	return s.serve(ln)
+	return s.serve(ln, true)
+}
+
+// eventLoops is how many event loops serve a plain listener.
+func (s *Server) eventLoops() int {
+	switch {
+	case !haveEventLoops || s.cfg.DurableWrites || s.cfg.EventLoops < 0:
+		return 0
+	case s.cfg.EventLoops == 0:
+		return runtime.GOMAXPROCS(0)
+	}
+	return s.cfg.EventLoops
 }
 
 // Close stops accepting connections on every listener and closes the open
@@ -263,6 +280,12 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 			return now
 		}
 		c.queue(spec, args)
+		return now
+	}
+	if c.onLoop && (spec.admin || s.hooks.Load() != 0) {
+		// Admin commands (SAVE, SHUTDOWN, MONITOR, ...) and a pause may
+		// wait: not on an event loop, which serves other clients.
+		c.leaveLoop = true
 		return now
 	}
 	if s.hooks.Load() != 0 {

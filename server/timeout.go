@@ -51,7 +51,18 @@ func (c *conn) read() error {
 }
 
 // write sends a batch's replies, all at once (flush).
-func (c *conn) write(b []byte) (int, error) { return writeIdle(c.nc, c.idle, b) }
+// From an event loop, what the socket does not take at once is left for
+// the goroutine the connection leaves for.
+func (c *conn) write(b []byte) (int, error) {
+	if c.loop != nil {
+		n, err := rawWrite(c.fd, b)
+		if err == nil && n < len(b) {
+			err = errLeaveLoop
+		}
+		return n, err
+	}
+	return writeIdle(c.nc, c.idle, b)
+}
 
 // idleWriter writes a monitor's feed to its connection under the idle
 // timeout.

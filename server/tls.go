@@ -17,7 +17,7 @@ const tlsHandshakeTimeout = 10 * time.Second
 // ones; both may run at once on one Server. cfg usually comes from
 // LoadTLSConfig.
 func (s *Server) ServeTLS(ln net.Listener, cfg *tls.Config) error {
-	return s.serve(tls.NewListener(ln, cfg))
+	return s.serve(tls.NewListener(ln, cfg), false)
 }
 
 // handshake runs a TLS connection's handshake, once, on the connection's own

@@ -1,0 +1,399 @@
+//go:build linux
+
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// An event loop serves many plain TCP connections from one goroutine, as
+// Redis's does: epoll says which sockets have input, and for each the loop
+// reads once, runs the commands and writes their replies. Why: with a
+// goroutine per connection, an unpipelined request costs a read, a write, a
+// second read that finds nothing (EAGAIN), a park and a wake-up through Go's
+// netpoller; per request that was 2 reads, 0.4 epoll waits and 0.3 context
+// switches, and the scheduler's share of the server's CPU was about a fifth
+// (README, Performance). A loop reads only a socket epoll reports readable.
+//
+// The loop runs only what cannot block: anything else makes the connection
+// leave the loop for a goroutine of its own (promote), which it keeps from
+// then on, as before loops existed. It leaves for an admin command (SAVE,
+// BGSAVE, SHUTDOWN, MONITOR, SLOWLOG, LATENCY), while a pause or a monitor
+// is in force (dispatch), for a reply the socket does not take whole, and
+// for a refusal of its input. TLS connections, durable mode and the
+// maxclients refusal never use a loop.
+
+// loopWaitMillis is how long a loop's epoll wait lasts with idle timeouts to
+// check: they are checked about this often.
+const loopWaitMillis = 250
+
+// eventLoop is one loop: its epoll set, the connections in it by socket, and
+// a queue of work other goroutines hand it (new connections, kills), with an
+// eventfd that wakes it for them.
+type eventLoop struct {
+	srv    *Server
+	epfd   int
+	wakefd int
+	conns  map[int32]*conn
+	events []unix.EpollEvent
+
+	mu      sync.Mutex
+	added   []*conn
+	killed  []*conn
+	stopped bool
+	done    chan struct{}
+
+	lastSweep time.Time
+}
+
+// loops are a listener's event loops; add spreads connections over them.
+type loops struct {
+	all  []*eventLoop
+	next int
+}
+
+// startLoops starts n event loops for s's plain connections, or none if n is
+// 0 or the platform has no epoll. Each runs until stopLoops.
+func (s *Server) startLoops(n int) (*loops, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	ls := &loops{}
+	for range n {
+		l, err := newEventLoop(s)
+		if err != nil {
+			ls.stop()
+			return nil, err
+		}
+		ls.all = append(ls.all, l)
+		go l.run()
+	}
+	return ls, nil
+}
+
+// haveEventLoops: this platform has epoll.
+const haveEventLoops = true
+
+func newEventLoop(s *Server) (*eventLoop, error) {
+	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	wakefd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+	if err != nil {
+		_ = unix.Close(epfd)
+		return nil, os.NewSyscallError("eventfd", err)
+	}
+	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wakefd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wakefd)}); err != nil {
+		_ = unix.Close(epfd)
+		_ = unix.Close(wakefd)
+		return nil, os.NewSyscallError("epoll_ctl", err)
+	}
+	return &eventLoop{
+		srv:    s,
+		epfd:   epfd,
+		wakefd: wakefd,
+		conns:  make(map[int32]*conn),
+		events: make([]unix.EpollEvent, 128),
+		done:   make(chan struct{}),
+	}, nil
+}
+
+// take moves c into one of the loops, if it can be served by one: a plain
+// TCP connection. It reports false, with c untouched, if not; then c is
+// served by its own goroutine.
+func (ls *loops) take(c *conn) bool {
+	if ls == nil || len(ls.all) == 0 {
+		return false
+	}
+	sc, ok := c.nc.(socketConn) // TCP or Unix; TLS is not
+	if !ok {
+		return false
+	}
+	fd, err := detach(sc)
+	if err != nil {
+		return false
+	}
+	l := ls.all[ls.next%len(ls.all)]
+	ls.next++
+	c.modeMu.Lock()
+	c.fd = fd
+	c.loop = l
+	c.nc = nil
+	c.modeMu.Unlock()
+	c.handshook = true
+	if cl, ok := c.ctx.(*client); ok {
+		cl.onLoop = true
+	}
+	l.mu.Lock()
+	l.added = append(l.added, c)
+	l.mu.Unlock()
+	l.wake()
+	return true
+}
+
+// socketConn is a connection whose socket an event loop can serve.
+type socketConn interface {
+	SyscallConn() (syscall.RawConn, error)
+	Close() error
+}
+
+// detach takes tc's socket out of Go's netpoller: a duplicate of it, still
+// non-blocking, for the loop's own epoll set, and tc closed (which takes
+// the original out of the netpoller's epoll set).
+func detach(tc socketConn) (int, error) {
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(f uintptr) {
+		fd, derr = unix.FcntlInt(f, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		return -1, err
+	}
+	if derr != nil {
+		return -1, derr
+	}
+	_ = tc.Close()
+	return fd, nil
+}
+
+// stop ends every loop once its connections are gone, and waits for them.
+func (ls *loops) stop() {
+	if ls == nil {
+		return
+	}
+	for _, l := range ls.all {
+		l.mu.Lock()
+		l.stopped = true
+		l.mu.Unlock()
+		l.wake()
+	}
+	for _, l := range ls.all {
+		<-l.done
+	}
+}
+
+func (l *eventLoop) wake() {
+	var one = [8]byte{1}
+	_, _ = unix.Write(l.wakefd, one[:])
+}
+
+// kill has the loop close c, from any goroutine (conn.Abort).
+func (l *eventLoop) kill(c *conn) {
+	l.mu.Lock()
+	l.killed = append(l.killed, c)
+	l.mu.Unlock()
+	l.wake()
+}
+
+func (l *eventLoop) run() {
+	defer close(l.done)
+	defer unix.Close(l.epfd)
+	defer unix.Close(l.wakefd)
+	for {
+		wait := -1
+		if l.srv.limits.IdleTimeout > 0 && len(l.conns) > 0 {
+			wait = loopWaitMillis
+		}
+		n, err := unix.EpollWait(l.epfd, l.events, wait)
+		if err != nil && err != unix.EINTR {
+			l.srv.logError("event loop: epoll_wait failed", err)
+			n = 0
+		}
+		for _, ev := range l.events[:max(n, 0)] {
+			if ev.Fd == int32(l.wakefd) {
+				if l.takeWork() {
+					return
+				}
+				continue
+			}
+			if c := l.conns[ev.Fd]; c != nil {
+				l.serve(c)
+			}
+		}
+		if l.srv.limits.IdleTimeout > 0 {
+			l.sweep()
+		}
+	}
+}
+
+// takeWork adds the connections handed over and closes those killed. It
+// reports whether the loop is to end: stopped, with no connection left.
+func (l *eventLoop) takeWork() bool {
+	var buf [8]byte
+	_, _ = unix.Read(l.wakefd, buf[:])
+	l.mu.Lock()
+	added, killed, stopped := l.added, l.killed, l.stopped
+	l.added, l.killed = nil, nil
+	l.mu.Unlock()
+	for _, c := range added {
+		c.readAt = time.Now().UnixNano()
+		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.fd)}
+		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
+			l.srv.logError("event loop: epoll_ctl failed", err)
+			l.finish(c, err)
+			continue
+		}
+		l.conns[int32(c.fd)] = c
+		if cl, ok := c.ctx.(*client); ok && cl.killed.Load() {
+			l.finish(c, nil) // killed before it was added
+		}
+	}
+	for _, c := range killed {
+		if l.conns[int32(c.fd)] == c {
+			l.finish(c, nil)
+		}
+	}
+	return stopped && len(l.conns) == 0
+}
+
+// serve reads what c sent and runs it (runBatch), then closes c, or hands it
+// to a goroutine of its own if it must leave the loop.
+func (l *eventLoop) serve(c *conn) {
+	if n, sinceLastRead := c.rd.Pending(); n > 0 && sinceLastRead {
+		c.cmdStart = c.readAt
+	}
+	err := c.rd.Fill()
+	if err == nil {
+		err = l.srv.runBatch(c)
+	}
+	c.readAt = time.Now().UnixNano()
+	switch {
+	case errors.Is(err, errLeaveLoop):
+		l.promote(c)
+	case err != nil || c.closed:
+		if err == io.EOF {
+			err = nil
+		}
+		l.finish(c, err)
+	}
+}
+
+// sweep closes the connections idle past Limits.IdleTimeout, as timeout.go's
+// deadlines do for a connection with a goroutine: silent that long, or a
+// command that began arriving that long ago and is not whole. It looks
+// about every loopWaitMillis.
+func (l *eventLoop) sweep() {
+	now := time.Now()
+	if now.Sub(l.lastSweep) < loopWaitMillis*time.Millisecond {
+		return
+	}
+	l.lastSweep = now
+	idle := int64(l.srv.limits.IdleTimeout)
+	for _, c := range l.conns {
+		from := c.readAt
+		if n, sinceLastRead := c.rd.Pending(); n > 0 && !sinceLastRead {
+			from = c.cmdStart
+		}
+		if now.UnixNano()-from > idle {
+			l.finish(c, errIdle)
+		}
+	}
+}
+
+// errIdle is how an idle connection's end is logged.
+var errIdle = errors.New("idle timeout")
+
+// finish closes c and ends it as serveConn does.
+func (l *eventLoop) finish(c *conn, err error) {
+	delete(l.conns, int32(c.fd))
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+	c.modeMu.Lock()
+	_ = unix.Close(c.fd)
+	c.fd = -1
+	c.loop = nil
+	c.closed = true
+	c.modeMu.Unlock()
+	c.uncount()
+	l.srv.closed(c, err)
+	if c.release != nil {
+		c.release()
+	}
+}
+
+// promote takes c out of the loop and serves it from a goroutine of its own,
+// through Go's netpoller, from where the loop left it: a command to run
+// again (c.pending), replies not yet written, a refusal to send.
+func (l *eventLoop) promote(c *conn) {
+	delete(l.conns, int32(c.fd))
+	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
+	f := os.NewFile(uintptr(c.fd), c.addr)
+	nc, err := net.FileConn(f) // a duplicate of the socket, in the netpoller
+	_ = f.Close()
+	c.modeMu.Lock()
+	c.fd = -1
+	c.loop = nil
+	c.nc = nc
+	c.resume = true
+	c.modeMu.Unlock()
+	if err != nil {
+		l.srv.logError("event loop: cannot hand a connection to a goroutine", err)
+		c.closed = true
+		c.uncount()
+		l.srv.closed(c, err)
+		if c.release != nil {
+			c.release()
+		}
+		return
+	}
+	if cl, ok := c.ctx.(*client); ok {
+		cl.onLoop = false
+		if cl.killed.Load() {
+			_ = nc.Close() // killed while it left: its goroutine ends at once
+		}
+	}
+	go func() {
+		defer func() {
+			if c.release != nil {
+				c.release()
+			}
+		}()
+		c.srv.serveConn(c)
+	}()
+}
+
+// rawRead reads from a loop's socket for resp.Reader.Fill: no input yet is
+// no error (the loop waits for more), none ever again is io.EOF.
+func rawRead(fd int, p []byte) (int, error) {
+	for {
+		n, err := unix.Read(fd, p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, nil
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// rawWrite writes b to a loop's socket, as much as it takes now.
+func rawWrite(fd int, b []byte) (int, error) {
+	for {
+		n, err := unix.Write(fd, b)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, nil
+		case err != nil:
+			return 0, err
+		}
+		return n, nil
+	}
+}

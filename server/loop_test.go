@@ -1,0 +1,192 @@
+package server
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"redcell/storage"
+)
+
+// Served by event loops or by a goroutine per connection, a client sees the
+// same bytes: each script runs on a fresh connection of each kind of server,
+// on one fixed clock, and ends with QUIT or with what closes it. The
+// scripts cross what makes a connection leave its loop mid-batch (an admin
+// command, a refusal of its input, CLIENT KILL of itself).
+func TestEventLoopsAnswerAsGoroutinesDo(t *testing.T) {
+	at := time.Unix(1_700_000_000, 0)
+	cfg := func(loops int) Config { return Config{Now: func() time.Time { return at }, EventLoops: loops} }
+	loopAddr, loopSrv := startServer(t, cfg(2))
+	plainAddr, _ := startServer(t, cfg(-1))
+	if haveEventLoops {
+		require.Equal(t, 2, loopSrv.eventLoops())
+	}
+	scripts := []string{
+		"PING\r\nQUIT\r\n",
+		// A pipeline that leaves the loop at SLOWLOG: the replies
+		// before it, its own and those after it come in order.
+		"CL.THROTTLE k 1 1 60\r\nCL.THROTTLE k 1 1 60\r\nCL.THROTTLE k 1 1 60\r\n" +
+			"CONFIG GET maxclients\r\nSLOWLOG LEN\r\nCL.THROTTLE k 1 1 60\r\nECHO after\r\nQUIT\r\n",
+		"*2\r\n$4\r\nECHO\r\n$3\r\nabc\r\nSET x 1\r\nGET x\r\nTYPE x\r\nQUIT\r\n",
+		"MULTI\r\nCL.THROTTLE t 0 1 1\r\nCL.THROTTLE t 0 1 1\r\nEXEC\r\nQUIT\r\n",
+		"HELLO 3\r\nCL.THROTTLE r3 5 1 1\r\nQUIT\r\n",
+		// Refused input: the commands before it are answered, then the
+		// refusal, then the connection is closed.
+		"PING\r\nECHO x\r\n*1\r\n$x\r\n",
+		"PING\r\nQUIT\r\nPING\r\n",
+		// CLIENT KILL of itself: nothing more is answered.
+		"PING\r\nCLIENT KILL SKIPME no TYPE normal\r\nPING\r\n",
+	}
+	for i, script := range scripts {
+		want := converse(t, plainAddr, script)
+		require.NotEmpty(t, want, "script %d answers something, or is closed", i)
+		require.Equal(t, want, converse(t, loopAddr, script), "script %d: %q", i, script)
+	}
+}
+
+// converse sends script whole and reads until the server closes.
+func converse(t *testing.T, addr, script string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = io.WriteString(c, script)
+	require.NoError(t, err)
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	out, err := io.ReadAll(bufio.NewReader(c))
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the server did not close after %q; got %q", script, out)
+	}
+	if len(out) == 0 {
+		return "(closed)"
+	}
+	return string(out)
+}
+
+// A connection waiting on its loop is closed by CLIENT KILL from another,
+// at once: its client sees the end of the stream, and CLIENT LIST no longer
+// shows it. A connection that leaves its loop for an admin command works on
+// from its own goroutine.
+func TestEventLoopConnectionsAreKilledAndLeave(t *testing.T) {
+	addr, srv := startServer(t, Config{EventLoops: 1})
+	idle := dialRESP(t, addr)
+	id := idle.do(t, "CLIENT ID")
+	if haveEventLoops {
+		require.True(t, onLoop(t, srv, id), "a plain connection is served by the loop")
+	}
+
+	killer := dialRESP(t, addr)
+	require.Equal(t, ":1\r\n", killer.do(t, "CLIENT KILL ID "+strings.TrimSuffix(strings.TrimPrefix(id, ":"), "\r\n")))
+	require.NoError(t, idle.c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err := idle.r.ReadByte()
+	require.ErrorIs(t, err, io.EOF, "the killed client's connection ends")
+	require.Eventually(t, func() bool {
+		return !strings.Contains(killer.do(t, "CLIENT LIST"), "id="+strings.Trim(id, ":\r\n")+" ")
+	}, 10*time.Second, 10*time.Millisecond)
+
+	// SLOWLOG is an admin command: the connection leaves the loop for it
+	// and keeps working.
+	mover := dialRESP(t, addr)
+	moverID := mover.do(t, "CLIENT ID")
+	require.Equal(t, "*2\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n", mover.do(t, "CONFIG GET maxclients"))
+	require.True(t, onLoop(t, srv, moverID) || !haveEventLoops, "CONFIG GET runs on the loop")
+	require.Equal(t, ":0\r\n", mover.do(t, "SLOWLOG LEN"))
+	require.False(t, onLoop(t, srv, moverID), "left its loop")
+	require.Equal(t, "+PONG\r\n", mover.do(t, "PING"))
+	require.Equal(t, "*5\r\n:0\r\n:2\r\n:1\r\n:-1\r\n:1\r\n", mover.do(t, "CL.THROTTLE m 1 1 1"))
+}
+
+// With a loop per listener, and its connections closed by Close, Serve
+// returns and no loop goroutine is left behind.
+func TestEventLoopsEndWithTheServer(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for range 3 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		srv := New(Config{EventLoops: 2}, storage.New(storage.Config{Shards: 1}))
+		done := make(chan error, 1)
+		go func() { done <- srv.Serve(ln) }()
+		c := dialRESP(t, ln.Addr().String())
+		require.Equal(t, "+PONG\r\n", c.do(t, "PING"))
+		require.NoError(t, srv.Close())
+		require.NoError(t, <-done)
+		_, err = c.r.ReadByte()
+		require.Error(t, err, "Close closed the loop's connection")
+	}
+	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+1 }, 10*time.Second, 10*time.Millisecond,
+		"goroutines: %d before, %d after", before, runtime.NumGoroutine())
+}
+
+// respClient is a raw client that reads one reply line per simple reply and
+// a whole reply for arrays of simple elements (enough for these tests).
+type respClient struct {
+	c net.Conn
+	r *bufio.Reader
+}
+
+func dialRESP(t *testing.T, addr string) *respClient {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return &respClient{c: c, r: bufio.NewReader(c)}
+}
+
+// do sends an inline command and returns its reply: one line, or for an
+// array or a bulk string the header with every line of it.
+func (rc *respClient) do(t *testing.T, cmd string) string {
+	t.Helper()
+	require.NoError(t, rc.c.SetDeadline(time.Now().Add(10*time.Second)))
+	_, err := fmt.Fprintf(rc.c, "%s\r\n", cmd)
+	require.NoError(t, err)
+	return rc.reply(t)
+}
+
+func (rc *respClient) reply(t *testing.T) string {
+	t.Helper()
+	line, err := rc.r.ReadString('\n')
+	require.NoError(t, err)
+	switch line[0] {
+	case '*':
+		var n int
+		_, err := fmt.Sscanf(line, "*%d\r\n", &n)
+		require.NoError(t, err)
+		for range n {
+			line += rc.reply(t)
+		}
+	case '$':
+		var n int
+		_, err := fmt.Sscanf(line, "$%d\r\n", &n)
+		require.NoError(t, err)
+		if n >= 0 {
+			b := make([]byte, n+2)
+			_, err := io.ReadFull(rc.r, b)
+			require.NoError(t, err)
+			line += string(b)
+		}
+	}
+	return line
+}
+
+// onLoop reports whether an event loop serves the client whose CLIENT ID
+// reply is id.
+func onLoop(t *testing.T, srv *Server, id string) bool {
+	t.Helper()
+	for _, c := range srv.connectedClients() {
+		if fmt.Sprintf(":%d\r\n", c.id) == id {
+			cn := c.conn.(*conn)
+			cn.modeMu.Lock()
+			defer cn.modeMu.Unlock()
+			return cn.loop != nil
+		}
+	}
+	t.Fatalf("no client %q", id)
+	return false
+}
