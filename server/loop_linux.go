@@ -51,7 +51,7 @@ type eventLoop struct {
 	stopped bool
 	done    chan struct{}
 
-	lastSweep time.Time
+	lastSweep int64 // monoNow
 }
 
 // loops are a listener's event loops; add spreads connections over them.
@@ -238,7 +238,7 @@ func (l *eventLoop) takeWork() bool {
 	l.added, l.killed = nil, nil
 	l.mu.Unlock()
 	for _, c := range added {
-		c.readAt = time.Now().UnixNano()
+		c.readAt = monoNow()
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
 			l.srv.logError("event loop: epoll_ctl failed", err)
@@ -268,7 +268,7 @@ func (l *eventLoop) serve(c *conn) {
 	if err == nil {
 		err = l.srv.runBatch(c)
 	}
-	c.readAt = time.Now().UnixNano()
+	c.readAt = monoNow()
 	switch {
 	case errors.Is(err, errLeaveLoop):
 		l.promote(c)
@@ -285,8 +285,8 @@ func (l *eventLoop) serve(c *conn) {
 // command that began arriving that long ago and is not whole. It looks
 // about every loopWaitMillis.
 func (l *eventLoop) sweep() {
-	now := time.Now()
-	if now.Sub(l.lastSweep) < loopWaitMillis*time.Millisecond {
+	now := monoNow()
+	if now-l.lastSweep < int64(loopWaitMillis*time.Millisecond) {
 		return
 	}
 	l.lastSweep = now
@@ -296,7 +296,7 @@ func (l *eventLoop) sweep() {
 		if n, sinceLastRead := c.rd.Pending(); n > 0 && !sinceLastRead {
 			from = c.cmdStart
 		}
-		if now.UnixNano()-from > idle {
+		if now-from > idle {
 			l.finish(c, errIdle)
 		}
 	}

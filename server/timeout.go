@@ -42,13 +42,20 @@ func (c *conn) read() error {
 		if sinceLastRead {
 			c.cmdStart = c.readAt
 		}
-		from = time.Unix(0, c.cmdStart)
+		from = monoStart.Add(time.Duration(c.cmdStart))
 	}
 	_ = c.nc.SetReadDeadline(from.Add(c.idle))
 	err := c.rd.Fill()
-	c.readAt = time.Now().UnixNano()
+	c.readAt = monoNow()
 	return err
 }
+
+// monoStart is where the idle timeout's readings (conn.readAt, cmdStart)
+// count from: they are monotonic, so a step of the wall clock neither
+// closes every connection nor spares an idle one.
+var monoStart = time.Now()
+
+func monoNow() int64 { return int64(time.Since(monoStart)) }
 
 // write sends a batch's replies, all at once (flush).
 // From an event loop, what the socket does not take at once is left for
