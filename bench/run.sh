@@ -22,6 +22,11 @@
 #   MEM_N=3000000    requests per fill (-r 1000000 gives ~950k distinct keys)
 #   LUA=path         the Lua peer (default bench/gcra.lua)
 #   BIN=path         a redcell binary to use instead of building the work tree
+#   BEFORE=path      a second redcell binary (an older build), run beside the
+#                    first as the column "redcell before", for a before/after
+#                    table in one run; BEFORE_ARGS are flags for it only
+#                    (BEFORE=same uses the first binary: BEFORE=same
+#                    BEFORE_ARGS="--event-loops 0" compares a setting)
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -42,9 +47,15 @@ fi
 
 # The servers, by side: rc is redcell, cell Redis with the redis-cell module,
 # lua Redis with the Lua script (and the plain redis-server for PING).
-declare -A port=([lua]=6391 [cell]=6392 [rc]="") pid=([lua]="" [cell]="" [rc]="")
-sides=(rc cell lua)
-[[ -n $REDIS_CELL ]] || sides=(rc lua)
+declare -A port=([lua]=6391 [cell]=6392 [rc]="" [rc0]="") pid=([lua]="" [cell]="" [rc]="" [rc0]="")
+BEFORE=${BEFORE:-}
+BEFORE_ARGS=${BEFORE_ARGS:-}
+sides=(rc)
+[[ -z $BEFORE ]] || sides+=(rc0)
+[[ -z $REDIS_CELL ]] || sides+=(cell)
+sides+=(lua)
+rcs=(rc)
+[[ -z $BEFORE ]] || rcs+=(rc0)
 sha=""
 # shellcheck source=bench/lib.sh
 source "$repo/bench/lib.sh"
@@ -83,6 +94,11 @@ start_cell() {
 start_redcell() {
 	start_redcell_side rc
 	expect rc CL.THROTTLE
+	if [[ -n $BEFORE ]]; then
+		# shellcheck disable=SC2086 # BEFORE_ARGS are words
+		redcell_bin=$before_bin start_redcell_side rc0 $BEFORE_ARGS
+		expect rc0 CL.THROTTLE
+	fi
 }
 
 start_servers() {
@@ -108,6 +124,13 @@ val() {
 [[ -n $REDIS_CELL ]] || log "REDIS_CELL is not set: the redis-cell rows are skipped." \
 	"Build the module as ../shared/BENCH.md describes and run REDIS_CELL=/path/to/libredis_cell.so $0"
 build_redcell
+if [[ $BEFORE == same ]]; then
+	before_bin=$work/redcell
+elif [[ -n $BEFORE ]]; then
+	[[ -x $BEFORE ]] || { echo "bench/run.sh: BEFORE=$BEFORE is not an executable" >&2; exit 1; }
+	cp "$BEFORE" "$work/redcell.before"
+	before_bin=$work/redcell.before
+fi
 log "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 start_servers
 
@@ -119,14 +142,14 @@ for r in $(seq "$ROUNDS"); do
 		# shellcheck disable=SC2046 # throttle's words are meant to split
 		bench rand.$s "" $s -P 16 -c 50 -r 100000 -n "$N" $(throttle $s) $rand
 	done
-	for s in rc lua; do bench ping.$s PING_MBULK $s -t ping_mbulk -P 16 -c 50 -n "$N"; done
+	for s in "${rcs[@]}" lua; do bench ping.$s PING_MBULK $s -t ping_mbulk -P 16 -c 50 -n "$N"; done
 	# shellcheck disable=SC2046
 	for s in "${sides[@]}"; do bench hot.$s "" $s -P 16 -c 50 -n "$N" $(throttle $s) $hot; done
 	# shellcheck disable=SC2046
 	for s in "${sides[@]}"; do bench lat.$s "" $s -c 50 -r 100000 -n "$LAT_N" $(throttle $s) $rand; done
 	# shellcheck disable=SC2046
 	for s in "${sides[@]}"; do bench lathot.$s "" $s -c 50 -n "$LAT_N" $(throttle $s) $hot; done
-	for s in rc lua; do bench pinglat.$s PING_MBULK $s -t ping_mbulk -c 50 -n "$LAT_N"; done
+	for s in "${rcs[@]}" lua; do bench pinglat.$s PING_MBULK $s -t ping_mbulk -c 50 -n "$LAT_N"; done
 done
 
 # Memory: fill ~1M live keys (period 3600: they outlive the run) on freshly
@@ -164,22 +187,29 @@ done
 
 # row LABEL NAME COLUMN FORMAT [RC-NAME]: medians of NAME.rc, NAME.cell and
 # NAME.lua and redcell's per-round ratios to the other two.
+# With BEFORE, the before column and redcell / before come first.
 row() {
-	local rc=${5:-$2.rc}
-	printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "$(val "$rc" "$3" "$4")" "$(val "$2.cell" "$3" "$4")" \
+	local rc=${5:-$2.rc} pre=""
+	[[ -z $BEFORE ]] || pre="$(val "$2.rc0" "$3" "$4") | $(pratio "$rc" "$2.rc0" "$3") | "
+	printf '| %s | %s | %s%s | %s | %s | %s |\n' "$1" "$(val "$rc" "$3" "$4")" "$pre" "$(val "$2.cell" "$3" "$4")" \
 		"$(val "$2.lua" "$3" "$4")" "$(pratio "$rc" "$2.cell" "$3")" "$(pratio "$rc" "$2.lua" "$3")"
 }
 # latrow LABEL NAME: p50 / p99 medians; the ratios are of p99.
 latrow() {
-	local s cells=()
-	for s in rc cell lua; do
+	local s cells=() all=(rc cell lua) line
+	[[ -z $BEFORE ]] || all=(rc rc0 cell lua)
+	for s in "${all[@]}"; do
 		if [[ -f $work/$2.$s ]]; then
 			cells+=("$(median "$2.$s" 2) / $(median "$2.$s" 3)")
 		else
 			cells+=("$(val "$2.$s" 2 %s)")
 		fi
+		[[ $s != rc0 ]] || cells+=("$(pratio "$2.rc" "$2.rc0" 3)")
 	done
-	printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "${cells[@]}" "$(pratio "$2.rc" "$2.cell" 3)" "$(pratio "$2.rc" "$2.lua" 3)"
+	cells+=("$(pratio "$2.rc" "$2.cell" 3)" "$(pratio "$2.rc" "$2.lua" 3)")
+	line="| $1"
+	for s in "${cells[@]}"; do line+=" | $s"; done
+	echo "$line |"
 }
 
 redis_version=$(redis-server --version | grep -o 'v=[0-9.]*' | cut -d= -f2)
@@ -189,8 +219,15 @@ echo "redcell $version; redis-cell: ${REDIS_CELL:-not set (REDIS_CELL=path), its
 	"ratios redcell / peer as the median of per-round ratios (above 1x: redcell higher; for ops/s better, for" \
 	"latency, CPU and memory worse). Load average at end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores."
 echo
-echo "| load | redcell | redis-cell | Redis + Lua | redcell / redis-cell | redcell / Lua |"
-echo "|---|---|---|---|---|---|"
+if [[ -n $BEFORE ]]; then
+	echo "redcell before: ${BEFORE/#same/the same binary} $BEFORE_ARGS"
+	echo
+	echo "| load | redcell | redcell before | redcell / before | redis-cell | Redis + Lua | redcell / redis-cell | redcell / Lua |"
+	echo "|---|---|---|---|---|---|---|---|"
+else
+	echo "| load | redcell | redis-cell | Redis + Lua | redcell / redis-cell | redcell / Lua |"
+	echo "|---|---|---|---|---|---|"
+fi
 row "ops/s, random keys, -P 16 -c 50 -r 100000" rand 1 %.0f
 row "ops/s, one hot key, -P 16 -c 50" hot 1 %.0f
 row "ops/s, random keys, unpipelined -c 50 -r 100000" lat 1 %.0f
@@ -200,8 +237,10 @@ latrow "p50 / p99 ms, the same (ratios of p99)" lathot
 row "ops/s, PING_MBULK -P 16 -c 50 (Lua column: plain redis-server)" ping 1 %.0f
 row "ops/s, PING_MBULK unpipelined -c 50 (the same)" pinglat 1 %.0f
 latrow "p50 / p99 ms, the same (ratios of p99)" pinglat
-printf '| throttle / PING_MBULK, random keys -P 16 (peers: against the plain redis-server PING) | %s | %s | %s | | |\n' \
-	"$(pratio rand.rc ping.rc 1)" "$(pratio rand.cell ping.lua 1)" "$(pratio rand.lua ping.lua 1)"
+pre=""
+[[ -z $BEFORE ]] || pre="$(pratio rand.rc0 ping.rc0 1) | | "
+printf '| throttle / PING_MBULK, random keys -P 16 (peers: against the plain redis-server PING) | %s | %s%s | %s | | |\n' \
+	"$(pratio rand.rc ping.rc 1)" "$pre" "$(pratio rand.cell ping.lua 1)" "$(pratio rand.lua ping.lua 1)"
 row "server CPU us/request, random keys -P 16" rand 4 %.2f
 row "server CPU us/request, one hot key -P 16" hot 4 %.2f
 row "server CPU us/request, random keys unpipelined" lat 4 %.2f
