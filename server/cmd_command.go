@@ -127,13 +127,13 @@ func (c *client) commandGetKeys(args [][]byte) {
 	cmd := c.srv.lookupFull(args[0])
 	switch {
 	case cmd == nil:
-		c.writeError("ERR Invalid command specified")
+		c.writeError(errGetKeysNoCommand)
 		return
 	case cmd.firstKey == 0:
-		c.writeError("ERR The command has no key arguments")
+		c.writeError(errGetKeysNoKeys)
 		return
 	case cmd.arity > 0 && len(args) != cmd.arity, len(args) < -cmd.arity:
-		c.writeError("ERR Invalid number of arguments specified for command")
+		c.writeError(errGetKeysArity)
 		return
 	}
 	last := cmd.lastKey

@@ -59,8 +59,8 @@ func cmdAuth(c *client, args [][]byte, now time.Time) {
 	if len(args) == 3 {
 		user = args[1]
 	}
-	if errText := c.authenticate(user, pass, now); errText != "" {
-		c.writeError(errText)
+	if e := c.authenticate(user, pass, now); !e.none() {
+		c.writeError(e)
 		return
 	}
 	c.authed = true
@@ -89,7 +89,7 @@ func cmdHello(c *client, args [][]byte, now time.Time) {
 	if len(args) >= 2 {
 		v, ok := parseInt(args[1])
 		if !ok {
-			c.writeError("ERR Protocol version is not an integer or out of range")
+			c.writeError(errHelloProto)
 			return
 		}
 		if v != 2 && v != 3 {
@@ -104,8 +104,8 @@ func cmdHello(c *client, args [][]byte, now time.Time) {
 		more := len(args) - i - 1
 		switch {
 		case equalFold(args[i], "auth") && more >= 2:
-			if errText := c.authenticate(args[i+1], args[i+2], now); errText != "" {
-				c.writeError(errText)
+			if e := c.authenticate(args[i+1], args[i+2], now); !e.none() {
+				c.writeError(e)
 				return
 			}
 			authed = true
@@ -118,7 +118,7 @@ func cmdHello(c *client, args [][]byte, now time.Time) {
 			setName = args[i+1]
 			i++
 		default:
-			c.writeError("ERR Syntax error in HELLO option '" + string(clip(args[i], 128)) + "'")
+			c.writeError(errHelloOption(args[i]))
 			return
 		}
 	}
@@ -212,11 +212,11 @@ func cmdClient(c *client, args [][]byte, now time.Time) {
 		case equalFold(args[2], "lib-ver"):
 			dst = &c.libVersion
 		default:
-			c.writeError("ERR Unrecognized option '" + string(clip(args[2], 128)) + "'")
+			c.writeError(errSetinfoOption(args[2]))
 			return
 		}
 		if !validClientName(args[3]) {
-			c.writeError("ERR " + string(clip(args[2], 128)) + " cannot contain spaces, newlines or special characters.")
+			c.writeError(errSetinfoValue(args[2]))
 			return
 		}
 		val := string(args[3])
@@ -225,9 +225,9 @@ func cmdClient(c *client, args [][]byte, now time.Time) {
 	case equalFold(sub, "info") && len(args) == 2:
 		c.writeVerbatim(c.info(now) + "\n")
 	case equalFold(sub, "list"):
-		clients, errText := c.listClients(args[2:])
-		if errText != "" {
-			c.writeError(errText)
+		clients, e := c.listClients(args[2:])
+		if !e.none() {
+			c.writeError(e)
 			return
 		}
 		var b strings.Builder
@@ -269,19 +269,19 @@ func (c *client) noteSubcommand(parent *command, sub []byte) {
 
 // listClients selects the connections CLIENT LIST [TYPE type | ID id ...]
 // reports: all of them oldest first, or those of the IDs given, in their
-// order. It returns the error text for bad options.
-func (c *client) listClients(opts [][]byte) ([]*client, string) {
+// order. It returns the error to answer bad options with.
+func (c *client) listClients(opts [][]byte) ([]*client, replyError) {
 	all := c.srv.connectedClients()
 	sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
 	switch {
 	case len(opts) == 0:
-		return all, ""
+		return all, replyError{}
 	case len(opts) == 2 && equalFold(opts[0], "type"):
 		switch t := opts[1]; {
 		case equalFold(t, "normal"):
-			return all, ""
+			return all, replyError{}
 		case equalFold(t, "master"), equalFold(t, "replica"), equalFold(t, "slave"), equalFold(t, "pubsub"):
-			return nil, "" // redcell has no such connections
+			return nil, replyError{} // redcell has no such connections
 		default:
 			return nil, errUnknownClientType(t)
 		}
@@ -290,7 +290,7 @@ func (c *client) listClients(opts [][]byte) ([]*client, string) {
 		for _, a := range opts[1:] {
 			id, ok := parseInt(a)
 			if !ok {
-				return nil, "ERR Invalid client ID"
+				return nil, errInvalidClientID
 			}
 			for _, other := range all {
 				if other.id == id {
@@ -298,7 +298,7 @@ func (c *client) listClients(opts [][]byte) ([]*client, string) {
 				}
 			}
 		}
-		return out, ""
+		return out, replyError{}
 	default:
 		return nil, errSyntax
 	}
@@ -420,8 +420,8 @@ func (c *client) clientKill(args [][]byte, now time.Time) {
 	oldForm := len(args) == 3
 	if oldForm {
 		f.addr, f.skipMe = args[2], false
-	} else if errText := f.parse(args[2:]); errText != "" {
-		c.writeError(errText)
+	} else if e := f.parse(args[2:]); !e.none() {
+		c.writeError(e)
 		return
 	}
 	killed, self := int64(0), false
@@ -464,7 +464,7 @@ type killFilter struct {
 
 // parse reads the new form's filters, as Redis checks them: in order, the
 // first bad one reported.
-func (f *killFilter) parse(opts [][]byte) string {
+func (f *killFilter) parse(opts [][]byte) replyError {
 	for i := 0; i < len(opts); i += 2 {
 		if i+1 >= len(opts) {
 			return errSyntax
@@ -515,7 +515,7 @@ func (f *killFilter) parse(opts [][]byte) string {
 			return errSyntax
 		}
 	}
-	return ""
+	return replyError{}
 }
 
 func (f *killFilter) matches(c *client, now time.Time) bool {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"time"
 
 	"redcell/gcra"
@@ -68,7 +67,7 @@ func cmdGCRA(c *client, args [][]byte, now time.Time) {
 		if _, kind, live := c.ks.Get(args[1], at); live && kind != storage.KindTAT {
 			err = storage.ErrWrongType
 		}
-		c.writeError(gcraErrorText(err))
+		c.writeError(gcraError(err))
 		return
 	}
 	var res gcra.Result
@@ -82,7 +81,7 @@ func cmdGCRA(c *client, args [][]byte, now time.Time) {
 		res, err = c.ks.Throttle(args[1], rate, at)
 	}
 	if err != nil {
-		c.writeError(gcraErrorText(err))
+		c.writeError(gcraError(err))
 		return
 	}
 	c.srv.stats.countDecision(c.stripe, decideGCRA, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
@@ -90,17 +89,4 @@ func cmdGCRA(c *client, args [][]byte, now time.Time) {
 		c.changed()
 	}
 	c.writeInts(res.IntsCeil())
-}
-
-// gcraErrorText maps the errors of a GCRA decision to Redis's texts: every
-// overflow, of the rate's products or of the new TAT, is one of its two.
-func gcraErrorText(err error) string {
-	switch {
-	case errors.Is(err, gcra.ErrOverflowBurst):
-		return errGCRAOverflowBurst
-	case errors.Is(err, gcra.ErrOverflowTokens), errors.Is(err, gcra.ErrOutOfRange):
-		return errGCRAOverflowTokens
-	default:
-		return storageErrorText(err)
-	}
 }

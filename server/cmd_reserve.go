@@ -32,20 +32,20 @@ func cmdReserve(c *client, args [][]byte, now time.Time) {
 		c.writeError(errPeriodNotInteger)
 		return
 	}
-	quantity, maxWait, msg := reserveOptions(args[5:])
-	if msg != "" {
-		c.writeError(msg)
+	quantity, maxWait, e := reserveOptions(args[5:])
+	if !e.none() {
+		c.writeError(e)
 		return
 	}
 	rate, err := gcra.NewRate(burst, count, period, quantity)
 	if err != nil {
-		c.writeError(throttleErrorText(err))
+		c.writeError(throttleError(err))
 		return
 	}
 	refused := c.srv.writesRefused()
 	res, stored, err := c.ks.Reserve(args[1], rate, gcra.InstantOf(now), maxWait, refused)
 	if err != nil {
-		c.writeError(throttleErrorText(err))
+		c.writeError(throttleError(err))
 		return
 	}
 	if stored {
@@ -61,8 +61,8 @@ func cmdReserve(c *client, args [][]byte, now time.Time) {
 
 // reserveOptions parses what follows CL.RESERVE's period: an optional
 // quantity (default 1), then an optional MAXWAIT milliseconds (default 0).
-// It returns the error text of the first bad one.
-func reserveOptions(opts [][]byte) (quantity int64, maxWait time.Duration, msg string) {
+// It returns the error of the first bad one.
+func reserveOptions(opts [][]byte) (quantity int64, maxWait time.Duration, e replyError) {
 	quantity = 1
 	if len(opts) > 0 && !equalFold(opts[0], "maxwait") {
 		q, ok := parseInt(opts[0])
@@ -73,7 +73,7 @@ func reserveOptions(opts [][]byte) (quantity int64, maxWait time.Duration, msg s
 	}
 	switch {
 	case len(opts) == 0:
-		return quantity, 0, ""
+		return quantity, 0, replyError{}
 	case len(opts) != 2 || !equalFold(opts[0], "maxwait"):
 		return 0, 0, errSyntax
 	}
@@ -86,5 +86,5 @@ func reserveOptions(opts [][]byte) (quantity int64, maxWait time.Duration, msg s
 	case ms > math.MaxInt64/int64(time.Millisecond):
 		return 0, 0, errOutOfRange
 	}
-	return quantity, time.Duration(ms) * time.Millisecond, ""
+	return quantity, time.Duration(ms) * time.Millisecond, replyError{}
 }

@@ -127,7 +127,7 @@ func cmdConfig(c *client, args [][]byte, _ time.Time) {
 			c.writeBulkString(params[name])
 		}
 	case equalFold(sub, "set") && len(args) >= 4:
-		c.writeError("ERR CONFIG SET is not supported by redcell: settings are command-line flags")
+		c.writeError(errConfigSet)
 	case equalFold(sub, "resetstat") && len(args) == 2:
 		c.writeOK()
 	case equalFold(sub, "get"), equalFold(sub, "set"), equalFold(sub, "resetstat"):
@@ -209,7 +209,7 @@ func cmdSlowlog(c *client, args [][]byte, _ time.Time) {
 	case equalFold(sub, "get") && len(args) <= 3:
 		if len(args) == 3 {
 			if n, ok := parseInt(args[2]); !ok || n < -1 {
-				c.writeError("ERR count should be greater than or equal to -1")
+				c.writeError(errSlowlogCount)
 				return
 			}
 		}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"time"
 
 	"redcell/gcra"
@@ -40,7 +39,7 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 	}
 	rate, err := gcra.NewRate(burst, count, period, quantity)
 	if err != nil {
-		c.writeError(throttleErrorText(err))
+		c.writeError(throttleError(err))
 		return
 	}
 	var res gcra.Result
@@ -56,7 +55,7 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		res, err = c.ks.Throttle(args[1], rate, gcra.InstantOf(now))
 	}
 	if err != nil {
-		c.writeError(throttleErrorText(err))
+		c.writeError(throttleError(err))
 		return
 	}
 	c.srv.stats.countDecision(c.stripe, decideThrottle, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
@@ -64,24 +63,4 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		c.changed()
 	}
 	c.writeInts(res.Ints())
-}
-
-// throttleErrorText maps gcra's and storage's errors to their client text.
-func throttleErrorText(err error) string {
-	switch {
-	case errors.Is(err, gcra.ErrNegativeBurst):
-		return errNegativeBurst
-	case errors.Is(err, gcra.ErrNegativeCount):
-		return errNegativeCount
-	case errors.Is(err, gcra.ErrNegativePeriod):
-		return errNegativePeriod
-	case errors.Is(err, gcra.ErrZeroRate):
-		return errZeroRate
-	case errors.Is(err, gcra.ErrNegativeQuantity):
-		return errNegativeQuantity
-	case errors.Is(err, gcra.ErrOutOfRange):
-		return errOutOfRange
-	default:
-		return storageErrorText(err)
-	}
 }

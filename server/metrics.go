@@ -7,7 +7,6 @@ import (
 	"errors"
 	"log/slog"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,7 +47,7 @@ type stats struct {
 	// lookups counts the key reads of GET, TTL, PTTL, TYPE and EXISTS:
 	// [0] found nothing, [1] found a live key.
 	lookups [2]atomic.Int64
-	// errors counts error replies by errorKind.
+	// errors counts error replies by their kind (errors.go).
 	errors [numErrorKinds]atomic.Int64
 
 	ops opsSampler
@@ -110,66 +109,14 @@ func keyWasLive(limited bool, resetAfter, increment time.Duration) bool {
 	return resetAfter > increment
 }
 
-// Error kinds, for redcell_errors_total{kind} and INFO Errorstats.
-const (
-	errKindUnknownCommand = iota // ERR unknown command or subcommand
-	errKindWrongArity            // ERR wrong number of arguments
-	errKindCommand               // any other ERR from a command: bad arguments, refused settings
-	errKindProtocol              // malformed RESP: the connection is closed
-	errKindNoAuth                // NOAUTH
-	errKindWrongPass             // WRONGPASS
-	errKindWrongType             // WRONGTYPE
-	errKindNoProto               // NOPROTO
-	errKindOther                 // any other prefix
-	numErrorKinds
-)
-
-var errorKinds = [numErrorKinds]struct{ name, prefix string }{
-	errKindUnknownCommand: {"unknown_command", "ERR"},
-	errKindWrongArity:     {"wrong_arity", "ERR"},
-	errKindCommand:        {"command", "ERR"},
-	errKindProtocol:       {"protocol", "ERR"},
-	errKindNoAuth:         {"noauth", "NOAUTH"},
-	errKindWrongPass:      {"wrongpass", "WRONGPASS"},
-	errKindWrongType:      {"wrongtype", "WRONGTYPE"},
-	errKindNoProto:        {"noproto", "NOPROTO"},
-	errKindOther:          {"other", ""},
-}
-
-// errorKind classifies an error reply by its text.
-func errorKind(msg string) int {
-	prefix, rest, _ := strings.Cut(msg, " ")
-	switch prefix {
-	case "ERR":
-		switch {
-		case strings.HasPrefix(rest, "unknown command"), strings.HasPrefix(rest, "unknown subcommand"):
-			return errKindUnknownCommand
-		case strings.HasPrefix(rest, "wrong number of arguments"):
-			return errKindWrongArity
-		case strings.HasPrefix(rest, "Protocol error"):
-			return errKindProtocol
-		}
-		return errKindCommand
-	case "NOAUTH":
-		return errKindNoAuth
-	case "WRONGPASS":
-		return errKindWrongPass
-	case "WRONGTYPE":
-		return errKindWrongType
-	case "NOPROTO":
-		return errKindNoProto
-	}
-	return errKindOther
-}
-
 // countError records one error reply. Client errors are logged at debug
 // level only: a hostile client must not be able to flood the log.
-func (c *client) countError(msg string) {
+func (c *client) countError(e replyError) {
 	s := c.srv
-	s.stats.errors[errorKind(msg)].Add(1)
+	s.stats.errors[e.kind].Add(1)
 	c.failed = true
 	if s.debug {
-		s.cfg.Logger.Debug("error reply", "client", c.addr, "id", c.id, "reply", msg)
+		s.cfg.Logger.Debug("error reply", "client", c.addr, "id", c.id, "reply", e.text)
 	}
 }
 

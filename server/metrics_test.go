@@ -45,24 +45,69 @@ func TestKeyWasLiveAgreesWithTheStore(t *testing.T) {
 }
 
 func TestErrorKind(t *testing.T) {
-	for msg, want := range map[string]int{
-		errUnknownCommand(argv("FOO", "a")):    errKindUnknownCommand,
-		errUnknownSubcommand([]byte("x"), "C"): errKindUnknownCommand,
-		errWrongArgs("get"):                    errKindWrongArity,
-		errNegativeBurst:                       errKindCommand,
-		errSyntax:                              errKindCommand,
-		resp.ErrBulkLength.Reply:               errKindProtocol,
-		errNoAuth:                              errKindNoAuth,
-		errWrongPass:                           errKindWrongPass,
-		errWrongType:                           errKindWrongType,
-		errNoProto:                             errKindNoProto,
-		"BUSY something":                       errKindOther,
-		"":                                     errKindOther,
+	for _, c := range []struct {
+		err  replyError
+		want errKind
+	}{
+		{errUnknownCommand(argv("FOO", "a")), errKindUnknownCommand},
+		{errUnknownSubcommand([]byte("x"), "C"), errKindUnknownCommand},
+		{errSubcommandSyntax([]byte("x"), "C"), errKindUnknownCommand},
+		{errWrongArgs("get"), errKindWrongArity},
+		{errNegativeBurst, errKindCommand},
+		{errSyntax, errKindCommand},
+		{errHelloProto, errKindCommand},
+		{errNoAuth, errKindNoAuth},
+		{errWrongPass, errKindWrongPass},
+		{errWrongType, errKindWrongType},
+		{errNoProto, errKindNoProto},
+		{errExecAbort, errKindOther},
+		{errMisconf, errKindOther},
+		{errOOM, errKindOther},
 	} {
-		if got := errorKind(msg); got != want {
-			t.Errorf("errorKind(%q) = %s want %s", msg, errorKinds[got].name, errorKinds[want].name)
+		if c.err.kind != c.want {
+			t.Errorf("%q: kind %s want %s", c.err.text, errorKinds[c.err.kind].name, errorKinds[c.want].name)
 		}
 	}
+}
+
+// Error replies are counted by the kind they carry, and input the reader
+// refuses as a protocol error when its connection ends.
+func TestErrorsCountedByKind(t *testing.T) {
+	for i, c := range []struct {
+		pass string
+		args [][]string
+		want errKind
+	}{
+		{"", [][]string{{"FOO", "a"}}, errKindUnknownCommand},
+		{"", [][]string{{"CLIENT", "FROB"}}, errKindUnknownCommand},
+		{"", [][]string{{"CLIENT", "PAUSE", "1", "2", "3"}}, errKindUnknownCommand},
+		{"", [][]string{{"GET"}}, errKindWrongArity},
+		{"", [][]string{{"CLIENT", "ID", "x"}}, errKindWrongArity},
+		{"", [][]string{{"CL.THROTTLE", "k", "-1", "1", "1"}}, errKindCommand},
+		{"", [][]string{{"HELLO", "x"}}, errKindCommand},
+		{"pw", [][]string{{"GET", "k"}}, errKindNoAuth},
+		{"pw", [][]string{{"AUTH", "nope"}}, errKindWrongPass},
+		{"", [][]string{{"CL.WINDOW", "w", "1", "10"}, {"GET", "w"}}, errKindWrongType},
+		{"", [][]string{{"HELLO", "4"}}, errKindNoProto},
+		{"", [][]string{{"MULTI"}, {"GET"}, {"EXEC"}}, errKindOther},
+	} {
+		tc := newTestClient(t, Config{RequirePass: c.pass})
+		for _, args := range c.args {
+			tc.do(args...)
+		}
+		got := tc.srv.counters().errors
+		var want [numErrorKinds]int64
+		want[c.want] = 1
+		if c.want == errKindOther {
+			want[errKindWrongArity] = 1 // GET inside MULTI
+		}
+		if got != want {
+			t.Errorf("case %d %q: errors by kind %v want %v", i, c.args, got, want)
+		}
+	}
+	tc := newTestClient(t, Config{})
+	tc.srv.connectionEnded(tc.c, resp.ErrBulkLength)
+	require.Equal(t, int64(1), tc.srv.counters().errors[errKindProtocol])
 }
 
 // A duration lands in the first bucket whose bound it does not exceed, as

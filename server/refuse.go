@@ -57,6 +57,6 @@ func reject(cn connection) bool {
 	if !ok {
 		return false
 	}
-	c.refusal = errMaxClients
+	c.refusal = errMaxClients.text
 	return true
 }

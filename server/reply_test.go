@@ -97,7 +97,7 @@ func TestRepliesFollowTheProtocol(t *testing.T) {
 // does for errors that echo user input.
 func TestWriteErrorKeepsOneLine(t *testing.T) {
 	tc := newTestClient(t, Config{})
-	tc.c.writeError("ERR bad\r\nthing\rhere\n")
+	tc.c.writeError(commandError("ERR bad\r\nthing\rhere\n"))
 	require.Equal(t, "-ERR bad  thing here \r\n", tc.conn.take())
 }
 
@@ -128,4 +128,4 @@ func runSteps(t *testing.T, cfg Config, steps []step) *testClient {
 }
 
 // errReply is the wire form of an error reply.
-func errReply(msg string) string { return "-" + msg + "\r\n" }
+func errReply(e replyError) string { return "-" + e.text + "\r\n" }
