@@ -212,3 +212,11 @@ func cmdFlush(c *client, args [][]byte, _ time.Time) {
 	c.changed()
 	c.writeOK()
 }
+
+// lookupKey is Keyspace.Get counted as a keyspace hit or miss: when the key
+// expires (a TAT key's TAT) and its kind.
+func (c *client) lookupKey(key []byte, now gcra.Instant) (gcra.Instant, storage.Kind, bool) {
+	exp, kind, ok := c.ks.Get(key, now)
+	c.srv.stats.countLookup(ok)
+	return exp, kind, ok
+}

@@ -38,7 +38,7 @@ type command struct {
 
 	run func(c *client, args [][]byte, now time.Time)
 
-	// stats count the command's calls for INFO and /metrics (metrics.go).
+	// stats count the command's calls for INFO and /metrics (stats.go).
 	stats *cmdStats
 }
 

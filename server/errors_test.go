@@ -137,3 +137,29 @@ func TestReplyErrorNone(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorKind(t *testing.T) {
+	for _, c := range []struct {
+		err  replyError
+		want errKind
+	}{
+		{errUnknownCommand(argv("FOO", "a")), errKindUnknownCommand},
+		{errUnknownSubcommand([]byte("x"), "C"), errKindUnknownCommand},
+		{errSubcommandSyntax([]byte("x"), "C"), errKindUnknownCommand},
+		{errWrongArgs("get"), errKindWrongArity},
+		{errNegativeBurst, errKindCommand},
+		{errSyntax, errKindCommand},
+		{errHelloProto, errKindCommand},
+		{errNoAuth, errKindNoAuth},
+		{errWrongPass, errKindWrongPass},
+		{errWrongType, errKindWrongType},
+		{errNoProto, errKindNoProto},
+		{errExecAbort, errKindOther},
+		{errMisconf, errKindOther},
+		{errOOM, errKindOther},
+	} {
+		if c.err.kind != c.want {
+			t.Errorf("%q: kind %s want %s", c.err.text, errorKinds[c.err.kind].name, errorKinds[c.want].name)
+		}
+	}
+}

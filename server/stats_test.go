@@ -1,14 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 
 	"redcell/gcra"
@@ -42,32 +39,6 @@ func TestKeyWasLiveAgreesWithTheStore(t *testing.T) {
 	}
 	require.Greater(t, hits, 1000, "the traffic exercises both cases")
 	require.Greater(t, misses, 1000, "the traffic exercises both cases")
-}
-
-func TestErrorKind(t *testing.T) {
-	for _, c := range []struct {
-		err  replyError
-		want errKind
-	}{
-		{errUnknownCommand(argv("FOO", "a")), errKindUnknownCommand},
-		{errUnknownSubcommand([]byte("x"), "C"), errKindUnknownCommand},
-		{errSubcommandSyntax([]byte("x"), "C"), errKindUnknownCommand},
-		{errWrongArgs("get"), errKindWrongArity},
-		{errNegativeBurst, errKindCommand},
-		{errSyntax, errKindCommand},
-		{errHelloProto, errKindCommand},
-		{errNoAuth, errKindNoAuth},
-		{errWrongPass, errKindWrongPass},
-		{errWrongType, errKindWrongType},
-		{errNoProto, errKindNoProto},
-		{errExecAbort, errKindOther},
-		{errMisconf, errKindOther},
-		{errOOM, errKindOther},
-	} {
-		if c.err.kind != c.want {
-			t.Errorf("%q: kind %s want %s", c.err.text, errorKinds[c.err.kind].name, errorKinds[c.want].name)
-		}
-	}
 }
 
 // Error replies are counted by the kind they carry, and input the reader
@@ -203,58 +174,6 @@ func TestCommandAccounting(t *testing.T) {
 }
 
 func bulkString(s string) string { return "$" + itoa(int64(len(s))) + "\r\n" + s + "\r\n" }
-
-// The collector exposes the same counters in Prometheus's text format.
-func TestCollector(t *testing.T) {
-	tc := newTestClient(t, Config{})
-	tc.do("CL.THROTTLE", "k", "1", "1", "1")
-	tc.do("CL.THROTTLE", "k", "1", "1", "1")
-	tc.do("CL.THROTTLE", "k", "1", "1", "1")
-	tc.do("CL.THROTTLE", "k", "x", "1", "1")
-	tc.do("FOO")
-
-	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(tc.srv.Collector()))
-	text := gatherText(t, reg)
-	for _, line := range []string{
-		`redcell_decisions_total{cmd="cl.throttle",result="allowed"} 2`,
-		`redcell_decisions_total{cmd="cl.throttle",result="limited"} 1`,
-		`redcell_keyspace_hits_total 2`,
-		`redcell_keyspace_misses_total 1`,
-		`redcell_commands_total{cmd="cl.throttle"} 4`,
-		`redcell_commands_failed_total{cmd="cl.throttle"} 1`,
-		`redcell_commands_rejected_total{cmd="cl.throttle"} 0`,
-		`redcell_errors_total{kind="command"} 1`,
-		`redcell_errors_total{kind="unknown_command"} 1`,
-		`redcell_errors_total{kind="noauth"} 0`,
-		`redcell_command_duration_seconds_bucket{cmd="cl.throttle",le="2.5e-07"} 4`,
-		`redcell_command_duration_seconds_bucket{cmd="cl.throttle",le="+Inf"} 4`,
-		`redcell_command_duration_seconds_count{cmd="cl.throttle"} 4`,
-		`redcell_keys 1`,
-		`redcell_expired_keys_total 0`,
-		`redcell_connected_clients 1`,
-		`redcell_connections_received_total 1`,
-		`redcell_rejected_connections_total 0`,
-		`redcell_pending_changes 0`,
-	} {
-		require.Contains(t, text, "\n"+line+"\n")
-	}
-	require.NotContains(t, text, `cmd="foo"`, "unknown commands have no series")
-	require.NotContains(t, text, `cmd="ping"`, "commands never called have no series")
-}
-
-func gatherText(t *testing.T, g prometheus.Gatherer) string {
-	t.Helper()
-	families, err := g.Gather()
-	require.NoError(t, err)
-	var b bytes.Buffer
-	b.WriteString("\n")
-	for _, mf := range families {
-		_, err := expfmt.MetricFamilyToText(&b, mf)
-		require.NoError(t, err)
-	}
-	return b.String()
-}
 
 // On the real clock every command's duration is measured: the time from
 // dispatch to the buffered reply.
