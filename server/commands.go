@@ -2,6 +2,7 @@ package server
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -54,8 +55,8 @@ func (cmd *command) arityOK(n int) bool {
 
 // commandTable registers every command redcell serves. Handlers live in one
 // file per family: cmd_throttle.go, cmd_gcra.go, cmd_reserve.go,
-// cmd_window.go, cmd_keys.go, cmd_conn.go, cmd_server.go, cmd_object.go,
-// cmd_multi.go, monitor.go.
+// cmd_window.go, cmd_keys.go, cmd_conn.go, cmd_client.go, cmd_server.go,
+// cmd_object.go, cmd_multi.go, monitor.go.
 func commandTable() map[string]*command {
 	list := []*command{
 		// cmd_throttle.go
@@ -115,7 +116,7 @@ func commandTable() map[string]*command {
 		{name: "flushall", arity: -1, maxArgs: 2, flags: []string{"write"}, acl: []string{"@keyspace", "@write", "@slow", "@dangerous"},
 			group: "server", since: "1.0.0", complexity: "O(N) where N is the number of keys", summary: "Removes every key.", run: cmdFlush},
 
-		// cmd_conn.go
+		// cmd_conn.go, cmd_client.go
 		{name: "ping", arity: -1, maxArgs: 2, flags: []string{"fast"}, acl: []string{"@fast", "@connection"},
 			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the server's liveliness response.", run: cmdPing},
 		{name: "echo", arity: 2, flags: []string{"fast"}, acl: []string{"@fast", "@connection"},
@@ -188,4 +189,18 @@ func commandTable() map[string]*command {
 		}
 	}
 	return table
+}
+
+// noteSubcommand records a container's subcommand as the connection's last
+// command, so CLIENT LIST shows cmd=client|info as Redis 7 does.
+func (c *client) noteSubcommand(parent *command, sub []byte) {
+	if parent == nil {
+		return
+	}
+	for _, spec := range parent.subcommands {
+		if equalFold(sub, strings.TrimPrefix(spec.name, parent.name+"|")) {
+			c.lastCmd.Store(spec)
+			return
+		}
+	}
 }
