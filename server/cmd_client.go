@@ -8,6 +8,64 @@ import (
 	"time"
 )
 
+// clientFamily is CLIENT, for the command table (commands.go): a container
+// whose subcommands are entries of their own, with Redis 7.2's arity, flags,
+// summary and version, and their handlers below (PAUSE's in pause.go):
+//
+//	CLIENT ID | GETNAME | SETNAME name | SETINFO LIB-NAME|LIB-VER value |
+//	INFO | LIST [TYPE type | ID id ...] | NO-EVICT on|off | NO-TOUCH on|off |
+//	KILL ... | PAUSE timeout [WRITE|ALL] | UNPAUSE | HELP | TRACKING ...
+func clientFamily() []*command {
+	return []*command{
+		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, acl: []string{"@slow", "@connection"},
+			group: "connection", since: "2.4.0", complexity: "Depends on subcommand.", summary: "A container for client connection commands.",
+			subcommands: []*command{
+				clientSubcommand("id", 2, "5.0.0", "Returns the unique client ID of the connection.", "O(1)", cmdClientID),
+				clientSubcommand("getname", 2, "2.6.9", "Returns the name of the connection.", "O(1)", cmdClientGetname),
+				clientSubcommand("setname", 3, "2.6.9", "Sets the connection name.", "O(1)", cmdClientSetname),
+				clientSubcommand("setinfo", 4, "7.2.0", "Sets information specific to the client or connection.", "O(1)", cmdClientSetinfo),
+				clientSubcommand("info", 2, "6.2.0", "Returns information about the connection.", "O(1)", cmdClientInfo),
+				clientAdminSubcommand("list", -2, "2.4.0", "Lists open connections.", "O(N) where N is the number of client connections", cmdClientList),
+				clientAdminSubcommand("no-evict", 3, "7.0.0", "Sets the client eviction mode of the connection.", "O(1)", cmdClientNoEvict),
+				clientSubcommand("no-touch", 3, "7.2.0", "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "O(1)", cmdClientNoEvict),
+				clientTracking(),
+				clientSubcommand("help", 2, "5.0.0", "Returns helpful text about the different subcommands.", "O(1)", cmdClientHelp),
+				clientAdminSubcommand("kill", -3, "2.4.0", "Terminates open connections.", "O(N) where N is the number of client connections", cmdClientKill),
+				clientAdminSubcommand("pause", -3, "3.0.0", "Suspends commands processing.", "O(1)", cmdClientPause),
+				clientAdminSubcommand("unpause", 2, "6.2.0", "Resumes processing commands from paused clients.", "O(N) Where N is the number of paused clients", cmdClientUnpause),
+			}},
+	}
+}
+
+// clientSubcommand describes one of CLIENT's subcommands.
+func clientSubcommand(name string, arity int, since, summary, complexity string, run func(*client, [][]byte, time.Time)) *command {
+	flags := []string{"noscript", "loading", "stale"}
+	if name == "help" {
+		flags = []string{"loading", "stale"}
+	}
+	return &command{name: "client|" + name, arity: arity, flags: flags, acl: []string{"@slow", "@connection"},
+		group: "connection", since: since, summary: summary, complexity: complexity, run: run}
+}
+
+// clientAdminSubcommand describes one of CLIENT's admin subcommands: as in
+// Redis, they are not shown to MONITOR.
+func clientAdminSubcommand(name string, arity int, since, summary, complexity string, run func(*client, [][]byte, time.Time)) *command {
+	cmd := clientSubcommand(name, arity, since, summary, complexity, run)
+	cmd.flags = []string{"admin", "noscript", "loading", "stale"}
+	cmd.acl = []string{"@admin", "@slow", "@dangerous", "@connection"}
+	return cmd
+}
+
+// clientTracking describes CLIENT TRACKING, which redcell refuses however
+// it is called: a client that turns caching on needs to know why it cannot.
+func clientTracking() *command {
+	cmd := clientSubcommand("tracking", -3, "6.0.0", "Controls server-assisted client-side caching for the connection.",
+		"O(1). Some options may introduce additional complexity.",
+		func(c *client, _ [][]byte, _ time.Time) { c.writeError(errTracking) })
+	cmd.anyArity = true
+	return cmd
+}
+
 // validClientName is Redis's rule for client names and library names and
 // versions: printable ASCII without spaces.
 func validClientName(name []byte) bool {
@@ -28,87 +86,89 @@ func (c *client) setName(name []byte) {
 	c.name.Store(&s)
 }
 
-// CLIENT ID | GETNAME | SETNAME name | SETINFO LIB-NAME|LIB-VER value |
-// INFO | LIST [TYPE type | ID id ...] | NO-EVICT on|off | NO-TOUCH on|off |
-// KILL ... | PAUSE timeout [WRITE|ALL] | UNPAUSE | HELP | TRACKING ...
-func cmdClient(c *client, args [][]byte, now time.Time) {
-	sub := args[1]
-	c.noteSubcommand(c.srv.commands["client"], sub)
-	switch {
-	case equalFold(sub, "help") && len(args) == 2:
-		c.writeHelp(clientHelp)
-	case equalFold(sub, "kill") && len(args) >= 3:
-		c.clientKill(args, now)
-	case equalFold(sub, "pause") && (len(args) == 3 || len(args) == 4):
-		c.clientPause(args, now)
-	case equalFold(sub, "pause") && len(args) > 4:
-		c.writeError(errSubcommandSyntax(sub, "CLIENT"))
-	case equalFold(sub, "unpause") && len(args) == 2:
-		c.srv.unpause()
-		c.writeOK()
-	case equalFold(sub, "id") && len(args) == 2:
-		c.writeInt(c.id)
-	case equalFold(sub, "getname") && len(args) == 2:
-		if name := c.name.Load(); name != nil {
-			c.writeBulkString(*name)
-		} else {
-			c.writeNull()
-		}
-	case equalFold(sub, "setname") && len(args) == 3:
-		if !validClientName(args[2]) {
-			c.writeError(errClientName)
-			return
-		}
-		c.setName(args[2])
-		c.writeOK()
-	case equalFold(sub, "setinfo") && len(args) == 4:
-		// As Redis: an unknown attribute is reported before a bad value.
-		var dst *atomic.Pointer[string]
-		switch {
-		case equalFold(args[2], "lib-name"):
-			dst = &c.libName
-		case equalFold(args[2], "lib-ver"):
-			dst = &c.libVersion
-		default:
-			c.writeError(errSetinfoOption(args[2]))
-			return
-		}
-		if !validClientName(args[3]) {
-			c.writeError(errSetinfoValue(args[2]))
-			return
-		}
-		val := string(args[3])
-		dst.Store(&val)
-		c.writeOK()
-	case equalFold(sub, "info") && len(args) == 2:
-		c.writeVerbatim(c.info(now) + "\n")
-	case equalFold(sub, "list"):
-		clients, e := c.listClients(args[2:])
-		if !e.none() {
-			c.writeError(e)
-			return
-		}
-		var b strings.Builder
-		for _, other := range clients {
-			b.WriteString(other.info(now))
-			b.WriteByte('\n')
-		}
-		c.writeVerbatim(b.String())
-	case (equalFold(sub, "no-evict") || equalFold(sub, "no-touch")) && len(args) == 3:
-		if !equalFold(args[2], "on") && !equalFold(args[2], "off") {
-			c.writeError(errSyntax)
-			return
-		}
-		c.writeOK()
-	case equalFold(sub, "tracking"):
-		c.writeError(errTracking)
-	default:
-		if isClientSubcommand(sub) {
-			c.writeError(errWrongArgs("client|" + strings.ToLower(string(sub))))
-			return
-		}
-		c.writeError(errUnknownSubcommand(sub, "CLIENT"))
+// CLIENT HELP
+func cmdClientHelp(c *client, _ [][]byte, _ time.Time) { c.writeHelp(clientHelp) }
+
+// CLIENT UNPAUSE
+func cmdClientUnpause(c *client, _ [][]byte, _ time.Time) {
+	c.srv.unpause()
+	c.writeOK()
+}
+
+// CLIENT ID
+func cmdClientID(c *client, _ [][]byte, _ time.Time) { c.writeInt(c.id) }
+
+// CLIENT GETNAME
+func cmdClientGetname(c *client, _ [][]byte, _ time.Time) {
+	if name := c.name.Load(); name != nil {
+		c.writeBulkString(*name)
+	} else {
+		c.writeNull()
 	}
+}
+
+// CLIENT SETNAME name
+func cmdClientSetname(c *client, args [][]byte, _ time.Time) {
+	if !validClientName(args[2]) {
+		c.writeError(errClientName)
+		return
+	}
+	c.setName(args[2])
+	c.writeOK()
+}
+
+// CLIENT SETINFO LIB-NAME|LIB-VER value
+//
+// As Redis: an unknown attribute is reported before a bad value.
+func cmdClientSetinfo(c *client, args [][]byte, _ time.Time) {
+	var dst *atomic.Pointer[string]
+	switch {
+	case equalFold(args[2], "lib-name"):
+		dst = &c.libName
+	case equalFold(args[2], "lib-ver"):
+		dst = &c.libVersion
+	default:
+		c.writeError(errSetinfoOption(args[2]))
+		return
+	}
+	if !validClientName(args[3]) {
+		c.writeError(errSetinfoValue(args[2]))
+		return
+	}
+	val := string(args[3])
+	dst.Store(&val)
+	c.writeOK()
+}
+
+// CLIENT INFO
+func cmdClientInfo(c *client, _ [][]byte, now time.Time) { c.writeVerbatim(c.info(now) + "\n") }
+
+// CLIENT LIST [TYPE type | ID id ...]
+func cmdClientList(c *client, args [][]byte, now time.Time) {
+	clients, e := c.listClients(args[2:])
+	if !e.none() {
+		c.writeError(e)
+		return
+	}
+	var b strings.Builder
+	for _, other := range clients {
+		b.WriteString(other.info(now))
+		b.WriteByte('\n')
+	}
+	c.writeVerbatim(b.String())
+}
+
+// CLIENT NO-EVICT on|off
+// CLIENT NO-TOUCH on|off
+//
+// Accepted and changes nothing: redcell evicts no client and keeps no
+// access clock per key.
+func cmdClientNoEvict(c *client, args [][]byte, _ time.Time) {
+	if !equalFold(args[2], "on") && !equalFold(args[2], "off") {
+		c.writeError(errSyntax)
+		return
+	}
+	c.writeOK()
 }
 
 // listClients selects the connections CLIENT LIST [TYPE type | ID id ...]
@@ -146,59 +206,6 @@ func (c *client) listClients(opts [][]byte) ([]*client, replyError) {
 	default:
 		return nil, errSyntax
 	}
-}
-
-// clientSubcommandList is CLIENT's subcommands, as COMMAND describes them
-// (Redis 7.2's arity, flags, summary and version for each).
-var clientSubcommandList = []struct {
-	name           string
-	arity          int
-	admin          bool
-	since, summary string
-	complexity     string
-}{
-	{"id", 2, false, "5.0.0", "Returns the unique client ID of the connection.", "O(1)"},
-	{"getname", 2, false, "2.6.9", "Returns the name of the connection.", "O(1)"},
-	{"setname", 3, false, "2.6.9", "Sets the connection name.", "O(1)"},
-	{"setinfo", 4, false, "7.2.0", "Sets information specific to the client or connection.", "O(1)"},
-	{"info", 2, false, "6.2.0", "Returns information about the connection.", "O(1)"},
-	{"list", -2, true, "2.4.0", "Lists open connections.", "O(N) where N is the number of client connections"},
-	{"no-evict", 3, true, "7.0.0", "Sets the client eviction mode of the connection.", "O(1)"},
-	{"no-touch", 3, false, "7.2.0", "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "O(1)"},
-	{"tracking", -3, false, "6.0.0", "Controls server-assisted client-side caching for the connection.", "O(1). Some options may introduce additional complexity."},
-	{"help", 2, false, "5.0.0", "Returns helpful text about the different subcommands.", "O(1)"},
-	{"kill", -3, true, "2.4.0", "Terminates open connections.", "O(N) where N is the number of client connections"},
-	{"pause", -3, true, "3.0.0", "Suspends commands processing.", "O(1)"},
-	{"unpause", 2, true, "6.2.0", "Resumes processing commands from paused clients.", "O(N) Where N is the number of paused clients"},
-}
-
-func isClientSubcommand(sub []byte) bool {
-	for _, s := range clientSubcommandList {
-		if equalFold(sub, s.name) {
-			return true
-		}
-	}
-	return false
-}
-
-// clientSubcommands describes CLIENT's subcommands for COMMAND. The admin
-// ones are not shown to MONITOR, as in Redis.
-func clientSubcommands() []*command {
-	out := make([]*command, 0, len(clientSubcommandList))
-	for _, s := range clientSubcommandList {
-		cmd := &command{name: "client|" + s.name, arity: s.arity,
-			flags: []string{"noscript", "loading", "stale"}, acl: []string{"@slow", "@connection"},
-			group: "connection", since: s.since, summary: s.summary, complexity: s.complexity}
-		switch {
-		case s.admin:
-			cmd.flags = []string{"admin", "noscript", "loading", "stale"}
-			cmd.acl = []string{"@admin", "@slow", "@dangerous", "@connection"}
-		case s.name == "help":
-			cmd.flags = []string{"loading", "stale"}
-		}
-		out = append(out, cmd)
-	}
-	return out
 }
 
 // clientHelp is Redis 7's CLIENT HELP, without the subcommands redcell does
@@ -259,7 +266,7 @@ var clientHelp = []string{
 // new form answers how many connections it killed and, unless SKIPME no,
 // spares the caller. Another connection is killed by closing its socket
 // (client.kill); the caller, after its reply.
-func (c *client) clientKill(args [][]byte, now time.Time) {
+func cmdClientKill(c *client, args [][]byte, now time.Time) {
 	f := killFilter{skipMe: true}
 	oldForm := len(args) == 3
 	if oldForm {

@@ -7,6 +7,17 @@ import (
 	"redcell/gcra"
 )
 
+// reserveFamily is CL.RESERVE, for the command table (commands.go).
+func reserveFamily() []*command {
+	return []*command{
+		{name: "cl.reserve", arity: -5, maxArgs: 8, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
+			group: "generic", since: "0.1.0", complexity: "O(1)",
+			summary: "Reserves the next slot of a key's rate and returns how long to wait before acting, up to MAXWAIT milliseconds.",
+			run:     cmdReserve},
+	}
+}
+
 // CL.RESERVE key max_burst count period [quantity] [MAXWAIT milliseconds]
 //
 // The leaky bucket as a queue: CL.THROTTLE's arguments and TAT, but a call

@@ -6,6 +6,17 @@ import (
 	"redcell/gcra"
 )
 
+// throttleFamily is CL.THROTTLE, for the command table (commands.go).
+func throttleFamily() []*command {
+	return []*command{
+		{name: "cl.throttle", arity: -5, maxArgs: 6, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
+			group: "generic", since: "0.1.0", complexity: "O(1)",
+			summary: "Rate-limits a key by GCRA and returns limited, limit, remaining, retry_after and reset_after, as redis-cell does.",
+			run:     cmdThrottle},
+	}
+}
+
 // CL.THROTTLE key max_burst count period [quantity]
 //
 // The hot path: parse four integers without allocating, read the clock once

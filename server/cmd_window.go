@@ -7,6 +7,17 @@ import (
 	"redcell/window"
 )
 
+// windowFamily is CL.WINDOW, for the command table (commands.go).
+func windowFamily() []*command {
+	return []*command{
+		{name: "cl.window", arity: -4, maxArgs: 7, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
+			group: "generic", since: "0.1.0", complexity: "O(1) with PRECISION m, O(N) for the N entries of an exact log",
+			summary: "Allows at most limit actions in any window seconds: an exact sliding log, or sub-window counters with PRECISION.",
+			run:     cmdWindow},
+	}
+}
+
 // CL.WINDOW key limit window [quantity] [PRECISION m]
 //
 // At most limit actions in any window seconds: an exact sliding log

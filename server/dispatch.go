@@ -159,5 +159,5 @@ func (s *Server) lookup(name []byte) *command {
 		}
 		buf[i] = ch
 	}
-	return s.commands[string(buf[:len(name)])]
+	return s.commands.byName[string(buf[:len(name)])]
 }

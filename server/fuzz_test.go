@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sort"
 	"strconv"
 	"sync"
 	"testing"
@@ -172,10 +171,9 @@ func replyLen(b []byte) (int, error) {
 // fuzzCommandNames are the commands FuzzCommands picks from.
 var fuzzCommandNames = func() []string {
 	var names []string
-	for name := range commandTable() {
-		names = append(names, name)
+	for _, cmd := range newCommandTable().sorted {
+		names = append(names, cmd.name)
 	}
-	sort.Strings(names)
 	return names
 }()
 

@@ -22,6 +22,14 @@ import (
 // command path pays: with no monitor, nothing but the load of Server.hooks
 // in dispatch; with monitors, one line built per command and copied to each.
 
+// monitorFamily is MONITOR, for the command table (commands.go).
+func monitorFamily() []*command {
+	return []*command{
+		{name: "monitor", arity: 1, flags: []string{"admin", "noscript", "loading", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},
+			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Listens for all requests received by the server in real-time.", run: cmdMonitor},
+	}
+}
+
 // monitor is one monitoring client's feed. Once a client monitors, its own
 // replies go through the feed too (conn.flush), so that they and its lines
 // reach it in order, written by one goroutine.

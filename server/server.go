@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"runtime"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -94,8 +93,8 @@ type Server struct {
 	store    *storage.Store
 	now      func() time.Time
 	started  time.Time
-	commands map[string]*command
-	limits   Limits // cfg.Limits with the defaults filled in
+	commands commandTable // commands.go
+	limits   Limits       // cfg.Limits with the defaults filled in
 	// outputTotal counts the replies waiting for all clients against
 	// Limits.MaxOutputTotal (conn.room).
 	outputTotal outputTotal
@@ -118,12 +117,11 @@ type Server struct {
 	authFails *authLimiter // failed AUTH attempts by address: authlimit.go
 
 	// Counters and how they are kept: stats.go.
-	stats       stats
-	commandList []*command // the table's commands, by name
-	timed       bool       // the clock is the real one: measure durations
-	debug       bool       // the logger takes debug records
-	runID       string     // random per start, as Redis's run_id
-	peakMemory  atomic.Int64
+	stats      stats
+	timed      bool   // the clock is the real one: measure durations
+	debug      bool   // the logger takes debug records
+	runID      string // random per start, as Redis's run_id
+	peakMemory atomic.Int64
 }
 
 // New returns a Server serving store. Call Serve to accept connections.
@@ -151,12 +149,7 @@ func New(cfg Config, store *storage.Store) *Server {
 		debug: cfg.Logger.Enabled(context.Background(), slog.LevelDebug),
 	}
 	s.started = s.now()
-	s.commands = commandTable()
-	s.commandList = make([]*command, 0, len(s.commands))
-	for _, cmd := range s.commands {
-		s.commandList = append(s.commandList, cmd)
-	}
-	sort.Slice(s.commandList, func(i, j int) bool { return s.commandList[i].name < s.commandList[j].name })
+	s.commands = newCommandTable()
 	s.limits = cfg.Limits.withDefaults()
 	s.outputTotal.limit = s.limits.MaxOutputTotal
 	return s

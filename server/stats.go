@@ -297,7 +297,7 @@ func (s *Server) startSampler() (stop func()) {
 // are not counted.
 func (s *Server) commandsProcessed() int64 {
 	var n int64
-	for _, cmd := range s.commandList {
+	for _, cmd := range s.commands.sorted {
 		n += cmd.stats.latencySnapshot().count
 	}
 	return n
@@ -314,7 +314,7 @@ type commandStat struct {
 // refused, in the command table's order.
 func (s *Server) commandStats() []commandStat {
 	var out []commandStat
-	for _, cmd := range s.commandList {
+	for _, cmd := range s.commands.sorted {
 		cs := commandStat{
 			name:     cmd.name,
 			latency:  cmd.stats.latencySnapshot(),

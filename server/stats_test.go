@@ -186,7 +186,7 @@ func TestDurationsOnTheRealClock(t *testing.T) {
 		srv.handle(conn, redconCommand(argv("CL.THROTTLE", "k", "100", "10", "1")))
 	}
 	elapsed := time.Since(before)
-	hs := srv.commands["cl.throttle"].stats.latencySnapshot()
+	hs := srv.commands.byName["cl.throttle"].stats.latencySnapshot()
 	require.Equal(t, int64(10), hs.count)
 	require.Greater(t, hs.sum, time.Duration(0))
 	require.LessOrEqual(t, hs.sum, elapsed, "the measured durations fit inside the loop")
