@@ -15,8 +15,9 @@ import (
 )
 
 // connection is what the server needs of a client connection: the reply
-// writers, its closing, and where it comes from. conn is the real one;
-// tests use fakeConn.
+// writers, its sending and closing, where it comes from, and the client
+// served on it. conn is the real one; tests use fakeConn, which has no
+// network.
 type connection interface {
 	WriteError(msg string)
 	WriteString(s string)
@@ -37,8 +38,25 @@ type connection interface {
 	Abort()
 	RemoteAddr() string
 	NetConn() net.Conn // nil without a network (tests)
-	Context() any
-	SetContext(v any)
+
+	// client is the client accept attached with setClient; nil before.
+	client() *client
+	setClient(cl *client)
+	// flush sends the replies queued so far, now.
+	flush() error
+	// drop discards the queued replies and closes the connection: nothing
+	// of the batch is sent.
+	drop()
+	// refuseLater arranges for the connection's own goroutine to answer
+	// reply as an error and close the connection, before it reads anything
+	// (reject). It reports false if the connection has no such goroutine:
+	// the caller closes it.
+	refuseLater(reply string) bool
+	// startFeed hands the connection's writing over to m, once a client
+	// monitors: the replies queued so far are m's first bytes, and every
+	// later batch goes to m in turn. It returns the writer m sends with.
+	// Only a connection with a network (NetConn) can be fed.
+	startFeed(m *monitor) io.Writer
 }
 
 // conn is one client connection. Its loop (serveConn) reads commands with a
@@ -61,7 +79,7 @@ type conn struct {
 	nc   net.Conn // the socket, TLS or not
 	rd   *resp.Reader
 	addr string
-	ctx  any
+	cl   *client // set by accept; nil on a connection refused at accept
 
 	// idle is Limits.IdleTimeout (0: none); readAt and cmdStart are kept
 	// under it only: timeout.go.
@@ -191,7 +209,7 @@ func (s *Server) runConn(c *conn) error {
 // are answered, then the refusal is sent and the connection closed, as
 // Redis answers what it read before a protocol error.
 func (s *Server) runBatch(c *conn) error {
-	cl := c.ctx.(*client) // set by accept; a rejected conn is refused before it reads
+	cl := c.cl // set by accept; a rejected conn is refused before it reads
 	now := s.now()
 	var refused error
 	args := c.pending
@@ -315,7 +333,7 @@ func (c *conn) makeRoom(n int) bool {
 }
 
 func (c *conn) refuseOutput(msg string, limit int64) {
-	if cl, ok := c.ctx.(*client); ok {
+	if cl := c.cl; cl != nil {
 		cl.closing = true
 		cl.srv.cfg.Logger.Warn(msg, "addr", cl.addr, "id", cl.id, "limit", limit)
 	}
@@ -388,10 +406,10 @@ func (c *conn) Abort() {
 	}
 }
 
-func (c *conn) RemoteAddr() string { return c.addr }
-func (c *conn) NetConn() net.Conn  { return c.nc }
-func (c *conn) Context() any       { return c.ctx }
-func (c *conn) SetContext(v any)   { c.ctx = v }
+func (c *conn) RemoteAddr() string   { return c.addr }
+func (c *conn) NetConn() net.Conn    { return c.nc }
+func (c *conn) client() *client      { return c.cl }
+func (c *conn) setClient(cl *client) { c.cl = cl }
 
 // The writers append redcon's encoding of a reply to out.
 

@@ -9,7 +9,7 @@ import (
 // handle dispatches one command read on its own, at the clock's current
 // reading.
 func (s *Server) handle(conn connection, cmd redcon.Command) {
-	s.dispatch(conn.Context().(*client), cmd.Args, s.now())
+	s.dispatch(conn.client(), cmd.Args, s.now())
 }
 
 // dispatch runs one command at now: look it up, check arity, then
@@ -87,8 +87,8 @@ func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time
 	}
 	end := s.execute(c, spec, args, now)
 	if s.hooks.Load()&hookMonitor != 0 {
-		if cn, ok := c.conn.(*conn); ok && c.mon != nil {
-			_ = cn.flush() // a monitor gets its reply before its command's line, as from Redis
+		if c.mon != nil {
+			_ = c.conn.flush() // a monitor gets its reply before its command's line, as from Redis
 		}
 		s.feedMonitors(c, args, now)
 	}
@@ -123,11 +123,7 @@ func (s *Server) syncBeforeReply(c *client) {
 	if err := s.cfg.Persistence.Sync(); err != nil {
 		s.logError("durable write failed; closing the connection unacknowledged", err)
 		c.closing = true
-		if cn, ok := c.conn.(*conn); ok {
-			cn.drop()
-		} else {
-			c.conn.Close()
-		}
+		c.conn.drop()
 	}
 }
 

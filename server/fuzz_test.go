@@ -247,7 +247,7 @@ func FuzzCommands(f *testing.F) {
 		if !srv.accept(conn) {
 			t.Fatal("not accepted")
 		}
-		c := conn.Context().(*client)
+		c := conn.client()
 		c.authed = true
 		for _, args := range decodeFuzzCommands(data) {
 			if a := args[0]; len(a) > 2 && a[0] == '@' && a[1] == '+' {

@@ -201,13 +201,13 @@ func (s *Server) accept(conn connection) bool {
 		s.stats.rejectedConnections.Add(1)
 		return reject(conn)
 	}
-	conn.SetContext(c)
+	conn.setClient(c)
 	s.stats.connections.Add(1)
 	return true
 }
 
 func (s *Server) closed(conn connection, err error) {
-	c, _ := conn.Context().(*client)
+	c := conn.client()
 	if c == nil {
 		return
 	}
