@@ -113,7 +113,8 @@ func (b *tokenBucket) take(n int64, now Instant) [5]int64 {
 
 // The token bucket and CL.THROTTLE key b-1 r 1 n decide identically on
 // thousands of random calls, whenever 1e9/r is a whole number of
-// nanoseconds (SPEC's mapping, shown in the README).
+// nanoseconds (the mapping in the README, "The token bucket and Guava,
+// mapped").
 func TestTokenBucketEqualsThrottle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	rates := []int64{1, 2, 4, 5, 8, 10, 16, 20, 25, 50, 100, 1000, 1_000_000}

@@ -22,8 +22,9 @@ func InstantOf(t time.Time) Instant { return Instant(t.UnixNano()) }
 // Time converts i back to a time.Time.
 func (i Instant) Time() time.Time { return time.Unix(0, int64(i)) }
 
-// Errors returned by NewRate and Decide. The server turns each into the client
-// text given in SPEC.md section 1; the names of the arguments are the caller's.
+// Errors returned by NewRate and Decide. The server turns each into an ERR
+// reply of its own (server/errors.go); the names of the arguments are the
+// caller's.
 var (
 	ErrNegativeBurst    = errors.New("gcra: max_burst must not be negative")
 	ErrNegativeCount    = errors.New("gcra: count must be positive")

@@ -41,8 +41,7 @@ func runVectors(t *testing.T, maxBurst, count, period int64, steps []step) {
 	}
 }
 
-// Every reference vector of SPEC.md section 1 (gcratest, shared with the
-// server's tests).
+// Every reference vector (gcratest, shared with the server's tests).
 func TestSpecVectors(t *testing.T) {
 	for _, v := range gcratest.SpecVectors {
 		t.Run(v.Name, func(t *testing.T) {

@@ -30,7 +30,7 @@ type clientRun struct {
 }
 
 // checkClientRun compares a client's run, made against a fresh in-process
-// server whose clock stands still, with the replies SPEC.md gives.
+// server whose clock stands still, with the replies each call must get.
 func checkClientRun(t *testing.T, stdout []byte, ping any, errorText, txAbortText string) {
 	t.Helper()
 	var got clientRun

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Error texts of SPEC.md section 1, as a user reads them.
+// CL.THROTTLE's error texts (server/errors.go), as a user reads them.
 const (
 	errWrongArgs       = "ERR wrong number of arguments for 'cl.throttle' command"
 	errBurstNotInt     = "ERR max_burst is not an integer or out of range"
@@ -39,7 +39,7 @@ type errorCase struct {
 	want string
 }
 
-// throttleErrorCases covers every row of SPEC.md section 1's error table, on
+// throttleErrorCases covers every way CL.THROTTLE refuses its arguments, on
 // key k, whose state the tests set up first.
 var throttleErrorCases = []errorCase{
 	// Fewer than 5 or more than 6 arguments.

@@ -9,7 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// SPEC.md section 4: the other limiters, as their users' clients send them.
+// The other limiters (README, "The other limiters"), as their users' clients
+// send them.
 
 // rueidis has a builder for Redis's GCRA command; redcell answers it,
 // sub-second period and TOKENS included.

@@ -13,10 +13,11 @@ import (
 )
 
 // The built binary, driven by redis-cli on the real clock: every step of
-// every SPEC vector that happens at t=0, sent in one redis-cli invocation
-// per vector, printed byte for byte as SPEC.md says. The real clock moves
-// between the steps, but durations are rounded up to whole seconds, so any
-// run shorter than about a second prints exactly the t=0 values.
+// every reference vector (gcratest) that happens at t=0, sent in one
+// redis-cli invocation per vector, must print its five integers byte for
+// byte. The real clock moves between the steps, but durations are rounded
+// up to whole seconds, so any run shorter than about a second prints
+// exactly the t=0 values.
 func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 	redisCLI(t)
 	if testing.Short() {

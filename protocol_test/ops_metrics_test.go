@@ -37,7 +37,8 @@ func TestMetricsCountExactlyTheDecisions(t *testing.T) {
 	require.Equal(t, 0.0, m.value(t, "redcell_decisions_total", "cmd", "cl.throttle", "result", "allowed"))
 	require.Equal(t, 0.0, m.value(t, "redcell_decisions_total", "cmd", "cl.throttle", "result", "limited"))
 
-	// SPEC's first vector at t=0: max_burst 4, 1 per second (limit 5).
+	// The first reference vector (gcratest) at t=0: max_burst 4, 1 per second
+	// (limit 5).
 	steps := []struct {
 		quantity          string
 		want              string

@@ -16,7 +16,8 @@ import (
 	"redcell/server"
 )
 
-// SPEC.md section 2: the Redis commands a drop-in must answer as Redis does.
+// The Redis commands a drop-in must answer as Redis does (README, "The Redis
+// surface").
 
 func TestPingEcho(t *testing.T) {
 	ts := startServer(t)

@@ -49,7 +49,7 @@ func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 // reply (or error) per command.
 type batchThrottler func(t *testing.T, cmds [][]string) ([][]int64, []error)
 
-// runVectors plays every SPEC vector, each on a fresh server, through do,
+// runVectors plays every reference vector, each on a fresh server, through do,
 // setting the manual clock before each group of same-instant steps.
 func runVectors(t *testing.T, connect func(t *testing.T, ts *testServer) batchThrottler) {
 	for _, v := range gcratest.SpecVectors {
@@ -236,7 +236,7 @@ func TestInfoCountsDecisions(t *testing.T) {
 	require.Contains(t, info, "\r\nthrottle_limited:3\r\n")
 }
 
-// Edge cases of SPEC.md section 1 that follow from the math, one server and
+// Edge cases of CL.THROTTLE that follow from the math, one server and
 // one connection, each on its own key.
 func TestThrottleEdgeCases(t *testing.T) {
 	ts := startServer(t)

@@ -41,7 +41,8 @@ func TestParseInt(t *testing.T) {
 }
 
 // parseInt agrees with strconv.ParseInt on every input without a '+' (which
-// strconv accepts and SPEC.md section 1 does not).
+// strconv accepts and redcell's numbers may not carry: README, "Differences
+// from redis-cell").
 func FuzzParseInt(f *testing.F) {
 	for _, s := range []string{"0", "-5", "007", "9223372036854775807", "-9223372036854775808",
 		"9223372036854775808", "-", "", "+5", " 5", "5.0", "00000000000000000000001"} {

@@ -126,8 +126,8 @@ func (l *authLimiter) size() int {
 }
 
 // authenticate checks user/pass for c at now under the limiter, and returns
-// the error to answer, or "" if they open the default user.
-func (c *client) authenticate(user, pass []byte, now time.Time) string {
+// the error to answer, or none if they open the default user.
+func (c *client) authenticate(user, pass []byte, now time.Time) replyError {
 	at := gcra.InstantOf(now)
 	entry, ok := c.srv.authFails.take(c.addr, at)
 	if !ok {
@@ -137,5 +137,5 @@ func (c *client) authenticate(user, pass []byte, now time.Time) string {
 		return errWrongPass // the attempt stays charged
 	}
 	c.srv.authFails.refund(entry, at)
-	return ""
+	return replyError{}
 }

@@ -3,10 +3,17 @@ package server
 import (
 	"bytes"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
+
+// commandFamily is COMMAND, for the command table (commands.go).
+func commandFamily() []*command {
+	return []*command{
+		{name: "command", arity: -1, flags: []string{"loading", "stale"}, acl: []string{"@slow", "@connection"},
+			group: "server", since: "2.8.13", complexity: "O(N) where N is the total number of commands", summary: "Returns detailed information about all commands.", run: cmdCommand},
+	}
+}
 
 // COMMAND | COMMAND COUNT | COMMAND INFO [name ...] | COMMAND DOCS [name ...] |
 // COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern] |
@@ -17,7 +24,7 @@ import (
 // Names may be a subcommand's full name, as "client|list".
 func cmdCommand(c *client, args [][]byte, _ time.Time) {
 	if len(args) == 1 {
-		c.writeCommandInfos(c.srv.sortedCommands())
+		c.writeCommandInfos(c.srv.commands.sorted)
 		return
 	}
 	sub := args[1]
@@ -27,22 +34,22 @@ func cmdCommand(c *client, args [][]byte, _ time.Time) {
 			c.writeError(errWrongArgs("command|count"))
 			return
 		}
-		c.writeInt(int64(len(c.srv.commands)))
+		c.writeInt(int64(len(c.srv.commands.sorted)))
 	case equalFold(sub, "list"):
 		c.commandList(args[2:])
 	case equalFold(sub, "info"):
-		cmds := c.srv.sortedCommands()
+		cmds := c.srv.commands.sorted
 		if len(args) > 2 {
-			cmds = cmds[:0]
+			cmds = make([]*command, 0, len(args)-2)
 			for _, name := range args[2:] {
 				cmds = append(cmds, c.srv.lookupFull(name)) // nil: reported as null
 			}
 		}
 		c.writeCommandInfos(cmds)
 	case equalFold(sub, "docs"):
-		cmds := c.srv.sortedCommands()
+		cmds := c.srv.commands.sorted
 		if len(args) > 2 {
-			cmds = cmds[:0]
+			cmds = make([]*command, 0, len(args)-2)
 			for _, name := range args[2:] {
 				if cmd := c.srv.lookupFull(name); cmd != nil {
 					cmds = append(cmds, cmd)
@@ -73,12 +80,7 @@ func (s *Server) lookupFull(name []byte) *command {
 	if !ok || cmd == nil {
 		return cmd
 	}
-	for _, sub := range cmd.subcommands {
-		if equalFold(child, strings.TrimPrefix(sub.name, cmd.name+"|")) {
-			return sub
-		}
-	}
-	return nil
+	return cmd.subcommand(child)
 }
 
 // commandList writes COMMAND LIST: every command's name, each followed by
@@ -105,7 +107,7 @@ func (c *client) commandList(opts [][]byte) {
 		return
 	}
 	var names []string
-	for _, cmd := range c.srv.sortedCommands() {
+	for _, cmd := range c.srv.commands.sorted {
 		if keep(cmd) {
 			names = append(names, cmd.name)
 		}
@@ -127,13 +129,13 @@ func (c *client) commandGetKeys(args [][]byte) {
 	cmd := c.srv.lookupFull(args[0])
 	switch {
 	case cmd == nil:
-		c.writeError("ERR Invalid command specified")
+		c.writeError(errGetKeysNoCommand)
 		return
 	case cmd.firstKey == 0:
-		c.writeError("ERR The command has no key arguments")
+		c.writeError(errGetKeysNoKeys)
 		return
 	case cmd.arity > 0 && len(args) != cmd.arity, len(args) < -cmd.arity:
-		c.writeError("ERR Invalid number of arguments specified for command")
+		c.writeError(errGetKeysArity)
 		return
 	}
 	last := cmd.lastKey
@@ -148,15 +150,6 @@ func (c *client) commandGetKeys(args [][]byte) {
 	for i := cmd.firstKey; i <= last && i < len(args); i += cmd.step {
 		c.writeBulk(args[i])
 	}
-}
-
-func (s *Server) sortedCommands() []*command {
-	out := make([]*command, 0, len(s.commands))
-	for _, cmd := range s.commands {
-		out = append(out, cmd)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out
 }
 
 func (c *client) writeCommandInfos(cmds []*command) {

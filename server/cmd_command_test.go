@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -8,7 +9,8 @@ import (
 // The command table is what COMMAND reports and what the dispatcher
 // enforces: check it is consistent.
 func TestCommandTable(t *testing.T) {
-	table := commandTable()
+	commands := newCommandTable()
+	table := commands.byName
 	for name, cmd := range table {
 		if name != cmd.name || name != strings.ToLower(name) {
 			t.Errorf("%q registered as %q: names are lower case", cmd.name, name)
@@ -36,16 +38,66 @@ func TestCommandTable(t *testing.T) {
 	if ct == nil || ct.arity != -5 || ct.maxArgs != 6 || ct.firstKey != 1 || ct.lastKey != 1 || ct.step != 1 {
 		t.Fatalf("cl.throttle = %+v; want arity -5, at most 6 arguments, key at 1", ct)
 	}
+
+	// The sorted list holds the same commands, in strict name order.
+	if len(commands.sorted) != len(table) {
+		t.Errorf("%d commands listed, %d by name", len(commands.sorted), len(table))
+	}
+	for i, cmd := range commands.sorted {
+		if table[cmd.name] != cmd {
+			t.Errorf("%s listed but not the one registered by that name", cmd.name)
+		}
+		if i > 0 && commands.sorted[i-1].name >= cmd.name {
+			t.Errorf("%s listed after %s", cmd.name, commands.sorted[i-1].name)
+		}
+	}
+
+	// Subcommands are entries of their own: a full name, arity, handler
+	// and docs each.
+	for _, cmd := range commands.sorted {
+		for _, sub := range cmd.subcommands {
+			if !strings.HasPrefix(sub.name, cmd.name+"|") || sub.name != strings.ToLower(sub.name) {
+				t.Errorf("%s: subcommand named %q", cmd.name, sub.name)
+			}
+			if sub.run == nil || sub.arity == 0 || sub.subcommands != nil {
+				t.Errorf("%s: run %v, arity %d, subcommands %d", sub.name, sub.run != nil, sub.arity, len(sub.subcommands))
+			}
+			if sub.summary == "" || sub.since == "" || sub.group == "" || sub.complexity == "" {
+				t.Errorf("%s: COMMAND DOCS fields missing", sub.name)
+			}
+			if got := cmd.subcommand([]byte(strings.ToUpper(sub.name[len(cmd.name)+1:]))); got != sub {
+				t.Errorf("%s: subcommand lookup found %v", sub.name, got)
+			}
+		}
+	}
+
+	// Which commands run at once inside MULTI, and which lock the whole
+	// keyspace in a transaction.
+	var txControl, wholeKeyspace []string
+	for _, cmd := range commands.sorted {
+		if cmd.txControl {
+			txControl = append(txControl, cmd.name)
+		}
+		if cmd.wholeKeyspace {
+			wholeKeyspace = append(wholeKeyspace, cmd.name)
+		}
+	}
+	if want := []string{"discard", "exec", "multi", "quit", "watch"}; !slices.Equal(txControl, want) {
+		t.Errorf("txControl commands %q want %q", txControl, want)
+	}
+	if want := []string{"dbsize", "flushall", "flushdb", "info", "keys", "memory", "object", "scan"}; !slices.Equal(wholeKeyspace, want) {
+		t.Errorf("wholeKeyspace commands %q want %q", wholeKeyspace, want)
+	}
 }
 
 func TestArityOK(t *testing.T) {
-	ct := commandTable()["cl.throttle"]
+	ct := newCommandTable().byName["cl.throttle"]
 	for n, want := range map[int]bool{1: false, 4: false, 5: true, 6: true, 7: false} {
 		if got := ct.arityOK(n); got != want {
 			t.Errorf("cl.throttle with %d arguments: arityOK %v want %v", n, got, want)
 		}
 	}
-	get := commandTable()["get"]
+	get := newCommandTable().byName["get"]
 	for n, want := range map[int]bool{1: false, 2: true, 3: false} {
 		if got := get.arityOK(n); got != want {
 			t.Errorf("get with %d arguments: arityOK %v want %v", n, got, want)
@@ -55,7 +107,7 @@ func TestArityOK(t *testing.T) {
 
 func TestCommandGetKeysForEveryKeyedCommand(t *testing.T) {
 	tc := newTestClient(t, Config{})
-	for name, cmd := range tc.srv.commands {
+	for name, cmd := range tc.srv.commands.byName {
 		if cmd.firstKey == 0 {
 			continue
 		}

@@ -3,12 +3,27 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"math"
-	"sort"
-	"strings"
-	"sync/atomic"
 	"time"
 )
+
+// connFamily is the connection's own commands, for the command table
+// (commands.go).
+func connFamily() []*command {
+	return []*command{
+		{name: "ping", arity: -1, maxArgs: 2, flags: []string{"fast"}, acl: []string{"@fast", "@connection"},
+			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the server's liveliness response.", run: cmdPing},
+		{name: "echo", arity: 2, flags: []string{"fast"}, acl: []string{"@fast", "@connection"},
+			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the given string.", run: cmdEcho},
+		{name: "quit", arity: -1, txControl: true, noAuth: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, acl: []string{"@fast", "@connection"},
+			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Closes the connection.", run: cmdQuit},
+		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast", "@connection"},
+			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Changes the selected database: only 0 exists.", run: cmdSelect},
+		{name: "auth", arity: -2, maxArgs: 3, noAuth: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, acl: []string{"@fast", "@connection"},
+			group: "connection", since: "1.0.0", complexity: "O(N) where N is the number of passwords defined for the user", summary: "Authenticates the connection.", run: cmdAuth},
+		{name: "hello", arity: -1, noAuth: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, acl: []string{"@fast", "@connection"},
+			group: "connection", since: "6.0.0", complexity: "O(1)", summary: "Handshakes with the server, optionally switching to RESP3.", run: cmdHello},
+	}
+}
 
 // PING [message]
 func cmdPing(c *client, args [][]byte, _ time.Time) {
@@ -59,8 +74,8 @@ func cmdAuth(c *client, args [][]byte, now time.Time) {
 	if len(args) == 3 {
 		user = args[1]
 	}
-	if errText := c.authenticate(user, pass, now); errText != "" {
-		c.writeError(errText)
+	if e := c.authenticate(user, pass, now); !e.none() {
+		c.writeError(e)
 		return
 	}
 	c.authed = true
@@ -89,7 +104,7 @@ func cmdHello(c *client, args [][]byte, now time.Time) {
 	if len(args) >= 2 {
 		v, ok := parseInt(args[1])
 		if !ok {
-			c.writeError("ERR Protocol version is not an integer or out of range")
+			c.writeError(errHelloProto)
 			return
 		}
 		if v != 2 && v != 3 {
@@ -104,8 +119,8 @@ func cmdHello(c *client, args [][]byte, now time.Time) {
 		more := len(args) - i - 1
 		switch {
 		case equalFold(args[i], "auth") && more >= 2:
-			if errText := c.authenticate(args[i+1], args[i+2], now); errText != "" {
-				c.writeError(errText)
+			if e := c.authenticate(args[i+1], args[i+2], now); !e.none() {
+				c.writeError(e)
 				return
 			}
 			authed = true
@@ -118,7 +133,7 @@ func cmdHello(c *client, args [][]byte, now time.Time) {
 			setName = args[i+1]
 			i++
 		default:
-			c.writeError("ERR Syntax error in HELLO option '" + string(clip(args[i], 128)) + "'")
+			c.writeError(errHelloOption(args[i]))
 			return
 		}
 	}
@@ -148,388 +163,4 @@ func cmdHello(c *client, args [][]byte, now time.Time) {
 	c.writeBulkString("master")
 	c.writeBulkString("modules")
 	c.writeArray(0)
-}
-
-// validClientName is Redis's rule for client names and library names and
-// versions: printable ASCII without spaces.
-func validClientName(name []byte) bool {
-	for _, ch := range name {
-		if ch < '!' || ch > '~' {
-			return false
-		}
-	}
-	return true
-}
-
-func (c *client) setName(name []byte) {
-	if len(name) == 0 {
-		c.name.Store(nil)
-		return
-	}
-	s := string(name)
-	c.name.Store(&s)
-}
-
-// CLIENT ID | GETNAME | SETNAME name | SETINFO LIB-NAME|LIB-VER value |
-// INFO | LIST [TYPE type | ID id ...] | NO-EVICT on|off | NO-TOUCH on|off |
-// KILL ... | PAUSE timeout [WRITE|ALL] | UNPAUSE | HELP | TRACKING ...
-func cmdClient(c *client, args [][]byte, now time.Time) {
-	sub := args[1]
-	c.noteSubcommand(c.srv.commands["client"], sub)
-	switch {
-	case equalFold(sub, "help") && len(args) == 2:
-		c.writeHelp(clientHelp)
-	case equalFold(sub, "kill") && len(args) >= 3:
-		c.clientKill(args, now)
-	case equalFold(sub, "pause") && (len(args) == 3 || len(args) == 4):
-		c.clientPause(args, now)
-	case equalFold(sub, "pause") && len(args) > 4:
-		c.writeError(errSubcommandSyntax(sub, "CLIENT"))
-	case equalFold(sub, "unpause") && len(args) == 2:
-		c.srv.unpause()
-		c.writeOK()
-	case equalFold(sub, "id") && len(args) == 2:
-		c.writeInt(c.id)
-	case equalFold(sub, "getname") && len(args) == 2:
-		if name := c.name.Load(); name != nil {
-			c.writeBulkString(*name)
-		} else {
-			c.writeNull()
-		}
-	case equalFold(sub, "setname") && len(args) == 3:
-		if !validClientName(args[2]) {
-			c.writeError(errClientName)
-			return
-		}
-		c.setName(args[2])
-		c.writeOK()
-	case equalFold(sub, "setinfo") && len(args) == 4:
-		// As Redis: an unknown attribute is reported before a bad value.
-		var dst *atomic.Pointer[string]
-		switch {
-		case equalFold(args[2], "lib-name"):
-			dst = &c.libName
-		case equalFold(args[2], "lib-ver"):
-			dst = &c.libVersion
-		default:
-			c.writeError("ERR Unrecognized option '" + string(clip(args[2], 128)) + "'")
-			return
-		}
-		if !validClientName(args[3]) {
-			c.writeError("ERR " + string(clip(args[2], 128)) + " cannot contain spaces, newlines or special characters.")
-			return
-		}
-		val := string(args[3])
-		dst.Store(&val)
-		c.writeOK()
-	case equalFold(sub, "info") && len(args) == 2:
-		c.writeVerbatim(c.info(now) + "\n")
-	case equalFold(sub, "list"):
-		clients, errText := c.listClients(args[2:])
-		if errText != "" {
-			c.writeError(errText)
-			return
-		}
-		var b strings.Builder
-		for _, other := range clients {
-			b.WriteString(other.info(now))
-			b.WriteByte('\n')
-		}
-		c.writeVerbatim(b.String())
-	case (equalFold(sub, "no-evict") || equalFold(sub, "no-touch")) && len(args) == 3:
-		if !equalFold(args[2], "on") && !equalFold(args[2], "off") {
-			c.writeError(errSyntax)
-			return
-		}
-		c.writeOK()
-	case equalFold(sub, "tracking"):
-		c.writeError(errTracking)
-	default:
-		if isClientSubcommand(sub) {
-			c.writeError(errWrongArgs("client|" + strings.ToLower(string(sub))))
-			return
-		}
-		c.writeError(errUnknownSubcommand(sub, "CLIENT"))
-	}
-}
-
-// noteSubcommand records a container's subcommand as the connection's last
-// command, so CLIENT LIST shows cmd=client|info as Redis 7 does.
-func (c *client) noteSubcommand(parent *command, sub []byte) {
-	if parent == nil {
-		return
-	}
-	for _, spec := range parent.subcommands {
-		if equalFold(sub, strings.TrimPrefix(spec.name, parent.name+"|")) {
-			c.lastCmd.Store(spec)
-			return
-		}
-	}
-}
-
-// listClients selects the connections CLIENT LIST [TYPE type | ID id ...]
-// reports: all of them oldest first, or those of the IDs given, in their
-// order. It returns the error text for bad options.
-func (c *client) listClients(opts [][]byte) ([]*client, string) {
-	all := c.srv.connectedClients()
-	sort.Slice(all, func(i, j int) bool { return all[i].id < all[j].id })
-	switch {
-	case len(opts) == 0:
-		return all, ""
-	case len(opts) == 2 && equalFold(opts[0], "type"):
-		switch t := opts[1]; {
-		case equalFold(t, "normal"):
-			return all, ""
-		case equalFold(t, "master"), equalFold(t, "replica"), equalFold(t, "slave"), equalFold(t, "pubsub"):
-			return nil, "" // redcell has no such connections
-		default:
-			return nil, errUnknownClientType(t)
-		}
-	case len(opts) >= 2 && equalFold(opts[0], "id"):
-		var out []*client
-		for _, a := range opts[1:] {
-			id, ok := parseInt(a)
-			if !ok {
-				return nil, "ERR Invalid client ID"
-			}
-			for _, other := range all {
-				if other.id == id {
-					out = append(out, other)
-				}
-			}
-		}
-		return out, ""
-	default:
-		return nil, errSyntax
-	}
-}
-
-// clientSubcommandList is CLIENT's subcommands, as COMMAND describes them
-// (Redis 7.2's arity, flags, summary and version for each).
-var clientSubcommandList = []struct {
-	name           string
-	arity          int
-	admin          bool
-	since, summary string
-	complexity     string
-}{
-	{"id", 2, false, "5.0.0", "Returns the unique client ID of the connection.", "O(1)"},
-	{"getname", 2, false, "2.6.9", "Returns the name of the connection.", "O(1)"},
-	{"setname", 3, false, "2.6.9", "Sets the connection name.", "O(1)"},
-	{"setinfo", 4, false, "7.2.0", "Sets information specific to the client or connection.", "O(1)"},
-	{"info", 2, false, "6.2.0", "Returns information about the connection.", "O(1)"},
-	{"list", -2, true, "2.4.0", "Lists open connections.", "O(N) where N is the number of client connections"},
-	{"no-evict", 3, true, "7.0.0", "Sets the client eviction mode of the connection.", "O(1)"},
-	{"no-touch", 3, false, "7.2.0", "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.", "O(1)"},
-	{"tracking", -3, false, "6.0.0", "Controls server-assisted client-side caching for the connection.", "O(1). Some options may introduce additional complexity."},
-	{"help", 2, false, "5.0.0", "Returns helpful text about the different subcommands.", "O(1)"},
-	{"kill", -3, true, "2.4.0", "Terminates open connections.", "O(N) where N is the number of client connections"},
-	{"pause", -3, true, "3.0.0", "Suspends commands processing.", "O(1)"},
-	{"unpause", 2, true, "6.2.0", "Resumes processing commands from paused clients.", "O(N) Where N is the number of paused clients"},
-}
-
-func isClientSubcommand(sub []byte) bool {
-	for _, s := range clientSubcommandList {
-		if equalFold(sub, s.name) {
-			return true
-		}
-	}
-	return false
-}
-
-// clientSubcommands describes CLIENT's subcommands for COMMAND. The admin
-// ones are not shown to MONITOR, as in Redis.
-func clientSubcommands() []*command {
-	out := make([]*command, 0, len(clientSubcommandList))
-	for _, s := range clientSubcommandList {
-		cmd := &command{name: "client|" + s.name, arity: s.arity,
-			flags: []string{"noscript", "loading", "stale"}, acl: []string{"@slow", "@connection"},
-			group: "connection", since: s.since, summary: s.summary, complexity: s.complexity}
-		switch {
-		case s.admin:
-			cmd.flags = []string{"admin", "noscript", "loading", "stale"}
-			cmd.acl = []string{"@admin", "@slow", "@dangerous", "@connection"}
-		case s.name == "help":
-			cmd.flags = []string{"loading", "stale"}
-		}
-		out = append(out, cmd)
-	}
-	return out
-}
-
-// clientHelp is Redis 7's CLIENT HELP, without the subcommands redcell does
-// not serve (CACHING, GETREDIR, REPLY, UNBLOCK, TRACKING, TRACKINGINFO).
-var clientHelp = []string{
-	"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-	"GETNAME",
-	"    Return the name of the current connection.",
-	"ID",
-	"    Return the ID of the current connection.",
-	"INFO",
-	"    Return information about the current client connection.",
-	"KILL <ip:port>",
-	"    Kill connection made from <ip:port>.",
-	"KILL <option> <value> [<option> <value> [...]]",
-	"    Kill connections. Options are:",
-	"    * ADDR (<ip:port>|<unixsocket>:0)",
-	"      Kill connections made from the specified address",
-	"    * LADDR (<ip:port>|<unixsocket>:0)",
-	"      Kill connections made to specified local address",
-	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
-	"      Kill connections by type.",
-	"    * USER <username>",
-	"      Kill connections authenticated by <username>.",
-	"    * SKIPME (YES|NO)",
-	"      Skip killing current connection (default: yes).",
-	"    * ID <client-id>",
-	"      Kill connections by client id.",
-	"    * MAXAGE <maxage>",
-	"      Kill connections older than the specified age.",
-	"LIST [options ...]",
-	"    Return information about client connections. Options:",
-	"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
-	"      Return clients of specified type.",
-	"UNPAUSE",
-	"    Stop the current client pause, resuming traffic.",
-	"PAUSE <timeout> [WRITE|ALL]",
-	"    Suspend all, or just write, clients for <timeout> milliseconds.",
-	"SETNAME <name>",
-	"    Assign the name <name> to the current connection.",
-	"SETINFO <option> <value>",
-	"    Set client meta attr. Options are:",
-	"    * LIB-NAME: the client lib name.",
-	"    * LIB-VER: the client lib version.",
-	"NO-EVICT (ON|OFF)",
-	"    Protect current client connection from eviction.",
-	"NO-TOUCH (ON|OFF)",
-	"    Will not touch LRU/LFU stats when this mode is on.",
-	"HELP",
-	"    Print this help.",
-}
-
-// CLIENT KILL ip:port
-// CLIENT KILL [ID id] [TYPE type] [USER name] [ADDR ip:port] [LADDR ip:port]
-// [SKIPME yes|no] [MAXAGE seconds] ...
-//
-// The old form answers OK, or No such client, and may kill the caller; the
-// new form answers how many connections it killed and, unless SKIPME no,
-// spares the caller. Another connection is killed by closing its socket
-// (client.kill); the caller, after its reply.
-func (c *client) clientKill(args [][]byte, now time.Time) {
-	f := killFilter{skipMe: true}
-	oldForm := len(args) == 3
-	if oldForm {
-		f.addr, f.skipMe = args[2], false
-	} else if errText := f.parse(args[2:]); errText != "" {
-		c.writeError(errText)
-		return
-	}
-	killed, self := int64(0), false
-	for _, other := range c.srv.connectedClients() {
-		if !f.matches(other, now) {
-			continue
-		}
-		switch {
-		case other == c && f.skipMe:
-		case other == c:
-			self = true
-			killed++
-		case other.kill():
-			killed++
-		}
-	}
-	switch {
-	case !oldForm:
-		c.writeInt(killed)
-	case killed == 0:
-		c.writeError(errNoSuchClient)
-	default:
-		c.writeOK()
-	}
-	if self {
-		c.closing = true
-		c.conn.Close()
-	}
-}
-
-// killFilter is CLIENT KILL's filters: a client must pass all of them.
-type killFilter struct {
-	id         int64  // 0: any
-	addr       []byte // nil: any
-	laddr      []byte
-	noneOfType bool          // TYPE master|replica|slave|pubsub: redcell has none
-	maxAge     time.Duration // 0: any
-	skipMe     bool
-}
-
-// parse reads the new form's filters, as Redis checks them: in order, the
-// first bad one reported.
-func (f *killFilter) parse(opts [][]byte) string {
-	for i := 0; i < len(opts); i += 2 {
-		if i+1 >= len(opts) {
-			return errSyntax
-		}
-		opt, val := opts[i], opts[i+1]
-		switch {
-		case equalFold(opt, "id"):
-			id, ok := parseInt(val)
-			if !ok || id < 1 {
-				return errKillClientID
-			}
-			f.id = id
-		case equalFold(opt, "maxage"):
-			age, ok := parseInt(val)
-			if !ok {
-				return errKillMaxAgeInteger
-			}
-			if age <= 0 {
-				return errKillMaxAge
-			}
-			f.maxAge = time.Duration(min(age, int64(math.MaxInt64/time.Second))) * time.Second
-		case equalFold(opt, "type"):
-			switch {
-			case equalFold(val, "normal"):
-			case equalFold(val, "master"), equalFold(val, "replica"), equalFold(val, "slave"), equalFold(val, "pubsub"):
-				f.noneOfType = true
-			default:
-				return errUnknownClientType(val)
-			}
-		case equalFold(opt, "addr"):
-			f.addr = val
-		case equalFold(opt, "laddr"):
-			f.laddr = val
-		case equalFold(opt, "user"):
-			if string(val) != "default" { // redcell's only user
-				return errNoSuchUser(val)
-			}
-		case equalFold(opt, "skipme"):
-			switch {
-			case equalFold(val, "yes"):
-				f.skipMe = true
-			case equalFold(val, "no"):
-				f.skipMe = false
-			default:
-				return errSyntax
-			}
-		default:
-			return errSyntax
-		}
-	}
-	return ""
-}
-
-func (f *killFilter) matches(c *client, now time.Time) bool {
-	switch {
-	case f.noneOfType:
-		return false
-	case f.id != 0 && c.id != f.id:
-		return false
-	case f.addr != nil && string(f.addr) != c.addr:
-		return false
-	case f.laddr != nil && string(f.laddr) != c.laddr:
-		return false
-	case f.maxAge != 0 && now.Sub(c.created).Truncate(time.Second) < f.maxAge:
-		return false
-	}
-	return true
 }

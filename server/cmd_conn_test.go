@@ -5,26 +5,6 @@ import (
 	"testing"
 )
 
-func TestValidClientName(t *testing.T) {
-	for _, c := range []struct {
-		name string
-		want bool
-	}{
-		{"", true}, // clears the name
-		{"app-1", true},
-		{"a!~z", true},
-		{"two words", false},
-		{"tab\there", false},
-		{"new\nline", false},
-		{"caf\xc3\xa9", false}, // non-ASCII
-		{"\x7f", false},
-	} {
-		if got := validClientName([]byte(c.name)); got != c.want {
-			t.Errorf("validClientName(%q) = %v want %v", c.name, got, c.want)
-		}
-	}
-}
-
 func helloMap(proto, id int64) string {
 	b := func(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
 	i := func(n int64) string { return ":" + strconv.FormatInt(n, 10) + "\r\n" }
@@ -47,13 +27,13 @@ func TestAuthOrder(t *testing.T) {
 	}{
 		{[]string{"NOSUCH"}, "-ERR unknown command 'NOSUCH', with args beginning with: \r\n"},
 		{[]string{"GET"}, "-ERR wrong number of arguments for 'get' command\r\n"},
-		{[]string{"GET", "k"}, "-" + errNoAuth + "\r\n"},
-		{[]string{"CL.THROTTLE", "k", "1", "1", "1"}, "-" + errNoAuth + "\r\n"},
-		{[]string{"CLIENT", "TRACKING", "on"}, "-" + errNoAuth + "\r\n"},
-		{[]string{"HELLO", "3"}, "-" + errHelloNoAuth + "\r\n"},
-		{[]string{"AUTH", "nope"}, "-" + errWrongPass + "\r\n"},
-		{[]string{"HELLO", "3", "AUTH", "default", "nope"}, "-" + errWrongPass + "\r\n"},
-		{[]string{"PING"}, "-" + errNoAuth + "\r\n"},
+		{[]string{"GET", "k"}, errReply(errNoAuth)},
+		{[]string{"CL.THROTTLE", "k", "1", "1", "1"}, errReply(errNoAuth)},
+		{[]string{"CLIENT", "TRACKING", "on"}, errReply(errNoAuth)},
+		{[]string{"HELLO", "3"}, errReply(errHelloNoAuth)},
+		{[]string{"AUTH", "nope"}, errReply(errWrongPass)},
+		{[]string{"HELLO", "3", "AUTH", "default", "nope"}, errReply(errWrongPass)},
+		{[]string{"PING"}, errReply(errNoAuth)},
 		{[]string{"HELLO", "3", "AUTH", "default", "pw"}, helloMap(3, 1)},
 		{[]string{"PING"}, "+PONG\r\n"},
 		{[]string{"GET", "k"}, "_\r\n"},

@@ -1,12 +1,22 @@
 package server
 
 import (
-	"errors"
 	"time"
 
 	"redcell/gcra"
 	"redcell/storage"
 )
+
+// gcraFamily is GCRA, for the command table (commands.go).
+func gcraFamily() []*command {
+	return []*command{
+		{name: "gcra", arity: -5, maxArgs: 7, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@string", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
+			group: "string", since: "8.8.0", complexity: "O(1)",
+			summary: "Rate-limits a key by GCRA as Redis's GCRA command: a float period, durations rounded up to seconds.",
+			run:     cmdGCRA},
+	}
+}
 
 // GCRA key max_burst tokens_per_period period [TOKENS count]
 //
@@ -68,7 +78,7 @@ func cmdGCRA(c *client, args [][]byte, now time.Time) {
 		if _, kind, live := c.ks.Get(args[1], at); live && kind != storage.KindTAT {
 			err = storage.ErrWrongType
 		}
-		c.writeError(gcraErrorText(err))
+		c.writeError(gcraError(err))
 		return
 	}
 	var res gcra.Result
@@ -82,7 +92,7 @@ func cmdGCRA(c *client, args [][]byte, now time.Time) {
 		res, err = c.ks.Throttle(args[1], rate, at)
 	}
 	if err != nil {
-		c.writeError(gcraErrorText(err))
+		c.writeError(gcraError(err))
 		return
 	}
 	c.srv.stats.countDecision(c.stripe, decideGCRA, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
@@ -90,17 +100,4 @@ func cmdGCRA(c *client, args [][]byte, now time.Time) {
 		c.changed()
 	}
 	c.writeInts(res.IntsCeil())
-}
-
-// gcraErrorText maps the errors of a GCRA decision to Redis's texts: every
-// overflow, of the rate's products or of the new TAT, is one of its two.
-func gcraErrorText(err error) string {
-	switch {
-	case errors.Is(err, gcra.ErrOverflowBurst):
-		return errGCRAOverflowBurst
-	case errors.Is(err, gcra.ErrOverflowTokens), errors.Is(err, gcra.ErrOutOfRange):
-		return errGCRAOverflowTokens
-	default:
-		return storageErrorText(err)
-	}
 }

@@ -63,7 +63,7 @@ func TestGCRAMixesWithThrottle(t *testing.T) {
 
 // GCRA's argument checks, in Redis's order and words; none spends a token.
 func TestGCRAErrors(t *testing.T) {
-	e := errReply
+	e := func(text string) string { return "-" + text + "\r\n" }
 	runSteps(t, Config{}, []step{
 		{0, []string{"GCRA", "k", "1", "1"}, e("ERR wrong number of arguments for 'gcra' command")},
 		{0, []string{"GCRA", "k", "1", "1", "1", "TOKENS", "1", "x"}, e("ERR wrong number of arguments for 'gcra' command")},
@@ -84,14 +84,14 @@ func TestGCRAErrors(t *testing.T) {
 		{0, []string{"GCRA", "k", "1", "1", "1", "TOKENS", "0"}, e("ERR value is out of range, value must between 1 and 9223372036854775807")},
 		{0, []string{"GCRA", "k", "1", "1", "1", "TOKENS", "x"}, e("ERR value is not an integer or out of range")},
 		// Redis's overflow cases.
-		{0, []string{"GCRA", "k", "1", "1", "86400", "TOKENS", "200000000"}, e(errGCRAOverflowTokens)},
-		{0, []string{"GCRA", "k", "200000000", "1", "86400"}, e(errGCRAOverflowBurst)},
-		{0, []string{"GCRA", "k", "1", "1", "2147483647", "TOKENS", "2147483647"}, e(errGCRAOverflowTokens)},
+		{0, []string{"GCRA", "k", "1", "1", "86400", "TOKENS", "200000000"}, e(errGCRAOverflowTokens.text)},
+		{0, []string{"GCRA", "k", "200000000", "1", "86400"}, e(errGCRAOverflowBurst.text)},
+		{0, []string{"GCRA", "k", "1", "1", "2147483647", "TOKENS", "2147483647"}, e(errGCRAOverflowTokens.text)},
 		{0, []string{"EXISTS", "k"}, ":0\r\n"},
 		// A window key: WRONGTYPE, before the overflow, as Redis checks.
 		{0, []string{"CL.WINDOW", "w", "5", "60"}, intsReply(0, 5, 4, -1, 60)},
-		{0, []string{"GCRA", "w", "1", "1", "1"}, e(errWrongType)},
-		{0, []string{"GCRA", "w", "200000000", "1", "86400"}, e(errWrongType)},
+		{0, []string{"GCRA", "w", "1", "1", "1"}, e(errWrongType.text)},
+		{0, []string{"GCRA", "w", "200000000", "1", "86400"}, e(errWrongType.text)},
 		{0, []string{"GCRA", "k", "1", "1", "1"}, intsReply(0, 2, 1, -1, 1)},
 	})
 }

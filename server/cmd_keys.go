@@ -10,6 +10,44 @@ import (
 	"redcell/gcra"
 )
 
+// keysFamily is the commands on keys, for the command table
+// (commands.go).
+func keysFamily() []*command {
+	return []*command{
+		{name: "del", arity: -2, flags: []string{"write"}, acl: []string{"@keyspace", "@write", "@slow"},
+			firstKey: 1, lastKey: -1, step: 1, keyFlags: []string{"RM", "DELETE"},
+			group: "generic", since: "1.0.0", complexity: "O(N) where N is the number of keys", summary: "Deletes one or more keys: resets their limiters.", run: cmdDel},
+		{name: "unlink", arity: -2, flags: []string{"write", "fast"}, acl: []string{"@keyspace", "@write", "@fast"},
+			firstKey: 1, lastKey: -1, step: 1, keyFlags: []string{"RM", "DELETE"},
+			group: "generic", since: "4.0.0", complexity: "O(N) where N is the number of keys", summary: "Deletes one or more keys.", run: cmdDel},
+		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, acl: []string{"@keyspace", "@read", "@fast"},
+			firstKey: 1, lastKey: -1, step: 1, keyFlags: []string{"RO"},
+			group: "generic", since: "1.0.0", complexity: "O(N) where N is the number of keys", summary: "Counts how many of the keys exist.", run: cmdExists},
+		{name: "ttl", arity: 2, flags: []string{"readonly", "fast"}, acl: []string{"@keyspace", "@read", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RO", "ACCESS"},
+			group: "generic", since: "1.0.0", complexity: "O(1)", summary: "Returns the seconds until a key expires.", run: cmdTTL},
+		{name: "pttl", arity: 2, flags: []string{"readonly", "fast"}, acl: []string{"@keyspace", "@read", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RO", "ACCESS"},
+			group: "generic", since: "2.6.0", complexity: "O(1)", summary: "Returns the milliseconds until a key expires.", run: cmdPTTL},
+		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, acl: []string{"@read", "@string", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RO", "ACCESS"},
+			group: "string", since: "1.0.0", complexity: "O(1)", summary: "Returns a key's TAT in nanoseconds since the Unix epoch.", run: cmdGet},
+		{name: "type", arity: 2, flags: []string{"readonly", "fast"}, acl: []string{"@keyspace", "@read", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RO"},
+			group: "generic", since: "1.0.0", complexity: "O(1)", summary: "Returns the type of a key.", run: cmdType},
+		{name: "keys", arity: 2, wholeKeyspace: true, flags: []string{"readonly"}, acl: []string{"@keyspace", "@read", "@slow", "@dangerous"},
+			group: "generic", since: "1.0.0", complexity: "O(N) with N being the number of keys in the database", summary: "Returns all key names that match a pattern.", run: cmdKeys},
+		{name: "scan", arity: -2, wholeKeyspace: true, flags: []string{"readonly"}, acl: []string{"@keyspace", "@read", "@slow"},
+			group: "generic", since: "2.8.0", complexity: "O(1) for every call. O(N) for a complete iteration.", summary: "Iterates over the key names in the database.", run: cmdScan},
+		{name: "dbsize", arity: 1, wholeKeyspace: true, flags: []string{"readonly", "fast"}, acl: []string{"@keyspace", "@read", "@fast"},
+			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Returns the number of keys in the database.", run: cmdDBSize},
+		{name: "flushdb", arity: -1, maxArgs: 2, wholeKeyspace: true, flags: []string{"write"}, acl: []string{"@keyspace", "@write", "@slow", "@dangerous"},
+			group: "server", since: "1.0.0", complexity: "O(N) where N is the number of keys", summary: "Removes every key.", run: cmdFlush},
+		{name: "flushall", arity: -1, maxArgs: 2, wholeKeyspace: true, flags: []string{"write"}, acl: []string{"@keyspace", "@write", "@slow", "@dangerous"},
+			group: "server", since: "1.0.0", complexity: "O(N) where N is the number of keys", summary: "Removes every key.", run: cmdFlush},
+	}
+}
+
 // DEL key [key ...]
 // UNLINK key [key ...]
 func cmdDel(c *client, args [][]byte, now time.Time) {
@@ -211,4 +249,12 @@ func cmdFlush(c *client, args [][]byte, _ time.Time) {
 	c.ks.Clear()
 	c.changed()
 	c.writeOK()
+}
+
+// lookupKey is Keyspace.Get counted as a keyspace hit or miss: when the key
+// expires (a TAT key's TAT) and its kind.
+func (c *client) lookupKey(key []byte, now gcra.Instant) (gcra.Instant, storage.Kind, bool) {
+	exp, kind, ok := c.ks.Get(key, now)
+	c.srv.stats.countLookup(ok)
+	return exp, kind, ok
 }

@@ -21,17 +21,18 @@ import (
 // keyspace through c.ks, which is the store outside EXEC and the locked
 // transaction inside it.
 
-// multiCommands describes the transaction family, as Redis 7 does.
-func multiCommands() []*command {
+// multiFamily is the transaction commands, as Redis 7 describes them, for the
+// command table (commands.go).
+func multiFamily() []*command {
 	txFlags := []string{"noscript", "loading", "stale", "fast", "allow_busy"}
 	return []*command{
-		{name: "multi", arity: 1, flags: txFlags, acl: []string{"@fast", "@transaction"},
+		{name: "multi", arity: 1, txControl: true, flags: txFlags, acl: []string{"@fast", "@transaction"},
 			group: "transactions", since: "1.2.0", complexity: "O(1)", summary: "Starts a transaction.", run: cmdMulti},
-		{name: "exec", arity: 1, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, acl: []string{"@slow", "@transaction"},
+		{name: "exec", arity: 1, txControl: true, flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, acl: []string{"@slow", "@transaction"},
 			group: "transactions", since: "1.2.0", complexity: "Depends on commands in the transaction", summary: "Executes all commands in a transaction.", run: cmdExec},
-		{name: "discard", arity: 1, flags: txFlags, acl: []string{"@fast", "@transaction"},
+		{name: "discard", arity: 1, txControl: true, flags: txFlags, acl: []string{"@fast", "@transaction"},
 			group: "transactions", since: "2.0.0", complexity: "O(N), when N is the number of queued commands", summary: "Discards a transaction.", run: cmdDiscard},
-		{name: "watch", arity: -2, flags: txFlags, acl: []string{"@fast", "@transaction"},
+		{name: "watch", arity: -2, txControl: true, flags: txFlags, acl: []string{"@fast", "@transaction"},
 			firstKey: 1, lastKey: -1, step: 1, keyFlags: []string{"RO"},
 			group: "transactions", since: "2.2.0", complexity: "O(1) for every key.", summary: "Monitors changes to keys to determine the execution of a transaction.", run: cmdWatch},
 		{name: "unwatch", arity: 1, flags: txFlags, acl: []string{"@fast", "@transaction"},

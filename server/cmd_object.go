@@ -1,7 +1,6 @@
 package server
 
 import (
-	"strings"
 	"time"
 
 	"redcell/gcra"
@@ -12,6 +11,65 @@ import (
 // --bigkeys), MEMORY USAGE (--memkeys) and OBJECT. A key's value is its TAT,
 // which GET returns as a decimal string: Redis stores such a string as an
 // integer ("int" encoding).
+
+// objectFamily is STRLEN, and OBJECT and MEMORY with their subcommands, for
+// the command table (commands.go).
+func objectFamily() []*command {
+	return []*command{
+		{name: "strlen", arity: 2, flags: []string{"readonly", "fast"}, acl: []string{"@read", "@string", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RO"},
+			group: "string", since: "2.2.0", complexity: "O(1)", summary: "Returns the length of a key's value, the digits of its TAT.", run: cmdStrlen},
+		{name: "object", arity: -2, wholeKeyspace: true, flags: []string{}, acl: []string{"@slow"},
+			group: "generic", since: "2.2.3", complexity: "Depends on subcommand.", summary: "A container for object introspection commands.",
+			subcommands: objectSubcommands()},
+		{name: "memory", arity: -2, wholeKeyspace: true, flags: []string{}, acl: []string{"@slow"},
+			group: "server", since: "4.0.0", complexity: "Depends on subcommand.", summary: "A container for memory diagnostics commands.",
+			subcommands: memorySubcommands()},
+	}
+}
+
+// objectSubcommands and memorySubcommands are OBJECT's and MEMORY's
+// subcommands, with Redis 7.2's summaries and versions.
+func objectSubcommands() []*command {
+	subs := []*command{
+		keyedSubcommand("object|encoding", 3, "2.2.3", "Returns the internal encoding of a Redis object.", "O(1)", cmdObjectEncoding),
+		keyedSubcommand("object|freq", 3, "4.0.0", "Returns the logarithmic access frequency counter of a Redis object.", "O(1)", cmdObjectFreq),
+		helpSubcommand("object", "6.2.0", objectHelp),
+		keyedSubcommand("object|idletime", 3, "2.2.3", "Returns the time since the last access to a Redis object.", "O(1)", cmdObjectIdletime),
+		keyedSubcommand("object|refcount", 3, "2.2.3", "Returns the reference count of a value of a key.", "O(1)", cmdObjectRefcount),
+	}
+	for _, s := range subs {
+		s.group = "generic"
+		s.acl = append([]string{"@keyspace"}, s.acl...) // as Redis's OBJECT subcommands
+	}
+	return subs
+}
+
+func memorySubcommands() []*command {
+	subs := []*command{
+		helpSubcommand("memory", "4.0.0", memoryHelp),
+		keyedSubcommand("memory|usage", -3, "4.0.0", "Estimates the memory usage of a key.", "O(N) where N is the number of samples.", cmdMemoryUsage),
+	}
+	for _, s := range subs {
+		s.group = "server"
+	}
+	return subs
+}
+
+// keyedSubcommand describes a subcommand whose key is its second argument,
+// as OBJECT ENCODING's and MEMORY USAGE's.
+func keyedSubcommand(name string, arity int, since, summary, complexity string, run func(*client, [][]byte, time.Time)) *command {
+	return &command{name: name, arity: arity, flags: []string{"readonly"}, acl: []string{"@read", "@slow"},
+		firstKey: 2, lastKey: 2, step: 1, keyFlags: []string{"RO"},
+		since: since, summary: summary, complexity: complexity, run: run}
+}
+
+// helpSubcommand describes a container's HELP, which answers lines.
+func helpSubcommand(parent, since string, lines []string) *command {
+	return &command{name: parent + "|help", arity: 2, flags: []string{"loading", "stale"}, acl: []string{"@slow"},
+		since: since, summary: "Returns helpful text about the different subcommands.", complexity: "O(1)",
+		run: func(c *client, _ [][]byte, _ time.Time) { c.writeHelp(lines) }}
+}
 
 // STRLEN key
 //
@@ -29,45 +87,34 @@ func cmdStrlen(c *client, args [][]byte, now time.Time) {
 	c.writeInt(int64(intSize(int64(tat)) - 3)) // intSize counts ":" and "\r\n"
 }
 
-// MEMORY USAGE key [SAMPLES count] | MEMORY HELP
+// MEMORY USAGE key [SAMPLES count]
 //
-// USAGE is the key's cost in redcell's table (storage.Store.MemoryUsage),
-// null for an absent key. SAMPLES is checked as Redis checks it and changes
-// nothing: a TAT has no nested values to sample.
-func cmdMemory(c *client, args [][]byte, now time.Time) {
-	sub := args[1]
-	c.noteSubcommand(c.srv.commands["memory"], sub)
-	switch {
-	case equalFold(sub, "usage") && len(args) >= 3:
-		for j := 3; j < len(args); j++ {
-			if !equalFold(args[j], "samples") || j+1 >= len(args) {
-				c.writeError(errSyntax)
-				return
-			}
-			n, ok := parseInt(args[j+1])
-			if !ok {
-				c.writeError(errNotInteger)
-				return
-			}
-			if n < 0 {
-				c.writeError(errSyntax)
-				return
-			}
-			j++
-		}
-		size, ok := c.ks.MemoryUsage(args[2], gcra.InstantOf(now))
-		if !ok {
-			c.writeNull()
+// The key's cost in redcell's table (storage.Store.MemoryUsage), null for
+// an absent key. SAMPLES is checked as Redis checks it and changes nothing:
+// a TAT has no nested values to sample.
+func cmdMemoryUsage(c *client, args [][]byte, now time.Time) {
+	for j := 3; j < len(args); j++ {
+		if !equalFold(args[j], "samples") || j+1 >= len(args) {
+			c.writeError(errSyntax)
 			return
 		}
-		c.writeInt(size)
-	case equalFold(sub, "help") && len(args) == 2:
-		c.writeHelp(memoryHelp)
-	case equalFold(sub, "usage"), equalFold(sub, "help"):
-		c.writeError(errWrongArgs("memory|" + strings.ToLower(string(sub))))
-	default:
-		c.writeError(errUnknownSubcommand(sub, "MEMORY"))
+		n, ok := parseInt(args[j+1])
+		if !ok {
+			c.writeError(errNotInteger)
+			return
+		}
+		if n < 0 {
+			c.writeError(errSyntax)
+			return
+		}
+		j++
 	}
+	size, ok := c.ks.MemoryUsage(args[2], gcra.InstantOf(now))
+	if !ok {
+		c.writeNull()
+		return
+	}
+	c.writeInt(size)
 }
 
 // memoryHelp is Redis 7's MEMORY HELP for the subcommands redcell serves.
@@ -80,43 +127,54 @@ var memoryHelp = []string{
 	"    Print this help.",
 }
 
-// OBJECT ENCODING key | FREQ key | IDLETIME key | REFCOUNT key | HELP
-//
-// For a live key: ENCODING is "int", as Redis encodes an integer string;
+// OBJECT's subcommands on a live key: ENCODING is "int", as Redis encodes
+// an integer string, or "window" for a sliding window's log or counters;
 // REFCOUNT 1, as for an integer Redis does not share (it shares those below
 // 10000 only); FREQ is Redis's error when no LFU maxmemory policy is set
 // (redcell's is noeviction); IDLETIME is 0, as redcell keeps no access
 // clock per key. Each answers null for an absent key, as Redis does.
-func cmdObject(c *client, args [][]byte, now time.Time) {
-	sub := args[1]
-	c.noteSubcommand(c.srv.commands["object"], sub)
-	keyed := equalFold(sub, "encoding") || equalFold(sub, "freq") || equalFold(sub, "idletime") || equalFold(sub, "refcount")
+
+// OBJECT ENCODING key
+func cmdObjectEncoding(c *client, args [][]byte, now time.Time) {
+	kind, ok := c.objectLookup(args[2], now)
 	switch {
-	case keyed && len(args) == 3:
-		_, kind, ok := c.lookupKey(args[2], gcra.InstantOf(now))
-		if !ok {
-			c.writeNull()
-			return
-		}
-		switch {
-		case equalFold(sub, "encoding") && kind == storage.KindWindow:
-			c.writeBulkString("window") // a sliding window's log or counters
-		case equalFold(sub, "encoding"):
-			c.writeBulkString("int")
-		case equalFold(sub, "freq"):
-			c.writeError(errNoLFU)
-		case equalFold(sub, "idletime"):
-			c.writeInt(0)
-		default:
-			c.writeInt(1)
-		}
-	case equalFold(sub, "help") && len(args) == 2:
-		c.writeHelp(objectHelp)
-	case keyed, equalFold(sub, "help"):
-		c.writeError(errWrongArgs("object|" + strings.ToLower(string(sub))))
+	case !ok:
+	case kind == storage.KindWindow:
+		c.writeBulkString("window")
 	default:
-		c.writeError(errUnknownSubcommand(sub, "OBJECT"))
+		c.writeBulkString("int")
 	}
+}
+
+// OBJECT FREQ key
+func cmdObjectFreq(c *client, args [][]byte, now time.Time) {
+	if _, ok := c.objectLookup(args[2], now); ok {
+		c.writeError(errNoLFU)
+	}
+}
+
+// OBJECT IDLETIME key
+func cmdObjectIdletime(c *client, args [][]byte, now time.Time) {
+	if _, ok := c.objectLookup(args[2], now); ok {
+		c.writeInt(0)
+	}
+}
+
+// OBJECT REFCOUNT key
+func cmdObjectRefcount(c *client, args [][]byte, now time.Time) {
+	if _, ok := c.objectLookup(args[2], now); ok {
+		c.writeInt(1)
+	}
+}
+
+// objectLookup finds an OBJECT subcommand's key, counted as a keyspace hit
+// or miss, and answers null if it is absent.
+func (c *client) objectLookup(key []byte, now time.Time) (storage.Kind, bool) {
+	_, kind, ok := c.lookupKey(key, gcra.InstantOf(now))
+	if !ok {
+		c.writeNull()
+	}
+	return kind, ok
 }
 
 // objectHelp is Redis 7's OBJECT HELP.
@@ -136,45 +194,4 @@ var objectHelp = []string{
 	"    <key>.",
 	"HELP",
 	"    Print this help.",
-}
-
-// keyedSubcommand describes a subcommand whose key is its second argument,
-// as OBJECT ENCODING's and MEMORY USAGE's, for COMMAND.
-func keyedSubcommand(name string, arity int, since, summary, complexity string) *command {
-	return &command{name: name, arity: arity, flags: []string{"readonly"}, acl: []string{"@read", "@slow"},
-		firstKey: 2, lastKey: 2, step: 1, keyFlags: []string{"RO"},
-		since: since, summary: summary, complexity: complexity}
-}
-
-func helpSubcommand(parent, since string) *command {
-	return &command{name: parent + "|help", arity: 2, flags: []string{"loading", "stale"}, acl: []string{"@slow"},
-		since: since, summary: "Returns helpful text about the different subcommands.", complexity: "O(1)"}
-}
-
-// objectSubcommands and memorySubcommands describe OBJECT's and MEMORY's
-// subcommands for COMMAND, with Redis 7.2's summaries and versions.
-func objectSubcommands() []*command {
-	subs := []*command{
-		keyedSubcommand("object|encoding", 3, "2.2.3", "Returns the internal encoding of a Redis object.", "O(1)"),
-		keyedSubcommand("object|freq", 3, "4.0.0", "Returns the logarithmic access frequency counter of a Redis object.", "O(1)"),
-		helpSubcommand("object", "6.2.0"),
-		keyedSubcommand("object|idletime", 3, "2.2.3", "Returns the time since the last access to a Redis object.", "O(1)"),
-		keyedSubcommand("object|refcount", 3, "2.2.3", "Returns the reference count of a value of a key.", "O(1)"),
-	}
-	for _, s := range subs {
-		s.group = "generic"
-		s.acl = append([]string{"@keyspace"}, s.acl...) // as Redis's OBJECT subcommands
-	}
-	return subs
-}
-
-func memorySubcommands() []*command {
-	subs := []*command{
-		helpSubcommand("memory", "4.0.0"),
-		keyedSubcommand("memory|usage", -3, "4.0.0", "Estimates the memory usage of a key.", "O(N) where N is the number of samples."),
-	}
-	for _, s := range subs {
-		s.group = "server"
-	}
-	return subs
 }

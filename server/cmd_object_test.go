@@ -40,7 +40,7 @@ func TestObjectStrlenMemory(t *testing.T) {
 		{[]string{"OBJECT", "ENCODING", "k"}, "$3\r\nint\r\n"},
 		{[]string{"OBJECT", "REFCOUNT", "k"}, ":1\r\n"},
 		{[]string{"OBJECT", "IDLETIME", "k"}, ":0\r\n"},
-		{[]string{"OBJECT", "FREQ", "k"}, "-" + errNoLFU + "\r\n"},
+		{[]string{"OBJECT", "FREQ", "k"}, errReply(errNoLFU)},
 		{[]string{"DEL", "k"}, ":1\r\n"},
 		{[]string{"CL.THROTTLE", long, "4", "1", "10"}, intsReply(0, 5, 4, -1, 10)},
 		{[]string{"MEMORY", "USAGE", long}, ":126\r\n"}, // and its 30 bytes in the arena

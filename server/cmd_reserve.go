@@ -7,6 +7,17 @@ import (
 	"redcell/gcra"
 )
 
+// reserveFamily is CL.RESERVE, for the command table (commands.go).
+func reserveFamily() []*command {
+	return []*command{
+		{name: "cl.reserve", arity: -5, maxArgs: 8, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
+			group: "generic", since: "0.1.0", complexity: "O(1)",
+			summary: "Reserves the next slot of a key's rate and returns how long to wait before acting, up to MAXWAIT milliseconds.",
+			run:     cmdReserve},
+	}
+}
+
 // CL.RESERVE key max_burst count period [quantity] [MAXWAIT milliseconds]
 //
 // The leaky bucket as a queue: CL.THROTTLE's arguments and TAT, but a call
@@ -32,20 +43,20 @@ func cmdReserve(c *client, args [][]byte, now time.Time) {
 		c.writeError(errPeriodNotInteger)
 		return
 	}
-	quantity, maxWait, msg := reserveOptions(args[5:])
-	if msg != "" {
-		c.writeError(msg)
+	quantity, maxWait, e := reserveOptions(args[5:])
+	if !e.none() {
+		c.writeError(e)
 		return
 	}
 	rate, err := gcra.NewRate(burst, count, period, quantity)
 	if err != nil {
-		c.writeError(throttleErrorText(err))
+		c.writeError(throttleError(err))
 		return
 	}
 	refused := c.srv.writesRefused()
 	res, stored, err := c.ks.Reserve(args[1], rate, gcra.InstantOf(now), maxWait, refused)
 	if err != nil {
-		c.writeError(throttleErrorText(err))
+		c.writeError(throttleError(err))
 		return
 	}
 	if stored {
@@ -61,8 +72,8 @@ func cmdReserve(c *client, args [][]byte, now time.Time) {
 
 // reserveOptions parses what follows CL.RESERVE's period: an optional
 // quantity (default 1), then an optional MAXWAIT milliseconds (default 0).
-// It returns the error text of the first bad one.
-func reserveOptions(opts [][]byte) (quantity int64, maxWait time.Duration, msg string) {
+// It returns the error of the first bad one.
+func reserveOptions(opts [][]byte) (quantity int64, maxWait time.Duration, e replyError) {
 	quantity = 1
 	if len(opts) > 0 && !equalFold(opts[0], "maxwait") {
 		q, ok := parseInt(opts[0])
@@ -73,7 +84,7 @@ func reserveOptions(opts [][]byte) (quantity int64, maxWait time.Duration, msg s
 	}
 	switch {
 	case len(opts) == 0:
-		return quantity, 0, ""
+		return quantity, 0, replyError{}
 	case len(opts) != 2 || !equalFold(opts[0], "maxwait"):
 		return 0, 0, errSyntax
 	}
@@ -86,5 +97,5 @@ func reserveOptions(opts [][]byte) (quantity int64, maxWait time.Duration, msg s
 	case ms > math.MaxInt64/int64(time.Millisecond):
 		return 0, 0, errOutOfRange
 	}
-	return quantity, time.Duration(ms) * time.Millisecond, ""
+	return quantity, time.Duration(ms) * time.Millisecond, replyError{}
 }

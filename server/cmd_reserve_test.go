@@ -127,26 +127,26 @@ func splitLines(s string) []string {
 }
 
 func TestReserveErrors(t *testing.T) {
-	e := errReply
+	e := func(text string) string { return "-" + text + "\r\n" }
 	runSteps(t, Config{}, []step{
 		{0, []string{"CL.RESERVE", "k", "1", "1"}, e("ERR wrong number of arguments for 'cl.reserve' command")},
 		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "1", "MAXWAIT", "1", "x"}, e("ERR wrong number of arguments for 'cl.reserve' command")},
-		{0, []string{"CL.RESERVE", "k", "x", "1", "1"}, e(errBurstNotInteger)},
-		{0, []string{"CL.RESERVE", "k", "1", "x", "1"}, e(errCountNotInteger)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "x"}, e(errPeriodNotInteger)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "x"}, e(errQuantityNotInteger)},
-		{0, []string{"CL.RESERVE", "k", "-1", "1", "1"}, e(errNegativeBurst)},
-		{0, []string{"CL.RESERVE", "k", "1", "0", "1"}, e(errZeroRate)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "-1"}, e(errNegativeQuantity)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT"}, e(errSyntax)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "1", "MAXWAIT"}, e(errSyntax)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "1", "2"}, e(errSyntax)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "1", "WAIT", "1"}, e(errSyntax)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "x"}, e(errMaxWaitNotInteger)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "-1"}, e(errNegativeMaxWait)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "9223372036854775807"}, e(errOutOfRange)},
+		{0, []string{"CL.RESERVE", "k", "x", "1", "1"}, e(errBurstNotInteger.text)},
+		{0, []string{"CL.RESERVE", "k", "1", "x", "1"}, e(errCountNotInteger.text)},
+		{0, []string{"CL.RESERVE", "k", "1", "1", "x"}, e(errPeriodNotInteger.text)},
+		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "x"}, e(errQuantityNotInteger.text)},
+		{0, []string{"CL.RESERVE", "k", "-1", "1", "1"}, e(errNegativeBurst.text)},
+		{0, []string{"CL.RESERVE", "k", "1", "0", "1"}, e(errZeroRate.text)},
+		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "-1"}, e(errNegativeQuantity.text)},
+		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT"}, e(errSyntax.text)},
+		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "1", "MAXWAIT"}, e(errSyntax.text)},
+		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "1", "2"}, e(errSyntax.text)},
+		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "1", "WAIT", "1"}, e(errSyntax.text)},
+		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "x"}, e(errMaxWaitNotInteger.text)},
+		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "-1"}, e(errNegativeMaxWait.text)},
+		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "9223372036854775807"}, e(errOutOfRange.text)},
 		{0, []string{"EXISTS", "k"}, ":0\r\n"},
 		{0, []string{"CL.WINDOW", "w", "5", "60"}, intsReply(0, 5, 4, -1, 60)},
-		{0, []string{"CL.RESERVE", "w", "1", "1", "1"}, e(errWrongType)},
+		{0, []string{"CL.RESERVE", "w", "1", "1", "1"}, e(errWrongType.text)},
 	})
 }

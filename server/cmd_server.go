@@ -7,6 +7,31 @@ import (
 	"time"
 )
 
+// serverFamily is the server's commands, for the command table
+// (commands.go).
+func serverFamily() []*command {
+	return []*command{
+		{name: "time", arity: 1, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast"},
+			group: "server", since: "2.6.0", complexity: "O(1)", summary: "Returns the server time.", run: cmdTime},
+		{name: "info", arity: -1, wholeKeyspace: true, flags: []string{"loading", "stale"}, acl: []string{"@slow", "@dangerous"},
+			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Returns information and statistics about the server.", run: cmdInfo},
+		{name: "config", arity: -2, flags: []string{}, acl: []string{"@slow"},
+			group: "server", since: "2.0.0", complexity: "Depends on subcommand.", summary: "A container for server configuration commands.", run: cmdConfig},
+		{name: "shutdown", arity: -1, maxArgs: 4, flags: []string{"admin", "noscript", "loading", "stale", "no_multi", "allow_busy"}, acl: []string{"@admin", "@slow", "@dangerous"},
+			group: "server", since: "1.0.0", complexity: "O(N) when saving, where N is the number of changed keys", summary: "Saves state and shuts the server down.", run: cmdShutdown},
+		{name: "save", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, acl: []string{"@admin", "@slow", "@dangerous"},
+			group: "server", since: "1.0.0", complexity: "O(N) where N is the number of changed keys", summary: "Writes every changed key to disk and syncs it.", run: cmdSave},
+		{name: "bgsave", arity: -1, maxArgs: 2, flags: []string{"admin", "noscript", "no_async_loading"}, acl: []string{"@admin", "@slow", "@dangerous"},
+			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Writes every changed key to disk in the background.", run: cmdBgsave},
+		{name: "lastsave", arity: 1, flags: []string{"loading", "stale", "fast"}, acl: []string{"@admin", "@fast", "@dangerous"},
+			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Returns the Unix time of the last successful save.", run: cmdLastsave},
+		{name: "slowlog", arity: -2, maxArgs: 3, flags: []string{"admin", "noscript", "loading", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},
+			group: "server", since: "2.2.12", complexity: "O(1)", summary: "Answers as an empty slow log: redcell keeps none.", run: cmdSlowlog},
+		{name: "latency", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},
+			group: "server", since: "2.8.13", complexity: "O(1)", summary: "Answers as a latency monitor with no events: redcell runs none.", run: cmdLatency},
+	}
+}
+
 // TIME
 func cmdTime(c *client, _ [][]byte, now time.Time) {
 	c.writeArray(2)
@@ -127,7 +152,7 @@ func cmdConfig(c *client, args [][]byte, _ time.Time) {
 			c.writeBulkString(params[name])
 		}
 	case equalFold(sub, "set") && len(args) >= 4:
-		c.writeError("ERR CONFIG SET is not supported by redcell: settings are command-line flags")
+		c.writeError(errConfigSet)
 	case equalFold(sub, "resetstat") && len(args) == 2:
 		c.writeOK()
 	case equalFold(sub, "get"), equalFold(sub, "set"), equalFold(sub, "resetstat"):
@@ -209,7 +234,7 @@ func cmdSlowlog(c *client, args [][]byte, _ time.Time) {
 	case equalFold(sub, "get") && len(args) <= 3:
 		if len(args) == 3 {
 			if n, ok := parseInt(args[2]); !ok || n < -1 {
-				c.writeError("ERR count should be greater than or equal to -1")
+				c.writeError(errSlowlogCount)
 				return
 			}
 		}

@@ -1,11 +1,21 @@
 package server
 
 import (
-	"errors"
 	"time"
 
 	"redcell/gcra"
 )
+
+// throttleFamily is CL.THROTTLE, for the command table (commands.go).
+func throttleFamily() []*command {
+	return []*command{
+		{name: "cl.throttle", arity: -5, maxArgs: 6, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
+			group: "generic", since: "0.1.0", complexity: "O(1)",
+			summary: "Rate-limits a key by GCRA and returns limited, limit, remaining, retry_after and reset_after, as redis-cell does.",
+			run:     cmdThrottle},
+	}
+}
 
 // CL.THROTTLE key max_burst count period [quantity]
 //
@@ -40,7 +50,7 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 	}
 	rate, err := gcra.NewRate(burst, count, period, quantity)
 	if err != nil {
-		c.writeError(throttleErrorText(err))
+		c.writeError(throttleError(err))
 		return
 	}
 	var res gcra.Result
@@ -56,7 +66,7 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		res, err = c.ks.Throttle(args[1], rate, gcra.InstantOf(now))
 	}
 	if err != nil {
-		c.writeError(throttleErrorText(err))
+		c.writeError(throttleError(err))
 		return
 	}
 	c.srv.stats.countDecision(c.stripe, decideThrottle, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
@@ -64,24 +74,4 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		c.changed()
 	}
 	c.writeInts(res.Ints())
-}
-
-// throttleErrorText maps gcra's and storage's errors to their client text.
-func throttleErrorText(err error) string {
-	switch {
-	case errors.Is(err, gcra.ErrNegativeBurst):
-		return errNegativeBurst
-	case errors.Is(err, gcra.ErrNegativeCount):
-		return errNegativeCount
-	case errors.Is(err, gcra.ErrNegativePeriod):
-		return errNegativePeriod
-	case errors.Is(err, gcra.ErrZeroRate):
-		return errZeroRate
-	case errors.Is(err, gcra.ErrNegativeQuantity):
-		return errNegativeQuantity
-	case errors.Is(err, gcra.ErrOutOfRange):
-		return errOutOfRange
-	default:
-		return storageErrorText(err)
-	}
 }

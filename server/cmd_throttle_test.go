@@ -41,7 +41,7 @@ func TestThrottleHandler(t *testing.T) {
 		{0, []string{"cl.throttle", "k", "4", "1", "1", "4"}, intsReply(0, 5, 0, -1, 5)},
 		{0, []string{"CL.THROTTLE", "k", "4", "1", "1"}, intsReply(1, 5, 0, 1, 5)},
 		{2500 * time.Millisecond, []string{"CL.THROTTLE", "k", "4", "1", "1", "0"}, intsReply(0, 5, 2, -1, 3)},
-		{2500 * time.Millisecond, []string{"CL.THROTTLE", "k", "-4", "1", "1"}, "-" + errNegativeBurst + "\r\n"},
+		{2500 * time.Millisecond, []string{"CL.THROTTLE", "k", "-4", "1", "1"}, errReply(errNegativeBurst)},
 		{2500 * time.Millisecond, []string{"CL.THROTTLE", "k", "4", "1"}, "-ERR wrong number of arguments for 'cl.throttle' command\r\n"},
 	} {
 		now.Store(t0.Add(s.at).UnixNano())
@@ -61,7 +61,7 @@ func TestThrottleHandler(t *testing.T) {
 	}
 }
 
-func TestThrottleErrorText(t *testing.T) {
+func TestThrottleError(t *testing.T) {
 	for _, c := range []struct {
 		err  error
 		want string
@@ -74,14 +74,14 @@ func TestThrottleErrorText(t *testing.T) {
 		{gcra.ErrOutOfRange, "ERR rate limit parameters out of range"},
 		{fmt.Errorf("wrapped: %w", gcra.ErrZeroRate), "ERR zero rates are not supported"},
 	} {
-		if got := throttleErrorText(c.err); got != c.want {
-			t.Errorf("throttleErrorText(%v) = %q want %q", c.err, got, c.want)
+		if got := throttleError(c.err); got.text != c.want || got.kind != errKindCommand {
+			t.Errorf("throttleError(%v) = %q (%s) want %q (command)", c.err, got.text, errorKinds[got.kind].name, c.want)
 		}
 	}
 	// Every sentinel gcra returns has its own text; none falls through to
 	// the out-of-range default by accident.
 	for _, err := range []error{gcra.ErrNegativeBurst, gcra.ErrNegativeCount, gcra.ErrNegativePeriod, gcra.ErrZeroRate, gcra.ErrNegativeQuantity} {
-		if throttleErrorText(err) == errOutOfRange {
+		if throttleError(err) == errOutOfRange {
 			t.Errorf("%v maps to the out-of-range text", err)
 		}
 	}
@@ -179,7 +179,7 @@ func TestLimitersRefuseLongKeys(t *testing.T) {
 		{"CL.RESERVE", "12345", "1", "1", "1"},
 		{"CL.WINDOW", "12345", "1", "60"},
 	} {
-		require.Equal(t, errReply("ERR key too long: 5 bytes, --max-key-len is 4"), tc.do(args...), "%q", args)
+		require.Equal(t, "-ERR key too long: 5 bytes, --max-key-len is 4\r\n", tc.do(args...), "%q", args)
 	}
 	require.Equal(t, ":0\r\n", tc.do("DBSIZE"))
 }

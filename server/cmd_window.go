@@ -1,12 +1,22 @@
 package server
 
 import (
-	"errors"
 	"time"
 
 	"redcell/gcra"
 	"redcell/window"
 )
+
+// windowFamily is CL.WINDOW, for the command table (commands.go).
+func windowFamily() []*command {
+	return []*command{
+		{name: "cl.window", arity: -4, maxArgs: 7, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
+			group: "generic", since: "0.1.0", complexity: "O(1) with PRECISION m, O(N) for the N entries of an exact log",
+			summary: "Allows at most limit actions in any window seconds: an exact sliding log, or sub-window counters with PRECISION.",
+			run:     cmdWindow},
+	}
+}
 
 // CL.WINDOW key limit window [quantity] [PRECISION m]
 //
@@ -29,20 +39,20 @@ func cmdWindow(c *client, args [][]byte, now time.Time) {
 		c.writeError(errWindowNotInteger)
 		return
 	}
-	quantity, precision, msg := windowOptions(args[4:])
-	if msg != "" {
-		c.writeError(msg)
+	quantity, precision, e := windowOptions(args[4:])
+	if !e.none() {
+		c.writeError(e)
 		return
 	}
 	spec, err := window.NewSpec(limit, seconds, quantity, precision, c.srv.limits.WindowLogMax)
 	if err != nil {
-		c.writeError(windowErrorText(err))
+		c.writeError(windowError(err))
 		return
 	}
 	refused := c.srv.writesRefused()
 	res, stored, err := c.ks.Window(args[1], spec, gcra.InstantOf(now), refused)
 	if err != nil {
-		c.writeError(windowErrorText(err))
+		c.writeError(windowError(err))
 		return
 	}
 	if stored {
@@ -62,8 +72,9 @@ func cmdWindow(c *client, args [][]byte, now time.Time) {
 }
 
 // windowOptions parses what follows CL.WINDOW's window: an optional quantity
-// (default 1), then an optional PRECISION m (default 0, the exact log).
-func windowOptions(opts [][]byte) (quantity, precision int64, msg string) {
+// (default 1), then an optional PRECISION m (default 0, the exact log). It
+// returns the error of the first bad one.
+func windowOptions(opts [][]byte) (quantity, precision int64, e replyError) {
 	quantity = 1
 	if len(opts) > 0 && !equalFold(opts[0], "precision") {
 		q, ok := parseInt(opts[0])
@@ -74,7 +85,7 @@ func windowOptions(opts [][]byte) (quantity, precision int64, msg string) {
 	}
 	switch {
 	case len(opts) == 0:
-		return quantity, 0, ""
+		return quantity, 0, replyError{}
 	case len(opts) != 2 || !equalFold(opts[0], "precision"):
 		return 0, 0, errSyntax
 	}
@@ -82,25 +93,5 @@ func windowOptions(opts [][]byte) (quantity, precision int64, msg string) {
 	if !ok {
 		return 0, 0, errPrecisionNotInteger
 	}
-	return quantity, m, ""
-}
-
-// windowErrorText maps window's and storage's errors to their client text.
-func windowErrorText(err error) string {
-	switch {
-	case errors.Is(err, window.ErrLimit):
-		return errLimitPositive
-	case errors.Is(err, window.ErrWindow):
-		return errWindowPositive
-	case errors.Is(err, window.ErrQuantity):
-		return errNegativeQuantity
-	case errors.Is(err, window.ErrPrecision):
-		return errPrecisionRange
-	case errors.Is(err, window.ErrLimitTooLarge):
-		return errLimitTooLarge
-	case errors.Is(err, window.ErrOutOfRange):
-		return errOutOfRange
-	default:
-		return storageErrorText(err)
-	}
+	return quantity, m, replyError{}
 }

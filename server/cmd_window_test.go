@@ -12,7 +12,7 @@ import (
 // when the oldest entry leaves.
 func TestWindowExactLog(t *testing.T) {
 	const s = time.Second
-	e := errReply
+	e := func(text string) string { return "-" + text + "\r\n" }
 	tc := runSteps(t, Config{}, []step{
 		{0, []string{"CL.WINDOW", "w", "3", "10"}, intsReply(0, 3, 2, -1, 10)},
 		{1 * s, []string{"CL.WINDOW", "w", "3", "10"}, intsReply(0, 3, 1, -1, 10)},
@@ -30,14 +30,14 @@ func TestWindowExactLog(t *testing.T) {
 		{11 * s, []string{"TYPE", "w"}, "+window\r\n"},
 		{11 * s, []string{"PTTL", "w"}, ":9000\r\n"},
 		{11 * s, []string{"OBJECT", "ENCODING", "w"}, bulkReply("window")},
-		{11 * s, []string{"GET", "w"}, e(errWrongType)},
-		{11 * s, []string{"CL.THROTTLE", "w", "1", "1", "1"}, e(errWrongType)},
-		{11 * s, []string{"GCRA", "w", "1", "1", "1"}, e(errWrongType)},
-		{11 * s, []string{"CL.RESERVE", "w", "1", "1", "1"}, e(errWrongType)},
+		{11 * s, []string{"GET", "w"}, e(errWrongType.text)},
+		{11 * s, []string{"CL.THROTTLE", "w", "1", "1", "1"}, e(errWrongType.text)},
+		{11 * s, []string{"GCRA", "w", "1", "1", "1"}, e(errWrongType.text)},
+		{11 * s, []string{"CL.RESERVE", "w", "1", "1", "1"}, e(errWrongType.text)},
 		{20 * s, []string{"EXISTS", "w"}, ":0\r\n"},
 		// And the reverse: a TAT key is not a window; DEL frees the name.
 		{20 * s, []string{"CL.THROTTLE", "w", "1", "1", "1"}, intsReply(0, 2, 1, -1, 1)},
-		{20 * s, []string{"CL.WINDOW", "w", "3", "10"}, e(errWrongType)},
+		{20 * s, []string{"CL.WINDOW", "w", "3", "10"}, e(errWrongType.text)},
 		{20 * s, []string{"DEL", "w"}, ":1\r\n"},
 		{20 * s, []string{"CL.WINDOW", "w", "3", "10"}, intsReply(0, 3, 2, -1, 10)},
 	})
@@ -78,22 +78,22 @@ func TestWindowPrecision(t *testing.T) {
 }
 
 func TestWindowErrors(t *testing.T) {
-	e := errReply
+	e := func(text string) string { return "-" + text + "\r\n" }
 	runSteps(t, Config{Limits: Limits{WindowLogMax: 100}}, []step{
 		{0, []string{"CL.WINDOW", "k", "1"}, e("ERR wrong number of arguments for 'cl.window' command")},
 		{0, []string{"CL.WINDOW", "k", "1", "1", "1", "PRECISION", "1", "x"}, e("ERR wrong number of arguments for 'cl.window' command")},
-		{0, []string{"CL.WINDOW", "k", "x", "1"}, e(errLimitNotInteger)},
-		{0, []string{"CL.WINDOW", "k", "1", "1.5"}, e(errWindowNotInteger)},
-		{0, []string{"CL.WINDOW", "k", "1", "1", "x"}, e(errQuantityNotInteger)},
-		{0, []string{"CL.WINDOW", "k", "0", "1"}, e(errLimitPositive)},
-		{0, []string{"CL.WINDOW", "k", "1", "0"}, e(errWindowPositive)},
-		{0, []string{"CL.WINDOW", "k", "1", "1", "-1"}, e(errNegativeQuantity)},
-		{0, []string{"CL.WINDOW", "k", "1", "1", "PRECISION"}, e(errSyntax)},
-		{0, []string{"CL.WINDOW", "k", "1", "1", "1", "SIZE", "1"}, e(errSyntax)},
-		{0, []string{"CL.WINDOW", "k", "1", "1", "PRECISION", "x"}, e(errPrecisionNotInteger)},
-		{0, []string{"CL.WINDOW", "k", "1", "1", "PRECISION", "-1"}, e(errPrecisionRange)},
-		{0, []string{"CL.WINDOW", "k", "1", "1", "PRECISION", "10001"}, e(errPrecisionRange)},
-		{0, []string{"CL.WINDOW", "k", "1", "9223372036854775807"}, e(errOutOfRange)},
+		{0, []string{"CL.WINDOW", "k", "x", "1"}, e(errLimitNotInteger.text)},
+		{0, []string{"CL.WINDOW", "k", "1", "1.5"}, e(errWindowNotInteger.text)},
+		{0, []string{"CL.WINDOW", "k", "1", "1", "x"}, e(errQuantityNotInteger.text)},
+		{0, []string{"CL.WINDOW", "k", "0", "1"}, e(errLimitPositive.text)},
+		{0, []string{"CL.WINDOW", "k", "1", "0"}, e(errWindowPositive.text)},
+		{0, []string{"CL.WINDOW", "k", "1", "1", "-1"}, e(errNegativeQuantity.text)},
+		{0, []string{"CL.WINDOW", "k", "1", "1", "PRECISION"}, e(errSyntax.text)},
+		{0, []string{"CL.WINDOW", "k", "1", "1", "1", "SIZE", "1"}, e(errSyntax.text)},
+		{0, []string{"CL.WINDOW", "k", "1", "1", "PRECISION", "x"}, e(errPrecisionNotInteger.text)},
+		{0, []string{"CL.WINDOW", "k", "1", "1", "PRECISION", "-1"}, e(errPrecisionRange.text)},
+		{0, []string{"CL.WINDOW", "k", "1", "1", "PRECISION", "10001"}, e(errPrecisionRange.text)},
+		{0, []string{"CL.WINDOW", "k", "1", "9223372036854775807"}, e(errOutOfRange.text)},
 		{0, []string{"CL.WINDOW", "k", "101", "60"}, e("ERR limit too large for an exact window, use PRECISION")},
 		{0, []string{"EXISTS", "k"}, ":0\r\n"},
 		{0, []string{"CL.WINDOW", "k", "100", "60"}, intsReply(0, 100, 99, -1, 60)},

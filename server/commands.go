@@ -2,6 +2,7 @@ package server
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -22,7 +23,7 @@ type command struct {
 
 	// noAuth commands run before the client has authenticated.
 	noAuth bool
-	// write, readonly and admin are set from flags by commandTable: CLIENT
+	// write, readonly and admin are set from flags by register: CLIENT
 	// PAUSE WRITE holds write commands, a monitor may run neither write nor
 	// readonly ones, and MONITOR does not show admin ones. noMulti (the
 	// no_multi flag) commands are refused inside MULTI.
@@ -34,11 +35,19 @@ type command struct {
 	txControl, wholeKeyspace bool
 
 	group, summary, since, complexity string
-	subcommands                       []*command
 
+	// run serves the command. A container's run is set by register: it runs
+	// the subcommand its first argument names (runSubcommand).
 	run func(c *client, args [][]byte, now time.Time)
+	// subcommands are a container's (CLIENT's, OBJECT's, MEMORY's), each an
+	// entry of its own named "parent|sub", with its own arity, flags and run.
+	subcommands []*command
+	// anyArity subcommands are run whatever their number of arguments,
+	// though COMMAND reports their arity: CLIENT TRACKING answers why it is
+	// refused however it is called.
+	anyArity bool
 
-	// stats count the command's calls for INFO and /metrics (metrics.go).
+	// stats count the command's calls for INFO and /metrics (stats.go).
 	stats *cmdStats
 }
 
@@ -52,140 +61,91 @@ func (cmd *command) arityOK(n int) bool {
 	return cmd.maxArgs == 0 || n <= cmd.maxArgs
 }
 
-// commandTable registers every command redcell serves. Handlers live in one
-// file per family: cmd_throttle.go, cmd_gcra.go, cmd_reserve.go,
-// cmd_window.go, cmd_keys.go, cmd_conn.go, cmd_server.go, cmd_object.go,
-// cmd_multi.go, monitor.go.
-func commandTable() map[string]*command {
-	list := []*command{
-		// cmd_throttle.go
-		{name: "cl.throttle", arity: -5, maxArgs: 6, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
-			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
-			group: "generic", since: "0.1.0", complexity: "O(1)",
-			summary: "Rate-limits a key by GCRA and returns limited, limit, remaining, retry_after and reset_after, as redis-cell does.",
-			run:     cmdThrottle},
+// commandTable is the commands a Server serves: by name for dispatch, and in
+// name order for COMMAND and INFO commandstats. Each Server builds its own
+// (newCommandTable), so each counts its commands apart.
+type commandTable struct {
+	byName map[string]*command
+	sorted []*command
+}
 
-		// cmd_gcra.go, cmd_reserve.go, cmd_window.go: the other limiters.
-		{name: "gcra", arity: -5, maxArgs: 7, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@string", "@fast"},
-			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
-			group: "string", since: "8.8.0", complexity: "O(1)",
-			summary: "Rate-limits a key by GCRA as Redis's GCRA command: a float period, durations rounded up to seconds.",
-			run:     cmdGCRA},
-		{name: "cl.reserve", arity: -5, maxArgs: 8, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
-			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
-			group: "generic", since: "0.1.0", complexity: "O(1)",
-			summary: "Reserves the next slot of a key's rate and returns how long to wait before acting, up to MAXWAIT milliseconds.",
-			run:     cmdReserve},
-		{name: "cl.window", arity: -4, maxArgs: 7, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
-			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
-			group: "generic", since: "0.1.0", complexity: "O(1) with PRECISION m, O(N) for the N entries of an exact log",
-			summary: "Allows at most limit actions in any window seconds: an exact sliding log, or sub-window counters with PRECISION.",
-			run:     cmdWindow},
-
-		// cmd_keys.go
-		{name: "del", arity: -2, flags: []string{"write"}, acl: []string{"@keyspace", "@write", "@slow"},
-			firstKey: 1, lastKey: -1, step: 1, keyFlags: []string{"RM", "DELETE"},
-			group: "generic", since: "1.0.0", complexity: "O(N) where N is the number of keys", summary: "Deletes one or more keys: resets their limiters.", run: cmdDel},
-		{name: "unlink", arity: -2, flags: []string{"write", "fast"}, acl: []string{"@keyspace", "@write", "@fast"},
-			firstKey: 1, lastKey: -1, step: 1, keyFlags: []string{"RM", "DELETE"},
-			group: "generic", since: "4.0.0", complexity: "O(N) where N is the number of keys", summary: "Deletes one or more keys.", run: cmdDel},
-		{name: "exists", arity: -2, flags: []string{"readonly", "fast"}, acl: []string{"@keyspace", "@read", "@fast"},
-			firstKey: 1, lastKey: -1, step: 1, keyFlags: []string{"RO"},
-			group: "generic", since: "1.0.0", complexity: "O(N) where N is the number of keys", summary: "Counts how many of the keys exist.", run: cmdExists},
-		{name: "ttl", arity: 2, flags: []string{"readonly", "fast"}, acl: []string{"@keyspace", "@read", "@fast"},
-			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RO", "ACCESS"},
-			group: "generic", since: "1.0.0", complexity: "O(1)", summary: "Returns the seconds until a key expires.", run: cmdTTL},
-		{name: "pttl", arity: 2, flags: []string{"readonly", "fast"}, acl: []string{"@keyspace", "@read", "@fast"},
-			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RO", "ACCESS"},
-			group: "generic", since: "2.6.0", complexity: "O(1)", summary: "Returns the milliseconds until a key expires.", run: cmdPTTL},
-		{name: "get", arity: 2, flags: []string{"readonly", "fast"}, acl: []string{"@read", "@string", "@fast"},
-			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RO", "ACCESS"},
-			group: "string", since: "1.0.0", complexity: "O(1)", summary: "Returns a key's TAT in nanoseconds since the Unix epoch.", run: cmdGet},
-		{name: "type", arity: 2, flags: []string{"readonly", "fast"}, acl: []string{"@keyspace", "@read", "@fast"},
-			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RO"},
-			group: "generic", since: "1.0.0", complexity: "O(1)", summary: "Returns the type of a key.", run: cmdType},
-		{name: "keys", arity: 2, flags: []string{"readonly"}, acl: []string{"@keyspace", "@read", "@slow", "@dangerous"},
-			group: "generic", since: "1.0.0", complexity: "O(N) with N being the number of keys in the database", summary: "Returns all key names that match a pattern.", run: cmdKeys},
-		{name: "scan", arity: -2, flags: []string{"readonly"}, acl: []string{"@keyspace", "@read", "@slow"},
-			group: "generic", since: "2.8.0", complexity: "O(1) for every call. O(N) for a complete iteration.", summary: "Iterates over the key names in the database.", run: cmdScan},
-		{name: "dbsize", arity: 1, flags: []string{"readonly", "fast"}, acl: []string{"@keyspace", "@read", "@fast"},
-			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Returns the number of keys in the database.", run: cmdDBSize},
-		{name: "flushdb", arity: -1, maxArgs: 2, flags: []string{"write"}, acl: []string{"@keyspace", "@write", "@slow", "@dangerous"},
-			group: "server", since: "1.0.0", complexity: "O(N) where N is the number of keys", summary: "Removes every key.", run: cmdFlush},
-		{name: "flushall", arity: -1, maxArgs: 2, flags: []string{"write"}, acl: []string{"@keyspace", "@write", "@slow", "@dangerous"},
-			group: "server", since: "1.0.0", complexity: "O(N) where N is the number of keys", summary: "Removes every key.", run: cmdFlush},
-
-		// cmd_conn.go
-		{name: "ping", arity: -1, maxArgs: 2, flags: []string{"fast"}, acl: []string{"@fast", "@connection"},
-			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the server's liveliness response.", run: cmdPing},
-		{name: "echo", arity: 2, flags: []string{"fast"}, acl: []string{"@fast", "@connection"},
-			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the given string.", run: cmdEcho},
-		{name: "quit", arity: -1, noAuth: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, acl: []string{"@fast", "@connection"},
-			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Closes the connection.", run: cmdQuit},
-		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast", "@connection"},
-			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Changes the selected database: only 0 exists.", run: cmdSelect},
-		{name: "auth", arity: -2, maxArgs: 3, noAuth: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, acl: []string{"@fast", "@connection"},
-			group: "connection", since: "1.0.0", complexity: "O(N) where N is the number of passwords defined for the user", summary: "Authenticates the connection.", run: cmdAuth},
-		{name: "hello", arity: -1, noAuth: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, acl: []string{"@fast", "@connection"},
-			group: "connection", since: "6.0.0", complexity: "O(1)", summary: "Handshakes with the server, optionally switching to RESP3.", run: cmdHello},
-		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, acl: []string{"@slow", "@connection"},
-			group: "connection", since: "2.4.0", complexity: "Depends on subcommand.", summary: "A container for client connection commands.", run: cmdClient,
-			subcommands: clientSubcommands()},
-
-		// cmd_server.go
-		{name: "time", arity: 1, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast"},
-			group: "server", since: "2.6.0", complexity: "O(1)", summary: "Returns the server time.", run: cmdTime},
-		{name: "info", arity: -1, flags: []string{"loading", "stale"}, acl: []string{"@slow", "@dangerous"},
-			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Returns information and statistics about the server.", run: cmdInfo},
-		{name: "config", arity: -2, flags: []string{}, acl: []string{"@slow"},
-			group: "server", since: "2.0.0", complexity: "Depends on subcommand.", summary: "A container for server configuration commands.", run: cmdConfig},
-		{name: "shutdown", arity: -1, maxArgs: 4, flags: []string{"admin", "noscript", "loading", "stale", "no_multi", "allow_busy"}, acl: []string{"@admin", "@slow", "@dangerous"},
-			group: "server", since: "1.0.0", complexity: "O(N) when saving, where N is the number of changed keys", summary: "Saves state and shuts the server down.", run: cmdShutdown},
-		{name: "save", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, acl: []string{"@admin", "@slow", "@dangerous"},
-			group: "server", since: "1.0.0", complexity: "O(N) where N is the number of changed keys", summary: "Writes every changed key to disk and syncs it.", run: cmdSave},
-		{name: "bgsave", arity: -1, maxArgs: 2, flags: []string{"admin", "noscript", "no_async_loading"}, acl: []string{"@admin", "@slow", "@dangerous"},
-			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Writes every changed key to disk in the background.", run: cmdBgsave},
-		{name: "lastsave", arity: 1, flags: []string{"loading", "stale", "fast"}, acl: []string{"@admin", "@fast", "@dangerous"},
-			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Returns the Unix time of the last successful save.", run: cmdLastsave},
-		{name: "slowlog", arity: -2, maxArgs: 3, flags: []string{"admin", "noscript", "loading", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},
-			group: "server", since: "2.2.12", complexity: "O(1)", summary: "Answers as an empty slow log: redcell keeps none.", run: cmdSlowlog},
-		{name: "latency", arity: -2, flags: []string{"admin", "noscript", "loading", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},
-			group: "server", since: "2.8.13", complexity: "O(1)", summary: "Answers as a latency monitor with no events: redcell runs none.", run: cmdLatency},
-		{name: "monitor", arity: 1, flags: []string{"admin", "noscript", "loading", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},
-			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Listens for all requests received by the server in real-time.", run: cmdMonitor},
-		{name: "command", arity: -1, flags: []string{"loading", "stale"}, acl: []string{"@slow", "@connection"},
-			group: "server", since: "2.8.13", complexity: "O(N) where N is the total number of commands", summary: "Returns detailed information about all commands.", run: cmdCommand},
-
-		// cmd_object.go
-		{name: "strlen", arity: 2, flags: []string{"readonly", "fast"}, acl: []string{"@read", "@string", "@fast"},
-			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RO"},
-			group: "string", since: "2.2.0", complexity: "O(1)", summary: "Returns the length of a key's value, the digits of its TAT.", run: cmdStrlen},
-		{name: "object", arity: -2, flags: []string{}, acl: []string{"@slow"},
-			group: "generic", since: "2.2.3", complexity: "Depends on subcommand.", summary: "A container for object introspection commands.", run: cmdObject,
-			subcommands: objectSubcommands()},
-		{name: "memory", arity: -2, flags: []string{}, acl: []string{"@slow"},
-			group: "server", since: "4.0.0", complexity: "Depends on subcommand.", summary: "A container for memory diagnostics commands.", run: cmdMemory,
-			subcommands: memorySubcommands()},
-	}
-	list = append(list, multiCommands()...)
-	for _, cmd := range list {
-		switch cmd.name {
-		case "multi", "exec", "discard", "watch", "quit":
-			cmd.txControl = true
-		case "keys", "scan", "dbsize", "flushdb", "flushall", "info", "memory", "object":
-			cmd.wholeKeyspace = true
+// newCommandTable registers every family's commands. Each family declares
+// its commands, with what COMMAND reports about them, at the top of its own
+// file, above the handlers.
+func newCommandTable() commandTable {
+	t := commandTable{byName: make(map[string]*command)}
+	for _, family := range [][]*command{
+		throttleFamily(), // cmd_throttle.go
+		gcraFamily(),     // cmd_gcra.go
+		reserveFamily(),  // cmd_reserve.go
+		windowFamily(),   // cmd_window.go
+		keysFamily(),     // cmd_keys.go
+		objectFamily(),   // cmd_object.go
+		connFamily(),     // cmd_conn.go
+		clientFamily(),   // cmd_client.go
+		serverFamily(),   // cmd_server.go
+		commandFamily(),  // cmd_command.go
+		monitorFamily(),  // monitor.go
+		multiFamily(),    // cmd_multi.go
+	} {
+		for _, cmd := range family {
+			t.register(cmd)
 		}
 	}
-	table := make(map[string]*command, len(list))
-	for _, cmd := range list {
-		cmd.stats = new(cmdStats)
-		table[cmd.name] = cmd
-		for _, spec := range append([]*command{cmd}, cmd.subcommands...) {
-			spec.write = slices.Contains(spec.flags, "write")
-			spec.readonly = slices.Contains(spec.flags, "readonly")
-			spec.admin = slices.Contains(spec.flags, "admin")
-			spec.noMulti = slices.Contains(spec.flags, "no_multi")
+	slices.SortFunc(t.sorted, func(a, b *command) int { return strings.Compare(a.name, b.name) })
+	return t
+}
+
+// register adds cmd to the table, with its counters, and sets what its
+// flags and its subcommands' say (write, readonly, admin, noMulti); a
+// container's run dispatches to its subcommands. A name registered twice is
+// a programming error: it panics.
+func (t *commandTable) register(cmd *command) {
+	if _, dup := t.byName[cmd.name]; dup {
+		panic("server: command " + cmd.name + " registered twice")
+	}
+	if (cmd.run == nil) == (cmd.subcommands == nil) {
+		panic("server: command " + cmd.name + " needs either a handler or subcommands")
+	}
+	cmd.stats = new(cmdStats)
+	if cmd.subcommands != nil {
+		cmd.run = func(c *client, args [][]byte, now time.Time) { c.runSubcommand(cmd, args, now) }
+	}
+	t.byName[cmd.name] = cmd
+	t.sorted = append(t.sorted, cmd)
+	for _, spec := range append([]*command{cmd}, cmd.subcommands...) {
+		spec.write = slices.Contains(spec.flags, "write")
+		spec.readonly = slices.Contains(spec.flags, "readonly")
+		spec.admin = slices.Contains(spec.flags, "admin")
+		spec.noMulti = slices.Contains(spec.flags, "no_multi")
+	}
+}
+
+// subcommand returns the subcommand of cmd that name names ("list" for
+// "client|list"), case-insensitively, or nil.
+func (cmd *command) subcommand(name []byte) *command {
+	for _, sub := range cmd.subcommands {
+		if equalFold(name, sub.name[len(cmd.name)+1:]) {
+			return sub
 		}
 	}
-	return table
+	return nil
+}
+
+// runSubcommand runs a container's subcommand, the one args[1] names, as
+// Redis does: unknown, it is an error; known, it becomes the connection's
+// last command (CLIENT LIST shows cmd=client|info, as Redis 7 does), and
+// its arity is checked before it runs.
+func (c *client) runSubcommand(parent *command, args [][]byte, now time.Time) {
+	sub := parent.subcommand(args[1])
+	if sub == nil {
+		c.writeError(errUnknownSubcommand(args[1], strings.ToUpper(parent.name)))
+		return
+	}
+	c.lastCmd.Store(sub)
+	if !sub.anyArity && !sub.arityOK(len(args)) {
+		c.writeError(errWrongArgs(sub.name))
+		return
+	}
+	sub.run(c, args, now)
 }

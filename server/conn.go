@@ -3,20 +3,17 @@ package server
 import (
 	"errors"
 	"io"
-	"math"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/tidwall/redcon"
 
 	"redcell/resp"
 )
 
 // connection is what the server needs of a client connection: the reply
-// writers, its closing, and where it comes from. conn is the real one;
-// tests use fakeConn.
+// writers, its sending and closing, where it comes from, and the client
+// served on it. conn is the real one; tests use fakeConn, which has no
+// network.
 type connection interface {
 	WriteError(msg string)
 	WriteString(s string)
@@ -37,8 +34,25 @@ type connection interface {
 	Abort()
 	RemoteAddr() string
 	NetConn() net.Conn // nil without a network (tests)
-	Context() any
-	SetContext(v any)
+
+	// client is the client accept attached with setClient; nil before.
+	client() *client
+	setClient(cl *client)
+	// flush sends the replies queued so far, now.
+	flush() error
+	// drop discards the queued replies and closes the connection: nothing
+	// of the batch is sent.
+	drop()
+	// refuseLater arranges for the connection's own goroutine to answer
+	// reply as an error and close the connection, before it reads anything
+	// (reject). It reports false if the connection has no such goroutine:
+	// the caller closes it.
+	refuseLater(reply string) bool
+	// startFeed hands the connection's writing over to m, once a client
+	// monitors: the replies queued so far are m's first bytes, and every
+	// later batch goes to m in turn. It returns the writer m sends with.
+	// Only a connection with a network (NetConn) can be fed.
+	startFeed(m *monitor) io.Writer
 }
 
 // conn is one client connection. Its loop (serveConn) reads commands with a
@@ -61,7 +75,7 @@ type conn struct {
 	nc   net.Conn // the socket, TLS or not
 	rd   *resp.Reader
 	addr string
-	ctx  any
+	cl   *client // set by accept; nil on a connection refused at accept
 
 	// idle is Limits.IdleTimeout (0: none); readAt and cmdStart are kept
 	// under it only: timeout.go.
@@ -98,13 +112,6 @@ type conn struct {
 	// release, when set, is called once the connection has ended (the
 	// listener's tracking).
 	release func()
-}
-
-// outputTotal counts the reply bytes waiting for all clients together,
-// beyond each one's allowance, against a limit.
-type outputTotal struct {
-	limit int64 // <= 0: none
-	used  atomic.Int64
 }
 
 var _ connection = (*conn)(nil)
@@ -191,7 +198,7 @@ func (s *Server) runConn(c *conn) error {
 // are answered, then the refusal is sent and the connection closed, as
 // Redis answers what it read before a protocol error.
 func (s *Server) runBatch(c *conn) error {
-	cl := c.ctx.(*client) // set by accept; a rejected conn is refused before it reads
+	cl := c.cl // set by accept; a rejected conn is refused before it reads
 	now := s.now()
 	var refused error
 	args := c.pending
@@ -271,80 +278,6 @@ func (c *conn) flush() error {
 	return err
 }
 
-// room reports whether n more reply bytes may be queued. Past
-// Limits.MaxOutput the replies are dropped and the connection closed, as
-// Redis does past client-output-buffer-limit: redcell keeps a batch's
-// replies in memory until the batch has run, and a few bytes of requests can
-// ask for a lot (COMMAND answers 5 KiB for 9 bytes), so a client pipelining
-// such requests, or not reading, could make the server hold any amount.
-//
-// Beyond a client's first outputAllowance bytes, its replies also count
-// against the total for all clients (Limits.MaxOutputTotal), taken in steps
-// of outputAllowance: past the total, the client whose replies would pass
-// it is the one closed, as Redis's maxmemory-clients closes the client that
-// uses the most.
-func (c *conn) room(n int) bool {
-	if size := int64(len(c.out) + n); size <= c.roomLeft && !c.closed {
-		return true // the common case: one comparison
-	}
-	return c.makeRoom(n)
-}
-
-// makeRoom is room's slow path: a closed connection, or a reply past this
-// client's allowance of the total or near its own limit.
-func (c *conn) makeRoom(n int) bool {
-	defer c.setRoomLeft()
-	if c.closed {
-		return false
-	}
-	size := int64(len(c.out) + n)
-	if c.maxOutput > 0 && size > c.maxOutput {
-		c.refuseOutput("client closed for overcoming of output buffer limits", c.maxOutput)
-		return false
-	}
-	if size > outputAllowance+c.counted && c.total != nil && c.total.limit > 0 {
-		step := (size - outputAllowance - c.counted + outputAllowance - 1) / outputAllowance * outputAllowance
-		if c.total.used.Add(step) > c.total.limit {
-			c.total.used.Add(-step)
-			c.refuseOutput("client closed: the replies waiting for all clients would pass --maxmemory-clients", c.total.limit)
-			return false
-		}
-		c.counted += step
-	}
-	return true
-}
-
-func (c *conn) refuseOutput(msg string, limit int64) {
-	if cl, ok := c.ctx.(*client); ok {
-		cl.closing = true
-		cl.srv.cfg.Logger.Warn(msg, "addr", cl.addr, "id", cl.id, "limit", limit)
-	}
-	c.drop()
-}
-
-// uncount gives back the connection's share of the total.
-func (c *conn) uncount() {
-	if c.counted > 0 {
-		c.total.used.Add(-c.counted)
-		c.counted = 0
-		c.setRoomLeft()
-	}
-}
-
-// setRoomLeft sets roomLeft, the reply size up to which room needs no more
-// than one comparison: the client's own limit, and its allowance of the
-// total plus what it has counted.
-func (c *conn) setRoomLeft() {
-	left := int64(math.MaxInt64)
-	if c.maxOutput > 0 {
-		left = c.maxOutput
-	}
-	if c.total != nil && c.total.limit > 0 {
-		left = min(left, outputAllowance+c.counted)
-	}
-	c.roomLeft = left
-}
-
 // drop discards the queued replies and closes the connection: nothing of
 // this batch is sent.
 func (c *conn) drop() {
@@ -388,72 +321,7 @@ func (c *conn) Abort() {
 	}
 }
 
-func (c *conn) RemoteAddr() string { return c.addr }
-func (c *conn) NetConn() net.Conn  { return c.nc }
-func (c *conn) Context() any       { return c.ctx }
-func (c *conn) SetContext(v any)   { c.ctx = v }
-
-// The writers append redcon's encoding of a reply to out.
-
-func (c *conn) WriteError(msg string) {
-	if c.room(len(msg) + 3) {
-		c.out = redcon.AppendError(c.out, msg)
-	}
-}
-
-func (c *conn) WriteString(s string) {
-	if c.room(len(s) + 3) {
-		c.out = redcon.AppendString(c.out, s)
-	}
-}
-
-func (c *conn) WriteBulk(b []byte) {
-	if c.room(intSize(int64(len(b))) + len(b) + 2) {
-		c.out = redcon.AppendBulk(c.out, b)
-	}
-}
-
-func (c *conn) WriteBulkString(s string) {
-	if c.room(intSize(int64(len(s))) + len(s) + 2) {
-		c.out = redcon.AppendBulkString(c.out, s)
-	}
-}
-
-func (c *conn) WriteInt64(n int64) {
-	if c.room(intSize(n)) {
-		c.out = redcon.AppendInt(c.out, n)
-	}
-}
-
-func (c *conn) WriteArray(n int) {
-	if c.room(intSize(int64(n))) {
-		c.out = redcon.AppendArray(c.out, n)
-	}
-}
-
-func (c *conn) WriteNull() {
-	if c.room(5) {
-		c.out = redcon.AppendNull(c.out)
-	}
-}
-
-func (c *conn) WriteRaw(b []byte) {
-	if c.room(len(b)) {
-		c.out = append(c.out, b...)
-	}
-}
-
-func (c *conn) DeferArray() int { return len(c.out) }
-
-// SetDeferredArray inserts the header of an array of n elements at mark,
-// moving the elements written since after it: one copy of the reply, once.
-func (c *conn) SetDeferredArray(mark, n int) {
-	var b [24]byte
-	hdr := redcon.AppendArray(b[:0], n)
-	if mark > len(c.out) || !c.room(len(hdr)) {
-		return // dropped meanwhile (output limit)
-	}
-	c.out = append(c.out, hdr...)
-	copy(c.out[mark+len(hdr):], c.out[mark:len(c.out)-len(hdr)])
-	copy(c.out[mark:], hdr)
-}
+func (c *conn) RemoteAddr() string   { return c.addr }
+func (c *conn) NetConn() net.Conn    { return c.nc }
+func (c *conn) client() *client      { return c.cl }
+func (c *conn) setClient(cl *client) { c.cl = cl }

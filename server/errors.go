@@ -5,157 +5,243 @@ import (
 	"strconv"
 	"strings"
 
+	"redcell/gcra"
 	"redcell/storage"
+	"redcell/window"
 )
 
-// Client-facing error texts, in one place. Each carries its Redis prefix and,
-// where Redis has one, Redis's exact wording, so clients that match on error
-// text behave as they do against Redis.
-const (
-	errNoAuth         = "NOAUTH Authentication required."
-	errHelloNoAuth    = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
-	errWrongPass      = "WRONGPASS invalid username-password pair or user is disabled."
-	errAuthNoPassword = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
-	errNoProto        = "NOPROTO unsupported protocol version"
-	errSyntax         = "ERR syntax error"
-	errNotInteger     = "ERR value is not an integer or out of range"
-	errDBIndex        = "ERR DB index is out of range"
-	errInvalidCursor  = "ERR invalid cursor"
-	errClientName     = "ERR Client names cannot contain spaces, newlines or special characters."
-	errNoSuchClient   = "ERR No such client"
-	errTracking       = "ERR client tracking is not supported by redcell; connect with client-side caching disabled (rueidis: DisableCache: true)"
-	errShutdownSave   = "ERR Errors trying to SHUTDOWN. Check logs."
-	errNoPersistence  = "ERR persistence is not configured"
+// Client-facing error replies, every one of them, in one place. Each is a
+// replyError: its text, with its Redis prefix and, where Redis has one,
+// Redis's exact wording, so clients that match on error text behave as they
+// do against Redis; and its kind, which the error counters
+// (redcell_errors_total{kind}, INFO Errorstats) count it under without
+// reading the text. Packages below server return sentinel errors; the
+// functions at the end of this file turn them into these replies.
+//
+// Input the RESP reader refuses is answered with package resp's texts
+// (resp.ProtocolError) and counted as errKindProtocol when the connection
+// ends.
 
-	errBgsaveInProgress = "ERR Background save already in progress"
+// errKind is what an error reply is counted as.
+type errKind uint8
+
+// Error kinds, for redcell_errors_total{kind} and INFO Errorstats.
+const (
+	errKindUnknownCommand errKind = iota // ERR unknown command or subcommand
+	errKindWrongArity                    // ERR wrong number of arguments
+	errKindCommand                       // any other ERR from a command: bad arguments, refused settings
+	errKindProtocol                      // malformed RESP: the connection is closed
+	errKindNoAuth                        // NOAUTH
+	errKindWrongPass                     // WRONGPASS
+	errKindWrongType                     // WRONGTYPE
+	errKindNoProto                       // NOPROTO
+	errKindOther                         // any other prefix: EXECABORT, MISCONF, OOM
+	numErrorKinds
+)
+
+// errorKinds names each kind for redcell_errors_total, and gives the prefix
+// INFO Errorstats counts it under; the other kind is not shown there.
+var errorKinds = [numErrorKinds]struct{ name, prefix string }{
+	errKindUnknownCommand: {"unknown_command", "ERR"},
+	errKindWrongArity:     {"wrong_arity", "ERR"},
+	errKindCommand:        {"command", "ERR"},
+	errKindProtocol:       {"protocol", "ERR"},
+	errKindNoAuth:         {"noauth", "NOAUTH"},
+	errKindWrongPass:      {"wrongpass", "WRONGPASS"},
+	errKindWrongType:      {"wrongtype", "WRONGTYPE"},
+	errKindNoProto:        {"noproto", "NOPROTO"},
+	errKindOther:          {"other", ""},
+}
+
+// replyError is one error reply: the text sent (without the leading '-'
+// and the CRLF) and the kind it is counted as. The zero value is no error,
+// which the helpers that may find one return when they find none.
+type replyError struct {
+	kind errKind
+	text string
+}
+
+// none reports whether e is the zero value: no error.
+func (e replyError) none() bool { return e.text == "" }
+
+// commandError is an ERR reply of a command that ran: bad arguments, or a
+// request refused as things stand.
+func commandError(text string) replyError { return replyError{errKindCommand, text} }
+
+// Authentication and the protocol.
+var (
+	errNoAuth         = replyError{errKindNoAuth, "NOAUTH Authentication required."}
+	errHelloNoAuth    = replyError{errKindNoAuth, "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"}
+	errWrongPass      = replyError{errKindWrongPass, "WRONGPASS invalid username-password pair or user is disabled."}
+	errAuthNoPassword = commandError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+	errNoProto        = replyError{errKindNoProto, "NOPROTO unsupported protocol version"}
+	errHelloProto     = commandError("ERR Protocol version is not an integer or out of range")
+	// errAuthLimited answers AUTH from an address that has failed too
+	// often (authlimit.go); Redis has no such limit, so no wording of its.
+	errAuthLimited = commandError("ERR too many failed AUTH attempts, try later")
+	// errMaxClients is Redis's answer to a connection beyond maxclients.
+	// It is sent before the connection is served, so no counter sees it.
+	errMaxClients = commandError("ERR max number of clients reached")
+)
+
+// Arguments any command may take, and the keyspace.
+var (
+	errSyntax        = commandError("ERR syntax error")
+	errNotInteger    = commandError("ERR value is not an integer or out of range")
+	errNotFloat      = commandError("ERR value is not a valid float")
+	errDBIndex       = commandError("ERR DB index is out of range")
+	errInvalidCursor = commandError("ERR invalid cursor")
+	errWrongType     = replyError{errKindWrongType, "WRONGTYPE Operation against a key holding the wrong kind of value"}
+	// Keys that cannot be created.
+	errOOM       = replyError{errKindOther, "OOM command not allowed when used memory > 'maxmemory'."}
+	errShardFull = replyError{errKindOther, "OOM command not allowed: the key's shard holds the most keys a shard can (4294967294); start redcell with more --shards"}
 	// errMisconf is Redis's answer to a write it cannot persist
 	// (stop-writes-on-bgsave-error), in redcell's terms: durable mode
 	// refuses changes while flushes fail.
-	errMisconf = "MISCONF redcell is configured to persist every change before replying (--flush-interval 0), but it is currently unable to persist to disk. Commands that may modify the data set are disabled until a flush succeeds. Please check the redcell logs for details about the error."
+	errMisconf = replyError{errKindOther, "MISCONF redcell is configured to persist every change before replying (--flush-interval 0), but it is currently unable to persist to disk. Commands that may modify the data set are disabled until a flush succeeds. Please check the redcell logs for details about the error."}
+)
 
-	// CL.THROTTLE, SPEC.md section 1.
-	errBurstNotInteger    = "ERR max_burst is not an integer or out of range"
-	errCountNotInteger    = "ERR count is not an integer or out of range"
-	errPeriodNotInteger   = "ERR period is not an integer or out of range"
-	errQuantityNotInteger = "ERR quantity is not an integer or out of range"
-	errNegativeBurst      = "ERR max_burst must not be negative"
-	errNegativeCount      = "ERR count must be positive"
-	errNegativePeriod     = "ERR period must be positive"
-	errZeroRate           = "ERR zero rates are not supported"
-	errNegativeQuantity   = "ERR quantity must not be negative"
-	errOutOfRange         = "ERR rate limit parameters out of range"
+// CL.THROTTLE's arguments, worded in Redis's conventions where redis-cell
+// answers "Cell error: ..." or wraps (README, "Differences from
+// redis-cell"); CL.RESERVE takes the same.
+var (
+	errBurstNotInteger    = commandError("ERR max_burst is not an integer or out of range")
+	errCountNotInteger    = commandError("ERR count is not an integer or out of range")
+	errPeriodNotInteger   = commandError("ERR period is not an integer or out of range")
+	errQuantityNotInteger = commandError("ERR quantity is not an integer or out of range")
+	errNegativeBurst      = commandError("ERR max_burst must not be negative")
+	errNegativeCount      = commandError("ERR count must be positive")
+	errNegativePeriod     = commandError("ERR period must be positive")
+	errZeroRate           = commandError("ERR zero rates are not supported")
+	errNegativeQuantity   = commandError("ERR quantity must not be negative")
+	errOutOfRange         = commandError("ERR rate limit parameters out of range")
+)
 
-	// CL.RESERVE's MAXWAIT, in CL.THROTTLE's words.
-	errMaxWaitNotInteger = "ERR MAXWAIT is not an integer or out of range"
-	errNegativeMaxWait   = "ERR MAXWAIT must not be negative"
+// CL.RESERVE's MAXWAIT, in CL.THROTTLE's words.
+var (
+	errMaxWaitNotInteger = commandError("ERR MAXWAIT is not an integer or out of range")
+	errNegativeMaxWait   = commandError("ERR MAXWAIT must not be negative")
+)
 
-	// CL.WINDOW, in CL.THROTTLE's words.
-	errLimitNotInteger     = "ERR limit is not an integer or out of range"
-	errWindowNotInteger    = "ERR window is not an integer or out of range"
-	errPrecisionNotInteger = "ERR PRECISION is not an integer or out of range"
-	errLimitPositive       = "ERR limit must be positive"
-	errWindowPositive      = "ERR window must be positive"
-	errPrecisionRange      = "ERR PRECISION must be between 0 and 10000"
-	errLimitTooLarge       = "ERR limit too large for an exact window, use PRECISION"
+// CL.WINDOW, in CL.THROTTLE's words.
+var (
+	errLimitNotInteger     = commandError("ERR limit is not an integer or out of range")
+	errWindowNotInteger    = commandError("ERR window is not an integer or out of range")
+	errPrecisionNotInteger = commandError("ERR PRECISION is not an integer or out of range")
+	errLimitPositive       = commandError("ERR limit must be positive")
+	errWindowPositive      = commandError("ERR window must be positive")
+	errPrecisionRange      = commandError("ERR PRECISION must be between 0 and 10000")
+	errLimitTooLarge       = commandError("ERR limit too large for an exact window, use PRECISION")
+)
 
-	// GCRA, in the words of Redis's src/gcra.c and its argument helpers.
-	errGCRABurst          = "ERR value is out of range, must be positive"
-	errGCRARange          = "ERR value is out of range, value must between 1 and 9223372036854775807"
-	errNotFloat           = "ERR value is not a valid float"
-	errGCRAPeriod         = "ERR period must be > 0 and < 1e12"
-	errGCRAMissingTokens  = "ERR Missing TOKENS value"
-	errGCRAOverflowTokens = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and TOKENS would cause an overflow"
-	errGCRAOverflowBurst  = "ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow"
+// GCRA, in the words of Redis's src/gcra.c and its argument helpers.
+var (
+	errGCRABurst          = commandError("ERR value is out of range, must be positive")
+	errGCRARange          = commandError("ERR value is out of range, value must between 1 and 9223372036854775807")
+	errGCRAPeriod         = commandError("ERR period must be > 0 and < 1e12")
+	errGCRAMissingTokens  = commandError("ERR Missing TOKENS value")
+	errGCRAOverflowTokens = commandError("ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and TOKENS would cause an overflow")
+	errGCRAOverflowBurst  = commandError("ERR GCRA limiting uses microsecond accuracy. Combination of period, tokens_per_period and max_burst would cause an overflow")
+)
 
-	errWrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
+// Transactions, in Redis's words.
+var (
+	errMultiNested         = commandError("ERR MULTI calls can not be nested")
+	errExecWithoutMulti    = commandError("ERR EXEC without MULTI")
+	errDiscardWithoutMulti = commandError("ERR DISCARD without MULTI")
+	errWatchInMulti        = commandError("ERR WATCH inside MULTI is not allowed")
+	errNotInMulti          = commandError("ERR Command not allowed inside a transaction")
+	errExecAbort           = replyError{errKindOther, "EXECABORT Transaction discarded because of previous errors."}
+	errMonitorInExec       = commandError("ERR MONITOR isn't allowed for DENY BLOCKING client")
+)
 
-	// Transactions, in Redis's words.
-	errMultiNested         = "ERR MULTI calls can not be nested"
-	errExecWithoutMulti    = "ERR EXEC without MULTI"
-	errDiscardWithoutMulti = "ERR DISCARD without MULTI"
-	errWatchInMulti        = "ERR WATCH inside MULTI is not allowed"
-	errNotInMulti          = "ERR Command not allowed inside a transaction"
-	errExecAbort           = "EXECABORT Transaction discarded because of previous errors."
-	errMonitorInExec       = "ERR MONITOR isn't allowed for DENY BLOCKING client"
+// CLIENT, MONITOR, OBJECT and COMMAND: Redis 7's texts.
+var (
+	errClientName        = commandError("ERR Client names cannot contain spaces, newlines or special characters.")
+	errNoSuchClient      = commandError("ERR No such client")
+	errInvalidClientID   = commandError("ERR Invalid client ID")
+	errTracking          = commandError("ERR client tracking is not supported by redcell; connect with client-side caching disabled (rueidis: DisableCache: true)")
+	errKillClientID      = commandError("ERR client-id should be greater than 0")
+	errKillMaxAgeInteger = commandError("ERR maxage is not an integer or out of range")
+	errKillMaxAge        = commandError("ERR maxage should be greater than 0")
+	errPauseMode         = commandError("ERR CLIENT PAUSE mode must be WRITE or ALL")
+	errTimeoutInteger    = commandError("ERR timeout is not an integer or out of range")
+	errTimeoutNegative   = commandError("ERR timeout is negative")
+	errTimeoutRange      = commandError("ERR timeout is out of range")
+	errMonitorKeyspace   = commandError("ERR Replica can't interact with the keyspace")
+	errMonitorNoConn     = commandError("ERR MONITOR needs a network connection")
+	errNoLFU             = commandError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+	errGetKeysNoCommand  = commandError("ERR Invalid command specified")
+	errGetKeysNoKeys     = commandError("ERR The command has no key arguments")
+	errGetKeysArity      = commandError("ERR Invalid number of arguments specified for command")
+)
 
-	// Keys that cannot be created.
-	errOOM       = "OOM command not allowed when used memory > 'maxmemory'."
-	errShardFull = "OOM command not allowed: the key's shard holds the most keys a shard can (4294967294); start redcell with more --shards"
-
-	// CLIENT KILL and PAUSE, MONITOR, OBJECT: Redis 7's texts.
-	errKillClientID      = "ERR client-id should be greater than 0"
-	errKillMaxAgeInteger = "ERR maxage is not an integer or out of range"
-	errKillMaxAge        = "ERR maxage should be greater than 0"
-	errPauseMode         = "ERR CLIENT PAUSE mode must be WRITE or ALL"
-	errTimeoutInteger    = "ERR timeout is not an integer or out of range"
-	errTimeoutNegative   = "ERR timeout is negative"
-	errTimeoutRange      = "ERR timeout is out of range"
-	errMonitorKeyspace   = "ERR Replica can't interact with the keyspace"
-	errMonitorNoConn     = "ERR MONITOR needs a network connection"
-	errNoLFU             = "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust."
-
-	// errAuthLimited answers AUTH from an address that has failed too
-	// often (authlimit.go); Redis has no such limit, so no wording of its.
-	errAuthLimited = "ERR too many failed AUTH attempts, try later"
+// The server's settings and persistence.
+var (
+	errShutdownSave     = commandError("ERR Errors trying to SHUTDOWN. Check logs.")
+	errNoPersistence    = commandError("ERR persistence is not configured")
+	errBgsaveInProgress = commandError("ERR Background save already in progress")
+	errConfigSet        = commandError("ERR CONFIG SET is not supported by redcell: settings are command-line flags")
+	errSlowlogCount     = commandError("ERR count should be greater than or equal to -1")
 )
 
 // errKeyTooLong refuses a key name longer than --max-key-len; n and max are
 // given when known.
-func errKeyTooLong(n, max int) string {
+func errKeyTooLong(n, max int) replyError {
 	if max == 0 {
-		return "ERR key too long"
+		return commandError("ERR key too long")
 	}
-	return "ERR key too long: " + strconv.Itoa(n) + " bytes, --max-key-len is " + strconv.Itoa(max)
-}
-
-// storageErrorText maps the errors of a decision in storage to their client
-// text: a key that cannot be created, or that holds another kind of state.
-func storageErrorText(err error) string {
-	switch {
-	case errors.Is(err, storage.ErrWrongType):
-		return errWrongType
-	case errors.Is(err, storage.ErrOOM):
-		return errOOM
-	case errors.Is(err, storage.ErrFull):
-		return errShardFull
-	case errors.Is(err, storage.ErrKeyTooLong):
-		return errKeyTooLong(0, 0)
-	default:
-		return "ERR " + strings.TrimPrefix(err.Error(), "storage: ")
-	}
+	return commandError("ERR key too long: " + strconv.Itoa(n) + " bytes, --max-key-len is " + strconv.Itoa(max))
 }
 
 // errSaveFailed is SAVE's answer when the flush failed: the reason, without
 // the storage package's prefix.
-func errSaveFailed(err error) string {
-	return "ERR " + strings.TrimPrefix(err.Error(), "storage: ")
+func errSaveFailed(err error) replyError {
+	return commandError("ERR " + strings.TrimPrefix(err.Error(), "storage: "))
+}
+
+// errHelloOption words a HELLO option HELLO cannot take as Redis does.
+func errHelloOption(opt []byte) replyError {
+	return commandError("ERR Syntax error in HELLO option '" + string(clip(opt, 128)) + "'")
+}
+
+// errSetinfoOption words an unknown CLIENT SETINFO attribute as Redis does.
+func errSetinfoOption(attr []byte) replyError {
+	return commandError("ERR Unrecognized option '" + string(clip(attr, 128)) + "'")
+}
+
+// errSetinfoValue words a CLIENT SETINFO value with a space or a special
+// character as Redis does, naming the attribute as the client sent it.
+func errSetinfoValue(attr []byte) replyError {
+	return commandError("ERR " + string(clip(attr, 128)) + " cannot contain spaces, newlines or special characters.")
 }
 
 // errUnknownClientType words a bad CLIENT LIST or KILL TYPE as Redis does.
-func errUnknownClientType(name []byte) string {
-	return "ERR Unknown client type '" + string(clip(name, 128)) + "'"
+func errUnknownClientType(name []byte) replyError {
+	return commandError("ERR Unknown client type '" + string(clip(name, 128)) + "'")
 }
 
 // errNoSuchUser words CLIENT KILL USER of an unknown user as Redis does.
-func errNoSuchUser(name []byte) string {
-	return "ERR No such user '" + string(clip(name, 128)) + "'"
+func errNoSuchUser(name []byte) replyError {
+	return commandError("ERR No such user '" + string(clip(name, 128)) + "'")
 }
 
 // errSubcommandSyntax is Redis's addReplySubcommandSyntaxError: a known
-// subcommand whose arguments its handler cannot take.
-func errSubcommandSyntax(sub []byte, command string) string {
-	return "ERR unknown subcommand or wrong number of arguments for '" + string(clip(sub, 128)) + "'. Try " + command + " HELP."
+// subcommand whose arguments its handler cannot take. It is counted as an
+// unknown subcommand, as its wording begins.
+func errSubcommandSyntax(sub []byte, command string) replyError {
+	return replyError{errKindUnknownCommand, "ERR unknown subcommand or wrong number of arguments for '" + string(clip(sub, 128)) + "'. Try " + command + " HELP."}
 }
 
 // errWrongArgs is Redis's arity error for the command's lower-case full name,
 // e.g. "cl.throttle" or "client|setname".
-func errWrongArgs(name string) string {
-	return "ERR wrong number of arguments for '" + name + "' command"
+func errWrongArgs(name string) replyError {
+	return replyError{errKindWrongArity, "ERR wrong number of arguments for '" + name + "' command"}
 }
 
 // errUnknownCommand words an unknown command as Redis 7 does, quoting the
 // name and as many arguments as fit in 128 bytes.
-func errUnknownCommand(args [][]byte) string {
+func errUnknownCommand(args [][]byte) replyError {
 	var quoted []byte
 	for _, a := range args[1:] {
 		if len(quoted) >= 128 {
@@ -167,12 +253,12 @@ func errUnknownCommand(args [][]byte) string {
 		quoted = append(quoted, clip(a, room)...)
 		quoted = append(quoted, "' "...)
 	}
-	return "ERR unknown command '" + string(clip(args[0], 128)) + "', with args beginning with: " + string(quoted)
+	return replyError{errKindUnknownCommand, "ERR unknown command '" + string(clip(args[0], 128)) + "', with args beginning with: " + string(quoted)}
 }
 
 // errUnknownSubcommand words an unknown subcommand as Redis 7 does.
-func errUnknownSubcommand(sub []byte, command string) string {
-	return "ERR unknown subcommand '" + string(clip(sub, 128)) + "'. Try " + command + " HELP."
+func errUnknownSubcommand(sub []byte, command string) replyError {
+	return replyError{errKindUnknownCommand, "ERR unknown subcommand '" + string(clip(sub, 128)) + "'. Try " + command + " HELP."}
 }
 
 func clip(b []byte, n int) []byte {
@@ -180,4 +266,75 @@ func clip(b []byte, n int) []byte {
 		return b[:n]
 	}
 	return b
+}
+
+// storageError maps the errors of a decision in storage to their reply: a
+// key that cannot be created, or that holds another kind of state.
+func storageError(err error) replyError {
+	switch {
+	case errors.Is(err, storage.ErrWrongType):
+		return errWrongType
+	case errors.Is(err, storage.ErrOOM):
+		return errOOM
+	case errors.Is(err, storage.ErrFull):
+		return errShardFull
+	case errors.Is(err, storage.ErrKeyTooLong):
+		return errKeyTooLong(0, 0)
+	default:
+		return commandError("ERR " + strings.TrimPrefix(err.Error(), "storage: "))
+	}
+}
+
+// throttleError maps gcra's and storage's errors to CL.THROTTLE's and
+// CL.RESERVE's replies.
+func throttleError(err error) replyError {
+	switch {
+	case errors.Is(err, gcra.ErrNegativeBurst):
+		return errNegativeBurst
+	case errors.Is(err, gcra.ErrNegativeCount):
+		return errNegativeCount
+	case errors.Is(err, gcra.ErrNegativePeriod):
+		return errNegativePeriod
+	case errors.Is(err, gcra.ErrZeroRate):
+		return errZeroRate
+	case errors.Is(err, gcra.ErrNegativeQuantity):
+		return errNegativeQuantity
+	case errors.Is(err, gcra.ErrOutOfRange):
+		return errOutOfRange
+	default:
+		return storageError(err)
+	}
+}
+
+// gcraError maps the errors of a GCRA decision to Redis's texts: every
+// overflow, of the rate's products or of the new TAT, is one of its two.
+func gcraError(err error) replyError {
+	switch {
+	case errors.Is(err, gcra.ErrOverflowBurst):
+		return errGCRAOverflowBurst
+	case errors.Is(err, gcra.ErrOverflowTokens), errors.Is(err, gcra.ErrOutOfRange):
+		return errGCRAOverflowTokens
+	default:
+		return storageError(err)
+	}
+}
+
+// windowError maps window's and storage's errors to CL.WINDOW's replies.
+func windowError(err error) replyError {
+	switch {
+	case errors.Is(err, window.ErrLimit):
+		return errLimitPositive
+	case errors.Is(err, window.ErrWindow):
+		return errWindowPositive
+	case errors.Is(err, window.ErrQuantity):
+		return errNegativeQuantity
+	case errors.Is(err, window.ErrPrecision):
+		return errPrecisionRange
+	case errors.Is(err, window.ErrLimitTooLarge):
+		return errLimitTooLarge
+	case errors.Is(err, window.ErrOutOfRange):
+		return errOutOfRange
+	default:
+		return storageError(err)
+	}
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -36,40 +37,129 @@ func TestErrUnknownCommand(t *testing.T) {
 		// 127 quoted: the next argument still starts, with room for one byte.
 		{[]string{"foo", x(124), "next"}, "ERR unknown command 'foo', with args beginning with: '" + x(124) + "' 'n' "},
 	} {
-		if got := errUnknownCommand(argv(c.args...)); got != c.want {
+		if got := errUnknownCommand(argv(c.args...)).text; got != c.want {
 			t.Errorf("errUnknownCommand(%.40q) =\n %q\nwant\n %q", c.args, got, c.want)
 		}
 	}
 }
 
 func TestErrWrongArgsAndUnknownSubcommand(t *testing.T) {
-	if got, want := errWrongArgs("cl.throttle"), "ERR wrong number of arguments for 'cl.throttle' command"; got != want {
+	if got, want := errWrongArgs("cl.throttle").text, "ERR wrong number of arguments for 'cl.throttle' command"; got != want {
 		t.Errorf("errWrongArgs = %q want %q", got, want)
 	}
-	if got, want := errWrongArgs("client|setname"), "ERR wrong number of arguments for 'client|setname' command"; got != want {
+	if got, want := errWrongArgs("client|setname").text, "ERR wrong number of arguments for 'client|setname' command"; got != want {
 		t.Errorf("errWrongArgs = %q want %q", got, want)
 	}
-	if got, want := errUnknownSubcommand([]byte("Frob"), "CLIENT"), "ERR unknown subcommand 'Frob'. Try CLIENT HELP."; got != want {
+	if got, want := errUnknownSubcommand([]byte("Frob"), "CLIENT").text, "ERR unknown subcommand 'Frob'. Try CLIENT HELP."; got != want {
 		t.Errorf("errUnknownSubcommand = %q want %q", got, want)
 	}
 	long := strings.Repeat("y", 300)
-	if got, want := errUnknownSubcommand([]byte(long), "CONFIG"), "ERR unknown subcommand '"+long[:128]+"'. Try CONFIG HELP."; got != want {
+	if got, want := errUnknownSubcommand([]byte(long), "CONFIG").text, "ERR unknown subcommand '"+long[:128]+"'. Try CONFIG HELP."; got != want {
 		t.Errorf("errUnknownSubcommand(300 bytes) = %q want %q", got, want)
 	}
 }
 
-// Every error constant carries a Redis prefix and fits on one line.
-func TestErrorTextsHaveAPrefix(t *testing.T) {
-	for _, e := range []string{
-		errNoAuth, errHelloNoAuth, errWrongPass, errAuthNoPassword, errNoProto, errSyntax, errNotInteger,
-		errDBIndex, errInvalidCursor, errClientName, errNoSuchClient, errTracking, errShutdownSave,
+// everyError is every error reply errors.go declares, and one of each of
+// its constructors.
+func everyError() []replyError {
+	long := []byte(strings.Repeat("z", 200))
+	return []replyError{
+		errNoAuth, errHelloNoAuth, errWrongPass, errAuthNoPassword, errNoProto, errHelloProto, errAuthLimited,
+		errMaxClients,
+		errSyntax, errNotInteger, errNotFloat, errDBIndex, errInvalidCursor, errWrongType, errOOM, errShardFull, errMisconf,
 		errBurstNotInteger, errCountNotInteger, errPeriodNotInteger, errQuantityNotInteger,
-		errNegativeBurst, errNegativeCount, errNegativePeriod, errZeroRate, errNegativeQuantity,
-		errOutOfRange, errWrongType,
+		errNegativeBurst, errNegativeCount, errNegativePeriod, errZeroRate, errNegativeQuantity, errOutOfRange,
+		errMaxWaitNotInteger, errNegativeMaxWait,
+		errLimitNotInteger, errWindowNotInteger, errPrecisionNotInteger, errLimitPositive, errWindowPositive,
+		errPrecisionRange, errLimitTooLarge,
+		errGCRABurst, errGCRARange, errGCRAPeriod, errGCRAMissingTokens, errGCRAOverflowTokens, errGCRAOverflowBurst,
+		errMultiNested, errExecWithoutMulti, errDiscardWithoutMulti, errWatchInMulti, errNotInMulti, errExecAbort,
+		errMonitorInExec,
+		errClientName, errNoSuchClient, errInvalidClientID, errTracking, errKillClientID, errKillMaxAgeInteger,
+		errKillMaxAge, errPauseMode, errTimeoutInteger, errTimeoutNegative, errTimeoutRange, errMonitorKeyspace,
+		errMonitorNoConn, errNoLFU, errGetKeysNoCommand, errGetKeysNoKeys, errGetKeysArity,
+		errShutdownSave, errNoPersistence, errBgsaveInProgress, errConfigSet, errSlowlogCount,
+		errKeyTooLong(0, 0), errKeyTooLong(9, 8), errSaveFailed(errors.New("storage: disk full")),
+		errHelloOption(long), errSetinfoOption(long), errSetinfoValue([]byte("LIB-NAME")),
+		errUnknownClientType(long), errNoSuchUser(long), errSubcommandSyntax(long, "CLIENT"),
+		errWrongArgs("get"), errUnknownCommand(argv("foo", "a")), errUnknownSubcommand(long, "CLIENT"),
+	}
+}
+
+// Every error reply carries a Redis prefix and fits on one line.
+func TestErrorTextsHaveAPrefix(t *testing.T) {
+	for _, e := range everyError() {
+		prefix, _, _ := strings.Cut(e.text, " ")
+		if prefix != strings.ToUpper(prefix) || prefix == "" || strings.ContainsAny(e.text, "\r\n") {
+			t.Errorf("%q: want an upper-case prefix word and a single line", e.text)
+		}
+	}
+}
+
+// Each error's kind is the one its text shows, as a client sorting replies
+// would count them: the prefix (ERR, NOAUTH, WRONGPASS, WRONGTYPE, NOPROTO;
+// any other is "other"), and among ERR replies an unknown command or
+// subcommand, a wrong number of arguments, or a command's own refusal.
+func TestErrorKindsAgreeWithTheirTexts(t *testing.T) {
+	for _, e := range everyError() {
+		prefix, rest, _ := strings.Cut(e.text, " ")
+		want := errKindOther
+		for k, info := range errorKinds {
+			if info.prefix == prefix && errKind(k) != errKindProtocol {
+				want = errKind(k)
+				break
+			}
+		}
+		if prefix == "ERR" {
+			switch {
+			case strings.HasPrefix(rest, "unknown command"), strings.HasPrefix(rest, "unknown subcommand"):
+				want = errKindUnknownCommand
+			case strings.HasPrefix(rest, "wrong number of arguments"):
+				want = errKindWrongArity
+			default:
+				want = errKindCommand
+			}
+		}
+		if e.kind != want {
+			t.Errorf("%.60q: kind %s want %s", e.text, errorKinds[e.kind].name, errorKinds[want].name)
+		}
+	}
+}
+
+// The zero replyError is none; every declared one is some.
+func TestReplyErrorNone(t *testing.T) {
+	if !(replyError{}).none() {
+		t.Error("the zero replyError is not none")
+	}
+	for _, e := range everyError() {
+		if e.none() {
+			t.Errorf("%+v is none", e)
+		}
+	}
+}
+
+func TestErrorKind(t *testing.T) {
+	for _, c := range []struct {
+		err  replyError
+		want errKind
+	}{
+		{errUnknownCommand(argv("FOO", "a")), errKindUnknownCommand},
+		{errUnknownSubcommand([]byte("x"), "C"), errKindUnknownCommand},
+		{errSubcommandSyntax([]byte("x"), "C"), errKindUnknownCommand},
+		{errWrongArgs("get"), errKindWrongArity},
+		{errNegativeBurst, errKindCommand},
+		{errSyntax, errKindCommand},
+		{errHelloProto, errKindCommand},
+		{errNoAuth, errKindNoAuth},
+		{errWrongPass, errKindWrongPass},
+		{errWrongType, errKindWrongType},
+		{errNoProto, errKindNoProto},
+		{errExecAbort, errKindOther},
+		{errMisconf, errKindOther},
+		{errOOM, errKindOther},
 	} {
-		prefix, _, _ := strings.Cut(e, " ")
-		if prefix != strings.ToUpper(prefix) || prefix == "" || strings.ContainsAny(e, "\r\n") {
-			t.Errorf("%q: want an upper-case prefix word and a single line", e)
+		if c.err.kind != c.want {
+			t.Errorf("%q: kind %s want %s", c.err.text, errorKinds[c.err.kind].name, errorKinds[c.want].name)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"sort"
 	"strconv"
 	"sync"
 	"testing"
@@ -172,10 +171,9 @@ func replyLen(b []byte) (int, error) {
 // fuzzCommandNames are the commands FuzzCommands picks from.
 var fuzzCommandNames = func() []string {
 	var names []string
-	for name := range commandTable() {
-		names = append(names, name)
+	for _, cmd := range newCommandTable().sorted {
+		names = append(names, cmd.name)
 	}
-	sort.Strings(names)
 	return names
 }()
 
@@ -249,7 +247,7 @@ func FuzzCommands(f *testing.F) {
 		if !srv.accept(conn) {
 			t.Fatal("not accepted")
 		}
-		c := conn.Context().(*client)
+		c := conn.client()
 		c.authed = true
 		for _, args := range decodeFuzzCommands(data) {
 			if a := args[0]; len(a) > 2 && a[0] == '@' && a[1] == '+' {

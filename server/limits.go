@@ -113,9 +113,6 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// errMaxClients is Redis's answer to a connection beyond maxclients.
-const errMaxClients = "ERR max number of clients reached"
-
 // intSize is the most bytes ":n\r\n", "*n\r\n" or "$n\r\n" takes.
 func intSize(n int64) int {
 	size := 4

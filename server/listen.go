@@ -111,7 +111,7 @@ func (l *listener) closeConns() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for c := range l.conns {
-		if cl, ok := c.ctx.(*client); !ok || !cl.kill() {
+		if cl := c.cl; cl == nil || !cl.kill() {
 			c.Abort()
 		}
 	}

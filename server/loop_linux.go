@@ -130,7 +130,7 @@ func (ls *loops) take(c *conn) bool {
 	c.nc = nil
 	c.modeMu.Unlock()
 	c.handshook = true
-	if cl, ok := c.ctx.(*client); ok {
+	if cl := c.cl; cl != nil {
 		cl.onLoop = true
 	}
 	l.mu.Lock()
@@ -246,7 +246,7 @@ func (l *eventLoop) takeWork() bool {
 			continue
 		}
 		l.conns[int32(c.fd)] = c
-		if cl, ok := c.ctx.(*client); ok && cl.killed.Load() {
+		if cl := c.cl; cl != nil && cl.killed.Load() {
 			l.finish(c, nil) // killed before it was added
 		}
 	}
@@ -347,7 +347,7 @@ func (l *eventLoop) promote(c *conn) {
 		}
 		return
 	}
-	if cl, ok := c.ctx.(*client); ok {
+	if cl := c.cl; cl != nil {
 		cl.onLoop = false
 		if cl.killed.Load() {
 			_ = nc.Close() // killed while it left: its goroutine ends at once

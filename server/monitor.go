@@ -22,6 +22,14 @@ import (
 // command path pays: with no monitor, nothing but the load of Server.hooks
 // in dispatch; with monitors, one line built per command and copied to each.
 
+// monitorFamily is MONITOR, for the command table (commands.go).
+func monitorFamily() []*command {
+	return []*command{
+		{name: "monitor", arity: 1, flags: []string{"admin", "noscript", "loading", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},
+			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Listens for all requests received by the server in real-time.", run: cmdMonitor},
+	}
+}
+
 // monitor is one monitoring client's feed. Once a client monitors, its own
 // replies go through the feed too (conn.flush), so that they and its lines
 // reach it in order, written by one goroutine.
@@ -65,24 +73,30 @@ func cmdMonitor(c *client, _ [][]byte, _ time.Time) {
 		c.writeError(errMonitorInExec)
 		return
 	}
-	cn, ok := c.conn.(*conn)
-	if !ok {
+	if c.conn.NetConn() == nil {
 		c.writeError(errMonitorNoConn)
 		return
 	}
 	c.writeOK()
-	m := &monitor{c: c, w: idleWriter{cn.nc, cn.idle}, limit: c.srv.monitorBacklog(),
+	m := &monitor{c: c, limit: c.srv.monitorBacklog(),
 		wake: make(chan struct{}, 1), done: make(chan struct{})}
 	// The replies of this batch so far, +OK last, go before any line; the
 	// writer starts once the monitor is fed, so that the client, once it
 	// has read +OK, sees every command that runs after.
-	m.push(cn.out)
-	cn.out = cn.out[:0]
-	cn.feed = m
+	m.w = c.conn.startFeed(m)
 	c.mon = m
 	c.monitoring.Store(true)
 	c.srv.addMonitor(m)
 	go m.run()
+}
+
+// startFeed makes m the connection's writer: what this batch has queued
+// goes first, and flush hands every later batch to m.
+func (c *conn) startFeed(m *monitor) io.Writer {
+	m.push(c.out)
+	c.out = c.out[:0]
+	c.feed = m
+	return idleWriter{c.nc, c.idle}
 }
 
 // addMonitor starts feeding m.

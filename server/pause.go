@@ -37,7 +37,11 @@ const (
 // timeout is in milliseconds. As in Redis, a pause never shortens one in
 // force, and WRITE does not weaken an ALL in force; PAUSE 0 pauses nothing
 // new.
-func (c *client) clientPause(args [][]byte, now time.Time) {
+func cmdClientPause(c *client, args [][]byte, now time.Time) {
+	if len(args) > 4 {
+		c.writeError(errSubcommandSyntax(args[1], "CLIENT"))
+		return
+	}
 	all := true
 	if len(args) == 4 {
 		switch {

@@ -51,12 +51,12 @@ func (c *conn) refuse(reply string, err error) error {
 
 // reject refuses a connection beyond maxclients. Its own goroutine sends
 // Redis's error and closes it (runConn): writing here, in the accept loop,
-// could wait on a TLS handshake and stall every other connection.
-func reject(cn connection) bool {
-	c, ok := cn.(*conn)
-	if !ok {
-		return false
-	}
-	c.refusal = errMaxClients
+// could wait on a TLS handshake and stall every other connection. It
+// reports whether that goroutine will; if not, the caller closes it.
+func reject(cn connection) bool { return cn.refuseLater(errMaxClients.text) }
+
+// refuseLater sets the refusal runConn sends before reading anything.
+func (c *conn) refuseLater(reply string) bool {
+	c.refusal = reply
 	return true
 }

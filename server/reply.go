@@ -9,14 +9,15 @@ import (
 // differ (null, maps, sets, verbatim text) the client's HELLO choice decides;
 // everything else goes straight to the connection's writers (conn.go).
 
-func (c *client) writeError(msg string) {
+// writeError writes e and counts it by its kind.
+func (c *client) writeError(e replyError) {
 	// A CR or LF inside an error would break the protocol: Redis replaces
 	// them with spaces, and so do we.
-	if strings.ContainsAny(msg, "\r\n") {
-		msg = strings.NewReplacer("\r", " ", "\n", " ").Replace(msg)
+	if strings.ContainsAny(e.text, "\r\n") {
+		e.text = strings.NewReplacer("\r", " ", "\n", " ").Replace(e.text)
 	}
-	c.countError(msg)
-	c.conn.WriteError(msg)
+	c.countError(e)
+	c.conn.WriteError(e.text)
 }
 
 func (c *client) writeOK()                 { c.conn.WriteString("OK") }

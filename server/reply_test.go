@@ -1,6 +1,7 @@
 package server
 
 import (
+	"io"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -14,9 +15,10 @@ import (
 
 // fakeConn is a connection that keeps what the server writes (with redcon's
 // writer), so handlers can be tested, and benchmarked, without a network.
+// What it keeps is "sent": flush sends nothing more.
 type fakeConn struct {
 	*redcon.Writer
-	ctx    any
+	cl     *client
 	closed bool
 }
 
@@ -24,13 +26,24 @@ var _ connection = (*fakeConn)(nil)
 
 func newFakeConn() *fakeConn { return &fakeConn{Writer: redcon.NewWriter(nil)} }
 
-func (f *fakeConn) RemoteAddr() string { return "127.0.0.1:50000" }
-func (f *fakeConn) Close() error       { f.closed = true; return nil }
-func (f *fakeConn) Abort()             { f.closed = true }
-func (f *fakeConn) Context() any       { return f.ctx }
-func (f *fakeConn) SetContext(v any)   { f.ctx = v }
-func (f *fakeConn) NetConn() net.Conn  { return nil }
-func (f *fakeConn) DeferArray() int    { return len(f.Buffer()) }
+func (f *fakeConn) RemoteAddr() string  { return "127.0.0.1:50000" }
+func (f *fakeConn) Close() error        { f.closed = true; return nil }
+func (f *fakeConn) Abort()              { f.closed = true }
+func (f *fakeConn) client() *client     { return f.cl }
+func (f *fakeConn) setClient(c *client) { f.cl = c }
+func (f *fakeConn) flush() error        { return nil }
+func (f *fakeConn) drop()               { f.SetBuffer(nil); f.closed = true }
+func (f *fakeConn) NetConn() net.Conn   { return nil }
+func (f *fakeConn) DeferArray() int     { return len(f.Buffer()) }
+
+// refuseLater reports that a fakeConn has no goroutine of its own to send a
+// refusal: the server closes it at once.
+func (f *fakeConn) refuseLater(string) bool { return false }
+
+// startFeed is never called: without a network, MONITOR is refused first.
+func (f *fakeConn) startFeed(*monitor) io.Writer {
+	panic("fakeConn: a connection without a network cannot be fed")
+}
 
 func (f *fakeConn) SetDeferredArray(mark, n int) {
 	out := f.Buffer()
@@ -62,7 +75,7 @@ func newTestClient(t testing.TB, cfg Config) *testClient {
 	srv := New(cfg, storage.New(storage.Config{}))
 	conn := newFakeConn()
 	require.True(t, srv.accept(conn))
-	return &testClient{srv: srv, conn: conn, c: conn.Context().(*client)}
+	return &testClient{srv: srv, conn: conn, c: conn.client()}
 }
 
 // do runs one command through the server's dispatcher and returns the reply.
@@ -97,7 +110,7 @@ func TestRepliesFollowTheProtocol(t *testing.T) {
 // does for errors that echo user input.
 func TestWriteErrorKeepsOneLine(t *testing.T) {
 	tc := newTestClient(t, Config{})
-	tc.c.writeError("ERR bad\r\nthing\rhere\n")
+	tc.c.writeError(commandError("ERR bad\r\nthing\rhere\n"))
 	require.Equal(t, "-ERR bad  thing here \r\n", tc.conn.take())
 }
 
@@ -128,4 +141,4 @@ func runSteps(t *testing.T, cfg Config, steps []step) *testClient {
 }
 
 // errReply is the wire form of an error reply.
-func errReply(msg string) string { return "-" + msg + "\r\n" }
+func errReply(e replyError) string { return "-" + e.text + "\r\n" }

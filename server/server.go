@@ -4,14 +4,15 @@
 package server
 
 import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"log/slog"
 	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/tidwall/redcon"
 
 	"redcell/clock"
 	"redcell/storage"
@@ -92,8 +93,8 @@ type Server struct {
 	store    *storage.Store
 	now      func() time.Time
 	started  time.Time
-	commands map[string]*command
-	limits   Limits // cfg.Limits with the defaults filled in
+	commands commandTable // commands.go
+	limits   Limits       // cfg.Limits with the defaults filled in
 	// outputTotal counts the replies waiting for all clients against
 	// Limits.MaxOutputTotal (conn.room).
 	outputTotal outputTotal
@@ -115,13 +116,12 @@ type Server struct {
 
 	authFails *authLimiter // failed AUTH attempts by address: authlimit.go
 
-	// Counters and how they are kept: metrics.go.
-	stats       stats
-	commandList []*command // the table's commands, by name
-	timed       bool       // the clock is the real one: measure durations
-	debug       bool       // the logger takes debug records
-	runID       string     // random per start, as Redis's run_id
-	peakMemory  atomic.Int64
+	// Counters and how they are kept: stats.go.
+	stats      stats
+	timed      bool   // the clock is the real one: measure durations
+	debug      bool   // the logger takes debug records
+	runID      string // random per start, as Redis's run_id
+	peakMemory atomic.Int64
 }
 
 // New returns a Server serving store. Call Serve to accept connections.
@@ -143,10 +143,13 @@ func New(cfg Config, store *storage.Store) *Server {
 		clients: make(map[*client]struct{}),
 
 		authFails: newAuthLimiter(),
+
+		timed: timed,
+		runID: newRunID(),
+		debug: cfg.Logger.Enabled(context.Background(), slog.LevelDebug),
 	}
 	s.started = s.now()
-	s.commands = commandTable()
-	s.initMetrics(timed)
+	s.commands = newCommandTable()
 	s.limits = cfg.Limits.withDefaults()
 	s.outputTotal.limit = s.limits.MaxOutputTotal
 	return s
@@ -198,13 +201,13 @@ func (s *Server) accept(conn connection) bool {
 		s.stats.rejectedConnections.Add(1)
 		return reject(conn)
 	}
-	conn.SetContext(c)
+	conn.setClient(c)
 	s.stats.connections.Add(1)
 	return true
 }
 
 func (s *Server) closed(conn connection, err error) {
-	c, _ := conn.Context().(*client)
+	c := conn.client()
 	if c == nil {
 		return
 	}
@@ -213,6 +216,13 @@ func (s *Server) closed(conn connection, err error) {
 	s.mu.Unlock()
 	s.endMonitor(c)
 	s.connectionEnded(c, err)
+}
+
+// newRunID returns a random run_id, as Redis's: 40 hex digits.
+func newRunID() string {
+	var id [20]byte
+	_, _ = rand.Read(id[:]) // never fails: crypto/rand panics rather than return an error
+	return hex.EncodeToString(id[:])
 }
 
 func (s *Server) logError(msg string, err error) {
@@ -230,141 +240,4 @@ func (s *Server) connectedClients() []*client {
 		}
 	}
 	return out
-}
-
-// handle dispatches one command read on its own, at the clock's current
-// reading.
-func (s *Server) handle(conn connection, cmd redcon.Command) {
-	s.dispatch(conn.Context().(*client), cmd.Args, s.now())
-}
-
-// dispatch runs one command at now: look it up, check arity, then
-// authentication, in that order as Redis does, then run it. It returns the
-// clock reading taken when the command ended, if it took one, else now:
-// within a batch each command starts at the reading that ended the one
-// before, so a decision costs one clock read (runBatch).
-func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
-	if c.closing {
-		return now // QUIT or SHUTDOWN: the rest of the pipeline is not run
-	}
-	// A pipeline repeats one command: comparing the name with the last
-	// command's costs less than the table lookup.
-	spec := c.lastCmd.Load()
-	if spec == nil || !equalFold(args[0], spec.name) {
-		if spec = s.lookup(args[0]); spec == nil {
-			c.flagTransaction()
-			c.writeError(errUnknownCommand(args))
-			return now
-		}
-		c.lastCmd.Store(spec) // at lookup, before the checks, as Redis sets lastcmd
-	}
-	if !spec.arityOK(len(args)) {
-		spec.stats.rejected.Add(1)
-		c.flagTransaction()
-		c.writeError(errWrongArgs(spec.name))
-		return now
-	}
-	if !c.authed && !spec.noAuth {
-		spec.stats.rejected.Add(1)
-		c.flagTransaction()
-		c.writeError(errNoAuth)
-		return now
-	}
-	c.lastActive.Store(now.UnixNano())
-	if c.tx != nil && !spec.txControl {
-		// Inside MULTI: queued for EXEC, or refused (which aborts it).
-		if spec.noMulti {
-			spec.stats.rejected.Add(1)
-			c.flagTransaction()
-			c.writeError(errNotInMulti)
-			return now
-		}
-		c.queue(spec, args)
-		return now
-	}
-	if c.onLoop && (spec.admin || s.hooks.Load() != 0) {
-		// Admin commands (SAVE, SHUTDOWN, MONITOR, ...) and a pause may
-		// wait: not on an event loop, which serves other clients.
-		c.leaveLoop = true
-		return now
-	}
-	if s.hooks.Load() != 0 {
-		return s.executeHooked(c, spec, args, now)
-	}
-	return s.execute(c, spec, args, now)
-}
-
-// executeHooked is execute while a pause may be in force or a client
-// monitors: a monitor may not touch keys, as Redis's may not; a paused
-// command waits (pause.go); a command run is fed to the monitors
-// (monitor.go).
-func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time.Time) time.Time {
-	if c.mon != nil && (spec.write || spec.readonly) {
-		spec.stats.rejected.Add(1)
-		c.writeError(errMonitorKeyspace)
-		return now
-	}
-	if s.hooks.Load()&hookPause != 0 {
-		var alive bool
-		if now, alive = s.waitPause(c, spec, now); !alive {
-			c.closing = true // killed while it waited: it runs nothing more
-			return now
-		}
-	}
-	end := s.execute(c, spec, args, now)
-	if s.hooks.Load()&hookMonitor != 0 {
-		if cn, ok := c.conn.(*conn); ok && c.mon != nil {
-			_ = cn.flush() // a monitor gets its reply before its command's line, as from Redis
-		}
-		s.feedMonitors(c, args, now)
-	}
-	return end
-}
-
-// syncBeforeReply runs in durable mode after the last command of a batch
-// that changed state, before the batch's replies are sent (runConn): it waits
-// for the group commit that covers the changes. If that fails the replies are
-// dropped and the connection closed, so nothing unpersisted is acknowledged.
-func (s *Server) syncBeforeReply(c *client) {
-	c.unsynced = false
-	if err := s.cfg.Persistence.Sync(); err != nil {
-		s.logError("durable write failed; closing the connection unacknowledged", err)
-		c.closing = true
-		if cn, ok := c.conn.(*conn); ok {
-			cn.drop()
-		} else {
-			c.conn.Close()
-		}
-	}
-}
-
-// changed records that the current command changed stored state: in durable
-// mode its reply waits for a sync.
-func (c *client) changed() {
-	if c.srv.cfg.DurableWrites {
-		c.unsynced = true
-	}
-}
-
-// writesRefused reports whether changes must be refused now: in durable mode
-// while flushes fail, a change could not be made durable, so a command that
-// would make one answers MISCONF instead (as Redis does when it cannot
-// persist), and commands that change nothing go on.
-func (s *Server) writesRefused() bool {
-	return s.cfg.DurableWrites && s.cfg.Persistence.Failing()
-}
-
-// lookup finds a command by name, case-insensitively, without allocating.
-func (s *Server) lookup(name []byte) *command {
-	var buf [32]byte
-	if len(name) > len(buf) {
-		return nil
-	}
-	for i, ch := range name {
-		if 'A' <= ch && ch <= 'Z' {
-			ch += 'a' - 'A'
-		}
-		buf[i] = ch
-	}
-	return s.commands[string(buf[:len(name)])]
 }

@@ -1,5 +1,6 @@
-// Package gcratest holds SPEC.md section 1's reference vectors as data, so
-// that the algorithm's tests (gcra) and the server's (protocol_test) check
+// Package gcratest holds CL.THROTTLE's reference vectors as data: sequences
+// of calls on one key, each with the five integers it must answer, so that
+// the algorithm's tests (gcra) and the server's (protocol_test) check
 // exactly the same sequences. It imports nothing of ours.
 package gcratest
 
@@ -26,7 +27,7 @@ type Vector struct {
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
-// SpecVectors are every reference vector of SPEC.md section 1.
+// SpecVectors are every reference vector.
 var SpecVectors = []Vector{
 	{Name: "table", Key: "k", Burst: 4, Count: 1, Period: 1, Steps: []Step{
 		{0, 6, [5]int64{1, 5, 5, -1, 0}},

@@ -1,28 +1,19 @@
 package server
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"log/slog"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"redcell/gcra"
 	"redcell/resp"
-	"redcell/storage"
 )
 
-// The counters behind INFO and /metrics. Commands and decisions update plain
-// atomics; INFO and the Prometheus collector read them when asked, so the hot
-// path never calls into client_golang. What one CL.THROTTLE pays: its
+// The counters and histograms behind INFO (info.go) and /metrics
+// (collector.go). Commands and decisions update plain atomics; INFO and the
+// Prometheus collector read them when asked, so the hot path never calls
+// into client_golang. What one CL.THROTTLE pays: its
 // decision counter, its latency bucket and sum (on its client's stripe of
 // the command's padded counters), and, on the real clock, the clock read
 // that ends it, which is also the next command's now.
@@ -48,7 +39,7 @@ type stats struct {
 	// lookups counts the key reads of GET, TTL, PTTL, TYPE and EXISTS:
 	// [0] found nothing, [1] found a live key.
 	lookups [2]atomic.Int64
-	// errors counts error replies by errorKind.
+	// errors counts error replies by their kind (errors.go).
 	errors [numErrorKinds]atomic.Int64
 
 	ops opsSampler
@@ -110,66 +101,14 @@ func keyWasLive(limited bool, resetAfter, increment time.Duration) bool {
 	return resetAfter > increment
 }
 
-// Error kinds, for redcell_errors_total{kind} and INFO Errorstats.
-const (
-	errKindUnknownCommand = iota // ERR unknown command or subcommand
-	errKindWrongArity            // ERR wrong number of arguments
-	errKindCommand               // any other ERR from a command: bad arguments, refused settings
-	errKindProtocol              // malformed RESP: the connection is closed
-	errKindNoAuth                // NOAUTH
-	errKindWrongPass             // WRONGPASS
-	errKindWrongType             // WRONGTYPE
-	errKindNoProto               // NOPROTO
-	errKindOther                 // any other prefix
-	numErrorKinds
-)
-
-var errorKinds = [numErrorKinds]struct{ name, prefix string }{
-	errKindUnknownCommand: {"unknown_command", "ERR"},
-	errKindWrongArity:     {"wrong_arity", "ERR"},
-	errKindCommand:        {"command", "ERR"},
-	errKindProtocol:       {"protocol", "ERR"},
-	errKindNoAuth:         {"noauth", "NOAUTH"},
-	errKindWrongPass:      {"wrongpass", "WRONGPASS"},
-	errKindWrongType:      {"wrongtype", "WRONGTYPE"},
-	errKindNoProto:        {"noproto", "NOPROTO"},
-	errKindOther:          {"other", ""},
-}
-
-// errorKind classifies an error reply by its text.
-func errorKind(msg string) int {
-	prefix, rest, _ := strings.Cut(msg, " ")
-	switch prefix {
-	case "ERR":
-		switch {
-		case strings.HasPrefix(rest, "unknown command"), strings.HasPrefix(rest, "unknown subcommand"):
-			return errKindUnknownCommand
-		case strings.HasPrefix(rest, "wrong number of arguments"):
-			return errKindWrongArity
-		case strings.HasPrefix(rest, "Protocol error"):
-			return errKindProtocol
-		}
-		return errKindCommand
-	case "NOAUTH":
-		return errKindNoAuth
-	case "WRONGPASS":
-		return errKindWrongPass
-	case "WRONGTYPE":
-		return errKindWrongType
-	case "NOPROTO":
-		return errKindNoProto
-	}
-	return errKindOther
-}
-
 // countError records one error reply. Client errors are logged at debug
 // level only: a hostile client must not be able to flood the log.
-func (c *client) countError(msg string) {
+func (c *client) countError(e replyError) {
 	s := c.srv
-	s.stats.errors[errorKind(msg)].Add(1)
+	s.stats.errors[e.kind].Add(1)
 	c.failed = true
 	if s.debug {
-		s.cfg.Logger.Debug("error reply", "client", c.addr, "id", c.id, "reply", msg)
+		s.cfg.Logger.Debug("error reply", "client", c.addr, "id", c.id, "reply", e.text)
 	}
 }
 
@@ -297,25 +236,6 @@ func (cs *cmdStats) latencySnapshot() histogramSnapshot {
 	return hs
 }
 
-// execute runs spec at now and records it. On the real clock it reads the
-// clock once, when the command ends, for its duration, and returns that
-// reading; on an injected clock durations are not measured, count as 0, and
-// now is returned.
-func (s *Server) execute(c *client, spec *command, args [][]byte, now time.Time) time.Time {
-	c.failed = false
-	spec.run(c, args, now)
-	end, d := now, time.Duration(0)
-	if s.timed {
-		end = s.now()
-		d = time.Duration(end.UnixNano() - now.UnixNano()) // Sub is slow on Times without a monotonic reading, which the clock returns
-	}
-	spec.stats.latency[c.stripe].observe(d)
-	if c.failed {
-		spec.stats.failed.Add(1)
-	}
-	return end
-}
-
 // opsSampler keeps instantaneous_ops_per_sec as Redis does: the command count
 // sampled every 100 ms, averaged over the last 16 samples.
 type opsSampler struct {
@@ -377,7 +297,7 @@ func (s *Server) startSampler() (stop func()) {
 // are not counted.
 func (s *Server) commandsProcessed() int64 {
 	var n int64
-	for _, cmd := range s.commandList {
+	for _, cmd := range s.commands.sorted {
 		n += cmd.stats.latencySnapshot().count
 	}
 	return n
@@ -394,7 +314,7 @@ type commandStat struct {
 // refused, in the command table's order.
 func (s *Server) commandStats() []commandStat {
 	var out []commandStat
-	for _, cmd := range s.commandList {
+	for _, cmd := range s.commands.sorted {
 		cs := commandStat{
 			name:     cmd.name,
 			latency:  cmd.stats.latencySnapshot(),
@@ -453,120 +373,4 @@ func (s *Server) counters() counters {
 	c.commandsProcessed = s.commandsProcessed()
 	c.instantaneousOpsPS = st.ops.perSecond()
 	return c
-}
-
-// Collector returns a Prometheus collector of the server's figures. It reads
-// the counters when scraped; register it once per Server.
-func (s *Server) Collector() prometheus.Collector { return collector{s} }
-
-type collector struct{ s *Server }
-
-var (
-	descDecisions = prometheus.NewDesc("redcell_decisions_total",
-		"Rate-limit decisions by command (cl.throttle, gcra, cl.reserve, cl.window) and result: allowed or limited.", []string{"cmd", "result"}, nil)
-	descHits = prometheus.NewDesc("redcell_keyspace_hits_total",
-		"Commands that found their key live (CL.THROTTLE, GET, TTL, PTTL, TYPE, EXISTS), as Redis's keyspace_hits.", nil, nil)
-	descMisses = prometheus.NewDesc("redcell_keyspace_misses_total",
-		"Commands that found their key absent or expired, as Redis's keyspace_misses.", nil, nil)
-	descErrors = prometheus.NewDesc("redcell_errors_total",
-		"Error replies by kind: unknown_command, wrong_arity, command (bad arguments and other ERR), protocol, noauth, wrongpass, wrongtype, noproto, other.", []string{"kind"}, nil)
-	descCommands = prometheus.NewDesc("redcell_commands_total",
-		"Commands run, by lower-case name; refused ones are not counted.", []string{"cmd"}, nil)
-	descRejected = prometheus.NewDesc("redcell_commands_rejected_total",
-		"Commands refused before running (wrong arity, NOAUTH), by name.", []string{"cmd"}, nil)
-	descFailed = prometheus.NewDesc("redcell_commands_failed_total",
-		"Commands that ran and replied with an error, by name.", []string{"cmd"}, nil)
-	descLatency = prometheus.NewDesc("redcell_command_duration_seconds",
-		"Time to serve a command, from dispatch until its reply is buffered, by name (cmd=\"cl.throttle\" is the rate-limit decision).", []string{"cmd"}, nil)
-	descKeys = prometheus.NewDesc("redcell_keys",
-		"Keys held, including expired keys not yet swept (DBSIZE).", nil, nil)
-	descExpired = prometheus.NewDesc("redcell_expired_keys_total",
-		"Keys removed because their TAT passed.", nil, nil)
-	descPending = prometheus.NewDesc("redcell_pending_changes",
-		"Changed keys waiting for the next flush to disk.", nil, nil)
-	descConnected = prometheus.NewDesc("redcell_connected_clients",
-		"Open client connections.", nil, nil)
-	descConnections = prometheus.NewDesc("redcell_connections_received_total",
-		"Client connections accepted.", nil, nil)
-	descRejectedConns = prometheus.NewDesc("redcell_rejected_connections_total",
-		"Client connections refused (maxclients).", nil, nil)
-)
-
-func (collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDecisions, descHits, descMisses, descErrors, descCommands,
-		descRejected, descFailed, descLatency, descKeys, descExpired, descPending, descConnected,
-		descConnections, descRejectedConns} {
-		ch <- d
-	}
-}
-
-func (col collector) Collect(ch chan<- prometheus.Metric) {
-	s := col.s
-	c := s.counters()
-	counter := func(d *prometheus.Desc, v int64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
-	}
-	gauge := func(d *prometheus.Desc, v int64) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
-	}
-	for k, name := range deciderNames {
-		counter(descDecisions, c.decided[k][0], name, "allowed")
-		counter(descDecisions, c.decided[k][1], name, "limited")
-	}
-	counter(descHits, c.hits)
-	counter(descMisses, c.misses)
-	for i, k := range errorKinds {
-		counter(descErrors, c.errors[i], k.name)
-	}
-	for _, cs := range s.commandStats() {
-		counter(descCommands, cs.latency.count, cs.name)
-		counter(descRejected, cs.rejected, cs.name)
-		counter(descFailed, cs.failed, cs.name)
-		buckets := make(map[float64]uint64, len(latencyBounds))
-		var cum int64
-		for i, b := range latencyBounds {
-			cum += cs.latency.counts[i]
-			buckets[b.Seconds()] = uint64(cum)
-		}
-		ch <- prometheus.MustNewConstHistogram(descLatency, uint64(cs.latency.count),
-			cs.latency.sum.Seconds(), buckets, cs.name)
-	}
-	gauge(descKeys, int64(s.store.Len()))
-	counter(descExpired, c.expiredKeys)
-	gauge(descPending, int64(s.pendingChanges()))
-	gauge(descConnected, c.connectedClients)
-	counter(descConnections, c.connections)
-	counter(descRejectedConns, c.rejectedConns)
-}
-
-// initMetrics prepares the counters; timed says the clock is the real one.
-func (s *Server) initMetrics(timed bool) {
-	s.timed = timed
-	var id [20]byte
-	_, _ = rand.Read(id[:]) // never fails: crypto/rand panics rather than return an error
-	s.runID = hex.EncodeToString(id[:])
-	s.debug = s.cfg.Logger.Enabled(context.Background(), slog.LevelDebug)
-	s.commandList = make([]*command, 0, len(s.commands))
-	for _, cmd := range s.commands {
-		s.commandList = append(s.commandList, cmd)
-	}
-	sort.Slice(s.commandList, func(i, j int) bool { return s.commandList[i].name < s.commandList[j].name })
-}
-
-// pendingChanges counts the changes not yet durable: those the flusher has
-// yet to sync, or, without persistence, those recorded (none: an in-memory
-// store tracks nothing).
-func (s *Server) pendingChanges() int {
-	if s.cfg.Persistence != nil {
-		return s.cfg.Persistence.Pending()
-	}
-	return s.store.PendingChanges()
-}
-
-// lookupKey is Keyspace.Get counted as a keyspace hit or miss: when the key
-// expires (a TAT key's TAT) and its kind.
-func (c *client) lookupKey(key []byte, now gcra.Instant) (gcra.Instant, storage.Kind, bool) {
-	exp, kind, ok := c.ks.Get(key, now)
-	c.srv.stats.countLookup(ok)
-	return exp, kind, ok
 }

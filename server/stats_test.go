@@ -1,14 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 
 	"redcell/gcra"
@@ -44,25 +41,44 @@ func TestKeyWasLiveAgreesWithTheStore(t *testing.T) {
 	require.Greater(t, misses, 1000, "the traffic exercises both cases")
 }
 
-func TestErrorKind(t *testing.T) {
-	for msg, want := range map[string]int{
-		errUnknownCommand(argv("FOO", "a")):    errKindUnknownCommand,
-		errUnknownSubcommand([]byte("x"), "C"): errKindUnknownCommand,
-		errWrongArgs("get"):                    errKindWrongArity,
-		errNegativeBurst:                       errKindCommand,
-		errSyntax:                              errKindCommand,
-		resp.ErrBulkLength.Reply:               errKindProtocol,
-		errNoAuth:                              errKindNoAuth,
-		errWrongPass:                           errKindWrongPass,
-		errWrongType:                           errKindWrongType,
-		errNoProto:                             errKindNoProto,
-		"BUSY something":                       errKindOther,
-		"":                                     errKindOther,
+// Error replies are counted by the kind they carry, and input the reader
+// refuses as a protocol error when its connection ends.
+func TestErrorsCountedByKind(t *testing.T) {
+	for i, c := range []struct {
+		pass string
+		args [][]string
+		want errKind
+	}{
+		{"", [][]string{{"FOO", "a"}}, errKindUnknownCommand},
+		{"", [][]string{{"CLIENT", "FROB"}}, errKindUnknownCommand},
+		{"", [][]string{{"CLIENT", "PAUSE", "1", "2", "3"}}, errKindUnknownCommand},
+		{"", [][]string{{"GET"}}, errKindWrongArity},
+		{"", [][]string{{"CLIENT", "ID", "x"}}, errKindWrongArity},
+		{"", [][]string{{"CL.THROTTLE", "k", "-1", "1", "1"}}, errKindCommand},
+		{"", [][]string{{"HELLO", "x"}}, errKindCommand},
+		{"pw", [][]string{{"GET", "k"}}, errKindNoAuth},
+		{"pw", [][]string{{"AUTH", "nope"}}, errKindWrongPass},
+		{"", [][]string{{"CL.WINDOW", "w", "1", "10"}, {"GET", "w"}}, errKindWrongType},
+		{"", [][]string{{"HELLO", "4"}}, errKindNoProto},
+		{"", [][]string{{"MULTI"}, {"GET"}, {"EXEC"}}, errKindOther},
 	} {
-		if got := errorKind(msg); got != want {
-			t.Errorf("errorKind(%q) = %s want %s", msg, errorKinds[got].name, errorKinds[want].name)
+		tc := newTestClient(t, Config{RequirePass: c.pass})
+		for _, args := range c.args {
+			tc.do(args...)
+		}
+		got := tc.srv.counters().errors
+		var want [numErrorKinds]int64
+		want[c.want] = 1
+		if c.want == errKindOther {
+			want[errKindWrongArity] = 1 // GET inside MULTI
+		}
+		if got != want {
+			t.Errorf("case %d %q: errors by kind %v want %v", i, c.args, got, want)
 		}
 	}
+	tc := newTestClient(t, Config{})
+	tc.srv.connectionEnded(tc.c, resp.ErrBulkLength)
+	require.Equal(t, int64(1), tc.srv.counters().errors[errKindProtocol])
 }
 
 // A duration lands in the first bucket whose bound it does not exceed, as
@@ -159,58 +175,6 @@ func TestCommandAccounting(t *testing.T) {
 
 func bulkString(s string) string { return "$" + itoa(int64(len(s))) + "\r\n" + s + "\r\n" }
 
-// The collector exposes the same counters in Prometheus's text format.
-func TestCollector(t *testing.T) {
-	tc := newTestClient(t, Config{})
-	tc.do("CL.THROTTLE", "k", "1", "1", "1")
-	tc.do("CL.THROTTLE", "k", "1", "1", "1")
-	tc.do("CL.THROTTLE", "k", "1", "1", "1")
-	tc.do("CL.THROTTLE", "k", "x", "1", "1")
-	tc.do("FOO")
-
-	reg := prometheus.NewPedanticRegistry()
-	require.NoError(t, reg.Register(tc.srv.Collector()))
-	text := gatherText(t, reg)
-	for _, line := range []string{
-		`redcell_decisions_total{cmd="cl.throttle",result="allowed"} 2`,
-		`redcell_decisions_total{cmd="cl.throttle",result="limited"} 1`,
-		`redcell_keyspace_hits_total 2`,
-		`redcell_keyspace_misses_total 1`,
-		`redcell_commands_total{cmd="cl.throttle"} 4`,
-		`redcell_commands_failed_total{cmd="cl.throttle"} 1`,
-		`redcell_commands_rejected_total{cmd="cl.throttle"} 0`,
-		`redcell_errors_total{kind="command"} 1`,
-		`redcell_errors_total{kind="unknown_command"} 1`,
-		`redcell_errors_total{kind="noauth"} 0`,
-		`redcell_command_duration_seconds_bucket{cmd="cl.throttle",le="2.5e-07"} 4`,
-		`redcell_command_duration_seconds_bucket{cmd="cl.throttle",le="+Inf"} 4`,
-		`redcell_command_duration_seconds_count{cmd="cl.throttle"} 4`,
-		`redcell_keys 1`,
-		`redcell_expired_keys_total 0`,
-		`redcell_connected_clients 1`,
-		`redcell_connections_received_total 1`,
-		`redcell_rejected_connections_total 0`,
-		`redcell_pending_changes 0`,
-	} {
-		require.Contains(t, text, "\n"+line+"\n")
-	}
-	require.NotContains(t, text, `cmd="foo"`, "unknown commands have no series")
-	require.NotContains(t, text, `cmd="ping"`, "commands never called have no series")
-}
-
-func gatherText(t *testing.T, g prometheus.Gatherer) string {
-	t.Helper()
-	families, err := g.Gather()
-	require.NoError(t, err)
-	var b bytes.Buffer
-	b.WriteString("\n")
-	for _, mf := range families {
-		_, err := expfmt.MetricFamilyToText(&b, mf)
-		require.NoError(t, err)
-	}
-	return b.String()
-}
-
 // On the real clock every command's duration is measured: the time from
 // dispatch to the buffered reply.
 func TestDurationsOnTheRealClock(t *testing.T) {
@@ -222,7 +186,7 @@ func TestDurationsOnTheRealClock(t *testing.T) {
 		srv.handle(conn, redconCommand(argv("CL.THROTTLE", "k", "100", "10", "1")))
 	}
 	elapsed := time.Since(before)
-	hs := srv.commands["cl.throttle"].stats.latencySnapshot()
+	hs := srv.commands.byName["cl.throttle"].stats.latencySnapshot()
 	require.Equal(t, int64(10), hs.count)
 	require.Greater(t, hs.sum, time.Duration(0))
 	require.LessOrEqual(t, hs.sum, elapsed, "the measured durations fit inside the loop")

@@ -1,0 +1,97 @@
+package server
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Collector returns a Prometheus collector of the server's figures. It reads
+// the counters when scraped; register it once per Server.
+func (s *Server) Collector() prometheus.Collector { return collector{s} }
+
+type collector struct{ s *Server }
+
+var (
+	descDecisions = prometheus.NewDesc("redcell_decisions_total",
+		"Rate-limit decisions by command (cl.throttle, gcra, cl.reserve, cl.window) and result: allowed or limited.", []string{"cmd", "result"}, nil)
+	descHits = prometheus.NewDesc("redcell_keyspace_hits_total",
+		"Commands that found their key live (CL.THROTTLE, GET, TTL, PTTL, TYPE, EXISTS), as Redis's keyspace_hits.", nil, nil)
+	descMisses = prometheus.NewDesc("redcell_keyspace_misses_total",
+		"Commands that found their key absent or expired, as Redis's keyspace_misses.", nil, nil)
+	descErrors = prometheus.NewDesc("redcell_errors_total",
+		"Error replies by kind: unknown_command, wrong_arity, command (bad arguments and other ERR), protocol, noauth, wrongpass, wrongtype, noproto, other.", []string{"kind"}, nil)
+	descCommands = prometheus.NewDesc("redcell_commands_total",
+		"Commands run, by lower-case name; refused ones are not counted.", []string{"cmd"}, nil)
+	descRejected = prometheus.NewDesc("redcell_commands_rejected_total",
+		"Commands refused before running (wrong arity, NOAUTH), by name.", []string{"cmd"}, nil)
+	descFailed = prometheus.NewDesc("redcell_commands_failed_total",
+		"Commands that ran and replied with an error, by name.", []string{"cmd"}, nil)
+	descLatency = prometheus.NewDesc("redcell_command_duration_seconds",
+		"Time to serve a command, from dispatch until its reply is buffered, by name (cmd=\"cl.throttle\" is the rate-limit decision).", []string{"cmd"}, nil)
+	descKeys = prometheus.NewDesc("redcell_keys",
+		"Keys held, including expired keys not yet swept (DBSIZE).", nil, nil)
+	descExpired = prometheus.NewDesc("redcell_expired_keys_total",
+		"Keys removed because their TAT passed.", nil, nil)
+	descPending = prometheus.NewDesc("redcell_pending_changes",
+		"Changed keys waiting for the next flush to disk.", nil, nil)
+	descConnected = prometheus.NewDesc("redcell_connected_clients",
+		"Open client connections.", nil, nil)
+	descConnections = prometheus.NewDesc("redcell_connections_received_total",
+		"Client connections accepted.", nil, nil)
+	descRejectedConns = prometheus.NewDesc("redcell_rejected_connections_total",
+		"Client connections refused (maxclients).", nil, nil)
+)
+
+func (collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descDecisions, descHits, descMisses, descErrors, descCommands,
+		descRejected, descFailed, descLatency, descKeys, descExpired, descPending, descConnected,
+		descConnections, descRejectedConns} {
+		ch <- d
+	}
+}
+
+func (col collector) Collect(ch chan<- prometheus.Metric) {
+	s := col.s
+	c := s.counters()
+	counter := func(d *prometheus.Desc, v int64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge := func(d *prometheus.Desc, v int64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, float64(v))
+	}
+	for k, name := range deciderNames {
+		counter(descDecisions, c.decided[k][0], name, "allowed")
+		counter(descDecisions, c.decided[k][1], name, "limited")
+	}
+	counter(descHits, c.hits)
+	counter(descMisses, c.misses)
+	for i, k := range errorKinds {
+		counter(descErrors, c.errors[i], k.name)
+	}
+	for _, cs := range s.commandStats() {
+		counter(descCommands, cs.latency.count, cs.name)
+		counter(descRejected, cs.rejected, cs.name)
+		counter(descFailed, cs.failed, cs.name)
+		buckets := make(map[float64]uint64, len(latencyBounds))
+		var cum int64
+		for i, b := range latencyBounds {
+			cum += cs.latency.counts[i]
+			buckets[b.Seconds()] = uint64(cum)
+		}
+		ch <- prometheus.MustNewConstHistogram(descLatency, uint64(cs.latency.count),
+			cs.latency.sum.Seconds(), buckets, cs.name)
+	}
+	gauge(descKeys, int64(s.store.Len()))
+	counter(descExpired, c.expiredKeys)
+	gauge(descPending, int64(s.pendingChanges()))
+	gauge(descConnected, c.connectedClients)
+	counter(descConnections, c.connections)
+	counter(descRejectedConns, c.rejectedConns)
+}
+
+// pendingChanges counts the changes not yet durable: those the flusher has
+// yet to sync, or, without persistence, those recorded (none: an in-memory
+// store tracks nothing).
+func (s *Server) pendingChanges() int {
+	if s.cfg.Persistence != nil {
+		return s.cfg.Persistence.Pending()
+	}
+	return s.store.PendingChanges()
+}

@@ -1,0 +1,159 @@
+package server
+
+import (
+	"time"
+
+	"github.com/tidwall/redcon"
+)
+
+// handle dispatches one command read on its own, at the clock's current
+// reading.
+func (s *Server) handle(conn connection, cmd redcon.Command) {
+	s.dispatch(conn.client(), cmd.Args, s.now())
+}
+
+// dispatch runs one command at now: look it up, check arity, then
+// authentication, in that order as Redis does, then run it. It returns the
+// clock reading taken when the command ended, if it took one, else now:
+// within a batch each command starts at the reading that ended the one
+// before, so a decision costs one clock read (runBatch).
+func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
+	if c.closing {
+		return now // QUIT or SHUTDOWN: the rest of the pipeline is not run
+	}
+	// A pipeline repeats one command: comparing the name with the last
+	// command's costs less than the table lookup.
+	spec := c.lastCmd.Load()
+	if spec == nil || !equalFold(args[0], spec.name) {
+		if spec = s.lookup(args[0]); spec == nil {
+			c.flagTransaction()
+			c.writeError(errUnknownCommand(args))
+			return now
+		}
+		c.lastCmd.Store(spec) // at lookup, before the checks, as Redis sets lastcmd
+	}
+	if !spec.arityOK(len(args)) {
+		spec.stats.rejected.Add(1)
+		c.flagTransaction()
+		c.writeError(errWrongArgs(spec.name))
+		return now
+	}
+	if !c.authed && !spec.noAuth {
+		spec.stats.rejected.Add(1)
+		c.flagTransaction()
+		c.writeError(errNoAuth)
+		return now
+	}
+	c.lastActive.Store(now.UnixNano())
+	if c.tx != nil && !spec.txControl {
+		// Inside MULTI: queued for EXEC, or refused (which aborts it).
+		if spec.noMulti {
+			spec.stats.rejected.Add(1)
+			c.flagTransaction()
+			c.writeError(errNotInMulti)
+			return now
+		}
+		c.queue(spec, args)
+		return now
+	}
+	if c.onLoop && (spec.admin || s.hooks.Load() != 0) {
+		// Admin commands (SAVE, SHUTDOWN, MONITOR, ...) and a pause may
+		// wait: not on an event loop, which serves other clients.
+		c.leaveLoop = true
+		return now
+	}
+	if s.hooks.Load() != 0 {
+		return s.executeHooked(c, spec, args, now)
+	}
+	return s.execute(c, spec, args, now)
+}
+
+// executeHooked is execute while a pause may be in force or a client
+// monitors: a monitor may not touch keys, as Redis's may not; a paused
+// command waits (pause.go); a command run is fed to the monitors
+// (monitor.go).
+func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time.Time) time.Time {
+	if c.mon != nil && (spec.write || spec.readonly) {
+		spec.stats.rejected.Add(1)
+		c.writeError(errMonitorKeyspace)
+		return now
+	}
+	if s.hooks.Load()&hookPause != 0 {
+		var alive bool
+		if now, alive = s.waitPause(c, spec, now); !alive {
+			c.closing = true // killed while it waited: it runs nothing more
+			return now
+		}
+	}
+	end := s.execute(c, spec, args, now)
+	if s.hooks.Load()&hookMonitor != 0 {
+		if c.mon != nil {
+			_ = c.conn.flush() // a monitor gets its reply before its command's line, as from Redis
+		}
+		s.feedMonitors(c, args, now)
+	}
+	return end
+}
+
+// execute runs spec at now and records it. On the real clock it reads the
+// clock once, when the command ends, for its duration, and returns that
+// reading; on an injected clock durations are not measured, count as 0, and
+// now is returned.
+func (s *Server) execute(c *client, spec *command, args [][]byte, now time.Time) time.Time {
+	c.failed = false
+	spec.run(c, args, now)
+	end, d := now, time.Duration(0)
+	if s.timed {
+		end = s.now()
+		d = time.Duration(end.UnixNano() - now.UnixNano()) // Sub is slow on Times without a monotonic reading, which the clock returns
+	}
+	spec.stats.latency[c.stripe].observe(d)
+	if c.failed {
+		spec.stats.failed.Add(1)
+	}
+	return end
+}
+
+// syncBeforeReply runs in durable mode after the last command of a batch
+// that changed state, before the batch's replies are sent (runConn): it waits
+// for the group commit that covers the changes. If that fails the replies are
+// dropped and the connection closed, so nothing unpersisted is acknowledged.
+func (s *Server) syncBeforeReply(c *client) {
+	c.unsynced = false
+	if err := s.cfg.Persistence.Sync(); err != nil {
+		s.logError("durable write failed; closing the connection unacknowledged", err)
+		c.closing = true
+		c.conn.drop()
+	}
+}
+
+// changed records that the current command changed stored state: in durable
+// mode its reply waits for a sync.
+func (c *client) changed() {
+	if c.srv.cfg.DurableWrites {
+		c.unsynced = true
+	}
+}
+
+// writesRefused reports whether changes must be refused now: in durable mode
+// while flushes fail, a change could not be made durable, so a command that
+// would make one answers MISCONF instead (as Redis does when it cannot
+// persist), and commands that change nothing go on.
+func (s *Server) writesRefused() bool {
+	return s.cfg.DurableWrites && s.cfg.Persistence.Failing()
+}
+
+// lookup finds a command by name, case-insensitively, without allocating.
+func (s *Server) lookup(name []byte) *command {
+	var buf [32]byte
+	if len(name) > len(buf) {
+		return nil
+	}
+	for i, ch := range name {
+		if 'A' <= ch && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		buf[i] = ch
+	}
+	return s.commands.byName[string(buf[:len(name)])]
+}

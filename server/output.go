@@ -1,0 +1,158 @@
+package server
+
+import (
+	"math"
+	"sync/atomic"
+
+	"github.com/tidwall/redcon"
+)
+
+// A connection's replies: the writers append them to conn.out, within the
+// output limits room checks (Limits.MaxOutput, Limits.MaxOutputTotal); flush
+// (conn.go) sends them.
+
+// outputTotal counts the reply bytes waiting for all clients together,
+// beyond each one's allowance, against a limit.
+type outputTotal struct {
+	limit int64 // <= 0: none
+	used  atomic.Int64
+}
+
+// The writers append redcon's encoding of a reply to out.
+
+func (c *conn) WriteError(msg string) {
+	if c.room(len(msg) + 3) {
+		c.out = redcon.AppendError(c.out, msg)
+	}
+}
+
+func (c *conn) WriteString(s string) {
+	if c.room(len(s) + 3) {
+		c.out = redcon.AppendString(c.out, s)
+	}
+}
+
+func (c *conn) WriteBulk(b []byte) {
+	if c.room(intSize(int64(len(b))) + len(b) + 2) {
+		c.out = redcon.AppendBulk(c.out, b)
+	}
+}
+
+func (c *conn) WriteBulkString(s string) {
+	if c.room(intSize(int64(len(s))) + len(s) + 2) {
+		c.out = redcon.AppendBulkString(c.out, s)
+	}
+}
+
+func (c *conn) WriteInt64(n int64) {
+	if c.room(intSize(n)) {
+		c.out = redcon.AppendInt(c.out, n)
+	}
+}
+
+func (c *conn) WriteArray(n int) {
+	if c.room(intSize(int64(n))) {
+		c.out = redcon.AppendArray(c.out, n)
+	}
+}
+
+func (c *conn) WriteNull() {
+	if c.room(5) {
+		c.out = redcon.AppendNull(c.out)
+	}
+}
+
+func (c *conn) WriteRaw(b []byte) {
+	if c.room(len(b)) {
+		c.out = append(c.out, b...)
+	}
+}
+
+func (c *conn) DeferArray() int { return len(c.out) }
+
+// SetDeferredArray inserts the header of an array of n elements at mark,
+// moving the elements written since after it: one copy of the reply, once.
+func (c *conn) SetDeferredArray(mark, n int) {
+	var b [24]byte
+	hdr := redcon.AppendArray(b[:0], n)
+	if mark > len(c.out) || !c.room(len(hdr)) {
+		return // dropped meanwhile (output limit)
+	}
+	c.out = append(c.out, hdr...)
+	copy(c.out[mark+len(hdr):], c.out[mark:len(c.out)-len(hdr)])
+	copy(c.out[mark:], hdr)
+}
+
+// room reports whether n more reply bytes may be queued. Past
+// Limits.MaxOutput the replies are dropped and the connection closed, as
+// Redis does past client-output-buffer-limit: redcell keeps a batch's
+// replies in memory until the batch has run, and a few bytes of requests can
+// ask for a lot (COMMAND answers 5 KiB for 9 bytes), so a client pipelining
+// such requests, or not reading, could make the server hold any amount.
+//
+// Beyond a client's first outputAllowance bytes, its replies also count
+// against the total for all clients (Limits.MaxOutputTotal), taken in steps
+// of outputAllowance: past the total, the client whose replies would pass
+// it is the one closed, as Redis's maxmemory-clients closes the client that
+// uses the most.
+func (c *conn) room(n int) bool {
+	if size := int64(len(c.out) + n); size <= c.roomLeft && !c.closed {
+		return true // the common case: one comparison
+	}
+	return c.makeRoom(n)
+}
+
+// makeRoom is room's slow path: a closed connection, or a reply past this
+// client's allowance of the total or near its own limit.
+func (c *conn) makeRoom(n int) bool {
+	defer c.setRoomLeft()
+	if c.closed {
+		return false
+	}
+	size := int64(len(c.out) + n)
+	if c.maxOutput > 0 && size > c.maxOutput {
+		c.refuseOutput("client closed for overcoming of output buffer limits", c.maxOutput)
+		return false
+	}
+	if size > outputAllowance+c.counted && c.total != nil && c.total.limit > 0 {
+		step := (size - outputAllowance - c.counted + outputAllowance - 1) / outputAllowance * outputAllowance
+		if c.total.used.Add(step) > c.total.limit {
+			c.total.used.Add(-step)
+			c.refuseOutput("client closed: the replies waiting for all clients would pass --maxmemory-clients", c.total.limit)
+			return false
+		}
+		c.counted += step
+	}
+	return true
+}
+
+func (c *conn) refuseOutput(msg string, limit int64) {
+	if cl := c.cl; cl != nil {
+		cl.closing = true
+		cl.srv.cfg.Logger.Warn(msg, "addr", cl.addr, "id", cl.id, "limit", limit)
+	}
+	c.drop()
+}
+
+// uncount gives back the connection's share of the total.
+func (c *conn) uncount() {
+	if c.counted > 0 {
+		c.total.used.Add(-c.counted)
+		c.counted = 0
+		c.setRoomLeft()
+	}
+}
+
+// setRoomLeft sets roomLeft, the reply size up to which room needs no more
+// than one comparison: the client's own limit, and its allowance of the
+// total plus what it has counted.
+func (c *conn) setRoomLeft() {
+	left := int64(math.MaxInt64)
+	if c.maxOutput > 0 {
+		left = c.maxOutput
+	}
+	if c.total != nil && c.total.limit > 0 {
+		left = min(left, outputAllowance+c.counted)
+	}
+	c.roomLeft = left
+}
