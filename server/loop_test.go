@@ -24,7 +24,7 @@ func TestEventLoopsAnswerAsGoroutinesDo(t *testing.T) {
 	at := time.Unix(1_700_000_000, 0)
 	cfg := func(loops int) Config { return Config{Now: func() time.Time { return at }, EventLoops: loops} }
 	loopAddr, loopSrv := startServer(t, cfg(2))
-	plainAddr, _ := startServer(t, cfg(-1))
+	plainAddr, plainSrv := startServer(t, cfg(-1))
 	if haveEventLoops {
 		require.Equal(t, 2, loopSrv.eventLoops())
 	}
@@ -45,6 +45,11 @@ func TestEventLoopsAnswerAsGoroutinesDo(t *testing.T) {
 		"PING\r\nCLIENT KILL SKIPME no TYPE normal\r\nPING\r\n",
 	}
 	for i, script := range scripts {
+		// The last script's connection is gone from each server first:
+		// CLIENT KILL TYPE normal would count it.
+		for _, srv := range []*Server{plainSrv, loopSrv} {
+			require.Eventually(t, func() bool { return len(srv.connectedClients()) == 0 }, 10*time.Second, time.Millisecond)
+		}
 		want := converse(t, plainAddr, script)
 		require.NotEmpty(t, want, "script %d answers something, or is closed", i)
 		require.Equal(t, want, converse(t, loopAddr, script), "script %d: %q", i, script)
