@@ -38,7 +38,8 @@ type Config struct {
 	// WindowLogMax bounds the entries of one CL.WINDOW exact log.
 	WindowLogMax int64
 	// EventLoops is how many event loops serve plain connections (the
-	// default: GOMAXPROCS); 0 gives each connection a goroutine.
+	// default: server.DefaultEventLoops); 0 gives each connection a
+	// goroutine.
 	EventLoops int
 	// DiskReserve is the disk space the store holds back for Pebble to
 	// finish its writes when the disk fills (storage.DefaultReserve); 0

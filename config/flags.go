@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime"
 	"strconv"
 	"strings"
 
@@ -65,8 +64,8 @@ func flagSet(cfg *Config) *flag.FlagSet {
 			"the client whose replies would pass it is disconnected; 0: no limit")
 	fs.Int64Var(&cfg.WindowLogMax, "window-log-max", window.DefaultLogMax,
 		"most `entries` one CL.WINDOW exact log (PRECISION 0) may hold: a larger limit needs PRECISION m")
-	fs.IntVar(&cfg.EventLoops, "event-loops", runtime.GOMAXPROCS(0),
-		"event `loops` serving plain TCP and Unix connections, as Redis's event loop (default: one per CPU); "+
+	fs.IntVar(&cfg.EventLoops, "event-loops", server.DefaultEventLoops(),
+		"event `loops` serving plain TCP and Unix connections, as Redis's event loop (default: one per two CPUs); "+
 			"0: a goroutine per connection. TLS connections and durable mode (--flush-interval 0) always have a goroutine each")
 	cfg.DiskReserve = storage.DefaultReserve
 	fs.Var((*size)(&cfg.DiskReserve), "disk-reserve",
