@@ -245,6 +245,13 @@ func (s *Server) runBatch(c *conn) error {
 			return nil
 		}
 	}
+	if c.loop != nil {
+		// Written once the loop has run every connection epoll woke it
+		// for, as Redis writes replies before it sleeps again: the
+		// clients' wake-ups come together too.
+		c.loop.queueFlush(c)
+		return nil
+	}
 	if err := c.flush(); err != nil || refused == nil {
 		return err
 	}

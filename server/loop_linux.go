@@ -44,6 +44,9 @@ type eventLoop struct {
 	wakefd int
 	conns  map[int32]*conn
 	events []unix.EpollEvent
+	// flushes are the connections with replies to write once the round
+	// of events has run (queueFlush).
+	flushes []*conn
 
 	mu      sync.Mutex
 	added   []*conn
@@ -222,6 +225,7 @@ func (l *eventLoop) run() {
 				l.serve(c)
 			}
 		}
+		l.flushAll()
 		if l.srv.limits.IdleTimeout > 0 {
 			l.sweep()
 		}
@@ -278,6 +282,30 @@ func (l *eventLoop) serve(c *conn) {
 		}
 		l.finish(c, err)
 	}
+}
+
+func (l *eventLoop) queueFlush(c *conn) {
+	if len(c.out) > 0 {
+		l.flushes = append(l.flushes, c)
+	}
+}
+
+// flushAll writes the replies of the round: a connection whose socket does
+// not take them whole leaves the loop to write the rest.
+func (l *eventLoop) flushAll() {
+	for i, c := range l.flushes {
+		l.flushes[i] = nil
+		if c.loop != l {
+			continue // closed since
+		}
+		switch err := c.flush(); {
+		case err == errLeaveLoop:
+			l.promote(c)
+		case err != nil:
+			l.finish(c, err)
+		}
+	}
+	l.flushes = l.flushes[:0]
 }
 
 // sweep closes the connections idle past Limits.IdleTimeout, as timeout.go's

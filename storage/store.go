@@ -9,6 +9,7 @@ package storage
 import (
 	"errors"
 	"hash/maphash"
+	"math/bits"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -99,21 +100,13 @@ func New(cfg Config) *Store {
 	if n == 0 {
 		n = DefaultShards()
 	}
-	n = nextPowerOfTwo(n)
+	n = 1 << bits.Len(uint(n-1)) // the next power of two
 	s := &Store{shards: make([]shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
 	s.mem.limit, s.mem.policy = cfg.MaxMemory, cfg.Eviction
 	for i := range s.shards {
 		s.shards[i].t = newTable(cfg.TrackChanges)
 	}
 	return s
-}
-
-func nextPowerOfTwo(n int) int {
-	p := 1
-	for p < n {
-		p <<= 1
-	}
-	return p
 }
 
 // Shards returns the number of lock stripes.
