@@ -25,8 +25,7 @@ func gcraFamily() []*command {
 // peek, both durations rounded up, and Redis's argument checks and texts in
 // Redis's order.
 func cmdGCRA(c *client, args [][]byte, now time.Time) {
-	if len(args[1]) > c.srv.limits.MaxKeyLen {
-		c.writeError(errKeyTooLong(len(args[1]), c.srv.limits.MaxKeyLen))
+	if !c.keyFits(args[1]) {
 		return
 	}
 	burst, ok := parseInt(args[2])

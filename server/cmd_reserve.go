@@ -24,25 +24,11 @@ func reserveFamily() []*command {
 // that comes too early reserves the next slot and is told how long to wait
 // before acting, when that wait is at most MAXWAIT (default 0).
 func cmdReserve(c *client, args [][]byte, now time.Time) {
-	if len(args[1]) > c.srv.limits.MaxKeyLen {
-		c.writeError(errKeyTooLong(len(args[1]), c.srv.limits.MaxKeyLen))
+	var v [3]int64 // max_burst, count, period
+	if !c.keyFits(args[1]) || !c.intArgs(args[2:5], rateArgErrors, v[:]) {
 		return
 	}
-	burst, ok := parseInt(args[2])
-	if !ok {
-		c.writeError(errBurstNotInteger)
-		return
-	}
-	count, ok := parseInt(args[3])
-	if !ok {
-		c.writeError(errCountNotInteger)
-		return
-	}
-	period, ok := parseInt(args[4])
-	if !ok {
-		c.writeError(errPeriodNotInteger)
-		return
-	}
+	burst, count, period := v[0], v[1], v[2]
 	quantity, maxWait, e := reserveOptions(args[5:])
 	if !e.none() {
 		c.writeError(e)

@@ -22,8 +22,9 @@ func throttleFamily() []*command {
 // The hot path: parse four integers without allocating, read the clock once
 // (the dispatcher did), decide under one shard lock, reply with five integers.
 func cmdThrottle(c *client, args [][]byte, now time.Time) {
-	if len(args[1]) > c.srv.limits.MaxKeyLen {
-		c.writeError(errKeyTooLong(len(args[1]), c.srv.limits.MaxKeyLen))
+	// Parsed here rather than by intArgs, as CL.RESERVE's are: the loop
+	// over slices cost this hot path 6% more instructions (callgrind).
+	if !c.keyFits(args[1]) {
 		return
 	}
 	burst, ok := parseInt(args[2])
@@ -74,4 +75,36 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		c.changed()
 	}
 	c.writeInts(res.Ints())
+}
+
+// rateArgErrors and windowArgErrors are the errors of the integer arguments
+// after the key, in order: CL.THROTTLE's and CL.RESERVE's max_burst, count
+// and period; CL.WINDOW's limit and window.
+var (
+	rateArgErrors   = []replyError{errBurstNotInteger, errCountNotInteger, errPeriodNotInteger}
+	windowArgErrors = []replyError{errLimitNotInteger, errWindowNotInteger}
+)
+
+// keyFits reports whether key is within --max-key-len, and answers ERR key
+// too long if not.
+func (c *client) keyFits(key []byte) bool {
+	if len(key) > c.srv.limits.MaxKeyLen {
+		c.writeError(errKeyTooLong(len(key), c.srv.limits.MaxKeyLen))
+		return false
+	}
+	return true
+}
+
+// intArgs parses args as integers into out, and answers the error of the
+// first that is not one (errs[i] for args[i]).
+func (c *client) intArgs(args [][]byte, errs []replyError, out []int64) bool {
+	for i, a := range args {
+		n, ok := parseInt(a)
+		if !ok {
+			c.writeError(errs[i])
+			return false
+		}
+		out[i] = n
+	}
+	return true
 }

@@ -25,20 +25,11 @@ func windowFamily() []*command {
 // (PRECISION 1 is the fixed window). The key holds a window's state, so the
 // GCRA family's commands on it are WRONGTYPE, and the reverse.
 func cmdWindow(c *client, args [][]byte, now time.Time) {
-	if len(args[1]) > c.srv.limits.MaxKeyLen {
-		c.writeError(errKeyTooLong(len(args[1]), c.srv.limits.MaxKeyLen))
+	var v [2]int64 // limit, window
+	if !c.keyFits(args[1]) || !c.intArgs(args[2:4], windowArgErrors, v[:]) {
 		return
 	}
-	limit, ok := parseInt(args[2])
-	if !ok {
-		c.writeError(errLimitNotInteger)
-		return
-	}
-	seconds, ok := parseInt(args[3])
-	if !ok {
-		c.writeError(errWindowNotInteger)
-		return
-	}
+	limit, seconds := v[0], v[1]
 	quantity, precision, e := windowOptions(args[4:])
 	if !e.none() {
 		c.writeError(e)

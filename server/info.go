@@ -140,14 +140,14 @@ func (s *Server) infoMemory(ks storage.Keyspace, _ time.Time) [][2]string {
 	limit, policy := s.store.MemoryLimit()
 	return [][2]string{
 		{"used_memory", itoa(used)},
-		{"used_memory_human", human(used)},
+		{"used_memory_human", storage.BytesText(used)},
 		{"used_memory_rss", itoa(rss)},
-		{"used_memory_rss_human", human(rss)},
+		{"used_memory_rss_human", storage.BytesText(rss)},
 		{"used_memory_peak", itoa(peak)},
-		{"used_memory_peak_human", human(peak)},
+		{"used_memory_peak_human", storage.BytesText(peak)},
 		{"total_system_memory", itoa(totalSystemMemory())},
 		{"maxmemory", itoa(limit)},
-		{"maxmemory_human", human(limit)},
+		{"maxmemory_human", storage.BytesText(limit)},
 		{"maxmemory_policy", policy.String()},
 		{"mem_clients_normal", itoa(s.outputTotal.used.Load())},
 		{"mem_allocator", "go"},
@@ -340,19 +340,4 @@ func totalSystemMemory() int64 {
 		}
 	}
 	return 0
-}
-
-// human formats bytes as Redis's used_memory_human does: 1.50M.
-func human(n int64) string {
-	units := []string{"B", "K", "M", "G", "T"}
-	f := float64(n)
-	i := 0
-	for f >= 1024 && i < len(units)-1 {
-		f /= 1024
-		i++
-	}
-	if i == 0 {
-		return itoa(n) + "B"
-	}
-	return strconv.FormatFloat(f, 'f', 2, 64) + units[i]
 }

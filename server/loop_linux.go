@@ -395,62 +395,43 @@ func (l *eventLoop) promote(c *conn) {
 // rawRead reads from a loop's socket for resp.Reader.Fill: no input yet is
 // no error (the loop waits for more), none ever again is io.EOF.
 func rawRead(fd int, p []byte) (int, error) {
-	for {
-		n, err := sysRead(fd, p)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			return 0, nil
-		case err != nil:
-			return 0, err
-		case n == 0:
-			return 0, io.EOF
-		}
-		return n, nil
+	n, err := rawIO(unix.SYS_READ, fd, p)
+	switch {
+	case n < 0:
+		return 0, nil
+	case n == 0 && err == nil && len(p) > 0:
+		return 0, io.EOF
 	}
+	return n, err
 }
 
 // rawWrite writes b to a loop's socket, as much as it takes now.
 func rawWrite(fd int, b []byte) (int, error) {
-	for {
-		n, err := sysWrite(fd, b)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			return 0, nil
-		case err != nil:
-			return 0, err
-		}
-		return n, nil
-	}
+	n, err := rawIO(unix.SYS_WRITE, fd, b)
+	return max(n, 0), err
 }
 
-// sysRead and sysWrite are read(2) and write(2) on a non-blocking socket,
-// which never wait: as raw system calls they skip the scheduler's
-// bookkeeping around a call that might block (entersyscall, exitsyscall),
-// which a loop would pay twice per request: a one-byte write and read on a
-// socket pair took 3.5-3.9 us through unix.Write and unix.Read, 2.6-2.8 us
-// raw (go test -bench, six runs each, this 2-core machine).
-func sysRead(fd int, p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	n, _, errno := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-	if errno != 0 {
-		return 0, errno
-	}
-	return int(n), nil
-}
-
-func sysWrite(fd int, b []byte) (int, error) {
+// rawIO is one read(2) or write(2) (trap) on a non-blocking socket, retried
+// when a signal interrupts it; -1 when it would block. It is a raw system
+// call: one that never waits needs none of the scheduler's bookkeeping
+// around a call that might block (entersyscall, exitsyscall), which a loop
+// would pay twice per request: a one-byte write and read on a socket pair
+// took 3.5-3.9 us through unix.Write and unix.Read, 2.6-2.8 us raw (go test
+// -bench, six runs each, this 2-core machine).
+func rawIO(trap uintptr, fd int, b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	n, _, errno := unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	if errno != 0 {
-		return 0, errno
+	for {
+		n, _, errno := unix.RawSyscall(trap, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+		switch errno {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+		case unix.EAGAIN:
+			return -1, nil
+		default:
+			return 0, errno
+		}
 	}
-	return int(n), nil
 }

@@ -130,7 +130,7 @@ func (d *disk) acquireReserve() error {
 	}
 	if avail, ok := d.avail(); ok && avail < need {
 		return fmt.Errorf("%w: %s free at %s; redcell needs %s free to start (its reserve of %s, kept in %s, and as much again to write to): free some space or start with a smaller --disk-reserve",
-			ErrDiskFull, bytesText(avail), d.dir, bytesText(need), bytesText(d.reserve), reserveFile)
+			ErrDiskFull, BytesText(avail), d.dir, BytesText(need), BytesText(d.reserve), reserveFile)
 	}
 	if !present {
 		if err := d.makeReserve(); err != nil {
@@ -182,7 +182,7 @@ func (d *disk) onDiskFull() {
 	err := d.fs.Remove(d.reservePath())
 	d.held, d.full = false, true
 	d.logger.Warn("disk full: released the store's reserve so that the writes under way complete; nothing more is written until there is room again",
-		"dir", d.dir, "reserve", bytesText(d.reserve), "err", err)
+		"dir", d.dir, "reserve", BytesText(d.reserve), "err", err)
 }
 
 // room reports whether a write of about n bytes may start: the store is
@@ -199,17 +199,17 @@ func (d *disk) room(n int64) error {
 	if d.reserve > 0 && !d.held {
 		if !known || avail < 2*d.reserve+n {
 			return fmt.Errorf("%w: %s free at %s; writes resume once %s is (the reserve of %s is released)",
-				ErrDiskFull, bytesText(avail), d.dir, bytesText(2*d.reserve+n), bytesText(d.reserve))
+				ErrDiskFull, BytesText(avail), d.dir, BytesText(2*d.reserve+n), BytesText(d.reserve))
 		}
 		if err := d.makeReserve(); err != nil {
 			return fmt.Errorf("%w: %v", ErrDiskFull, err)
 		}
 		d.held = true
 		avail -= d.reserve
-		d.logger.Info("disk has room again: the store's reserve is back and writes resume", "dir", d.dir, "free", bytesText(avail))
+		d.logger.Info("disk has room again: the store's reserve is back and writes resume", "dir", d.dir, "free", BytesText(avail))
 	}
 	if known && avail < n+d.slack() {
-		return fmt.Errorf("%w: %s free at %s, a write of %s needs %s", ErrDiskFull, bytesText(avail), d.dir, bytesText(n), bytesText(n+d.slack()))
+		return fmt.Errorf("%w: %s free at %s, a write of %s needs %s", ErrDiskFull, BytesText(avail), d.dir, BytesText(n), BytesText(n+d.slack()))
 	}
 	d.full = false
 	return nil
@@ -416,8 +416,8 @@ func pebbleText(format string, args []any) string {
 	return msg
 }
 
-// bytesText writes n bytes as Redis's memory figures read: 1.50M.
-func bytesText(n int64) string {
+// BytesText writes n bytes as Redis's memory figures read (INFO's used_memory_human): 1.50M.
+func BytesText(n int64) string {
 	units := []string{"B", "K", "M", "G", "T"}
 	f := float64(n)
 	i := 0
