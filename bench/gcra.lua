@@ -1,6 +1,6 @@
 -- bench/gcra.lua: CL.THROTTLE as a Redis Lua script, the bench's peer for
--- "Redis without the module" (../shared/BENCH.md), written from SPEC.md
--- section 1:
+-- "Redis without the module" (../shared/BENCH.md), answering as redis-cell
+-- does (README, "Differences from redis-cell", for where redcell differs):
 --
 --   EVALSHA sha 1 key max_burst count period [quantity]
 --   -> limited, limit (max_burst + 1), remaining, retry_after, reset_after
@@ -27,7 +27,7 @@
 -- microseconds, so where it is not a whole number of microseconds the replies
 -- can differ from redcell's exact nanoseconds; rates above a million a second
 -- (an interval under 1 us) are rejected as zero rates. Where the interval is a
--- whole number of microseconds the replies are SPEC section 1's.
+-- whole number of microseconds the replies are redcell's.
 
 local LIMIT = 9007199254740992 -- 2^53
 local US = 1000000

@@ -67,7 +67,7 @@ need redis-benchmark "it comes with redis-cli: \`apt-get install redis-tools\` (
 [[ -f $LUA ]] || { echo "bench/run.sh: the Lua peer $LUA is missing (set LUA=path)" >&2; exit 1; }
 
 # expect SIDE ARGS...: the server answers ARGS (a throttle of a fresh key
-# with SPEC's reference arguments) as redis-cell does; a wrong module, a
+# of 15 30 60, which redis-cell answers 0 16 15 -1 2) as redis-cell does; a wrong module, a
 # broken script or a server that answers errors would otherwise be timed.
 expect() {
 	local side=$1 got
