@@ -9,13 +9,9 @@ import (
 
 // gcraFamily is GCRA, for the command table (commands.go).
 func gcraFamily() []*command {
-	return []*command{
-		{name: "gcra", arity: -5, maxArgs: 7, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@string", "@fast"},
-			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
-			group: "string", since: "8.8.0", complexity: "O(1)",
-			summary: "Rate-limits a key by GCRA as Redis's GCRA command: a float period, durations rounded up to seconds.",
-			run:     cmdGCRA},
-	}
+	return []*command{limiterCommand("gcra", -5, 7, "string", "8.8.0", "O(1)",
+		"Rate-limits a key by GCRA as Redis's GCRA command: a float period, durations rounded up to seconds.",
+		cmdGCRA)}
 }
 
 // GCRA key max_burst tokens_per_period period [TOKENS count]

@@ -9,13 +9,9 @@ import (
 
 // reserveFamily is CL.RESERVE, for the command table (commands.go).
 func reserveFamily() []*command {
-	return []*command{
-		{name: "cl.reserve", arity: -5, maxArgs: 8, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
-			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
-			group: "generic", since: "0.1.0", complexity: "O(1)",
-			summary: "Reserves the next slot of a key's rate and returns how long to wait before acting, up to MAXWAIT milliseconds.",
-			run:     cmdReserve},
-	}
+	return []*command{limiterCommand("cl.reserve", -5, 8, "generic", "0.1.0", "O(1)",
+		"Reserves the next slot of a key's rate and returns how long to wait before acting, up to MAXWAIT milliseconds.",
+		cmdReserve)}
 }
 
 // CL.RESERVE key max_burst count period [quantity] [MAXWAIT milliseconds]
@@ -45,36 +41,35 @@ func cmdReserve(c *client, args [][]byte, now time.Time) {
 		c.writeError(throttleError(err))
 		return
 	}
-	if stored {
-		if refused {
-			c.writeError(errMisconf)
-			return
-		}
-		c.changed()
+	if stored && !c.storedChange(refused) {
+		return
 	}
 	c.srv.stats.countDecision(c.stripe, decideReserve, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
 	c.writeInts(res.Ints())
+}
+
+// storedChange records that a decision changed its key and reports whether
+// its reply may go: while changes are refused (durable mode with a failing
+// disk, writesRefused) the change could not be acknowledged, so the reply is
+// MISCONF instead.
+func (c *client) storedChange(refused bool) bool {
+	if refused {
+		c.writeError(errMisconf)
+		return false
+	}
+	c.changed()
+	return true
 }
 
 // reserveOptions parses what follows CL.RESERVE's period: an optional
 // quantity (default 1), then an optional MAXWAIT milliseconds (default 0).
 // It returns the error of the first bad one.
 func reserveOptions(opts [][]byte) (quantity int64, maxWait time.Duration, e replyError) {
-	quantity = 1
-	if len(opts) > 0 && !equalFold(opts[0], "maxwait") {
-		q, ok := parseInt(opts[0])
-		if !ok {
-			return 0, 0, errQuantityNotInteger
-		}
-		quantity, opts = q, opts[1:]
+	quantity, v, e := quantityThen(opts, "maxwait")
+	if !e.none() || v == nil {
+		return quantity, 0, e
 	}
-	switch {
-	case len(opts) == 0:
-		return quantity, 0, replyError{}
-	case len(opts) != 2 || !equalFold(opts[0], "maxwait"):
-		return 0, 0, errSyntax
-	}
-	ms, ok := parseInt(opts[1])
+	ms, ok := parseInt(v)
 	switch {
 	case !ok:
 		return 0, 0, errMaxWaitNotInteger

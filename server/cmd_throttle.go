@@ -8,13 +8,23 @@ import (
 
 // throttleFamily is CL.THROTTLE, for the command table (commands.go).
 func throttleFamily() []*command {
-	return []*command{
-		{name: "cl.throttle", arity: -5, maxArgs: 6, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
-			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
-			group: "generic", since: "0.1.0", complexity: "O(1)",
-			summary: "Rate-limits a key by GCRA and returns limited, limit, remaining, retry_after and reset_after, as redis-cell does.",
-			run:     cmdThrottle},
+	return []*command{limiterCommand("cl.throttle", -5, 6, "generic", "0.1.0", "O(1)",
+		"Rate-limits a key by GCRA and returns limited, limit, remaining, retry_after and reset_after, as redis-cell does.",
+		cmdThrottle)}
+}
+
+// limiterCommand is a rate limiter's table entry, CL.THROTTLE's and its
+// siblings': a fast write of the one key that is its first argument. Those
+// in Redis's string group (GCRA) are in its @string ACL category too.
+func limiterCommand(name string, arity, maxArgs int, group, since, complexity, summary string,
+	run func(c *client, args [][]byte, now time.Time)) *command {
+	acl := []string{"@write", "@fast"}
+	if group == "string" {
+		acl = []string{"@write", "@string", "@fast"}
 	}
+	return &command{name: name, arity: arity, maxArgs: maxArgs, flags: []string{"write", "denyoom", "fast"}, acl: acl,
+		firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
+		group: group, since: since, complexity: complexity, summary: summary, run: run}
 }
 
 // CL.THROTTLE key max_burst count period [quantity]

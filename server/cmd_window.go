@@ -9,13 +9,10 @@ import (
 
 // windowFamily is CL.WINDOW, for the command table (commands.go).
 func windowFamily() []*command {
-	return []*command{
-		{name: "cl.window", arity: -4, maxArgs: 7, flags: []string{"write", "denyoom", "fast"}, acl: []string{"@write", "@fast"},
-			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "UPDATE"},
-			group: "generic", since: "0.1.0", complexity: "O(1) with PRECISION m, O(N) for the N entries of an exact log",
-			summary: "Allows at most limit actions in any window seconds: an exact sliding log, or sub-window counters with PRECISION.",
-			run:     cmdWindow},
-	}
+	return []*command{limiterCommand("cl.window", -4, 7, "generic", "0.1.0",
+		"O(1) with PRECISION m, O(N) for the N entries of an exact log",
+		"Allows at most limit actions in any window seconds: an exact sliding log, or sub-window counters with PRECISION.",
+		cmdWindow)}
 }
 
 // CL.WINDOW key limit window [quantity] [PRECISION m]
@@ -46,12 +43,8 @@ func cmdWindow(c *client, args [][]byte, now time.Time) {
 		c.writeError(windowError(err))
 		return
 	}
-	if stored {
-		if refused {
-			c.writeError(errMisconf)
-			return
-		}
-		c.changed()
+	if stored && !c.storedChange(refused) {
+		return
 	}
 	// The key was live when the window held something before this call.
 	before := res.Limit - res.Remaining
@@ -66,23 +59,34 @@ func cmdWindow(c *client, args [][]byte, now time.Time) {
 // (default 1), then an optional PRECISION m (default 0, the exact log). It
 // returns the error of the first bad one.
 func windowOptions(opts [][]byte) (quantity, precision int64, e replyError) {
+	quantity, m, e := quantityThen(opts, "precision")
+	if !e.none() || m == nil {
+		return quantity, 0, e
+	}
+	precision, ok := parseInt(m)
+	if !ok {
+		return 0, 0, errPrecisionNotInteger
+	}
+	return quantity, precision, replyError{}
+}
+
+// quantityThen parses a limiter's optional quantity (default 1) and then an
+// optional option named name with its value, which it returns unparsed (nil
+// when absent), or the error of the first bad one.
+func quantityThen(opts [][]byte, name string) (quantity int64, value []byte, e replyError) {
 	quantity = 1
-	if len(opts) > 0 && !equalFold(opts[0], "precision") {
+	if len(opts) > 0 && !equalFold(opts[0], name) {
 		q, ok := parseInt(opts[0])
 		if !ok {
-			return 0, 0, errQuantityNotInteger
+			return 0, nil, errQuantityNotInteger
 		}
 		quantity, opts = q, opts[1:]
 	}
 	switch {
 	case len(opts) == 0:
-		return quantity, 0, replyError{}
-	case len(opts) != 2 || !equalFold(opts[0], "precision"):
-		return 0, 0, errSyntax
+		return quantity, nil, replyError{}
+	case len(opts) != 2 || !equalFold(opts[0], name):
+		return 0, nil, errSyntax
 	}
-	m, ok := parseInt(opts[1])
-	if !ok {
-		return 0, 0, errPrecisionNotInteger
-	}
-	return quantity, m, replyError{}
+	return quantity, opts[1], replyError{}
 }
