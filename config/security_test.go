@@ -36,6 +36,9 @@ func TestLimitFlags(t *testing.T) {
 		cfg.ServerLimits(slog.New(slog.DiscardHandler)))
 	require.Equal(t, 90*time.Second, parseWith(t, env{}, "--timeout", "1m30s").Timeout)
 	require.Equal(t, int64(2e9), parseWith(t, env{}, "--query-buffer-limit", "2g").QueryBufferLimit)
+	require.Equal(t, server.DefaultEventLoops(), parseWith(t, env{}).EventLoops)
+	require.Equal(t, 0, parseWith(t, env{"REDCELL_EVENT_LOOPS": "0"}).EventLoops)
+	require.Equal(t, 3, parseWith(t, env{}, "--event-loops", "3").EventLoops)
 
 	for _, c := range []struct {
 		args []string
@@ -53,6 +56,8 @@ func TestLimitFlags(t *testing.T) {
 		{[]string{"--max-key-len", "0"}, "--max-key-len 0: must be between 1 and 1gb"},
 		{[]string{"--window-log-max", "0"}, "--window-log-max 0: must be between 1 and 1000000"},
 		{[]string{"--window-log-max", "1000001"}, "--window-log-max 1000001: must be between 1 and 1000000"},
+		{[]string{"--event-loops", "1025"}, "--event-loops 1025: must be between 0 and 1024"},
+		{[]string{"--event-loops", "-1"}, "--event-loops -1: must be between 0 and 1024"},
 	} {
 		require.EqualError(t, parseErr(t, env{}, c.args...), c.want, "%v", c.args)
 	}

@@ -81,3 +81,10 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// --event-loops 0 means a goroutine per connection; the server's own 0
+// means its default number of loops, so the flag's 0 must not pass as is.
+func TestEventLoopsFlagReachesTheServer(t *testing.T) {
+	require.Equal(t, -1, eventLoops(0))
+	require.Equal(t, 3, eventLoops(3))
+}
