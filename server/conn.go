@@ -108,7 +108,6 @@ type conn struct {
 	loop    *eventLoop
 	fd      int
 	pending [][]byte
-	resume  bool // left its loop mid-batch: runConn goes on with it
 	// release, when set, is called once the connection has ended (the
 	// listener's tracking).
 	release func()
@@ -161,23 +160,29 @@ func (c *conn) Read(p []byte) (int, error) {
 func (s *Server) serveConn(c *conn) {
 	err := s.runConn(c)
 	_ = c.nc.Close()
-	c.uncount()
 	if err == io.EOF {
 		err = nil
 	}
-	s.closed(c, err)
+	c.ended(err)
+}
+
+// ended reports c closed, after its goroutine or its loop has closed it.
+func (c *conn) ended(err error) {
+	c.uncount()
+	c.srv.closed(c, err)
+	if c.release != nil {
+		c.release()
+	}
 }
 
 func (s *Server) runConn(c *conn) error {
 	if c.refusal != "" {
 		return c.refuse(c.refusal, errRejected)
 	}
-	if c.resume {
-		// Left an event loop mid-batch: the batch goes on from there.
-		c.resume = false
-		if err := s.runBatch(c); err != nil || c.closed {
-			return err
-		}
+	// What is buffered is run first: nothing for a new connection, and
+	// for one that left its event loop mid-batch, the rest of the batch.
+	if err := s.runBatch(c); err != nil || c.closed {
+		return err
 	}
 	for {
 		if err := c.read(); err != nil {

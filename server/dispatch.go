@@ -56,13 +56,14 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 		c.queue(spec, args)
 		return now
 	}
-	if c.onLoop && (spec.admin || s.hooks.Load() != 0) {
+	hooked := s.hooks.Load() != 0
+	if c.onLoop && (spec.admin || hooked) {
 		// Admin commands (SAVE, SHUTDOWN, MONITOR, ...) and a pause may
 		// wait: not on an event loop, which serves other clients.
 		c.leaveLoop = true
 		return now
 	}
-	if s.hooks.Load() != 0 {
+	if hooked {
 		return s.executeHooked(c, spec, args, now)
 	}
 	return s.execute(c, spec, args, now)

@@ -77,10 +77,7 @@ func (s *Server) serve(ln net.Listener, plain bool) error {
 		if c.refusal == "" && lp.take(c) {
 			continue
 		}
-		go func() {
-			defer c.release()
-			s.serveConn(c)
-		}()
+		go s.serveConn(c)
 	}
 	l.closeConns()
 	l.live.Wait()

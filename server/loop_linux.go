@@ -133,7 +133,6 @@ func (ls *loops) take(c *conn) bool {
 	c.loop = l
 	c.nc = nil
 	c.modeMu.Unlock()
-	c.handshook = true
 	if cl := c.cl; cl != nil {
 		cl.onLoop = true
 	}
@@ -266,9 +265,7 @@ func (l *eventLoop) takeWork() bool {
 // serve reads what c sent and runs it (runBatch), then closes c, or hands it
 // to a goroutine of its own if it must leave the loop.
 func (l *eventLoop) serve(c *conn) {
-	if n, sinceLastRead := c.rd.Pending(); n > 0 && sinceLastRead {
-		c.cmdStart = c.readAt
-	}
+	c.partialCommand()
 	err := c.rd.Fill()
 	if err == nil {
 		err = l.srv.runBatch(c)
@@ -322,7 +319,7 @@ func (l *eventLoop) sweep() {
 	idle := int64(l.srv.limits.IdleTimeout)
 	for _, c := range l.conns {
 		from := c.readAt
-		if n, sinceLastRead := c.rd.Pending(); n > 0 && !sinceLastRead {
+		if c.partialCommand() {
 			from = c.cmdStart
 		}
 		if now-from > idle {
@@ -344,11 +341,7 @@ func (l *eventLoop) finish(c *conn, err error) {
 	c.loop = nil
 	c.closed = true
 	c.modeMu.Unlock()
-	c.uncount()
-	l.srv.closed(c, err)
-	if c.release != nil {
-		c.release()
-	}
+	c.ended(err)
 }
 
 // promote takes c out of the loop and serves it from a goroutine of its own,
@@ -364,32 +357,18 @@ func (l *eventLoop) promote(c *conn) {
 	c.fd = -1
 	c.loop = nil
 	c.nc = nc
-	c.resume = true
 	c.modeMu.Unlock()
 	if err != nil {
 		l.srv.logError("event loop: cannot hand a connection to a goroutine", err)
 		c.closed = true
-		c.uncount()
-		l.srv.closed(c, err)
-		if c.release != nil {
-			c.release()
-		}
+		c.ended(err)
 		return
 	}
-	if cl := c.cl; cl != nil {
-		cl.onLoop = false
-		if cl.killed.Load() {
-			_ = nc.Close() // killed while it left: its goroutine ends at once
-		}
+	c.cl.onLoop = false
+	if c.cl.killed.Load() {
+		_ = nc.Close() // killed while it left: its goroutine ends at once
 	}
-	go func() {
-		defer func() {
-			if c.release != nil {
-				c.release()
-			}
-		}()
-		c.srv.serveConn(c)
-	}()
+	go l.srv.serveConn(c)
 }
 
 // rawRead reads from a loop's socket for resp.Reader.Fill: no input yet is

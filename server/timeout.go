@@ -38,16 +38,24 @@ func (c *conn) read() error {
 		return c.rd.Fill()
 	}
 	from := time.Now()
-	if n, sinceLastRead := c.rd.Pending(); n > 0 {
-		if sinceLastRead {
-			c.cmdStart = c.readAt
-		}
+	if c.partialCommand() {
 		from = monoStart.Add(time.Duration(c.cmdStart))
 	}
 	_ = c.nc.SetReadDeadline(from.Add(c.idle))
 	err := c.rd.Fill()
 	c.readAt = monoNow()
 	return err
+}
+
+// partialCommand reports whether part of a command is buffered, and keeps
+// cmdStart, when it began arriving: the read before the latest if its first
+// byte came with the latest.
+func (c *conn) partialCommand() bool {
+	n, sinceLastRead := c.rd.Pending()
+	if n > 0 && sinceLastRead {
+		c.cmdStart = c.readAt
+	}
+	return n > 0
 }
 
 // monoStart is where the idle timeout's readings (conn.readAt, cmdStart)
