@@ -65,10 +65,8 @@ func (s *Store) update(sh *shard, key []byte, kind Kind, now gcra.Instant, dry b
 		t.setValue(i, next)
 		return true, nil
 	}
-	if s.mem.over.Load() {
-		if err := s.makeRoom(sh); err != nil {
-			return false, err
-		}
+	if err := s.roomFor(sh); err != nil {
+		return false, err
 	}
 	return true, t.add(key, h, newExp, kind, next)
 }
@@ -140,4 +138,16 @@ func (s *Store) Value(key []byte, now gcra.Instant) (Kind, []byte, bool) {
 		return kind, nil, ok
 	}
 	return kind, append([]byte(nil), sh.t.value(&sh.t.entries[sh.t.lookup(key)])...), true
+}
+
+// otherKind handles a key of another kind than a decision wants: if it has
+// expired it is deleted and reported absent (false), else it is there and
+// the decision answers ErrWrongType (true).
+func (s *Store) otherKind(sh *shard, key []byte, exp, now gcra.Instant) bool {
+	if exp > now {
+		return true
+	}
+	sh.t.remove(key)
+	s.expired.Add(1)
+	return false
 }

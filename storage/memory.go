@@ -134,6 +134,15 @@ func (s *Store) RunMemoryWatch(ctx context.Context, interval time.Duration) {
 	})
 }
 
+// roomFor makes room in sh, locked, for a new key while the memory is over
+// the limit (makeRoom).
+func (s *Store) roomFor(sh *shard) error {
+	if s.mem.over.Load() {
+		return s.makeRoom(sh)
+	}
+	return nil
+}
+
 // makeRoom is called with sh locked before a key is created in it while the
 // memory is over the limit: it evicts one key of sh (VolatileTTL) or refuses
 // (NoEviction).

@@ -201,6 +201,23 @@ func BenchmarkThrottleExistingKey(b *testing.B) {
 	}
 }
 
+// BenchmarkThrottleAllowedExistingKey is a decision that stores: an existing
+// key allowed on every call (a million a second, called every 2 us), the
+// path that reads and then writes the key's entry.
+func BenchmarkThrottleAllowedExistingKey(b *testing.B) {
+	s := New(Config{TrackChanges: true})
+	r := mustRate(b, 100, 1000000, 1, 1)
+	key := []byte("user:12345")
+	b.ReportAllocs()
+	now := t0
+	for i := 0; i < b.N; i++ {
+		now += 2000
+		if res, _ := s.Throttle(key, r, now); res.Limited {
+			b.Fatal("limited")
+		}
+	}
+}
+
 // BenchmarkThrottleParallel runs decisions on 10k existing keys from every
 // goroutine; compare -cpu 1,2 to see how the stripes scale.
 func BenchmarkThrottleParallel(b *testing.B) {

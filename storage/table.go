@@ -172,12 +172,21 @@ func (t *table) slotOf(i int) int {
 }
 
 // lookup returns the entry index of key, or -1.
-func (t *table) lookup(key []byte) int {
+func (t *table) lookup(key []byte) int { return t.lookupHashed(key, hashKey(key)) }
+
+// lookupHashed is lookup of a key that hashes to h.
+func (t *table) lookupHashed(key []byte, h uint32) int {
 	if len(t.entries) == 0 {
 		return -1
 	}
-	i, _ := t.find(key, hashKey(key))
+	i, _ := t.find(key, h)
 	return i
+}
+
+// setTAT stores tat as the TAT of the TAT key at i.
+func (t *table) setTAT(i int, tat gcra.Instant) {
+	t.entries[i].exp = tat
+	t.markDirty(i)
 }
 
 // get returns what key holds, expired or not: its expiry (a TAT key's TAT)
@@ -197,8 +206,7 @@ func (t *table) put(key []byte, tat gcra.Instant) error {
 	h := hashKey(key)
 	if len(t.entries) > 0 {
 		if i, _ := t.find(key, h); i >= 0 {
-			t.entries[i].exp = tat
-			t.markDirty(i)
+			t.setTAT(i, tat)
 			return nil
 		}
 	}
