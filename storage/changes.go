@@ -25,6 +25,9 @@ type Change struct {
 // It is off (records nothing) for a store that nothing persists.
 type changeLog struct {
 	on bool
+	// bit is the entry.n bit that marks a key recorded in this log and not
+	// yet taken: dirtyBit for the persister's, feedBit for replication's.
+	bit uint32
 	// records has one element per recorded change: an entry index whose key
 	// was written, or deletedBit | length for a deleted key whose bytes
 	// follow the previous deleted keys' in gone.
@@ -55,11 +58,35 @@ func (l *changeLog) deleted(key []byte) {
 // zero exactly when nothing waits.
 func (l *changeLog) pending() int { return len(l.records) }
 
-// markDirty records a write of the entry at i, once until it is taken.
+// markDirty records a write of the entry at i in each log that is on, once
+// until that log's changes are taken.
 func (t *table) markDirty(i int) {
-	if e := &t.entries[i]; t.log.on && e.n&dirtyBit == 0 {
+	e := &t.entries[i]
+	if t.log.on && e.n&dirtyBit == 0 {
 		e.n |= dirtyBit
 		t.log.wrote(i)
+	}
+	if t.feed.on && e.n&feedBit == 0 {
+		e.n |= feedBit
+		t.feed.wrote(i)
+	}
+}
+
+// deleted records in each log that key is gone.
+func (t *table) deleted(key []byte) {
+	t.log.deleted(key)
+	t.feed.deleted(key)
+}
+
+// moved records, in each log that holds it, that the recorded entry now at
+// i was moved there (removeAt).
+func (t *table) moved(i int) {
+	n := t.entries[i].n
+	if n&dirtyBit != 0 {
+		t.log.wrote(i)
+	}
+	if n&feedBit != 0 {
+		t.feed.wrote(i)
 	}
 }
 
@@ -69,18 +96,20 @@ func (t *table) markDirty(i int) {
 // often its flush fails.
 func (t *table) requeue(key []byte) {
 	if i := t.lookup(key); i >= 0 {
-		t.markDirty(i)
+		if e := &t.entries[i]; e.n&dirtyBit == 0 {
+			e.n |= dirtyBit
+			t.log.wrote(i)
+		}
 		return
 	}
 	t.log.deleted(key)
 }
 
-// takeChanges appends every change since the last call to buf, one per
-// written key, and forgets them. A deleted key is reported unless it has been
-// written since (then its write is reported); it may be reported more than
-// once if it was deleted more than once.
-func (t *table) takeChanges(buf []Change) []Change {
-	l := &t.log
+// takeChanges appends every change l recorded since the last call to buf,
+// one per written key, and forgets them. A deleted key is reported unless it
+// has been written since (then its write is reported); it may be reported
+// more than once if it was deleted more than once.
+func (t *table) takeChanges(l *changeLog, buf []Change) []Change {
 	if len(l.records) == 0 {
 		return buf
 	}
@@ -93,9 +122,9 @@ func (t *table) takeChanges(buf []Change) []Change {
 		if c&deletedBit == 0 {
 			// A write, unless the entry moved (then it was recorded again)
 			// or was already reported in this call.
-			if i := int(c); i < len(t.entries) && t.entries[i].n&dirtyBit != 0 {
+			if i := int(c); i < len(t.entries) && t.entries[i].n&l.bit != 0 {
 				e := &t.entries[i]
-				e.n &^= dirtyBit
+				e.n &^= l.bit
 				key := t.keyOf(e)
 				ch := Change{Key: view(key), TAT: e.exp, Kind: e.kind()}
 				if e.boxed() {

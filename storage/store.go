@@ -52,7 +52,7 @@ var ErrWrongType = errors.New("storage: the key holds another kind of state")
 var (
 	// ErrFull: the key's shard holds the most keys a shard can (2^32-2).
 	ErrFull = errors.New("storage: the key's shard is full")
-	// ErrKeyTooLong: the key is 2 GiB or longer.
+	// ErrKeyTooLong: the key is 256 MiB or longer.
 	ErrKeyTooLong = errors.New("storage: key too long")
 )
 
@@ -260,13 +260,10 @@ func (s *Store) Restore(key []byte, kind Kind, exp gcra.Instant, value []byte) e
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	on := sh.t.log.on
-	sh.t.log.on = false
-	defer func() { sh.t.log.on = on }()
-	if kind == KindTAT {
-		return sh.t.put(key, exp)
-	}
-	return sh.t.putBoxed(key, kind, exp, value)
+	log, feed := sh.t.log.on, sh.t.feed.on
+	sh.t.log.on, sh.t.feed.on = false, false
+	defer func() { sh.t.log.on, sh.t.feed.on = log, feed }()
+	return sh.t.set(key, kind, exp, value)
 }
 
 // PendingChanges returns how many changes are recorded and not yet taken by
@@ -413,7 +410,7 @@ func (s *Store) TakeChanges(buf []Change) []Change {
 func (s *Store) TakeShardChanges(i int, buf []Change) []Change {
 	sh := &s.shards[i]
 	sh.mu.Lock()
-	buf = sh.t.takeChanges(buf)
+	buf = sh.t.takeChanges(&sh.t.log, buf)
 	sh.mu.Unlock()
 	return buf
 }

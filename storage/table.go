@@ -22,7 +22,7 @@ import (
 // their own bytes in RSS, not twice that under GOGC's heap goal.
 //
 // A table holds at most 2^32-2 keys (a shard, not the store; the index keeps
-// an entry's position in 32 bits); a key is at most 2 GiB long. Beyond either
+// an entry's position in 32 bits); a key is under 256 MiB. Beyond either
 // it refuses the key (ErrFull, ErrKeyTooLong) rather than fail.
 type table struct {
 	// entries has one element per key; its capacity is mem.entries'.
@@ -42,8 +42,9 @@ type table struct {
 
 	mem *tableMem
 
-	// log records which keys changed, for the persister (changes.go).
-	log changeLog
+	// log records which keys changed, for the persister, and feed the same
+	// for replication (changes.go).
+	log, feed changeLog
 }
 
 // entry is one key: its kind, when it expires and its state. A TAT key (the
@@ -53,7 +54,7 @@ type table struct {
 // arena (values.go), and exp is only its expiry.
 type entry struct {
 	exp gcra.Instant
-	n   uint32 // key length (lenMask), kind (kindMask), dirtyBit
+	n   uint32 // key length (lenMask), kind (kindMask), dirtyBit, feedBit
 	// key holds the key when inline (a TAT key of up to inlineKey bytes),
 	// else the key's offset in the arena (little-endian, bytes 0-7); for a
 	// boxed kind, its blob's offset in the value arena (0-7) and its
@@ -79,11 +80,14 @@ const (
 	// dirtyBit in entry.n marks a key written since the last takeChanges
 	// (only when tracking).
 	dirtyBit = 1 << 31
-	// kindShift and kindMask place the Kind in entry.n; lenMask is the
-	// key's length. A key is at most 512 MiB long.
+	// kindShift and kindMask place the Kind in entry.n.
 	kindShift = 29
 	kindMask  = 3 << kindShift
-	lenMask   = 1<<kindShift - 1
+	// feedBit marks a key written since replication last took the
+	// changes (only while it records them).
+	feedBit = 1 << 28
+	// lenMask is the key's length: a key is at most 256 MiB long.
+	lenMask = feedBit - 1
 
 	minSlots     = 8
 	minEntries   = 4
@@ -109,7 +113,7 @@ var tableSeed = maphash.MakeSeed()
 func hashKey(key []byte) uint32 { return uint32(maphash.Bytes(tableSeed, key)) }
 
 func newTable(track bool) table {
-	return table{mem: newTableMem(), log: changeLog{on: track}}
+	return table{mem: newTableMem(), log: changeLog{on: track, bit: dirtyBit}, feed: changeLog{bit: feedBit}}
 }
 
 // len returns the number of keys, expired or not.
@@ -323,7 +327,7 @@ func (t *table) remove(key []byte) bool {
 func (t *table) removeAt(i int) {
 	e := &t.entries[i]
 	t.deleteSlot(t.slotOf(i))
-	t.log.deleted(t.keyOf(e))
+	t.deleted(t.keyOf(e))
 	switch {
 	case e.boxed():
 		t.freeValue(e)
@@ -336,9 +340,7 @@ func (t *table) removeAt(i int) {
 		p := t.slotOf(last)
 		t.slots[p] = t.slots[p]&^math.MaxUint32 | uint64(i+1)
 		t.entries[i] = t.entries[last]
-		if t.entries[i].n&dirtyBit != 0 {
-			t.log.wrote(i) // its index changed
-		}
+		t.moved(i) // its index changed
 	}
 	t.entries = t.entries[:last]
 
@@ -402,7 +404,7 @@ func (t *table) expire(cursor, n int, now gcra.Instant) (next, expired int) {
 // clear deletes every key.
 func (t *table) clear() {
 	for i := range t.entries {
-		t.log.deleted(t.keyOf(&t.entries[i]))
+		t.deleted(t.keyOf(&t.entries[i]))
 	}
 	t.release()
 }

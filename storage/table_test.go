@@ -163,7 +163,7 @@ func runOps(tb testing.TB, ops []byte, keys []string) {
 			}
 			require.Equal(tb, expired, n, "expire reports what it removed")
 		case 13, 14:
-			m.checkChanges(tb, tab.takeChanges(nil))
+			m.checkChanges(tb, tab.takeChanges(&tab.log, nil))
 		case 15:
 			if next()%8 == 0 {
 				tab.clear()
@@ -181,7 +181,7 @@ func runOps(tb testing.TB, ops []byte, keys []string) {
 		require.True(tb, ok, "%q kept", k)
 		require.Equal(tb, tat, got)
 	}
-	m.checkChanges(tb, tab.takeChanges(nil))
+	m.checkChanges(tb, tab.takeChanges(&tab.log, nil))
 }
 
 // modelKeys mixes inline keys (up to inlineKey bytes), long ones kept in the
@@ -340,7 +340,7 @@ func TestTableKeysHandedOutStayValid(t *testing.T) {
 	for i := range 1000 {
 		tab.put([]byte(long(i)), gcra.Instant(i+1))
 	}
-	changes := tab.takeChanges(nil)
+	changes := tab.takeChanges(&tab.log, nil)
 	require.Len(t, changes, 1000)
 	scanned := make([]string, tab.len())
 	for i := range scanned {
@@ -373,19 +373,19 @@ func TestTableChangesOfDeletedKeys(t *testing.T) {
 	tab.put([]byte("a"), 3)
 	require.True(t, tab.remove([]byte("b")))
 	tab.check(t)
-	got := tab.takeChanges(nil)
+	got := tab.takeChanges(&tab.log, nil)
 	sort.Slice(got, func(i, j int) bool { return got[i].Key < got[j].Key })
 	require.Equal(t, []Change{{Key: "a", TAT: 3}, {Key: "b"}}, got)
-	require.Empty(t, tab.takeChanges(nil))
+	require.Empty(t, tab.takeChanges(&tab.log, nil))
 
 	// Untracked writes are not reported, and a clear reports every key.
 	tab.log.on = false
 	tab.put([]byte("c"), 4)
 	tab.log.on = true
-	require.Empty(t, tab.takeChanges(nil))
+	require.Empty(t, tab.takeChanges(&tab.log, nil))
 	tab.put([]byte("a"), 5)
 	tab.clear()
-	got = tab.takeChanges(nil)
+	got = tab.takeChanges(&tab.log, nil)
 	sort.Slice(got, func(i, j int) bool { return got[i].Key < got[j].Key })
 	require.Equal(t, []Change{{Key: "a"}, {Key: "c"}}, got)
 }
