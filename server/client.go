@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"redcell/replication"
 	"redcell/storage"
 )
 
@@ -70,6 +71,15 @@ type client struct {
 	// watched are the keys WATCHed for the next EXEC.
 	tx      *multiState
 	watched []watchedKey
+
+	// replLink is the replication link once the client, a replica, has
+	// sent PSYNC (cmd_replication.go); replIP and replPort are where it
+	// said it listens (REPLCONF ip-address, listening-port). isReplica is
+	// replLink != nil, for CLIENT LIST and KILL from other goroutines.
+	replLink  *replication.Link
+	replIP    string
+	replPort  int
+	isReplica atomic.Bool
 }
 
 // kill ends the client's connection from any goroutine, as CLIENT KILL does:
@@ -85,10 +95,12 @@ func (c *client) kill() bool {
 	return true
 }
 
-// flags is CLIENT LIST's flags field, as Redis's: O for a monitor, b for a
-// client whose command waits, N for none.
+// flags is CLIENT LIST's flags field, as Redis's: S for a replica, O for a
+// monitor, b for a client whose command waits, N for none.
 func (c *client) flags() string {
 	switch {
+	case c.isReplica.Load():
+		return "S"
 	case c.monitoring.Load():
 		return "O"
 	case c.waiting.Load():

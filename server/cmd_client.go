@@ -308,7 +308,8 @@ type killFilter struct {
 	id         int64  // 0: any
 	addr       []byte // nil: any
 	laddr      []byte
-	noneOfType bool          // TYPE master|replica|slave|pubsub: redcell has none
+	noneOfType bool          // TYPE master|pubsub: redcell has none
+	replicas   int           // TYPE replica|slave: 1; TYPE normal: -1; 0: any
 	maxAge     time.Duration // 0: any
 	skipMe     bool
 }
@@ -340,7 +341,10 @@ func (f *killFilter) parse(opts [][]byte) replyError {
 		case equalFold(opt, "type"):
 			switch {
 			case equalFold(val, "normal"):
-			case equalFold(val, "master"), equalFold(val, "replica"), equalFold(val, "slave"), equalFold(val, "pubsub"):
+				f.replicas = -1
+			case equalFold(val, "replica"), equalFold(val, "slave"):
+				f.replicas = 1
+			case equalFold(val, "master"), equalFold(val, "pubsub"):
 				f.noneOfType = true
 			default:
 				return errUnknownClientType(val)
@@ -372,6 +376,8 @@ func (f *killFilter) parse(opts [][]byte) replyError {
 func (f *killFilter) matches(c *client, now time.Time) bool {
 	switch {
 	case f.noneOfType:
+		return false
+	case f.replicas != 0 && (f.replicas > 0) != c.isReplica.Load():
 		return false
 	case f.id != 0 && c.id != f.id:
 		return false

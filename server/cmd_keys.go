@@ -52,7 +52,7 @@ func keysFamily() []*command {
 // UNLINK key [key ...]
 func cmdDel(c *client, args [][]byte, now time.Time) {
 	if c.srv.writesRefused() {
-		c.writeError(errMisconf)
+		c.writeError(c.srv.writeRefusal())
 		return
 	}
 	at := gcra.InstantOf(now)
@@ -243,7 +243,7 @@ func cmdFlush(c *client, args [][]byte, _ time.Time) {
 		return
 	}
 	if c.srv.writesRefused() {
-		c.writeError(errMisconf)
+		c.writeError(c.srv.writeRefusal())
 		return
 	}
 	c.ks.Clear()

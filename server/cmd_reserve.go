@@ -35,6 +35,9 @@ func cmdReserve(c *client, args [][]byte, now time.Time) {
 		c.writeError(throttleError(err))
 		return
 	}
+	if c.writeOnReplica(quantity) {
+		return
+	}
 	refused := c.srv.writesRefused()
 	res, stored, err := c.ks.Reserve(args[1], rate, gcra.InstantOf(now), maxWait, refused)
 	if err != nil {
@@ -54,7 +57,7 @@ func cmdReserve(c *client, args [][]byte, now time.Time) {
 // MISCONF instead.
 func (c *client) storedChange(refused bool) bool {
 	if refused {
-		c.writeError(errMisconf)
+		c.writeError(c.srv.writeRefusal())
 		return false
 	}
 	c.changed()

@@ -64,13 +64,16 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		c.writeError(throttleError(err))
 		return
 	}
+	if c.writeOnReplica(quantity) {
+		return
+	}
 	var res gcra.Result
 	if c.srv.writesRefused() {
 		// Durable mode with a failing disk: decide, but store nothing;
 		// a decision that would store cannot be acknowledged.
 		var store bool
 		if res, store, err = c.ks.Preview(args[1], rate, gcra.InstantOf(now)); err == nil && store {
-			c.writeError(errMisconf)
+			c.writeError(c.srv.writeRefusal())
 			return
 		}
 	} else {

@@ -37,6 +37,9 @@ func cmdWindow(c *client, args [][]byte, now time.Time) {
 		c.writeError(windowError(err))
 		return
 	}
+	if c.writeOnReplica(quantity) {
+		return
+	}
 	refused := c.srv.writesRefused()
 	res, stored, err := c.ks.Window(args[1], spec, gcra.InstantOf(now), refused)
 	if err != nil {

@@ -33,6 +33,10 @@ type command struct {
 	// commands read or change keys beyond their key arguments (KEYS,
 	// FLUSHDB, INFO, ...): in a transaction they need every shard locked.
 	txControl, wholeKeyspace bool
+	// blocking commands wait (WAIT); leavesLoop, set by register for them
+	// and admin ones, makes dispatch hand the connection to a goroutine of
+	// its own first (loop_linux.go).
+	blocking, leavesLoop bool
 
 	group, summary, since, complexity string
 
@@ -75,18 +79,19 @@ type commandTable struct {
 func newCommandTable() commandTable {
 	t := commandTable{byName: make(map[string]*command)}
 	for _, family := range [][]*command{
-		throttleFamily(), // cmd_throttle.go
-		gcraFamily(),     // cmd_gcra.go
-		reserveFamily(),  // cmd_reserve.go
-		windowFamily(),   // cmd_window.go
-		keysFamily(),     // cmd_keys.go
-		objectFamily(),   // cmd_object.go
-		connFamily(),     // cmd_conn.go
-		clientFamily(),   // cmd_client.go
-		serverFamily(),   // cmd_server.go
-		commandFamily(),  // cmd_command.go
-		monitorFamily(),  // monitor.go
-		multiFamily(),    // cmd_multi.go
+		throttleFamily(),    // cmd_throttle.go
+		gcraFamily(),        // cmd_gcra.go
+		reserveFamily(),     // cmd_reserve.go
+		windowFamily(),      // cmd_window.go
+		keysFamily(),        // cmd_keys.go
+		objectFamily(),      // cmd_object.go
+		connFamily(),        // cmd_conn.go
+		clientFamily(),      // cmd_client.go
+		serverFamily(),      // cmd_server.go
+		commandFamily(),     // cmd_command.go
+		monitorFamily(),     // monitor.go
+		multiFamily(),       // cmd_multi.go
+		replicationFamily(), // cmd_replication.go
 	} {
 		for _, cmd := range family {
 			t.register(cmd)
@@ -117,6 +122,7 @@ func (t *commandTable) register(cmd *command) {
 		spec.write = slices.Contains(spec.flags, "write")
 		spec.readonly = slices.Contains(spec.flags, "readonly")
 		spec.admin = slices.Contains(spec.flags, "admin")
+		spec.leavesLoop = spec.admin || spec.blocking
 		spec.noMulti = slices.Contains(spec.flags, "no_multi")
 	}
 }

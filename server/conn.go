@@ -53,6 +53,9 @@ type connection interface {
 	// later batch goes to m in turn. It returns the writer m sends with.
 	// Only a connection with a network (NetConn) can be fed.
 	startFeed(m *monitor) io.Writer
+	// mute discards every later reply: the connection is a replica's,
+	// whose writing package replication took over after PSYNC.
+	mute()
 }
 
 // conn is one client connection. Its loop (serveConn) reads commands with a
@@ -99,6 +102,8 @@ type conn struct {
 	// feed, once the client monitors, takes the replies instead of the
 	// connection: its writer sends them in order with the lines.
 	feed *monitor
+	// muted: replies are discarded (mute).
+	muted bool
 
 	// An event loop's connection (loop_linux.go) has its socket as fd,
 	// outside Go's netpoller, and no nc; loop is its loop. modeMu guards
@@ -268,6 +273,10 @@ func (c *conn) flush() error {
 	if len(c.out) == 0 {
 		return nil
 	}
+	if c.muted {
+		c.out = c.out[:0]
+		return nil
+	}
 	var err error
 	if c.feed != nil {
 		c.feed.push(c.out)
@@ -333,6 +342,7 @@ func (c *conn) Abort() {
 	}
 }
 
+func (c *conn) mute()                { c.muted = true }
 func (c *conn) RemoteAddr() string   { return c.addr }
 func (c *conn) NetConn() net.Conn    { return c.nc }
 func (c *conn) client() *client      { return c.cl }

@@ -57,9 +57,10 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 		return now
 	}
 	hooked := s.hooks.Load() != 0
-	if c.onLoop && (spec.admin || hooked) {
-		// Admin commands (SAVE, SHUTDOWN, MONITOR, ...) and a pause may
-		// wait: not on an event loop, which serves other clients.
+	if c.onLoop && (spec.leavesLoop || hooked) {
+		// Admin commands (SAVE, SHUTDOWN, MONITOR, ...), blocking ones
+		// (WAIT) and a pause may wait: not on an event loop, which serves
+		// other clients.
 		c.leaveLoop = true
 		return now
 	}
@@ -141,7 +142,7 @@ func (c *client) changed() {
 // would make one answers MISCONF instead (as Redis does when it cannot
 // persist), and commands that change nothing go on.
 func (s *Server) writesRefused() bool {
-	return s.cfg.DurableWrites && s.cfg.Persistence.Failing()
+	return (s.cfg.DurableWrites && s.cfg.Persistence.Failing()) || (s.repl != nil && s.repl.IsReplica())
 }
 
 // lookup finds a command by name, case-insensitively, without allocating.

@@ -338,3 +338,28 @@ func windowError(err error) replyError {
 		return storageError(err)
 	}
 }
+
+// Replication (cmd_replication.go), in Redis's words where it has them.
+var (
+	errReadOnly          = replyError{errKindOther, "READONLY You can't write against a read only replica."}
+	errNoReplication     = commandError("ERR replication is not configured on this server")
+	errInvalidMasterPort = commandError("ERR Invalid master port")
+	errInvalidPort       = commandError("ERR value is out of range, must be positive")
+	errWaitOnReplica     = commandError("ERR WAIT cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.")
+	errReplicaNoConn     = commandError("ERR PSYNC needs a network connection")
+)
+
+// errUnrecognizedReplconf refuses a REPLCONF option, as Redis words it.
+func errUnrecognizedReplconf(opt []byte) replyError {
+	return commandError("ERR Unrecognized REPLCONF option: " + string(opt))
+}
+
+// errReplication is a replication error as a reply: one that begins with
+// its own Redis prefix (NOMASTERLINK) keeps it.
+func errReplication(err error) replyError {
+	msg := err.Error()
+	if strings.HasPrefix(msg, "NOMASTERLINK ") {
+		return replyError{errKindOther, msg}
+	}
+	return commandError("ERR " + strings.TrimPrefix(msg, "replication: "))
+}

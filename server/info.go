@@ -274,10 +274,6 @@ func (s *Server) infoLatencystats(ks storage.Keyspace, _ time.Time) [][2]string 
 	return out
 }
 
-func (s *Server) infoReplication(ks storage.Keyspace, _ time.Time) [][2]string {
-	return [][2]string{{"role", "master"}, {"connected_slaves", "0"}}
-}
-
 func (s *Server) infoCPU(storage.Keyspace, time.Time) [][2]string {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {

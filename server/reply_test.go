@@ -41,6 +41,8 @@ func (f *fakeConn) DeferArray() int     { return len(f.Buffer()) }
 func (f *fakeConn) refuseLater(string) bool { return false }
 
 // startFeed is never called: without a network, MONITOR is refused first.
+func (f *fakeConn) mute() {}
+
 func (f *fakeConn) startFeed(*monitor) io.Writer {
 	panic("fakeConn: a connection without a network cannot be fed")
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"redcell/clock"
+	"redcell/replication"
 	"redcell/storage"
 )
 
@@ -60,6 +61,14 @@ type Config struct {
 	// LoadedKeys and LoadDuration describe the start-up load, for INFO.
 	LoadedKeys   int64
 	LoadDuration time.Duration
+	// Replication, when set, makes the server a master that replicas may
+	// PSYNC from and lets REPLICAOF make it a replica. Nil: REPLICAOF is
+	// refused and INFO reports a master without replicas.
+	Replication *replication.Node
+	// RewriteConfig, when set, is CONFIG REWRITE: it persists the
+	// replication role and settings so a restarted node comes back as
+	// Sentinel left it. Nil makes CONFIG REWRITE an error.
+	RewriteConfig func() error
 	// Settings are reported by INFO and CONFIG GET; they change nothing here.
 	Bind string
 	Port int
@@ -91,6 +100,7 @@ var _ Persistence = (*storage.Flusher)(nil)
 type Server struct {
 	cfg      Config
 	store    *storage.Store
+	repl     *replication.Node // nil: no replication
 	now      func() time.Time
 	started  time.Time
 	commands commandTable // commands.go
@@ -139,6 +149,7 @@ func New(cfg Config, store *storage.Store) *Server {
 	s := &Server{
 		cfg:     cfg,
 		store:   store,
+		repl:    cfg.Replication,
 		now:     cfg.Now,
 		clients: make(map[*client]struct{}),
 
@@ -220,6 +231,9 @@ func (s *Server) closed(conn connection, err error) {
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
+	if c.replLink != nil {
+		c.replLink.Close()
+	}
 	s.endMonitor(c)
 	s.connectionEnded(c, err)
 }

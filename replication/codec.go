@@ -1,0 +1,129 @@
+package replication
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"redcell/gcra"
+	"redcell/storage"
+)
+
+// How a key's state travels, in the stream and in the snapshot alike: as a
+// Redis string with an absolute expiry, so that a real redis-server replica
+// holds every key and a redcell replica gets each back exactly.
+//
+//   - A TAT key (CL.THROTTLE, GCRA, CL.RESERVE): SET key <TAT in Unix
+//     nanoseconds, decimal> PXAT <TAT in Unix milliseconds, rounded up>, the
+//     string redis-cell itself keeps and GET answers.
+//   - Another kind (a CL.WINDOW window): SET key <boxMagic, the kind, the
+//     expiry in nanoseconds (8 bytes, big-endian), the state> PXAT <expiry>.
+//     A Redis replica holds an opaque string that expires when the window's
+//     state would; a redcell replica decodes it.
+//   - A deleted or expired key: DEL key.
+
+// boxMagic begins a boxed state's value: a NUL byte, which no decimal TAT
+// has, then a name and a format version.
+const boxMagic = "\x00redcell1"
+
+// appendChange appends ch as the command that makes a replica hold it.
+func appendChange(b []byte, ch storage.Change) []byte {
+	if ch.TAT == 0 {
+		b = append(b, "*2\r\n$3\r\nDEL\r\n"...)
+		return appendBulk(b, ch.Key)
+	}
+	b = append(b, "*5\r\n$3\r\nSET\r\n"...)
+	b = appendBulk(b, ch.Key)
+	var num [20]byte
+	if ch.Kind == storage.KindTAT {
+		b = appendBulk(b, string(strconv.AppendInt(num[:0], int64(ch.TAT), 10)))
+	} else {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(boxMagic)+9+len(ch.Value)), 10)
+		b = append(b, "\r\n"+boxMagic...)
+		b = append(b, byte(ch.Kind))
+		b = binary.BigEndian.AppendUint64(b, uint64(ch.TAT))
+		b = append(b, ch.Value...)
+		b = append(b, "\r\n"...)
+	}
+	b = append(b, "$4\r\nPXAT\r\n"...)
+	return appendBulk(b, string(strconv.AppendInt(num[:0], expireAtMs(ch.TAT), 10)))
+}
+
+// boxValue is a boxed state as the string a snapshot holds (appendChange's
+// value).
+func boxValue(ch storage.Change) []byte {
+	if ch.Kind == storage.KindTAT {
+		return strconv.AppendInt(nil, int64(ch.TAT), 10)
+	}
+	v := make([]byte, 0, len(boxMagic)+9+len(ch.Value))
+	v = append(v, boxMagic...)
+	v = append(v, byte(ch.Kind))
+	v = binary.BigEndian.AppendUint64(v, uint64(ch.TAT))
+	return append(v, ch.Value...)
+}
+
+// expireAtMs is exp in Unix milliseconds, rounded up: a Redis replica keeps
+// the key until the state it holds has passed.
+func expireAtMs(exp gcra.Instant) int64 {
+	ms := int64(exp) / 1e6
+	if int64(exp)%1e6 > 0 {
+		ms++
+	}
+	return ms
+}
+
+func appendBulk(b []byte, s string) []byte {
+	b = append(b, '$')
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, "\r\n"...)
+	b = append(b, s...)
+	return append(b, "\r\n"...)
+}
+
+// appendCommand appends args as a multibulk command: how a replica forwards
+// what it applied to its own replicas, byte for byte what a master sends.
+func appendCommand(b []byte, args [][]byte) []byte {
+	b = append(b, '*')
+	b = strconv.AppendInt(b, int64(len(args)), 10)
+	b = append(b, "\r\n"...)
+	for _, a := range args {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, "\r\n"...)
+		b = append(b, a...)
+		b = append(b, "\r\n"...)
+	}
+	return b
+}
+
+// errNotAState is a value that is neither a decimal TAT nor a boxed state: a
+// string redcell has no kind for.
+var errNotAState = errors.New("not a redcell state")
+
+// decodeValue turns a snapshot's or a SET's value back into a state: its
+// kind, its expiry (a TAT key's TAT) and, for a boxed kind, the state (a
+// view of value).
+func decodeValue(value []byte) (storage.Kind, gcra.Instant, []byte, error) {
+	if len(value) > len(boxMagic) && string(value[:len(boxMagic)]) == boxMagic {
+		rest := value[len(boxMagic):]
+		if len(rest) < 9 {
+			return 0, 0, nil, fmt.Errorf("%w: a boxed state of %d bytes", errNotAState, len(value))
+		}
+		kind := storage.Kind(rest[0])
+		if kind != storage.KindWindow {
+			return 0, 0, nil, fmt.Errorf("%w: kind %d", errNotAState, kind)
+		}
+		exp := gcra.Instant(binary.BigEndian.Uint64(rest[1:9]))
+		if exp <= 0 {
+			return 0, 0, nil, fmt.Errorf("%w: expiry %d", errNotAState, exp)
+		}
+		return kind, exp, rest[9:], nil
+	}
+	tat, err := strconv.ParseInt(string(value), 10, 64)
+	if err != nil || tat <= 0 {
+		return 0, 0, nil, fmt.Errorf("%w: %.40q", errNotAState, value)
+	}
+	return storage.KindTAT, gcra.Instant(tat), nil, nil
+}

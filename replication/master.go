@@ -1,0 +1,420 @@
+package replication
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"redcell/gcra"
+	"redcell/rdb"
+	"redcell/storage"
+)
+
+// The master side: the feed goroutine takes the store's changes into the
+// backlog every FeedInterval while any replica is linked; a Link per replica
+// sends it the snapshot, then the backlog from its offset on.
+
+// pingCommand and getAckCommand are what a master sends besides states.
+const (
+	pingCommand   = "*1\r\n$4\r\nPING\r\n"
+	getAckCommand = "*3\r\n$8\r\nREPLCONF\r\n$6\r\nGETACK\r\n$1\r\n*\r\n"
+)
+
+// startFeedLocked starts the feed goroutine unless it runs; n.mu held.
+func (n *Node) startFeedLocked() {
+	if n.feeding {
+		return
+	}
+	n.feeding = true
+	n.stopFeed, n.feedDone = make(chan struct{}), make(chan struct{})
+	go n.feed(n.stopFeed, n.feedDone)
+}
+
+// stopFeedLocked stops the feed goroutine and waits for it; n.mu held.
+func (n *Node) stopFeedLocked() {
+	if !n.feeding {
+		return
+	}
+	close(n.stopFeed)
+	<-n.feedDone
+	n.feeding = false
+}
+
+func (n *Node) feed(stop, done chan struct{}) {
+	defer close(done)
+	tick := time.NewTicker(n.cfg.FeedInterval)
+	defer tick.Stop()
+	lastPing := n.cfg.Now()
+	var buf []byte
+	var changes []storage.Change
+	for {
+		select {
+		case <-stop:
+			return
+		case <-tick.C:
+		}
+		buf, changes = n.takeFeed(buf[:0], changes[:0])
+		if now := n.cfg.Now(); len(buf) > 0 {
+			lastPing = now
+		} else if now.Sub(lastPing) >= n.cfg.PingInterval {
+			n.appendStream([]byte(pingCommand))
+			lastPing = now
+		}
+		if cap(buf) > 1<<20 {
+			buf, changes = nil, nil // a burst's buffers are not kept
+		}
+	}
+}
+
+// takeFeed takes every change recorded so far into the stream, and returns
+// its buffers for reuse.
+func (n *Node) takeFeed(buf []byte, changes []storage.Change) ([]byte, []storage.Change) {
+	n.streamMu.Lock()
+	defer n.streamMu.Unlock()
+	for i := 0; i < n.store.Shards(); i++ {
+		changes = n.store.TakeFeed(i, changes[:0])
+		for _, ch := range changes {
+			buf = appendChange(buf, ch)
+		}
+	}
+	n.backlog.append(buf)
+	return buf, changes
+}
+
+// appendStream appends raw commands to the stream.
+func (n *Node) appendStream(p []byte) {
+	n.streamMu.Lock()
+	n.backlog.append(p)
+	n.streamMu.Unlock()
+}
+
+// Sync takes what changed so far into the stream and returns the stream's
+// end: once a replica has acknowledged it, it holds every change made before
+// the call (WAIT).
+func (n *Node) Sync() int64 {
+	if !n.replica.Load() {
+		n.mu.Lock()
+		feeding := n.feeding
+		n.mu.Unlock()
+		if feeding {
+			n.takeFeed(nil, nil)
+		}
+	}
+	_, end := n.backlog.offsets()
+	return end
+}
+
+// Link is one replica's connection, from PSYNC on.
+type Link struct {
+	n    *Node
+	conn net.Conn
+	ip   string
+	port int
+
+	state   atomic.Value // string: wait_bgsave, send_bulk, online
+	acked   atomic.Int64 // the offset the replica last acknowledged
+	ackedAt atomic.Int64 // when, in Unix nanoseconds
+	once    sync.Once
+	done    chan struct{}
+}
+
+// PSync serves PSYNC replid offset on conn, a replica's connection that the
+// caller hands over: the link writes the reply (+FULLRESYNC and the
+// snapshot, or +CONTINUE) and then the stream, from a goroutine of its own,
+// until Close or a write fails. The connection goes on reading the
+// replica's REPLCONF ACKs, which the caller passes to Ack. ip and port are
+// where Sentinel finds the replica (its address and REPLCONF
+// listening-port).
+func (n *Node) PSync(conn net.Conn, ip string, port int, replID string, offset int64) (*Link, error) {
+	l := &Link{n: n, conn: conn, ip: ip, port: port, done: make(chan struct{})}
+	l.ackedAt.Store(n.cfg.Now().UnixNano())
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil, ErrClosed
+	}
+	if n.replica.Load() && (n.upstream == nil || !n.upstream.synced()) {
+		n.mu.Unlock()
+		return nil, errNotSynced
+	}
+	n.links[l] = struct{}{}
+	if !n.replica.Load() {
+		n.store.SetFeed(true)
+		n.startFeedLocked()
+	}
+	from, full := n.continueFrom(replID, offset)
+	n.mu.Unlock()
+	switch {
+	case !full:
+		n.syncPartialOK.Add(1)
+	case replID != "?":
+		n.syncPartialErr.Add(1)
+		n.syncFull.Add(1)
+	default:
+		n.syncFull.Add(1)
+	}
+	if full {
+		l.state.Store("wait_bgsave")
+		go l.fullSync()
+	} else {
+		l.state.Store("online")
+		l.acked.Store(from)
+		reply := "+CONTINUE " + n.currentID() + "\r\n"
+		go l.stream(from, []byte(reply))
+	}
+	return l, nil
+}
+
+// errNotSynced refuses a replica of a replica that has no stream yet.
+var errNotSynced = fmt.Errorf("NOMASTERLINK Can't SYNC while not connected with my master")
+
+func (n *Node) currentID() string {
+	n.streamMu.Lock()
+	defer n.streamMu.Unlock()
+	return n.replID
+}
+
+// continueFrom decides whether a replica asking to continue
+// replID's stream after offset-1 can: the id is this stream's (or the
+// previous master's, up to offset2) and the backlog still holds offset.
+func (n *Node) continueFrom(replID string, offset int64) (from int64, full bool) {
+	n.streamMu.Lock()
+	defer n.streamMu.Unlock()
+	first, end := n.backlog.offsets()
+	idOK := replID == n.replID || (replID == n.replID2 && offset <= n.offset2+1)
+	from = offset - 1 // PSYNC names the first byte it lacks; offsets count bytes
+	if !idOK || !n.backlog.active() || from < first || from > end {
+		return 0, true
+	}
+	return from, false
+}
+
+// fullSync sends +FULLRESYNC and a snapshot, then the stream from the
+// snapshot's offset.
+func (l *Link) fullSync() {
+	n := l.n
+	// First phase: copy every shard under its lock, with nothing taken
+	// into the stream meanwhile, so that a change the copy missed is in
+	// the stream after off. The stream carries states, so one the copy has
+	// too is applied twice, harmlessly.
+	n.streamMu.Lock()
+	_, off := n.backlog.offsets()
+	n.backlog.append(nil) // allocated: the link holds off from now on
+	now := gcra.InstantOf(n.cfg.Now())
+	var keys []storage.Change
+	for i := 0; i < n.store.Shards(); i++ {
+		keys = n.store.CopyShard(i, now, keys)
+	}
+	id := n.replID
+	n.streamMu.Unlock()
+	// Second phase: write the RDB.
+	l.state.Store("send_bulk")
+	var snap bytes.Buffer
+	if err := writeSnapshot(&snap, keys, id, off, n.cfg.Now()); err != nil {
+		l.fail(err)
+		return
+	}
+	keys = nil
+	head := fmt.Appendf(nil, "+FULLRESYNC %s %d\r\n$%d\r\n", id, off, snap.Len())
+	if err := l.write(head); err != nil {
+		l.fail(err)
+		return
+	}
+	if err := l.write(snap.Bytes()); err != nil {
+		l.fail(err)
+		return
+	}
+	n.log.Info("replication: full resynchronization sent", "replica", addr(l.ip, l.port), "bytes", snap.Len(), "offset", off)
+	l.state.Store("online")
+	l.acked.Store(off)
+	l.stream(off, nil)
+}
+
+// writeSnapshot writes keys as an RDB a real redis-server loads.
+func writeSnapshot(w io.Writer, keys []storage.Change, replID string, offset int64, now time.Time) error {
+	aux := []rdb.Aux{
+		{Key: "redis-ver", Value: "7.2.0"},
+		{Key: "redis-bits", Value: "64"},
+		{Key: "ctime", Value: strconv.FormatInt(now.Unix(), 10)},
+		{Key: "used-mem", Value: "0"},
+		{Key: "repl-stream-db", Value: "0"},
+		{Key: "repl-id", Value: replID},
+		{Key: "repl-offset", Value: strconv.FormatInt(offset, 10)},
+		{Key: "aof-base", Value: "0"},
+	}
+	wr, err := rdb.NewWriter(w, aux, len(keys), len(keys))
+	if err != nil {
+		return err
+	}
+	for _, ch := range keys {
+		e := rdb.Entry{Key: []byte(ch.Key), Value: boxValue(ch), ExpireAtMs: expireAtMs(ch.TAT)}
+		if err := wr.Write(e); err != nil {
+			return err
+		}
+	}
+	return wr.Close()
+}
+
+// stream sends first, then the backlog from off on, until the link closes
+// or falls behind the backlog.
+func (l *Link) stream(off int64, first []byte) {
+	if len(first) > 0 {
+		if err := l.write(first); err != nil {
+			l.fail(err)
+			return
+		}
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		k, end, grown, ok := l.n.backlog.readAt(off, buf)
+		if !ok {
+			l.fail(fmt.Errorf("the replica fell %d bytes behind, more than the backlog holds", end-off))
+			return
+		}
+		if k > 0 {
+			if err := l.write(buf[:k]); err != nil {
+				l.fail(err)
+				return
+			}
+			off += int64(k)
+			continue
+		}
+		select {
+		case <-grown:
+		case <-l.done:
+			return
+		}
+	}
+}
+
+func (l *Link) write(p []byte) error {
+	_ = l.conn.SetWriteDeadline(time.Now().Add(l.n.cfg.Timeout))
+	_, err := l.conn.Write(p)
+	return err
+}
+
+func (l *Link) fail(err error) {
+	select {
+	case <-l.done:
+		return // closed: the error is the closing's
+	default:
+	}
+	l.n.log.Warn("replication: link to replica lost", "replica", addr(l.ip, l.port), "err", err)
+	l.Close()
+}
+
+// Ack records REPLCONF ACK offset from the replica.
+func (l *Link) Ack(offset int64) {
+	if offset > l.acked.Load() {
+		l.acked.Store(offset)
+	}
+	l.ackedAt.Store(l.n.cfg.Now().UnixNano())
+	l.n.mu.Lock()
+	close(l.n.acked)
+	l.n.acked = make(chan struct{})
+	l.n.mu.Unlock()
+}
+
+// Close ends the link and closes its connection. It is idempotent.
+func (l *Link) Close() {
+	l.once.Do(func() {
+		close(l.done)
+		_ = l.conn.Close()
+		n := l.n
+		n.mu.Lock()
+		// The feed goes on without replicas, so that one that comes back
+		// within the backlog continues (+CONTINUE).
+		delete(n.links, l)
+		n.mu.Unlock()
+	})
+}
+
+func (l *Link) status(now time.Time) ReplicaStatus {
+	return ReplicaStatus{IP: l.ip, Port: l.port, State: l.state.Load().(string), Offset: l.acked.Load(),
+		Lag: now.Sub(time.Unix(0, l.ackedAt.Load()))}
+}
+
+func sortReplicas(r []ReplicaStatus) {
+	slices.SortFunc(r, func(a, b ReplicaStatus) int {
+		if a.IP != b.IP {
+			return cmpString(a.IP, b.IP)
+		}
+		return a.Port - b.Port
+	})
+}
+
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// dropLinksLocked closes every replica's link, n.mu held (as Link.Close
+// takes it, they are closed here directly).
+func (n *Node) dropLinksLocked() {
+	for l := range n.links {
+		l.once.Do(func() {
+			close(l.done)
+			_ = l.conn.Close()
+		})
+		delete(n.links, l)
+	}
+}
+
+// Wait asks every replica to acknowledge (REPLCONF GETACK) and waits until
+// numReplicas of them hold every change made before the call, or timeout (0:
+// no limit) passes, or done is closed; it returns how many do.
+func (n *Node) Wait(numReplicas int, timeout time.Duration, done <-chan struct{}) int {
+	target := n.Sync()
+	if n.count(target) >= numReplicas && numReplicas > 0 {
+		return n.count(target)
+	}
+	if !n.replica.Load() {
+		n.appendStream([]byte(getAckCommand))
+	}
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		n.mu.Lock()
+		acked := n.acked
+		n.mu.Unlock()
+		c := n.count(target)
+		if c >= numReplicas {
+			return c
+		}
+		select {
+		case <-acked:
+		case <-deadline:
+			return n.count(target)
+		case <-done:
+			return n.count(target)
+		}
+	}
+}
+
+// count is how many replicas acknowledged offset.
+func (n *Node) count(offset int64) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := 0
+	for l := range n.links {
+		if l.acked.Load() >= offset {
+			c++
+		}
+	}
+	return c
+}

@@ -1,0 +1,299 @@
+// Package replication makes redcell nodes masters and replicas of each other
+// on Redis's own replication protocol (PSYNC, an RDB snapshot, then a stream
+// of commands, REPLCONF ACK), so that a real redis-server can be a replica
+// of redcell and real Redis Sentinel can drive failover.
+//
+// What replicates is state, not commands (codec.go): a decision's stored TAT
+// as SET key <tat> PXAT <ms>, whatever the replica's clock says. A Node is
+// one process's replication: the master side (the feed taken from the store
+// into the backlog, the links to its replicas: master.go) and, while it is a
+// replica, its link to its master (replica.go), whose stream it forwards to
+// its own replicas.
+package replication
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"redcell/storage"
+)
+
+// Defaults.
+const (
+	// DefaultBacklogSize is the default backlog: 64 MiB, some 0.8 s of the
+	// stream of a pipelined load at a million decisions a second (Redis's
+	// 1 MiB would hold 12 ms of it).
+	DefaultBacklogSize = 64 << 20
+	// DefaultFeedInterval is how often a master takes the store's changes
+	// into the stream: the floor of the replication lag.
+	DefaultFeedInterval = time.Millisecond
+	// DefaultPingInterval is how often an idle master pings its replicas
+	// (Redis's repl-ping-replica-period).
+	DefaultPingInterval = 10 * time.Second
+	// DefaultTimeout is how long a link may be silent before it is dropped
+	// (Redis's repl-timeout).
+	DefaultTimeout = 60 * time.Second
+	// DefaultReplicaPriority is Redis's replica-priority default.
+	DefaultReplicaPriority = 100
+)
+
+// Config configures a Node.
+type Config struct {
+	Store *storage.Store
+	// Now is the wall clock; the default is time.Now.
+	Now func() time.Time
+	// BacklogSize is the backlog's size in bytes; 0 means
+	// DefaultBacklogSize.
+	BacklogSize int
+	// FeedInterval, PingInterval and Timeout: 0 means their defaults.
+	FeedInterval, PingInterval, Timeout time.Duration
+	// MasterUser and MasterAuth authenticate a replica to its master.
+	MasterUser, MasterAuth string
+	// ListeningPort is the port a replica announces to its master
+	// (REPLCONF listening-port), which Sentinel connects to.
+	ListeningPort int
+	// Logger gets the links' events; the default discards them.
+	Logger *slog.Logger
+	// Dial connects a replica to its master; the default is a TCP dial with
+	// a timeout.
+	Dial func(addr string) (net.Conn, error)
+}
+
+// Node is one process's replication. It is safe for concurrent use.
+type Node struct {
+	cfg     Config
+	store   *storage.Store
+	log     *slog.Logger
+	backlog *backlog
+
+	// mu guards the role, the links and the feed's goroutine. streamMu
+	// guards the stream: its identity (replID, replID2, offset2) and what
+	// writes it (the feed, a replica's applying), which it serializes with
+	// a snapshot's copy. authMu guards the master's credentials.
+	mu       sync.Mutex
+	streamMu sync.Mutex
+	authMu   sync.Mutex
+	replica  atomic.Bool // the hot path's read: is this node a replica?
+	upstream *upstream   // while a replica: its link to its master
+	replID   string
+	// replID2 and offset2 are the previous master's stream id and the
+	// offset up to which this node's stream equals it (Redis's PSYNC2): a
+	// replica of the old master continues with its new one.
+	replID2 string
+	offset2 int64
+
+	links    map[*Link]struct{}
+	acked    chan struct{} // closed and replaced on every ACK: WAIT's wake-up
+	feeding  bool          // the feed goroutine runs
+	stopFeed chan struct{}
+	feedDone chan struct{}
+	priority atomic.Int64
+	closed   bool
+
+	syncFull, syncPartialOK, syncPartialErr atomic.Int64
+}
+
+// ErrClosed is returned once Close has been called.
+var ErrClosed = errors.New("replication: closed")
+
+// New returns a master Node with a fresh stream id. It starts nothing until
+// a replica connects or ReplicaOf is called.
+func New(cfg Config) *Node {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.BacklogSize == 0 {
+		cfg.BacklogSize = DefaultBacklogSize
+	}
+	if cfg.FeedInterval == 0 {
+		cfg.FeedInterval = DefaultFeedInterval
+	}
+	if cfg.PingInterval == 0 {
+		cfg.PingInterval = DefaultPingInterval
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = func(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, 5*time.Second) }
+	}
+	n := &Node{cfg: cfg, store: cfg.Store, log: cfg.Logger, backlog: newBacklog(cfg.BacklogSize),
+		replID: newReplID(), offset2: -1, links: map[*Link]struct{}{}, acked: make(chan struct{})}
+	n.priority.Store(DefaultReplicaPriority)
+	return n
+}
+
+func newReplID() string {
+	var id [20]byte
+	_, _ = rand.Read(id[:])
+	return hex.EncodeToString(id[:])
+}
+
+// IsReplica reports whether the node is a replica, which refuses writes.
+// It costs one atomic load.
+func (n *Node) IsReplica() bool { return n.replica.Load() }
+
+// SetPriority sets replica-priority, which INFO reports for Sentinel: 0
+// means never promote.
+func (n *Node) SetPriority(p int64) { n.priority.Store(p) }
+
+// Priority is replica-priority.
+func (n *Node) Priority() int64 { return n.priority.Load() }
+
+// SetMasterAuth changes the credentials for the next connection to a master
+// (CONFIG SET masterauth, masteruser).
+func (n *Node) SetMasterAuth(user, pass string) {
+	n.authMu.Lock()
+	n.cfg.MasterUser, n.cfg.MasterAuth = user, pass
+	n.authMu.Unlock()
+}
+
+// ReplicaOf makes the node a replica of host:port, or with host "" a master
+// (REPLICAOF NO ONE). It returns at once; the link connects in the
+// background. already is set when the node was already a replica of that
+// master.
+func (n *Node) ReplicaOf(host string, port int) (already bool, err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return false, ErrClosed
+	}
+	if host == "" {
+		if n.upstream == nil {
+			return true, nil
+		}
+		n.promoteLocked()
+		return false, nil
+	}
+	if u := n.upstream; u != nil && u.host == host && u.port == port {
+		return true, nil
+	}
+	if n.upstream != nil {
+		n.upstream.stop()
+	} else {
+		// A master becoming a replica: its own changes stop feeding the
+		// stream, which from now on is its master's.
+		n.stopFeedLocked()
+		n.store.SetFeed(false)
+	}
+	n.replica.Store(true)
+	n.dropLinksLocked() // as Redis, its replicas resynchronize with what it becomes
+	n.upstream = n.startUpstream(host, port)
+	return false, nil
+}
+
+// promoteLocked ends the link to the master and makes the node a master:
+// a new stream id, the old one kept as replID2 so that the old master's
+// other replicas continue with this one, and its own changes feeding the
+// stream from now on.
+func (n *Node) promoteLocked() {
+	n.upstream.stop()
+	n.upstream = nil
+	n.streamMu.Lock()
+	_, end := n.backlog.offsets()
+	n.replID2, n.offset2 = n.replID, end
+	n.replID = newReplID()
+	n.streamMu.Unlock()
+	n.replica.Store(false)
+	n.log.Info("replication: this node is now a master", "replid", n.replID, "offset", end)
+	// The feed starts now, not when a replica comes: the old master's
+	// other replicas, pointed here by Sentinel, continue from this offset.
+	n.store.SetFeed(true)
+	n.startFeedLocked()
+}
+
+// Close stops every link and the feed.
+func (n *Node) Close() {
+	n.mu.Lock()
+	n.closed = true
+	if n.upstream != nil {
+		n.upstream.stop()
+		n.upstream = nil
+	}
+	n.stopFeedLocked()
+	n.dropLinksLocked()
+	n.mu.Unlock()
+}
+
+// Status is what INFO replication and ROLE report.
+type Status struct {
+	Replica bool
+	ReplID  string
+	ReplID2 string
+	// Offset is master_repl_offset: the stream's end. Offset2 is
+	// second_repl_offset, -1 without a previous master.
+	Offset, Offset2 int64
+	BacklogActive   bool
+	BacklogSize     int
+	BacklogFirst    int64 // repl_backlog_first_byte_offset
+	BacklogLen      int64 // repl_backlog_histlen
+	Replicas        []ReplicaStatus
+	Priority        int64
+	// SyncFull, SyncPartialOK and SyncPartialErr count the PSYNCs this
+	// node served as a master, as Redis's INFO stats: answered with a full
+	// resynchronization, continued, or asked to continue and refused.
+	SyncFull, SyncPartialOK, SyncPartialErr int64
+
+	// While a replica:
+	MasterHost string
+	MasterPort int
+	// LinkUp is master_link_status:up; LinkDownSince when it went down (or
+	// the node became a replica); LastIO the last byte from the master.
+	LinkUp         bool
+	LinkDownSince  time.Time
+	LastIO         time.Time
+	SyncInProgress bool
+	// State is ROLE's: connect, connecting, sync or connected.
+	State string
+}
+
+// ReplicaStatus is one connected replica, as INFO's slaveN line.
+type ReplicaStatus struct {
+	IP     string
+	Port   int
+	State  string // wait_bgsave, send_bulk or online
+	Offset int64  // the offset it last acknowledged
+	Lag    time.Duration
+}
+
+// Status returns the node's replication status at now.
+func (n *Node) Status() Status {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.streamMu.Lock()
+	first, end := n.backlog.offsets()
+	st := Status{Replica: n.upstream != nil, ReplID: n.replID, ReplID2: n.replID2, Offset: end,
+		Offset2: n.offset2, BacklogSize: n.cfg.BacklogSize, BacklogFirst: first + 1,
+		BacklogLen: end - first, Priority: n.priority.Load(),
+		SyncFull: n.syncFull.Load(), SyncPartialOK: n.syncPartialOK.Load(), SyncPartialErr: n.syncPartialErr.Load()}
+	n.streamMu.Unlock()
+	st.BacklogActive = n.backlog.active()
+	if st.ReplID2 == "" {
+		st.ReplID2 = "0000000000000000000000000000000000000000"
+	}
+	if !st.BacklogActive {
+		st.BacklogFirst, st.BacklogLen = 0, 0
+	}
+	now := n.cfg.Now()
+	for l := range n.links {
+		st.Replicas = append(st.Replicas, l.status(now))
+	}
+	sortReplicas(st.Replicas)
+	if u := n.upstream; u != nil {
+		u.fill(&st)
+	}
+	return st
+}
+
+// addr joins host and port as net.JoinHostPort does.
+func addr(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }

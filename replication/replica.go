@@ -1,0 +1,424 @@
+package replication
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"redcell/gcra"
+	"redcell/rdb"
+	"redcell/resp"
+)
+
+// The replica side: a goroutine that connects to the master, shakes hands
+// as a Redis replica does (PING, AUTH, REPLCONF listening-port, REPLCONF
+// capa, PSYNC), loads the snapshot of a full resynchronization, then applies
+// the stream and acknowledges its offset every second, reconnecting with
+// backoff whenever the link breaks. What it applies it also appends to its
+// own backlog, byte for byte, so that its replicas get the same stream and
+// it can continue theirs once promoted.
+//
+// The upstream's goroutine never takes Node.mu: ReplicaOf stops it while
+// holding that lock.
+
+type upstream struct {
+	n    *Node
+	host string
+	port int
+
+	stopCh chan struct{}
+	done   chan struct{}
+
+	mu        sync.Mutex
+	conn      net.Conn // the current connection, closed by stop
+	state     string   // ROLE's: connect, connecting, sync, connected
+	downSince time.Time
+
+	lastIO    atomic.Int64 // Unix nanoseconds of the last byte from the master
+	hasStream atomic.Bool  // a snapshot was loaded: the stream can be continued
+	// ignored counts commands the stream carried that redcell does not
+	// apply (a master's string that is no redcell state).
+	ignored atomic.Int64
+
+	writeMu sync.Mutex // the apply loop's ACKs and the ticker's
+}
+
+func (n *Node) startUpstream(host string, port int) *upstream {
+	u := &upstream{n: n, host: host, port: port, stopCh: make(chan struct{}), done: make(chan struct{}),
+		state: "connect", downSince: n.cfg.Now()}
+	go u.run()
+	return u
+}
+
+// stop ends the link and waits for its goroutine.
+func (u *upstream) stop() {
+	close(u.stopCh)
+	u.mu.Lock()
+	if u.conn != nil {
+		_ = u.conn.Close()
+	}
+	u.mu.Unlock()
+	<-u.done
+}
+
+func (u *upstream) stopped() bool {
+	select {
+	case <-u.stopCh:
+		return true
+	default:
+		return false
+	}
+}
+
+func (u *upstream) synced() bool { return u.hasStream.Load() }
+
+func (u *upstream) setState(s string) {
+	u.mu.Lock()
+	if s != "connected" && u.state == "connected" {
+		u.downSince = u.n.cfg.Now()
+	}
+	u.state = s
+	u.mu.Unlock()
+}
+
+func (u *upstream) fill(st *Status) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	st.MasterHost, st.MasterPort, st.State = u.host, u.port, u.state
+	st.LinkUp = u.state == "connected"
+	st.SyncInProgress = u.state == "sync"
+	if !st.LinkUp {
+		st.LinkDownSince = u.downSince
+	}
+	if t := u.lastIO.Load(); t != 0 {
+		st.LastIO = time.Unix(0, t)
+	}
+}
+
+func (u *upstream) run() {
+	defer close(u.done)
+	const minBackoff, maxBackoff = 100 * time.Millisecond, 5 * time.Second
+	backoff := minBackoff
+	for !u.stopped() {
+		start := time.Now()
+		err := u.session()
+		u.setState("connect")
+		if u.stopped() {
+			return
+		}
+		u.n.log.Warn("replication: link to master lost", "master", addr(u.host, u.port), "err", err)
+		if time.Since(start) > 10*time.Second {
+			backoff = minBackoff // it worked for a while: retry soon
+		}
+		select {
+		case <-u.stopCh:
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// session is one connection to the master, from dialing to its end.
+func (u *upstream) session() error {
+	n := u.n
+	u.setState("connecting")
+	conn, err := n.cfg.Dial(addr(u.host, u.port))
+	if err != nil {
+		return err
+	}
+	u.mu.Lock()
+	if u.stopped() {
+		u.mu.Unlock()
+		_ = conn.Close()
+		return ErrClosed
+	}
+	u.conn = conn
+	u.mu.Unlock()
+	defer conn.Close()
+
+	br := bufio.NewReaderSize(conn, 64<<10)
+	call := func(args ...string) (string, error) {
+		if err := u.send(conn, args...); err != nil {
+			return "", err
+		}
+		return u.readLine(conn, br)
+	}
+	if _, err := call("PING"); err != nil {
+		return err // an error reply (-NOAUTH) is a line, not an error
+	}
+	n.authMu.Lock()
+	user, pass := n.cfg.MasterUser, n.cfg.MasterAuth
+	n.authMu.Unlock()
+	if pass != "" {
+		args := []string{"AUTH", pass}
+		if user != "" {
+			args = []string{"AUTH", user, pass}
+		}
+		if reply, err := call(args...); err != nil {
+			return err
+		} else if !strings.HasPrefix(reply, "+") {
+			return fmt.Errorf("AUTH: %s", reply)
+		}
+	}
+	if _, err := call("REPLCONF", "listening-port", strconv.Itoa(n.cfg.ListeningPort)); err != nil {
+		return err
+	}
+	if _, err := call("REPLCONF", "capa", "eof", "capa", "psync2"); err != nil {
+		return err
+	}
+	id, off := "?", int64(-1)
+	if u.hasStream.Load() {
+		n.streamMu.Lock()
+		id = n.replID
+		_, end := n.backlog.offsets()
+		off = end + 1
+		n.streamMu.Unlock()
+	}
+	reply, err := call("PSYNC", id, strconv.FormatInt(off, 10))
+	if err != nil {
+		return err
+	}
+	switch {
+	case strings.HasPrefix(reply, "+FULLRESYNC "):
+		f := strings.Fields(reply)
+		if len(f) != 3 {
+			return fmt.Errorf("PSYNC: %q", reply)
+		}
+		start, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil || start < 0 {
+			return fmt.Errorf("PSYNC: %q", reply)
+		}
+		u.setState("sync")
+		if err := u.load(conn, br, f[1], start); err != nil {
+			return fmt.Errorf("loading the master's snapshot: %w", err)
+		}
+	case strings.HasPrefix(reply, "+CONTINUE"):
+		if f := strings.Fields(reply); len(f) == 2 && f[1] != id {
+			// The master's stream has a new id (it was promoted): ours
+			// continues it, the old one kept as replID2.
+			n.streamMu.Lock()
+			_, end := n.backlog.offsets()
+			n.replID2, n.offset2, n.replID = n.replID, end, f[1]
+			n.streamMu.Unlock()
+		}
+		n.log.Info("replication: continuing the master's stream", "master", addr(u.host, u.port), "offset", off-1)
+	default:
+		return fmt.Errorf("PSYNC: %s", reply)
+	}
+	u.setState("connected")
+	return u.apply(conn, br)
+}
+
+func (u *upstream) send(conn net.Conn, args ...string) error {
+	b := make([][]byte, len(args))
+	for i, a := range args {
+		b[i] = []byte(a)
+	}
+	u.writeMu.Lock()
+	defer u.writeMu.Unlock()
+	_ = conn.SetWriteDeadline(time.Now().Add(u.n.cfg.Timeout))
+	_, err := conn.Write(appendCommand(nil, b))
+	return err
+}
+
+// readLine reads one reply line, skipping the empty lines a master sends to
+// keep the link alive while it prepares a snapshot.
+func (u *upstream) readLine(conn net.Conn, br *bufio.Reader) (string, error) {
+	for {
+		_ = conn.SetReadDeadline(time.Now().Add(u.n.cfg.Timeout))
+		line, err := br.ReadSlice('\n')
+		if err != nil {
+			if errors.Is(err, bufio.ErrBufferFull) {
+				return "", errors.New("a reply line longer than 64 KiB")
+			}
+			return "", err
+		}
+		u.lastIO.Store(time.Now().UnixNano())
+		s := strings.TrimRight(string(line), "\r\n")
+		if s != "" {
+			return s, nil
+		}
+	}
+}
+
+// load reads the snapshot that follows +FULLRESYNC and makes it the store's
+// whole content, the stream beginning at start under id.
+func (u *upstream) load(conn net.Conn, br *bufio.Reader, id string, start int64) error {
+	n := u.n
+	head, err := u.readLine(conn, br)
+	if err != nil {
+		return err
+	}
+	if !strings.HasPrefix(head, "$") || strings.HasPrefix(head, "$EOF:") {
+		return fmt.Errorf("a snapshot announced as %.60q (redcell reads one sent with its length)", head)
+	}
+	size, err := strconv.ParseInt(head[1:], 10, 64)
+	if err != nil || size < 0 {
+		return fmt.Errorf("a snapshot announced as %.60q", head)
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	body := &deadlineReader{r: io.LimitReader(br, size), conn: conn, timeout: n.cfg.Timeout, lastIO: &u.lastIO}
+	rd, err := rdb.NewReader(body, rdb.ReaderOptions{})
+	if err != nil {
+		return err
+	}
+	now := gcra.InstantOf(n.cfg.Now())
+	n.streamMu.Lock()
+	defer n.streamMu.Unlock()
+	// The old content goes first, so that a key the master no longer holds
+	// goes too (a peek meanwhile sees the snapshot as far as it is loaded:
+	// it errs toward allowing).
+	n.store.Clear()
+	keys, skipped := 0, 0
+	for {
+		e, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		kind, exp, state, err := decodeValue(e.Value)
+		if err != nil || exp <= now {
+			skipped++
+			continue
+		}
+		if err := n.store.Apply(e.Key, kind, exp, state); err != nil {
+			return err
+		}
+		keys++
+	}
+	if _, err := io.Copy(io.Discard, body); err != nil {
+		return err
+	}
+	n.replID, n.replID2, n.offset2 = id, "", -1
+	n.backlog.reset(start)
+	n.backlog.append(nil)
+	u.hasStream.Store(true)
+	n.log.Info("replication: loaded the master's snapshot", "master", addr(u.host, u.port),
+		"keys", keys, "skipped", skipped, "bytes", size, "offset", start)
+	return nil
+}
+
+// apply applies the stream until the link breaks, acknowledging the offset
+// every second.
+func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
+	n := u.n
+	stopAcks := make(chan struct{})
+	defer close(stopAcks)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopAcks:
+				return
+			case <-t.C:
+				_, end := n.backlog.offsets()
+				if u.send(conn, "REPLCONF", "ACK", strconv.FormatInt(end, 10)) != nil {
+					_ = conn.Close()
+					return
+				}
+			}
+		}
+	}()
+	rd := resp.NewReader(br, resp.Limits{})
+	var raw []byte
+	for {
+		args, err := rd.Next(true)
+		if err != nil {
+			return fmt.Errorf("the master's stream: %w", err)
+		}
+		if args == nil {
+			_ = conn.SetReadDeadline(time.Now().Add(n.cfg.Timeout))
+			if err := rd.Fill(); err != nil {
+				return err
+			}
+			u.lastIO.Store(time.Now().UnixNano())
+			continue
+		}
+		raw = appendCommand(raw[:0], args)
+		n.streamMu.Lock()
+		getAck := u.applyCommand(args)
+		n.backlog.append(raw)
+		_, end := n.backlog.offsets()
+		n.streamMu.Unlock()
+		if getAck {
+			if err := u.send(conn, "REPLCONF", "ACK", strconv.FormatInt(end, 10)); err != nil {
+				return err
+			}
+		}
+		if cap(raw) > 1<<20 {
+			raw = nil
+		}
+	}
+}
+
+// applyCommand applies one command of the stream, n.streamMu held, and
+// reports whether it is REPLCONF GETACK.
+func (u *upstream) applyCommand(args [][]byte) (getAck bool) {
+	n := u.n
+	name := strings.ToLower(string(args[0]))
+	switch name {
+	case "set":
+		if len(args) < 3 {
+			break
+		}
+		kind, exp, state, err := decodeValue(args[2])
+		if err != nil {
+			u.ignore(name, err)
+			return false
+		}
+		if err := n.store.Apply(args[1], kind, exp, state); err != nil {
+			u.ignore(name, err)
+		}
+		return false
+	case "del", "unlink":
+		now := gcra.InstantOf(n.cfg.Now())
+		for _, k := range args[1:] {
+			n.store.Delete(k, now)
+		}
+		return false
+	case "flushall", "flushdb":
+		n.store.Clear()
+		return false
+	case "replconf":
+		return len(args) >= 2 && strings.EqualFold(string(args[1]), "getack")
+	case "ping", "select", "multi", "exec":
+		return false
+	}
+	u.ignore(name, errors.New("not a command redcell replicates"))
+	return false
+}
+
+func (u *upstream) ignore(name string, err error) {
+	if u.ignored.Add(1) == 1 {
+		u.n.log.Warn("replication: a command of the master's stream was not applied (logged once)", "command", name, "err", err)
+	}
+}
+
+// deadlineReader reads from r, giving each read from conn the link's
+// timeout, and notes when bytes came.
+type deadlineReader struct {
+	r       io.Reader
+	conn    net.Conn
+	timeout time.Duration
+	lastIO  *atomic.Int64
+}
+
+func (d *deadlineReader) Read(p []byte) (int, error) {
+	_ = d.conn.SetReadDeadline(time.Now().Add(d.timeout))
+	n, err := d.r.Read(p)
+	if n > 0 {
+		d.lastIO.Store(time.Now().UnixNano())
+	}
+	return n, err
+}

@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"redcell/replication"
+	"redcell/storage"
+)
+
+// replNode is one in-process node: its server, store and replication, and a
+// client.
+type replNode struct {
+	addr  string
+	port  int
+	srv   *Server
+	store *storage.Store
+	node  *replication.Node
+	rdb   *redis.Client
+}
+
+func startReplNode(t *testing.T) *replNode {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	store := storage.New(storage.Config{Shards: 4})
+	node := replication.New(replication.Config{Store: store, ListeningPort: port, FeedInterval: time.Millisecond})
+	srv := New(Config{Replication: node}, store)
+	done := make(chan struct{})
+	go func() { _ = srv.Serve(ln); close(done) }()
+	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), Protocol: 2})
+	t.Cleanup(func() { _ = rdb.Close(); node.Close(); _ = srv.Close(); <-done })
+	return &replNode{addr: ln.Addr().String(), port: port, srv: srv, store: store, node: node, rdb: rdb}
+}
+
+func (n *replNode) do(t *testing.T, args ...any) any {
+	t.Helper()
+	v, err := n.rdb.Do(context.Background(), args...).Result()
+	require.NoError(t, err, "%v", args)
+	return v
+}
+
+func (n *replNode) info(t *testing.T, field string) string {
+	t.Helper()
+	s := n.do(t, "INFO", "replication").(string)
+	for _, line := range strings.Split(s, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// values returns each key's GET (its TAT), or its error (a window's
+// WRONGTYPE), in one pipeline.
+func (n *replNode) values(t *testing.T, keys []string) []string {
+	cmds, _ := n.rdb.Pipelined(context.Background(), func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Get(context.Background(), k)
+		}
+		return nil
+	})
+	out := make([]string, len(cmds))
+	for i, c := range cmds {
+		v, err := c.(*redis.StringCmd).Result()
+		if err != nil {
+			v = "error: " + err.Error()
+		}
+		out[i] = v
+	}
+	return out
+}
+
+// sameKeys reports the first of keys whose GET differs between a and b.
+func sameKeys(t *testing.T, a, b *replNode, keys []string) error {
+	va, vb := a.values(t, keys), b.values(t, keys)
+	for i := range keys {
+		if va[i] != vb[i] {
+			return fmt.Errorf("%s: %v on the master, %v on the replica", keys[i], va[i], vb[i])
+		}
+	}
+	return nil
+}
+
+func TestReplicaConvergesRefusesWritesAndContinuesAfterABreak(t *testing.T) {
+	ctx := context.Background()
+	m, r := startReplNode(t), startReplNode(t)
+	var keys []string
+	for i := 0; i < 2000; i++ {
+		k := "user:" + strconv.Itoa(i)
+		keys = append(keys, k)
+		m.do(t, "CL.THROTTLE", k, 1000, 1, 3600, 1+i%7)
+	}
+	_, err := m.rdb.Do(ctx, "CL.WINDOW", "win", 10, 60).Result()
+	require.NoError(t, err)
+	keys = append(keys, "win")
+
+	require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", m.port))
+	require.Equal(t, "OK Already connected to specified master", r.do(t, "REPLICAOF", "127.0.0.1", m.port))
+	require.Eventually(t, func() bool { return r.info(t, "master_link_status") == "up" }, 10*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return sameKeys(t, m, r, keys) == nil }, 10*time.Second, 10*time.Millisecond)
+
+	// Writes after the full sync stream over: a new key, a changed one, a
+	// deleted one, a window's state.
+	m.do(t, "CL.THROTTLE", "late", 5, 1, 60)
+	m.do(t, "CL.THROTTLE", "user:1", 1000, 1, 3600, 50)
+	m.do(t, "DEL", "user:2")
+	m.do(t, "CL.WINDOW", "win", 10, 60)
+	keys = append(keys, "late")
+	require.Eventually(t, func() bool { return sameKeys(t, m, r, keys) == nil }, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, m.do(t, "CL.WINDOW", "win", 10, 60, 0), r.do(t, "CL.WINDOW", "win", 10, 60, 0), "a window's peek")
+	require.Equal(t, m.do(t, "CL.THROTTLE", "user:1", 1000, 1, 3600, 0), r.do(t, "CL.THROTTLE", "user:1", 1000, 1, 3600, 0), "a peek")
+
+	// The replica refuses writes, and answers peeks.
+	for _, cmd := range [][]any{{"CL.THROTTLE", "user:1", 1000, 1, 3600}, {"DEL", "user:1"}, {"CL.WINDOW", "win", 10, 60},
+		{"CL.RESERVE", "q", 10, 1, 1}, {"GCRA", "g", 10, 1, 1}, {"FLUSHALL"}} {
+		_, err := r.rdb.Do(ctx, cmd...).Result()
+		require.EqualError(t, err, "READONLY You can't write against a read only replica.", "%v", cmd)
+	}
+
+	// INFO and ROLE as Sentinel reads them.
+	require.Equal(t, "slave", r.info(t, "role"))
+	require.Equal(t, strconv.Itoa(m.port), r.info(t, "master_port"))
+	require.Equal(t, "1", m.info(t, "connected_slaves"))
+	require.Regexp(t, `^ip=127\.0\.0\.1,port=`+strconv.Itoa(r.port)+`,state=online,offset=\d+,lag=\d+$`, m.info(t, "slave0"))
+	require.Len(t, m.info(t, "master_replid"), 40)
+	require.Equal(t, m.info(t, "master_replid"), r.info(t, "master_replid"))
+	role := r.do(t, "ROLE").([]any)
+	require.Equal(t, []any{"slave", "127.0.0.1", int64(m.port), "connected"}, role[:4])
+	mrole := m.do(t, "ROLE").([]any)
+	require.Equal(t, "master", mrole[0])
+	require.Len(t, mrole[2], 1)
+
+	// WAIT: the replica acknowledges the writes made before it.
+	m.do(t, "CL.THROTTLE", "waited", 5, 1, 60)
+	require.Equal(t, int64(1), m.do(t, "WAIT", 1, 5000))
+	require.Equal(t, int64(1), m.do(t, "WAIT", 2, 100), "one replica of two asked for, after the timeout")
+	_, err = r.rdb.Do(ctx, "WAIT", 1, 10).Result()
+	require.ErrorContains(t, err, "WAIT cannot be used with replica instances")
+
+	// A short break: the link is dropped and resumes with +CONTINUE.
+	full := m.node.Status()
+	m.do(t, "CLIENT", "KILL", "TYPE", "replica")
+	m.do(t, "CL.THROTTLE", "during-break", 5, 1, 60)
+	keys = append(keys, "during-break", "waited")
+	require.Eventually(t, func() bool {
+		return r.info(t, "master_link_status") == "up" && sameKeys(t, m, r, keys) == nil
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, int64(1), full.SyncFull)
+	require.Equal(t, full.SyncFull, m.node.Status().SyncFull, "no second full resynchronization")
+	require.Equal(t, full.SyncPartialOK+1, m.node.Status().SyncPartialOK, "a +CONTINUE")
+
+	// Promotion: the replica takes writes, with a new stream id.
+	require.Equal(t, "OK", r.do(t, "REPLICAOF", "NO", "ONE"))
+	require.Equal(t, "master", r.info(t, "role"))
+	require.Equal(t, m.info(t, "master_replid"), r.info(t, "master_replid2"))
+	r.do(t, "CL.THROTTLE", "user:1", 1000, 1, 3600)
+}
