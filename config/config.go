@@ -70,6 +70,14 @@ type Config struct {
 	TLSCACertFile     string
 	TLSAuthClients    string
 
+	// Replication (replication.go): ReplicaOf is "host port" (empty: a
+	// master); MasterUser and MasterPass authenticate to that master.
+	ReplicaOf       string
+	MasterUser      string
+	MasterPass      string
+	ReplBacklogSize int64
+	ReplicaPriority int
+
 	// Actions instead of serving: print the version; ping the server this
 	// configuration describes and exit 0 if it answers.
 	Version     bool
@@ -111,6 +119,9 @@ func (c Config) Validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: must be text or json", c.LogFormat)
+	}
+	if err := c.validateReplication(); err != nil {
+		return err
 	}
 	return c.validateSecurity()
 }

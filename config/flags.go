@@ -78,6 +78,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log to stderr in this `format`: text (logfmt) or json")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "least severe `level` logged: debug, info, warn or error (debug adds every client error)")
 	addSecurityFlags(fs, cfg)
+	addReplicationFlags(fs, cfg)
 	fs.BoolVar(&cfg.Version, "version", false, "print the version, commit and Go version, and exit")
 	fs.BoolVar(&cfg.HealthCheck, "healthcheck", false, "send PING to the server these settings describe; exit 0 if it answers PONG (for Docker's HEALTHCHECK)")
 	return fs

@@ -69,6 +69,14 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		return err
 	}
 
+	port := ls.plain.Addr().(*net.TCPAddr).Port
+	repl, err := startReplication(cfg, st.store, port, logger)
+	if err != nil {
+		ls.close()
+		return err
+	}
+	defer repl.Close()
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv := server.New(server.Config{
@@ -87,7 +95,9 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		LoadedKeys:    int64(st.loaded),
 		LoadDuration:  st.loadTime,
 		Bind:          cfg.Bind,
-		Port:          ls.plain.Addr().(*net.TCPAddr).Port,
+		Port:          port,
+		Replication:   repl,
+		RewriteConfig: func() error { return rewriteRole(cfg, repl) },
 		Dir:           cfg.Dir,
 		FlushInterval: cfg.FlushInterval,
 		Limits:        cfg.ServerLimits(logger),

@@ -158,6 +158,13 @@ func (n *Node) SetMasterAuth(user, pass string) {
 	n.authMu.Unlock()
 }
 
+// MasterAuth returns the credentials SetMasterAuth set.
+func (n *Node) MasterAuth() (user, pass string) {
+	n.authMu.Lock()
+	defer n.authMu.Unlock()
+	return n.cfg.MasterUser, n.cfg.MasterAuth
+}
+
 // ReplicaOf makes the node a replica of host:port, or with host "" a master
 // (REPLICAOF NO ONE). It returns at once; the link connects in the
 // background. already is set when the node was already a replica of that

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"redcell/replication"
 	"redcell/storage"
 )
 
@@ -303,6 +304,24 @@ func (c *client) writeOnReplica(quantity int64) bool {
 		return true
 	}
 	return false
+}
+
+// replicaStatus is the node's replication status, or a master's without
+// replicas when replication is not configured.
+func (s *Server) replicaStatus() replication.Status {
+	if s.repl == nil {
+		return replication.Status{}
+	}
+	return s.repl.Status()
+}
+
+// replicaOfParam is CONFIG GET replicaof: "host port", or empty for a
+// master.
+func (s *Server) replicaOfParam() string {
+	if st := s.replicaStatus(); st.Replica {
+		return st.MasterHost + " " + strconv.Itoa(st.MasterPort)
+	}
+	return ""
 }
 
 // writeRefusal is the error for a write the server cannot take now: a

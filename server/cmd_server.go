@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,10 +128,13 @@ func cmdLastsave(c *client, _ [][]byte, _ time.Time) {
 	c.writeInt(p.Stats().LastSave.Unix())
 }
 
-// CONFIG GET parameter [parameter ...] | CONFIG SET ... | CONFIG RESETSTAT
+// CONFIG GET parameter [parameter ...] | CONFIG SET parameter value
+// [parameter value ...] | CONFIG RESETSTAT | CONFIG REWRITE
 //
-// GET reports the settings monitoring tools and clients read; SET is refused
-// because redcell is configured by flags.
+// GET reports the settings monitoring tools and clients read. SET changes
+// the replication settings Sentinel and operators change at run time
+// (replica-priority, masterauth, masteruser); the others are flags.
+// REWRITE persists the replication role (the daemon's RewriteConfig).
 func cmdConfig(c *client, args [][]byte, _ time.Time) {
 	sub := args[1]
 	switch {
@@ -151,15 +155,65 @@ func cmdConfig(c *client, args [][]byte, _ time.Time) {
 			c.writeBulkString(name)
 			c.writeBulkString(params[name])
 		}
-	case equalFold(sub, "set") && len(args) >= 4:
-		c.writeError(errConfigSet)
+	case equalFold(sub, "set") && len(args) >= 4 && len(args)%2 == 0:
+		c.configSet(args[2:])
 	case equalFold(sub, "resetstat") && len(args) == 2:
 		c.writeOK()
-	case equalFold(sub, "get"), equalFold(sub, "set"), equalFold(sub, "resetstat"):
+	case equalFold(sub, "rewrite") && len(args) == 2:
+		if c.srv.cfg.RewriteConfig == nil {
+			c.writeError(errNoConfigFile)
+			return
+		}
+		if err := c.srv.cfg.RewriteConfig(); err != nil {
+			c.writeError(errRewrite(err))
+			return
+		}
+		c.writeOK()
+	case equalFold(sub, "get"), equalFold(sub, "set"), equalFold(sub, "resetstat"), equalFold(sub, "rewrite"):
 		c.writeError(errWrongArgs("config|" + strings.ToLower(string(sub))))
 	default:
 		c.writeError(errUnknownSubcommand(sub, "CONFIG"))
 	}
+}
+
+// configSet is CONFIG SET's pairs: all of them applied, or none if one is
+// refused, as Redis 7 does.
+func (c *client) configSet(pairs [][]byte) {
+	n := c.srv.repl
+	type change struct {
+		name  string
+		apply func()
+	}
+	var changes []change
+	for i := 0; i < len(pairs); i += 2 {
+		name, val := strings.ToLower(string(pairs[i])), string(pairs[i+1])
+		switch {
+		case n != nil && (name == "replica-priority" || name == "slave-priority"):
+			p, err := strconv.ParseInt(val, 10, 64)
+			if err != nil || p < 0 || p > math.MaxInt32 {
+				c.writeError(errConfigValue(name, val))
+				return
+			}
+			changes = append(changes, change{name, func() { n.SetPriority(p) }})
+		case n != nil && (name == "masterauth" || name == "masteruser"):
+			changes = append(changes, change{name, func() {
+				user, pass := n.MasterAuth()
+				if name == "masterauth" {
+					pass = val
+				} else {
+					user = val
+				}
+				n.SetMasterAuth(user, pass)
+			}})
+		default:
+			c.writeError(errConfigSet)
+			return
+		}
+	}
+	for _, ch := range changes {
+		ch.apply()
+	}
+	c.writeOK()
 }
 
 // saveParam and appendfsyncParam describe redcell's flushing in the words
@@ -213,6 +267,13 @@ func (s *Server) configParams() map[string]string {
 		"requirepass":                       "",
 		"protected-mode":                    "no",
 		"cluster-enabled":                   "no",
+		"replica-read-only":                 "yes",
+		"slave-read-only":                   "yes",
+		"replica-priority":                  strconv.FormatInt(s.replicaStatus().Priority, 10),
+		"slave-priority":                    strconv.FormatInt(s.replicaStatus().Priority, 10),
+		"replicaof":                         s.replicaOfParam(),
+		"slaveof":                           s.replicaOfParam(),
+		"repl-backlog-size":                 strconv.Itoa(s.replicaStatus().BacklogSize),
 		"io-threads":                        "1",
 		"hz":                                "10",
 		"slowlog-log-slower-than":           "-1",

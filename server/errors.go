@@ -181,7 +181,8 @@ var (
 	errShutdownSave     = commandError("ERR Errors trying to SHUTDOWN. Check logs.")
 	errNoPersistence    = commandError("ERR persistence is not configured")
 	errBgsaveInProgress = commandError("ERR Background save already in progress")
-	errConfigSet        = commandError("ERR CONFIG SET is not supported by redcell: settings are command-line flags")
+	errConfigSet        = commandError("ERR CONFIG SET is not supported by redcell for this parameter: settings are command-line flags")
+	errNoConfigFile     = commandError("ERR The server is running without a config file")
 	errSlowlogCount     = commandError("ERR count should be greater than or equal to -1")
 )
 
@@ -362,4 +363,18 @@ func errReplication(err error) replyError {
 		return replyError{errKindOther, msg}
 	}
 	return commandError("ERR " + strings.TrimPrefix(msg, "replication: "))
+}
+
+// errConfigValue refuses a CONFIG SET value, in Redis 7's words.
+func errConfigValue(name, val string) replyError {
+	return commandError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
+}
+
+// errRewrite is CONFIG REWRITE's failure.
+func errRewrite(err error) replyError {
+	msg := err.Error()
+	if msg == "The server is running without a config file" {
+		return errNoConfigFile
+	}
+	return commandError("ERR Rewriting config file: " + msg)
 }
