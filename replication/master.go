@@ -130,7 +130,8 @@ type Link struct {
 // until Close or a write fails. The connection goes on reading the
 // replica's REPLCONF ACKs, which the caller passes to Ack. ip and port are
 // where Sentinel finds the replica (its address and REPLCONF
-// listening-port).
+// listening-port). An empty replID is the old SYNC: a full resynchronization
+// whose snapshot comes without the +FULLRESYNC line.
 func (n *Node) PSync(conn net.Conn, ip string, port int, replID string, offset int64) (*Link, error) {
 	l := &Link{n: n, conn: conn, ip: ip, port: port, done: make(chan struct{})}
 	l.ackedAt.Store(n.cfg.Now().UnixNano())
@@ -161,7 +162,7 @@ func (n *Node) PSync(conn net.Conn, ip string, port int, replID string, offset i
 	}
 	if full {
 		l.state.Store("wait_bgsave")
-		go l.fullSync()
+		go l.fullSync(replID != "")
 	} else {
 		l.state.Store("online")
 		l.acked.Store(from)
@@ -197,7 +198,7 @@ func (n *Node) continueFrom(replID string, offset int64) (from int64, full bool)
 
 // fullSync sends +FULLRESYNC and a snapshot, then the stream from the
 // snapshot's offset.
-func (l *Link) fullSync() {
+func (l *Link) fullSync(psync bool) {
 	n := l.n
 	// First phase: copy every shard under its lock, with nothing taken
 	// into the stream meanwhile, so that a change the copy missed is in
@@ -221,7 +222,10 @@ func (l *Link) fullSync() {
 		return
 	}
 	keys = nil
-	head := fmt.Appendf(nil, "+FULLRESYNC %s %d\r\n$%d\r\n", id, off, snap.Len())
+	head := fmt.Appendf(nil, "$%d\r\n", snap.Len())
+	if psync {
+		head = fmt.Appendf(nil, "+FULLRESYNC %s %d\r\n%s", id, off, head)
+	}
 	if err := l.write(head); err != nil {
 		l.fail(err)
 		return

@@ -330,40 +330,47 @@ func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
 			}
 		}
 	}()
+	// The commands of one read are applied, then appended to the backlog
+	// together. Applying first keeps the order a snapshot for this node's
+	// own replicas relies on (fullSync): what the backlog holds before a
+	// snapshot's offset is in the snapshot; a command applied but not yet
+	// appended is in both, and applying a state twice is harmless.
 	rd := resp.NewReader(br, resp.Limits{})
-	var raw []byte
+	var batch []byte
+	getAck := false
 	for {
 		args, err := rd.Next(true)
 		if err != nil {
 			return fmt.Errorf("the master's stream: %w", err)
 		}
-		if args == nil {
-			_ = conn.SetReadDeadline(time.Now().Add(n.cfg.Timeout))
-			if err := rd.Fill(); err != nil {
-				return err
-			}
-			u.lastIO.Store(time.Now().UnixNano())
+		if args != nil {
+			getAck = u.applyCommand(args) || getAck
+			batch = appendCommand(batch, args)
 			continue
 		}
-		raw = appendCommand(raw[:0], args)
-		n.streamMu.Lock()
-		getAck := u.applyCommand(args)
-		n.backlog.append(raw)
-		_, end := n.backlog.offsets()
-		n.streamMu.Unlock()
+		n.appendStream(batch)
 		if getAck {
+			_, end := n.backlog.offsets()
 			if err := u.send(conn, "REPLCONF", "ACK", strconv.FormatInt(end, 10)); err != nil {
 				return err
 			}
+			getAck = false
 		}
-		if cap(raw) > 1<<20 {
-			raw = nil
+		if cap(batch) > 1<<20 {
+			batch = nil // a burst's buffer is not kept
+		} else {
+			batch = batch[:0]
 		}
+		_ = conn.SetReadDeadline(time.Now().Add(n.cfg.Timeout))
+		if err := rd.Fill(); err != nil {
+			return err
+		}
+		u.lastIO.Store(time.Now().UnixNano())
 	}
 }
 
-// applyCommand applies one command of the stream, n.streamMu held, and
-// reports whether it is REPLCONF GETACK.
+// applyCommand applies one command of the stream and reports whether it is
+// REPLCONF GETACK.
 func (u *upstream) applyCommand(args [][]byte) (getAck bool) {
 	n := u.n
 	name := strings.ToLower(string(args[0]))

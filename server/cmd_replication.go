@@ -207,7 +207,7 @@ func cmdPsync(c *client, args [][]byte, _ time.Time) {
 		c.writeError(errReplicaNoConn)
 		return
 	}
-	id, off := "?", int64(-1)
+	id, off := "", int64(-1) // SYNC
 	if len(args) >= 3 {
 		id = string(args[1])
 		var ok bool
