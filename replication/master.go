@@ -154,7 +154,7 @@ func (n *Node) PSync(conn net.Conn, ip string, port int, replID string, offset i
 	switch {
 	case !full:
 		n.syncPartialOK.Add(1)
-	case replID != "?":
+	case replID != "?" && replID != "":
 		n.syncPartialErr.Add(1)
 		n.syncFull.Add(1)
 	default:
