@@ -2,6 +2,7 @@ package replication
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -171,6 +172,25 @@ func (n *Node) PSync(conn net.Conn, ip string, port int, replID string, offset i
 	}
 	return l, nil
 }
+
+// TakeOver is a replica's answer to PSYNC replid offset FAILOVER from its
+// master (FAILOVER on the master): replid must be the stream this node
+// follows; it then becomes a master, as REPLICAOF NO ONE, and the PSYNC
+// that follows continues the stream for the old master, now its replica.
+func (n *Node) TakeOver(replID string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.streamMu.Lock()
+	mine := n.replID
+	n.streamMu.Unlock()
+	if n.upstream == nil || replID != mine {
+		return errFailoverReplID
+	}
+	n.promoteLocked()
+	return nil
+}
+
+var errFailoverReplID = errors.New("PSYNC FAILOVER replid must match my replid.")
 
 // errNotSynced refuses a replica of a replica that has no stream yet.
 var errNotSynced = fmt.Errorf("NOMASTERLINK Can't SYNC while not connected with my master")

@@ -48,11 +48,19 @@ type upstream struct {
 	ignored atomic.Int64
 
 	writeMu sync.Mutex // the apply loop's ACKs and the ticker's
+
+	// failover: the next PSYNC is PSYNC ... FAILOVER (Node.FailoverTo);
+	// only the session goroutine touches it.
+	failover bool
 }
 
-func (n *Node) startUpstream(host string, port int) *upstream {
+// startUpstream starts the link to host:port. continuing: the node holds a
+// stream its first PSYNC asks to continue; failover: that PSYNC asks the
+// master, this node's replica until now, to take over (FAILOVER).
+func (n *Node) startUpstream(host string, port int, continuing, failover bool) *upstream {
 	u := &upstream{n: n, host: host, port: port, stopCh: make(chan struct{}), done: make(chan struct{}),
-		state: "connect", downSince: n.cfg.Now()}
+		state: "connect", downSince: n.cfg.Now(), failover: failover}
+	u.hasStream.Store(continuing)
 	go u.run()
 	return u
 }
@@ -182,10 +190,15 @@ func (u *upstream) session() error {
 		off = end + 1
 		n.streamMu.Unlock()
 	}
-	reply, err := call("PSYNC", id, strconv.FormatInt(off, 10))
+	psync := []string{"PSYNC", id, strconv.FormatInt(off, 10)}
+	if u.failover {
+		psync = append(psync, "FAILOVER")
+	}
+	reply, err := call(psync...)
 	if err != nil {
 		return err
 	}
+	u.failover = false // asked once: a master that took over, or refused, is asked no more
 	switch {
 	case strings.HasPrefix(reply, "+FULLRESYNC "):
 		f := strings.Fields(reply)
