@@ -184,13 +184,15 @@ func (n *Node) TakeOver(replID string) error {
 	mine := n.replID
 	n.streamMu.Unlock()
 	if n.upstream == nil || replID != mine {
-		return errFailoverReplID
+		return ErrFailoverReplID
 	}
 	n.promoteLocked()
 	return nil
 }
 
-var errFailoverReplID = errors.New("PSYNC FAILOVER replid must match my replid.")
+// ErrFailoverReplID refuses PSYNC ... FAILOVER from a node whose stream
+// this one does not follow.
+var ErrFailoverReplID = errors.New("replication: PSYNC FAILOVER replid must match my replid")
 
 // errNotSynced refuses a replica of a replica that has no stream yet.
 var errNotSynced = fmt.Errorf("NOMASTERLINK Can't SYNC while not connected with my master")
@@ -441,4 +443,46 @@ func (n *Node) count(offset int64) int {
 		}
 	}
 	return c
+}
+
+// WaitCaughtUp waits until the replica at ip:port (with ip "", any replica)
+// has acknowledged the whole stream as it is when called, asking for
+// acknowledgements (REPLCONF GETACK) as it waits, for at most timeout (0:
+// no limit) or until done is closed. It returns the replica and whether it
+// caught up. The caller has paused writes, so the stream's end holds still.
+func (n *Node) WaitCaughtUp(ip string, port int, timeout time.Duration, done <-chan struct{}) (ReplicaStatus, bool) {
+	target := n.Sync()
+	n.appendStream([]byte(getAckCommand))
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	ask := time.NewTicker(100 * time.Millisecond)
+	defer ask.Stop()
+	for {
+		n.mu.Lock()
+		acked := n.acked
+		var found *Link
+		for l := range n.links {
+			if (ip == "" || (l.ip == ip && l.port == port)) && l.acked.Load() >= target {
+				found = l
+				break
+			}
+		}
+		n.mu.Unlock()
+		if found != nil {
+			return found.status(n.cfg.Now()), true
+		}
+		select {
+		case <-acked:
+		case <-ask.C:
+			n.appendStream([]byte(getAckCommand))
+		case <-deadline:
+			return ReplicaStatus{}, false
+		case <-done:
+			return ReplicaStatus{}, false
+		}
+	}
 }

@@ -49,9 +49,10 @@ type upstream struct {
 
 	writeMu sync.Mutex // the apply loop's ACKs and the ticker's
 
-	// failover: the next PSYNC is PSYNC ... FAILOVER (Node.FailoverTo);
-	// only the session goroutine touches it.
-	failover bool
+	// failover: the next PSYNC is PSYNC ... FAILOVER (Node.FailoverTo),
+	// until the master has answered one. Meanwhile this node serves no
+	// replica: the one taking over must not become this node's replica.
+	failover atomic.Bool
 }
 
 // startUpstream starts the link to host:port. continuing: the node holds a
@@ -59,8 +60,9 @@ type upstream struct {
 // master, this node's replica until now, to take over (FAILOVER).
 func (n *Node) startUpstream(host string, port int, continuing, failover bool) *upstream {
 	u := &upstream{n: n, host: host, port: port, stopCh: make(chan struct{}), done: make(chan struct{}),
-		state: "connect", downSince: n.cfg.Now(), failover: failover}
+		state: "connect", downSince: n.cfg.Now()}
 	u.hasStream.Store(continuing)
+	u.failover.Store(failover)
 	go u.run()
 	return u
 }
@@ -85,7 +87,9 @@ func (u *upstream) stopped() bool {
 	}
 }
 
-func (u *upstream) synced() bool { return u.hasStream.Load() }
+// synced reports whether this replica can serve replicas of its own: it has
+// a stream, and is not handing over to its master (FAILOVER).
+func (u *upstream) synced() bool { return u.hasStream.Load() && !u.failover.Load() }
 
 func (u *upstream) setState(s string) {
 	u.mu.Lock()
@@ -191,14 +195,14 @@ func (u *upstream) session() error {
 		n.streamMu.Unlock()
 	}
 	psync := []string{"PSYNC", id, strconv.FormatInt(off, 10)}
-	if u.failover {
+	if u.failover.Load() {
 		psync = append(psync, "FAILOVER")
 	}
 	reply, err := call(psync...)
 	if err != nil {
 		return err
 	}
-	u.failover = false // asked once: a master that took over, or refused, is asked no more
+	u.failover.Store(false) // answered: a master that took over, or refused, is asked no more
 	switch {
 	case strings.HasPrefix(reply, "+FULLRESYNC "):
 		f := strings.Fields(reply)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"redcell/gcra"
+	"redcell/replication"
 	"redcell/storage"
 	"redcell/window"
 )
@@ -348,6 +349,15 @@ var (
 	errInvalidPort       = commandError("ERR value is out of range, must be positive")
 	errWaitOnReplica     = commandError("ERR WAIT cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.")
 	errReplicaNoConn     = commandError("ERR PSYNC needs a network connection")
+
+	errNoFailover         = commandError("ERR No failover in progress.")
+	errFailoverTimeout    = commandError("ERR FAILOVER timeout must be greater than 0")
+	errFailoverInProgress = commandError("ERR FAILOVER already in progress.")
+	errFailoverOnReplica  = commandError("ERR FAILOVER is not valid when server is a replica.")
+	errFailoverNoReplicas = commandError("ERR FAILOVER requires connected replicas.")
+	errFailoverForce      = commandError("ERR FAILOVER with force option requires both a timeout and target HOST and IP.")
+	errFailoverNotReplica = commandError("ERR FAILOVER target HOST and PORT is not a replica.")
+	errFailoverNotOnline  = commandError("ERR FAILOVER target replica is not online.")
 )
 
 // errUnrecognizedReplconf refuses a REPLCONF option, as Redis words it.
@@ -358,6 +368,9 @@ func errUnrecognizedReplconf(opt []byte) replyError {
 // errReplication is a replication error as a reply: one that begins with
 // its own Redis prefix (NOMASTERLINK) keeps it.
 func errReplication(err error) replyError {
+	if errors.Is(err, replication.ErrFailoverReplID) {
+		return commandError("ERR PSYNC FAILOVER replid must match my replid.")
+	}
 	msg := err.Error()
 	if strings.HasPrefix(msg, "NOMASTERLINK ") {
 		return replyError{errKindOther, msg}
@@ -370,11 +383,15 @@ func errConfigValue(name, val string) replyError {
 	return commandError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
 }
 
+// ErrNoConfigFile is what Config.RewriteConfig returns when there is nowhere
+// to write (--in-memory): CONFIG REWRITE answers as a Redis without a
+// config file does.
+var ErrNoConfigFile = errors.New("server: no config file")
+
 // errRewrite is CONFIG REWRITE's failure.
 func errRewrite(err error) replyError {
-	msg := err.Error()
-	if msg == "The server is running without a config file" {
+	if errors.Is(err, ErrNoConfigFile) {
 		return errNoConfigFile
 	}
-	return commandError("ERR Rewriting config file: " + msg)
+	return commandError("ERR Rewriting config file: " + err.Error())
 }

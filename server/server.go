@@ -124,6 +124,12 @@ type Server struct {
 	monMu    sync.Mutex // serializes changes of monitors with hookMonitor
 	monitors atomic.Pointer[[]*monitor]
 
+	// failover is the FAILOVER in progress, if any (cmd_replication.go);
+	// failoverState is INFO's master_failover_state.
+	failoverMu    sync.Mutex
+	failover      *failover
+	failoverState atomic.Value
+
 	authFails *authLimiter // failed AUTH attempts by address: authlimit.go
 
 	// Counters and how they are kept: stats.go.
