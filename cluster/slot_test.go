@@ -27,7 +27,7 @@ func TestSlotAsRedisCluster(t *testing.T) {
 		{"{user1000}.following", 3443},
 		{"{user1000}.followers", 3443},
 		{"user1000", 3443},
-		{"foo{}{bar}", 8363},   // "{}" is empty: the whole key
+		{"foo{}{bar}", 8363},    // "{}" is empty: the whole key
 		{"foo{{bar}}zap", 4015}, // the tag is "{bar"
 		{"foo{bar}{zap}", 5061}, // the first tag: "bar"
 		{"{", 4092},
