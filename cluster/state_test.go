@@ -45,7 +45,7 @@ func TestStatePersistsItsIDAndTopology(t *testing.T) {
 	require.Equal(t, threeNodes(t, 5), top)
 	require.Equal(t, idA, me.ID)
 
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "nodes.conf"), []byte("myid x\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "nodes.conf"), []byte("# nothing\n"), 0o644))
 	_, err = NewState(dir, false, "127.0.0.1", 30001)
 	require.ErrorContains(t, err, "no myid line")
 }
