@@ -11,8 +11,8 @@ import (
 	"strings"
 
 	"redcell/config"
-	"redcell/server"
 	"redcell/replication"
+	"redcell/server"
 	"redcell/storage"
 )
 

@@ -76,6 +76,11 @@ type client struct {
 	// sent PSYNC (cmd_replication.go); replIP and replPort are where it
 	// said it listens (REPLCONF ip-address, listening-port). isReplica is
 	// replLink != nil, for CLIENT LIST and KILL from other goroutines.
+	// readOnly (READONLY) lets a cluster replica answer the client's reads
+	// of its master's slots; asking (ASKING) lets the next command run on a
+	// slot being imported here (cmd_cluster.go).
+	readOnly, asking bool
+
 	replLink  *replication.Link
 	replIP    string
 	replPort  int

@@ -44,6 +44,9 @@ func multiFamily() []*command {
 type multiState struct {
 	queue   []queued
 	aborted bool // a command was refused while queueing: EXEC answers EXECABORT
+	// slot is the cluster slot of the keys queued so far, -1 before the
+	// first: a transaction's keys must all be in one (cmd_cluster.go).
+	slot int
 }
 
 // queued is one command waiting for EXEC, its arguments copied out of the
@@ -97,7 +100,7 @@ func cmdMulti(c *client, _ [][]byte, _ time.Time) {
 		c.writeError(errMultiNested)
 		return
 	}
-	c.tx = &multiState{}
+	c.tx = &multiState{slot: -1}
 	c.writeOK()
 }
 

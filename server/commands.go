@@ -37,6 +37,9 @@ type command struct {
 	// and admin ones, makes dispatch hand the connection to a goroutine of
 	// its own first (loop_linux.go).
 	blocking, leavesLoop bool
+	// peekArg is the position of a limiter's quantity: with "0" there the
+	// command only reads, which a cluster replica may answer.
+	peekArg int
 
 	group, summary, since, complexity string
 
@@ -92,6 +95,7 @@ func newCommandTable() commandTable {
 		monitorFamily(),     // monitor.go
 		multiFamily(),       // cmd_multi.go
 		replicationFamily(), // cmd_replication.go
+		clusterFamily(),     // cmd_cluster.go
 	} {
 		for _, cmd := range family {
 			t.register(cmd)

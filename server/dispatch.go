@@ -45,6 +45,10 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 		return now
 	}
 	c.lastActive.Store(now.UnixNano())
+	if s.cluster != nil && !c.route(spec, args) {
+		spec.stats.rejected.Add(1)
+		return now
+	}
 	if c.tx != nil && !spec.txControl {
 		// Inside MULTI: queued for EXEC, or refused (which aborts it).
 		if spec.noMulti {

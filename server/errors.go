@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"redcell/cluster"
 	"redcell/gcra"
 	"redcell/replication"
 	"redcell/storage"
@@ -282,6 +283,8 @@ func storageError(err error) replyError {
 		return errShardFull
 	case errors.Is(err, storage.ErrKeyTooLong):
 		return errKeyTooLong(0, 0)
+	case errors.Is(err, storage.ErrSlotFrozen):
+		return errTryAgain // the slot moves: the client retries, by then redirected
 	default:
 		return commandError("ERR " + strings.TrimPrefix(err.Error(), "storage: "))
 	}
@@ -394,4 +397,32 @@ func errRewrite(err error) replyError {
 		return errNoConfigFile
 	}
 	return commandError("ERR Rewriting config file: " + err.Error())
+}
+
+// Redis Cluster (cmd_cluster.go), in Redis's words.
+var (
+	errCrossSlot       = replyError{errKindOther, "CROSSSLOT Keys in request don't hash to the same slot"}
+	errTryAgain        = replyError{errKindOther, "TRYAGAIN Multiple keys request during rehashing of slot"}
+	errSlotUnserved    = replyError{errKindOther, "CLUSTERDOWN Hash slot not served"}
+	errNotInCluster    = replyError{errKindOther, "CLUSTERDOWN This node is not part of the cluster topology (CLUSTERX SETNODES)"}
+	errClusterDisabled = commandError("ERR This instance has cluster support disabled")
+	errInvalidSlot     = commandError("ERR Invalid or out of range slot")
+	errInvalidKeyCount = commandError("ERR Invalid slot or number of keys")
+	errNotAMaster      = commandError("ERR The specified node is not a master")
+	errInvalidVersion  = commandError("ERR Invalid cluster version")
+)
+
+// errMoved is a redirect, MOVED or ASK, of slot to node.
+func errMoved(kind string, slot int, node *cluster.Node) replyError {
+	return replyError{errKindOther, kind + " " + strconv.Itoa(slot) + " " + node.IP + ":" + strconv.Itoa(node.Port)}
+}
+
+// errUnknownNode is CLUSTER REPLICAS's answer for an ID not in the topology.
+func errUnknownNode(id []byte) replyError {
+	return commandError("ERR Unknown node " + string(id))
+}
+
+// clusterError is a refused topology change as a reply.
+func clusterError(err error) replyError {
+	return commandError("ERR " + strings.TrimPrefix(err.Error(), "cluster: "))
 }

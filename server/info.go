@@ -34,7 +34,12 @@ var infoSections = []infoSection{
 	{"Commandstats", false, (*Server).infoCommandstats},
 	{"Errorstats", true, (*Server).infoErrorstats},
 	{"Latencystats", false, (*Server).infoLatencystats},
-	{"Cluster", true, func(*Server, storage.Keyspace, time.Time) [][2]string { return [][2]string{{"cluster_enabled", "0"}} }},
+	{"Cluster", true, func(s *Server, _ storage.Keyspace, _ time.Time) [][2]string {
+		if s.cluster != nil {
+			return [][2]string{{"cluster_enabled", "1"}}
+		}
+		return [][2]string{{"cluster_enabled", "0"}}
+	}},
 	{"Keyspace", true, (*Server).infoKeyspace},
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"redcell/clock"
+	"redcell/cluster"
 	"redcell/replication"
 	"redcell/storage"
 )
@@ -65,6 +66,10 @@ type Config struct {
 	// PSYNC from and lets REPLICAOF make it a replica. Nil: REPLICAOF is
 	// refused and INFO reports a master without replicas.
 	Replication *replication.Node
+	// Cluster, when set, is cluster mode: keyed commands are routed by
+	// slot (cmd_cluster.go). The store must then be sharded by slot
+	// (storage.Config.BySlot).
+	Cluster *cluster.State
 	// RewriteConfig, when set, is CONFIG REWRITE: it persists the
 	// replication role and settings so a restarted node comes back as
 	// Sentinel left it. Nil makes CONFIG REWRITE an error.
@@ -101,6 +106,7 @@ type Server struct {
 	cfg      Config
 	store    *storage.Store
 	repl     *replication.Node // nil: no replication
+	cluster  *cluster.State    // nil: not in cluster mode
 	now      func() time.Time
 	started  time.Time
 	commands commandTable // commands.go
@@ -156,6 +162,7 @@ func New(cfg Config, store *storage.Store) *Server {
 		cfg:     cfg,
 		store:   store,
 		repl:    cfg.Replication,
+		cluster: cfg.Cluster,
 		now:     cfg.Now,
 		clients: make(map[*client]struct{}),
 

@@ -92,8 +92,7 @@ type Store struct {
 	// slot's count kept under its shard's lock (slots.go).
 	bySlot   bool
 	slotKeys []int32
-	frozenMu sync.Mutex
-	frozen   [cluster.Slots]bool // guarded by frozenMu and the slot's shard lock
+	frozen   [cluster.Slots]bool // each guarded by its slot's shard lock
 }
 
 type shard struct {
