@@ -45,6 +45,8 @@ func clusterFamily() []*command {
 		{name: "clusterx", arity: -2, flags: []string{"admin"}, acl: []string{"@admin", "@slow", "@dangerous"}, group: "cluster", since: "0.1.0",
 			complexity: "Depends on subcommand.", summary: "kvrocks's commands for a topology pushed by an operator.",
 			subcommands: []*command{
+				sub("clusterx|import", -4, admin, "Receives a slot's keys from the node migrating it here.", cmdClusterxImport),
+				sub("clusterx|migrate", -4, admin, "Moves a slot's keys, with their state, to another master.", cmdClusterxMigrate),
 				sub("clusterx|setnodeid", 3, admin, "Sets this node's ID.", cmdClusterxSetNodeID),
 				sub("clusterx|setnodes", -4, admin, "Sets the whole topology, at a version newer than the current one's.", cmdClusterxSetNodes),
 				sub("clusterx|setslot", 6, admin, "Gives one slot to a node, at the next version.", cmdClusterxSetSlot),

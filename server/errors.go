@@ -426,3 +426,13 @@ func errUnknownNode(id []byte) replyError {
 func clusterError(err error) replyError {
 	return commandError("ERR " + strings.TrimPrefix(err.Error(), "cluster: "))
 }
+
+// errNotMySlot refuses to migrate a slot this node does not serve.
+func errNotMySlot(slot int) replyError {
+	return commandError("ERR slot " + strconv.Itoa(slot) + " is not served by this node")
+}
+
+// errNotImporting refuses a migration's key for a slot not being imported.
+func errNotImporting(slot int) replyError {
+	return commandError("ERR slot " + strconv.Itoa(slot) + " is not being imported here")
+}
