@@ -57,10 +57,11 @@ type client struct {
 	// them as Redis does: flags=b and flags=O.
 	waiting    atomic.Bool
 	monitoring atomic.Bool
-	// mon is the client's feed once it has sent MONITOR; monitorLine is
-	// where the lines of its commands are built while anyone monitors. Both
-	// are touched only by the client's own goroutine.
-	mon         *monitor
+	// feed is the connection's feed once started (feed.go): set by the
+	// client's own goroutine before anything that pushes to it can find
+	// it. monitorLine, the client's own, is where the lines of its
+	// commands are built while anyone monitors.
+	feed        *feed
 	monitorLine []byte
 
 	// ks is where the client's commands read and change keys: the store,

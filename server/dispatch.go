@@ -74,7 +74,7 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 // command waits (pause.go); a command run is fed to the monitors
 // (monitor.go).
 func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time.Time) time.Time {
-	if c.mon != nil && (spec.write || spec.readonly) {
+	if c.monitoring.Load() && (spec.write || spec.readonly) {
 		spec.stats.rejected.Add(1)
 		c.writeError(errMonitorKeyspace)
 		return now
@@ -88,7 +88,7 @@ func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time
 	}
 	end := s.execute(c, spec, args, now)
 	if s.hooks.Load()&hookMonitor != 0 {
-		if c.mon != nil {
+		if c.monitoring.Load() {
 			_ = c.conn.flush() // a monitor gets its reply before its command's line, as from Redis
 		}
 		s.feedMonitors(c, args, now)

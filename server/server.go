@@ -112,7 +112,7 @@ type Server struct {
 	pauseMu  sync.Mutex // serializes changes of pause with hookPause
 	pause    atomic.Pointer[pauseState]
 	monMu    sync.Mutex // serializes changes of monitors with hookMonitor
-	monitors atomic.Pointer[[]*monitor]
+	monitors atomic.Pointer[[]*feed]
 
 	authFails *authLimiter // failed AUTH attempts by address: authlimit.go
 
@@ -221,6 +221,7 @@ func (s *Server) closed(conn connection, err error) {
 	delete(s.clients, c)
 	s.mu.Unlock()
 	s.endMonitor(c)
+	c.endFeed()
 	s.connectionEnded(c, err)
 }
 

@@ -79,7 +79,7 @@ func (c *conn) write(b []byte) (int, error) {
 	return writeIdle(c.nc, c.idle, b)
 }
 
-// idleWriter writes a monitor's feed to its connection under the idle
+// idleWriter writes a feed to its connection under the idle
 // timeout.
 type idleWriter struct {
 	nc   net.Conn
