@@ -37,6 +37,13 @@ type client struct {
 	// (statStripes).
 	stripe int
 
+	// gated is set while the client's commands need a look before they
+	// run (client.gate): inside MULTI, and while restricted, subscribed
+	// under RESP2. One flag for both, so that a client in neither state
+	// pays one test in dispatch, as it did for MULTI alone. regate keeps
+	// them.
+	gated, restricted bool
+
 	// unsynced is set in durable mode by a command that changed state: the
 	// pipeline's replies wait for a sync.
 	unsynced bool
@@ -64,6 +71,15 @@ type client struct {
 	feed        *feed
 	monitorLine []byte
 
+	// channels and patterns are the client's subscriptions (pubsub.go),
+	// touched by its own goroutine only, under the registry's lock when
+	// they change; subCount and psubCount count them for CLIENT LIST and
+	// KILL on other goroutines. selfPushes are the messages the client
+	// published to itself, sent after its command's reply (pubsub.go).
+	channels, patterns  map[string]struct{}
+	subCount, psubCount atomic.Int32
+	selfPushes          []byte
+
 	// ks is where the client's commands read and change keys: the store,
 	// or inside EXEC the transaction holding its keys' locks (cmd_multi.go).
 	ks storage.Keyspace
@@ -86,16 +102,32 @@ func (c *client) kill() bool {
 	return true
 }
 
-// flags is CLIENT LIST's flags field, as Redis's: O for a monitor, b for a
-// client whose command waits, N for none.
+// regate sets gated and restricted from the client's state, wherever a
+// transaction begins or ends, its subscriptions change or its protocol does.
+func (c *client) regate() {
+	c.restricted = c.resp == 2 && c.subscriptions() > 0
+	c.gated = c.tx != nil || c.restricted
+}
+
+// flags is CLIENT LIST's flags field, as Redis's: O for a monitor, P for a
+// subscriber, b for a client whose command waits, in that order, or N for
+// none of them.
 func (c *client) flags() string {
-	switch {
-	case c.monitoring.Load():
-		return "O"
-	case c.waiting.Load():
-		return "b"
+	var b [3]byte
+	f := b[:0]
+	if c.monitoring.Load() {
+		f = append(f, 'O')
 	}
-	return "N"
+	if c.subscribed() {
+		f = append(f, 'P')
+	}
+	if c.waiting.Load() {
+		f = append(f, 'b')
+	}
+	if len(f) == 0 {
+		return "N"
+	}
+	return string(f)
 }
 
 func loadString(p *atomic.Pointer[string]) string {
@@ -124,7 +156,11 @@ func (c *client) info(now time.Time) string {
 	b = strconv.AppendInt(b, max(idle, 0)/int64(time.Second), 10)
 	b = append(b, " flags="...)
 	b = append(b, c.flags()...)
-	b = append(b, " db=0 sub=0 psub=0 ssub=0 multi=-1 cmd="...)
+	b = append(b, " db=0 sub="...)
+	b = strconv.AppendInt(b, int64(c.subCount.Load()), 10)
+	b = append(b, " psub="...)
+	b = strconv.AppendInt(b, int64(c.psubCount.Load()), 10)
+	b = append(b, " ssub=0 multi=-1 cmd="...)
 	if cmd := c.lastCmd.Load(); cmd != nil {
 		b = append(b, cmd.name...)
 	} else {

@@ -98,6 +98,7 @@ func cmdMulti(c *client, _ [][]byte, _ time.Time) {
 		return
 	}
 	c.tx = &multiState{}
+	c.regate()
 	c.writeOK()
 }
 
@@ -108,6 +109,7 @@ func cmdDiscard(c *client, _ [][]byte, _ time.Time) {
 		return
 	}
 	c.tx = nil
+	c.regate()
 	c.watched = nil
 	c.writeOK()
 }
@@ -152,6 +154,7 @@ func cmdExec(c *client, _ [][]byte, now time.Time) {
 		return
 	}
 	c.tx = nil
+	c.regate()
 	watched := c.watched
 	c.watched = nil
 	if tx.aborted {
@@ -179,6 +182,7 @@ func cmdExec(c *client, _ [][]byte, now time.Time) {
 		}
 		now = end
 	}
+	c.sendSelfPushes() // what its PUBLISHes sent the client itself follows EXEC's reply, as in Redis
 }
 
 // inExec reports whether the client's command runs inside EXEC.

@@ -23,11 +23,19 @@ type command struct {
 
 	// noAuth commands run before the client has authenticated.
 	noAuth bool
-	// write, readonly and admin are set from flags by register: CLIENT
-	// PAUSE WRITE holds write commands, a monitor may run neither write nor
-	// readonly ones, and MONITOR does not show admin ones. noMulti (the
-	// no_multi flag) commands are refused inside MULTI.
-	write, readonly, admin, noMulti bool
+	// write, readonly, mayReplicate and admin are set from flags by
+	// register: CLIENT PAUSE WRITE holds write commands, a monitor may run
+	// none of the first three, and MONITOR does not show admin ones.
+	// noMulti (the no_multi flag) commands are refused inside MULTI.
+	write, readonly, mayReplicate, admin, noMulti bool
+	// offLoop commands run on a goroutine of the connection's own, never
+	// on an event loop (loop_linux.go): admin commands, which may wait,
+	// and those that start a feed (SUBSCRIBE). register sets it for admin
+	// commands.
+	offLoop bool
+	// inSubscribed commands are the ones a client subscribed under RESP2
+	// may run, as in Redis: (P)(UN)SUBSCRIBE, PING, QUIT, RESET.
+	inSubscribed bool
 	// txControl commands run at once inside MULTI instead of being queued
 	// (MULTI, EXEC, DISCARD, WATCH, QUIT, as in Redis). wholeKeyspace
 	// commands read or change keys beyond their key arguments (KEYS,
@@ -87,6 +95,7 @@ func newCommandTable() commandTable {
 		commandFamily(),  // cmd_command.go
 		monitorFamily(),  // monitor.go
 		multiFamily(),    // cmd_multi.go
+		pubsubFamily(),   // cmd_pubsub.go
 	} {
 		for _, cmd := range family {
 			t.register(cmd)
@@ -97,7 +106,7 @@ func newCommandTable() commandTable {
 }
 
 // register adds cmd to the table, with its counters, and sets what its
-// flags and its subcommands' say (write, readonly, admin, noMulti); a
+// flags and its subcommands' say (write, readonly, admin, offLoop, ...); a
 // container's run dispatches to its subcommands. A name registered twice is
 // a programming error: it panics.
 func (t *commandTable) register(cmd *command) {
@@ -116,7 +125,9 @@ func (t *commandTable) register(cmd *command) {
 	for _, spec := range append([]*command{cmd}, cmd.subcommands...) {
 		spec.write = slices.Contains(spec.flags, "write")
 		spec.readonly = slices.Contains(spec.flags, "readonly")
+		spec.mayReplicate = slices.Contains(spec.flags, "may_replicate")
 		spec.admin = slices.Contains(spec.flags, "admin")
+		spec.offLoop = spec.offLoop || spec.admin
 		spec.noMulti = slices.Contains(spec.flags, "no_multi")
 	}
 }

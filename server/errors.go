@@ -169,7 +169,7 @@ var (
 	errTimeoutNegative   = commandError("ERR timeout is negative")
 	errTimeoutRange      = commandError("ERR timeout is out of range")
 	errMonitorKeyspace   = commandError("ERR Replica can't interact with the keyspace")
-	errMonitorNoConn     = commandError("ERR MONITOR needs a network connection")
+	errMonitorNoConn     = errNoNetwork("MONITOR")
 	errNoLFU             = commandError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 	errGetKeysNoCommand  = commandError("ERR Invalid command specified")
 	errGetKeysNoKeys     = commandError("ERR The command has no key arguments")
@@ -184,6 +184,19 @@ var (
 	errConfigSet        = commandError("ERR CONFIG SET is not supported by redcell: settings are command-line flags")
 	errSlowlogCount     = commandError("ERR count should be greater than or equal to -1")
 )
+
+// errNoNetwork refuses a command that streams to its connection (MONITOR,
+// SUBSCRIBE) on one without a network, which cannot be fed: only tests make
+// such connections.
+func errNoNetwork(command string) replyError {
+	return commandError("ERR " + command + " needs a network connection")
+}
+
+// errSubscribedContext is Redis's answer to a command a client subscribed
+// under RESP2 may not run, naming it by its lower-case full name.
+func errSubscribedContext(name string) replyError {
+	return commandError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+}
 
 // errKeyTooLong refuses a key name longer than --max-key-len; n and max are
 // given when known.

@@ -113,6 +113,7 @@ type Server struct {
 	pause    atomic.Pointer[pauseState]
 	monMu    sync.Mutex // serializes changes of monitors with hookMonitor
 	monitors atomic.Pointer[[]*feed]
+	pubsub   pubsub // the subscriptions: pubsub.go
 
 	authFails *authLimiter // failed AUTH attempts by address: authlimit.go
 
@@ -221,6 +222,7 @@ func (s *Server) closed(conn connection, err error) {
 	delete(s.clients, c)
 	s.mu.Unlock()
 	s.endMonitor(c)
+	s.unsubscribeAll(c)
 	c.endFeed()
 	s.connectionEnded(c, err)
 }

@@ -31,9 +31,9 @@ func (c *conn) read() error {
 	if c.idle <= 0 {
 		return c.rd.Fill()
 	}
-	if c.feed != nil {
-		// Monitors, as Redis's, are not subject to the timeout: they
-		// only read.
+	if c.feed != nil && (c.cl.monitoring.Load() || c.cl.subscribed()) {
+		// Monitors and subscribers, as Redis's, are not subject to the
+		// timeout: they only read.
 		_ = c.nc.SetReadDeadline(time.Time{})
 		return c.rd.Fill()
 	}
