@@ -319,6 +319,38 @@ func TestPubsubAndMonitorOnOneConnection(t *testing.T) {
 	s.read(t, num(0))
 }
 
+// CLIENT KILL TYPE pubsub kills the subscribed clients and TYPE normal the
+// others (a monitor is normal), as Redis; CLIENT LIST TYPE lists them so.
+func TestClientTypePubsub(t *testing.T) {
+	srv := newPubsubServer(Config{})
+	s := newSubscriber(t, srv)
+	s.send(t, "SUBSCRIBE ch")
+	s.read(t, sub(2, "subscribe", "ch", 1))
+	k, other := publisher(t, srv), publisher(t, srv)
+	require.Equal(t, bulkReply(srv.clientByID(1).info(t0)+"\n"), k.do("CLIENT", "LIST", "TYPE", "pubsub"))
+	require.NotContains(t, k.do("CLIENT", "LIST", "TYPE", "normal"), "id=1 ")
+	require.Contains(t, k.do("CLIENT", "LIST", "TYPE", "normal"), "id=3 ")
+	require.Equal(t, "$0\r\n\r\n", k.do("CLIENT", "LIST", "TYPE", "replica"))
+
+	require.Equal(t, "+OK\r\n", k.do("MULTI"))
+	require.Equal(t, "+QUEUED\r\n", k.do("CLIENT", "KILL", "TYPE", "pubsub"))
+	require.Equal(t, "+QUEUED\r\n", k.do("CLIENT", "KILL", "TYPE", "normal"))
+	require.Equal(t, "*2\r\n"+num(1)+num(1), k.do("EXEC"))
+	<-s.served
+	require.True(t, other.conn.closed, "the other normal client was killed")
+	require.False(t, k.conn.closed, "the caller was skipped")
+}
+
+// clientByID finds a connected client.
+func (s *Server) clientByID(id int64) *client {
+	for _, c := range s.connectedClients() {
+		if c.id == id {
+			return c
+		}
+	}
+	return nil
+}
+
 // Without a network a connection cannot be fed: SUBSCRIBE says so.
 func TestSubscribeNeedsANetwork(t *testing.T) {
 	tc := newTestClient(t, Config{})
