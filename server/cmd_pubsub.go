@@ -27,7 +27,7 @@ func pubsubFamily() []*command {
 			group: "pubsub", since: "2.0.0", complexity: "O(N) where N is the number of patterns to subscribe to.", summary: "Listens for messages published to channels that match one or more patterns.", run: cmdPsubscribe},
 		{name: "punsubscribe", arity: -1, inSubscribed: true, flags: subFlags, acl: subACL,
 			group: "pubsub", since: "2.0.0", complexity: "O(N) where N is the number of patterns to unsubscribe.", summary: "Stops listening to messages published to channels that match one or more patterns.", run: cmdPunsubscribe},
-		{name: "publish", arity: 3, flags: []string{"pubsub", "loading", "stale", "fast", "may_replicate"}, acl: []string{"@pubsub", "@fast"},
+		{name: "publish", arity: 3, mayReplicate: true, flags: []string{"pubsub", "loading", "stale", "fast"}, acl: []string{"@pubsub", "@fast"},
 			group: "pubsub", since: "2.0.0", complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).", summary: "Posts a message to a channel.", run: cmdPublish},
 		{name: "pubsub", arity: -2, flags: []string{}, acl: []string{"@slow"},
 			group: "pubsub", since: "2.8.0", complexity: "Depends on subcommand.", summary: "A container for Pub/Sub commands.",

@@ -358,3 +358,34 @@ func TestSubscribeNeedsANetwork(t *testing.T) {
 	require.Equal(t, errReply(errNoNetwork("PSUBSCRIBE")), tc.do("PSUBSCRIBE", "a"))
 	require.False(t, tc.c.gated)
 }
+
+// COMMAND INFO describes the Pub/Sub commands as redis-server 7 does (the
+// replies compared with 7.0.15's): flags, ACL categories, no keys.
+func TestPubsubCommandInfo(t *testing.T) {
+	tc := newTestClient(t, Config{})
+	info := func(name string, arity int, flags, acl []string) string {
+		simple := func(ss []string) string {
+			out := fmt.Sprintf("*%d\r\n", len(ss))
+			for _, s := range ss {
+				out += "+" + s + "\r\n"
+			}
+			return out
+		}
+		return "*10\r\n" + bulkReply(name) + num(arity) + simple(flags) + num(0) + num(0) + num(0) + simple(acl) + "*0\r\n*0\r\n*0\r\n"
+	}
+	require.Equal(t, "*3\r\n"+
+		info("subscribe", -2, []string{"pubsub", "noscript", "loading", "stale"}, []string{"@pubsub", "@slow"})+
+		info("publish", 3, []string{"pubsub", "loading", "stale", "fast"}, []string{"@pubsub", "@fast"})+
+		info("reset", 1, []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, []string{"@fast", "@connection"}),
+		tc.do("COMMAND", "INFO", "subscribe", "publish", "reset"))
+}
+
+// A monitor may not PUBLISH, as Redis's may not run a may_replicate command.
+func TestMonitorMayNotPublish(t *testing.T) {
+	srv := newPubsubServer(Config{})
+	m := newSubscriber(t, srv)
+	m.send(t, "MONITOR")
+	m.read(t, "+OK\r\n")
+	m.send(t, "PUBLISH ch x")
+	m.read(t, errReply(errMonitorKeyspace))
+}

@@ -23,11 +23,14 @@ type command struct {
 
 	// noAuth commands run before the client has authenticated.
 	noAuth bool
-	// write, readonly, mayReplicate and admin are set from flags by
-	// register: CLIENT PAUSE WRITE holds write commands, a monitor may run
-	// none of the first three, and MONITOR does not show admin ones.
-	// noMulti (the no_multi flag) commands are refused inside MULTI.
-	write, readonly, mayReplicate, admin, noMulti bool
+	// write, readonly and admin are set from flags by register: CLIENT
+	// PAUSE WRITE holds write commands, a monitor may run neither write nor
+	// readonly ones, and MONITOR does not show admin ones. noMulti (the
+	// no_multi flag) commands are refused inside MULTI.
+	write, readonly, admin, noMulti bool
+	// mayReplicate is Redis's may_replicate, which COMMAND does not show
+	// (Redis hides it): a monitor may not run it either (PUBLISH).
+	mayReplicate bool
 	// offLoop commands run on a goroutine of the connection's own, never
 	// on an event loop (loop_linux.go): admin commands, which may wait,
 	// and those that start a feed (SUBSCRIBE). register sets it for admin
@@ -125,7 +128,6 @@ func (t *commandTable) register(cmd *command) {
 	for _, spec := range append([]*command{cmd}, cmd.subcommands...) {
 		spec.write = slices.Contains(spec.flags, "write")
 		spec.readonly = slices.Contains(spec.flags, "readonly")
-		spec.mayReplicate = slices.Contains(spec.flags, "may_replicate")
 		spec.admin = slices.Contains(spec.flags, "admin")
 		spec.offLoop = spec.offLoop || spec.admin
 		spec.noMulti = slices.Contains(spec.flags, "no_multi")
