@@ -326,3 +326,18 @@ func TestMonitorAndSubscribeOnOneConnection(t *testing.T) {
 	require.Equal(t, ok, m.do("QUIT"))
 	m.expectClosed()
 }
+
+// SUBSCRIBE queued inside MULTI, on a connection an event loop serves: the
+// connection leaves the loop before it is queued, EXEC subscribes, and
+// messages follow EXEC's reply.
+func TestSubscribeInsideMulti(t *testing.T) {
+	ts := startServer(t)
+	c, p := ts.raw(t), ts.raw(t)
+	require.Equal(t, ok, c.do("MULTI"))
+	require.Equal(t, simple("QUEUED"), c.do("PING"))
+	require.Equal(t, simple("QUEUED"), c.do("SUBSCRIBE", "ch"))
+	require.Equal(t, "*2\r\n"+simple("PONG")+pushOf(2, 1, "subscribe", "ch"), c.do("EXEC"))
+	require.Equal(t, integer(1), p.do("PUBLISH", "ch", "after"))
+	require.Equal(t, pushOf(2, -1, "message", "ch", "after"), c.read())
+	require.Equal(t, notInSubscribedMode("exec"), c.do("EXEC"))
+}
