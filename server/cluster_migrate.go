@@ -51,7 +51,7 @@ const (
 // With SYNC the reply comes once the destination serves the slot to ASKING
 // clients (or with the error that stopped it); without, at once.
 func cmdClusterxMigrate(c *client, args [][]byte, _ time.Time) {
-	if !c.clusterOn() {
+	if !c.slotsOn() {
 		return
 	}
 	slot, ok := c.parseSlot(args[2])
@@ -175,7 +175,7 @@ func (s *Server) sendDiff(p *peer, slot string, sent map[string]storage.Change, 
 // key's state (an empty value deletes it), DONE makes the slot served to
 // ASKING clients, ABORT forgets it all.
 func cmdClusterxImport(c *client, args [][]byte, _ time.Time) {
-	if !c.clusterOn() {
+	if !c.slotsOn() {
 		return
 	}
 	slot, ok := c.parseSlot(args[2])

@@ -28,11 +28,11 @@ func clusterFamily() []*command {
 	admin := []string{"admin", "stale", "no_async_loading"}
 	return []*command{
 		{name: "cluster", arity: -2, flags: []string{}, acl: []string{"@slow"}, group: "cluster", since: "3.0.0",
-			complexity: "Depends on subcommand.", summary: "A container for Redis Cluster commands.", wholeKeyspace: true,
+			complexity: "Depends on subcommand.", summary: "A container for Redis Cluster commands.",
 			subcommands: []*command{
 				sub("cluster|countkeysinslot", 3, stale, "Returns the number of keys in a hash slot.", cmdClusterCountKeys),
 				sub("cluster|getkeysinslot", 4, stale, "Returns the key names in a hash slot.", cmdClusterGetKeys),
-				helpSubcommand("cluster", "5.0.0", clusterHelp),
+				withGroup(helpSubcommand("cluster", "5.0.0", clusterHelp), "cluster"),
 				sub("cluster|info", 2, stale, "Returns information about the state of a node.", cmdClusterInfo),
 				sub("cluster|keyslot", 3, stale, "Returns the hash slot for a key.", cmdClusterKeySlot),
 				sub("cluster|myid", 2, stale, "Returns the ID of a node.", cmdClusterMyID),
@@ -158,6 +158,25 @@ func (c *client) clusterOn() bool {
 	return true
 }
 
+// slotsOn is clusterOn for a subcommand that reads or moves a slot's keys
+// itself, under their shards' locks: not inside EXEC, whose transaction may
+// hold them already.
+func (c *client) slotsOn() bool {
+	if !c.clusterOn() {
+		return false
+	}
+	if c.inExec() {
+		c.writeError(errSlotsInExec)
+		return false
+	}
+	return true
+}
+
+func withGroup(cmd *command, group string) *command {
+	cmd.group = group
+	return cmd
+}
+
 // READONLY
 func cmdReadOnly(c *client, _ [][]byte, _ time.Time) {
 	if c.clusterOn() {
@@ -207,7 +226,7 @@ func (c *client) parseSlot(b []byte) (int, bool) {
 
 // CLUSTER COUNTKEYSINSLOT slot
 func cmdClusterCountKeys(c *client, args [][]byte, _ time.Time) {
-	if !c.clusterOn() {
+	if !c.slotsOn() {
 		return
 	}
 	if slot, ok := c.parseSlot(args[2]); ok {
@@ -217,7 +236,7 @@ func cmdClusterCountKeys(c *client, args [][]byte, _ time.Time) {
 
 // CLUSTER GETKEYSINSLOT slot count
 func cmdClusterGetKeys(c *client, args [][]byte, now time.Time) {
-	if !c.clusterOn() {
+	if !c.slotsOn() {
 		return
 	}
 	slot, ok := c.parseSlot(args[2])
@@ -448,7 +467,7 @@ func cmdClusterShards(c *client, _ [][]byte, _ time.Time) {
 
 // CLUSTERX SETNODEID id
 func cmdClusterxSetNodeID(c *client, args [][]byte, _ time.Time) {
-	if !c.clusterOn() {
+	if !c.slotsOn() {
 		return
 	}
 	if err := c.srv.cluster.SetNodeID(string(args[2])); err != nil {
@@ -464,7 +483,7 @@ func cmdClusterxSetNodeID(c *client, args [][]byte, _ time.Time) {
 // The whole topology, as kvrocks takes it: refused unless version is newer
 // than the topology's (or FORCE), persisted before it is answered.
 func cmdClusterxSetNodes(c *client, args [][]byte, _ time.Time) {
-	if !c.clusterOn() {
+	if !c.slotsOn() {
 		return
 	}
 	if len(args) > 5 || (len(args) == 5 && !equalFold(args[4], "force")) {
@@ -494,7 +513,7 @@ func cmdClusterxSetNodes(c *client, args [][]byte, _ time.Time) {
 // Gives slot to the master id, at version, which must be the topology's
 // next: how a migration's end is pushed to every node.
 func cmdClusterxSetSlot(c *client, args [][]byte, _ time.Time) {
-	if !c.clusterOn() {
+	if !c.slotsOn() {
 		return
 	}
 	slot, ok := c.parseSlot(args[2])

@@ -101,6 +101,7 @@ func cmdMulti(c *client, _ [][]byte, _ time.Time) {
 		return
 	}
 	c.tx = &multiState{slot: -1}
+	c.regate()
 	c.writeOK()
 }
 
@@ -111,6 +112,7 @@ func cmdDiscard(c *client, _ [][]byte, _ time.Time) {
 		return
 	}
 	c.tx = nil
+	c.regate()
 	c.watched = nil
 	c.writeOK()
 }
@@ -155,6 +157,7 @@ func cmdExec(c *client, _ [][]byte, now time.Time) {
 		return
 	}
 	c.tx = nil
+	c.regate()
 	watched := c.watched
 	c.watched = nil
 	if tx.aborted {
@@ -182,6 +185,7 @@ func cmdExec(c *client, _ [][]byte, now time.Time) {
 		}
 		now = end
 	}
+	c.sendSelfPushes() // what its PUBLISHes sent the client itself follows EXEC's reply, as in Redis
 }
 
 // inExec reports whether the client's command runs inside EXEC.

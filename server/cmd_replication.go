@@ -29,7 +29,7 @@ func replicationFamily() []*command {
 		replicaof("slaveof", "1.0.0"),
 		{name: "role", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, acl: []string{"@admin", "@fast", "@dangerous"},
 			group: "server", since: "2.8.12", complexity: "O(1)", summary: "Returns the replication role.", run: cmdRole},
-		{name: "wait", arity: 3, flags: []string{"noscript"}, acl: []string{"@slow", "@connection"}, blocking: true,
+		{name: "wait", arity: 3, flags: []string{"noscript"}, acl: []string{"@slow", "@connection"}, offLoop: true,
 			group: "generic", since: "3.0.0", complexity: "O(1)",
 			summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", run: cmdWait},
 		{name: "replconf", arity: -1, flags: []string{"admin", "noscript", "loading", "stale", "allow_busy"}, acl: []string{"@admin", "@slow", "@dangerous"},
@@ -122,7 +122,7 @@ func cmdRole(c *client, _ [][]byte, _ time.Time) {
 //
 // Blocks until numreplicas replicas have acknowledged every change made
 // before it, or timeout milliseconds (0: no limit) pass, and answers how many
-// have. It waits off the event loops (the command is blocking).
+// have. It waits off the event loops (offLoop).
 func cmdWait(c *client, args [][]byte, _ time.Time) {
 	num, ok := parseInt(args[1])
 	if !ok {

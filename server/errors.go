@@ -171,7 +171,7 @@ var (
 	errTimeoutNegative   = commandError("ERR timeout is negative")
 	errTimeoutRange      = commandError("ERR timeout is out of range")
 	errMonitorKeyspace   = commandError("ERR Replica can't interact with the keyspace")
-	errMonitorNoConn     = commandError("ERR MONITOR needs a network connection")
+	errMonitorNoConn     = errNoNetwork("MONITOR")
 	errNoLFU             = commandError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 	errGetKeysNoCommand  = commandError("ERR Invalid command specified")
 	errGetKeysNoKeys     = commandError("ERR The command has no key arguments")
@@ -187,6 +187,19 @@ var (
 	errNoConfigFile     = commandError("ERR The server is running without a config file")
 	errSlowlogCount     = commandError("ERR count should be greater than or equal to -1")
 )
+
+// errNoNetwork refuses a command that streams to its connection (MONITOR,
+// SUBSCRIBE) on one without a network, which cannot be fed: only tests make
+// such connections.
+func errNoNetwork(command string) replyError {
+	return commandError("ERR " + command + " needs a network connection")
+}
+
+// errSubscribedContext is Redis's answer to a command a client subscribed
+// under RESP2 may not run, naming it by its lower-case full name.
+func errSubscribedContext(name string) replyError {
+	return commandError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+}
 
 // errKeyTooLong refuses a key name longer than --max-key-len; n and max are
 // given when known.
@@ -410,6 +423,7 @@ var (
 	errInvalidKeyCount = commandError("ERR Invalid slot or number of keys")
 	errNotAMaster      = commandError("ERR The specified node is not a master")
 	errInvalidVersion  = commandError("ERR Invalid cluster version")
+	errSlotsInExec     = commandError("ERR this CLUSTER subcommand cannot run inside a transaction")
 )
 
 // errMoved is a redirect, MOVED or ASK, of slot to node.

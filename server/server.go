@@ -128,7 +128,8 @@ type Server struct {
 	pauseMu  sync.Mutex // serializes changes of pause with hookPause
 	pause    atomic.Pointer[pauseState]
 	monMu    sync.Mutex // serializes changes of monitors with hookMonitor
-	monitors atomic.Pointer[[]*monitor]
+	monitors atomic.Pointer[[]*feed]
+	pubsub   pubsub // the subscriptions: pubsub.go
 
 	// failover is the FAILOVER in progress, if any (cmd_replication.go);
 	// failoverState is INFO's master_failover_state.
@@ -248,6 +249,8 @@ func (s *Server) closed(conn connection, err error) {
 		c.replLink.Close()
 	}
 	s.endMonitor(c)
+	s.unsubscribeAll(c)
+	c.endFeed()
 	s.connectionEnded(c, err)
 }
 
