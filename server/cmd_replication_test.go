@@ -158,6 +158,9 @@ func TestReplicaConvergesRefusesWritesAndContinuesAfterABreak(t *testing.T) {
 	require.Equal(t, int64(1), full.SyncFull)
 	require.Equal(t, full.SyncFull, m.node.Status().SyncFull, "no second full resynchronization")
 	require.Equal(t, full.SyncPartialOK+1, m.node.Status().SyncPartialOK, "a +CONTINUE")
+	stats := m.do(t, "INFO", "stats").(string)
+	require.Contains(t, stats, "\r\nsync_full:1\r\n")
+	require.Contains(t, stats, "\r\nsync_partial_ok:1\r\n")
 
 	// Promotion: the replica takes writes, with a new stream id.
 	require.Equal(t, "OK", r.do(t, "REPLICAOF", "NO", "ONE"))

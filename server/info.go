@@ -209,6 +209,7 @@ func (s *Server) infoPersistence(ks storage.Keyspace, now time.Time) [][2]string
 func (s *Server) infoStats(ks storage.Keyspace, _ time.Time) [][2]string {
 	c := s.counters()
 	channels, patterns, _ := s.pubsubCounts()
+	repl := s.replicaStatus()
 	return [][2]string{
 		{"total_connections_received", itoa(c.connections)},
 		{"total_commands_processed", itoa(c.commandsProcessed)},
@@ -220,6 +221,9 @@ func (s *Server) infoStats(ks storage.Keyspace, _ time.Time) [][2]string {
 		{"keyspace_misses", itoa(c.misses)},
 		{"pubsub_channels", strconv.Itoa(channels)},
 		{"pubsub_patterns", strconv.Itoa(patterns)},
+		{"sync_full", itoa(repl.SyncFull)},
+		{"sync_partial_ok", itoa(repl.SyncPartialOK)},
+		{"sync_partial_err", itoa(repl.SyncPartialErr)},
 		{"total_error_replies", itoa(c.errorReplies)},
 		{"throttle_allowed", itoa(c.allowed)},
 		{"throttle_limited", itoa(c.limited)},
