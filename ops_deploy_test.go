@@ -483,3 +483,54 @@ func TestDockerCompose(t *testing.T) {
 	require.Equal(t, "redis://redcell:"+strconv.Itoa(cfg.Port), exporter.Environment["REDIS_ADDR"])
 	require.Equal(t, "redis_exporter", targets["redis-exporter:9121"])
 }
+
+// deploy/compose-sentinel.yml: three redcell nodes from this Dockerfile,
+// two of them replicas of the first, each on its own volume; three
+// Sentinels monitoring the first with a quorum of two, from a copy of
+// deploy/sentinel.conf.
+func TestSentinelCompose(t *testing.T) {
+	text, err := os.ReadFile("deploy/compose-sentinel.yml")
+	require.NoError(t, err)
+	var compose composeFile
+	require.NoError(t, yaml.Unmarshal(text, &compose))
+	img := readDockerfile(t)
+
+	volumes := map[string]bool{}
+	for i, wantReplicaOf := range []string{"", "redcell-1 6379", "redcell-1 6379"} {
+		name := "redcell-" + strconv.Itoa(i+1)
+		svc, ok := compose.Services[name]
+		require.True(t, ok, name)
+		require.Equal(t, "redcell:latest", svc.Image, name)
+		env := map[string]string{}
+		for k, v := range img.env {
+			env[k] = v
+		}
+		for k, v := range svc.Environment {
+			env[k] = v
+		}
+		args := append(append([]string{}, img.cmd...), svc.Command...)
+		cfg, err := config.Parse(args, envLookup(env), io.Discard)
+		require.NoError(t, err, "%s: %q", name, args)
+		require.Equal(t, wantReplicaOf, cfg.ReplicaOf, name)
+		require.Equal(t, 6379, cfg.Port, name)
+		require.Len(t, svc.Volumes, 1, name)
+		vol, dir, _ := strings.Cut(svc.Volumes[0], ":")
+		require.Equal(t, cfg.Dir, dir, "%s keeps its state (and its role, replication.conf) on a volume", name)
+		require.False(t, volumes[vol], "%s has a volume of its own", name)
+		volumes[vol] = true
+		require.Contains(t, compose.Volumes, vol)
+	}
+	require.NotNil(t, compose.Services["redcell-1"].Build, "the master's service builds the image")
+
+	conf, err := os.ReadFile("deploy/sentinel.conf")
+	require.NoError(t, err)
+	require.Contains(t, string(conf), "\nsentinel monitor mymaster redcell-1 6379 2\n")
+	for i := 1; i <= 3; i++ {
+		name := "sentinel-" + strconv.Itoa(i)
+		svc, ok := compose.Services[name]
+		require.True(t, ok, name)
+		require.Contains(t, svc.Volumes, "./sentinel.conf:/etc/redcell/sentinel.conf:ro", name)
+		require.Contains(t, strings.Join(svc.Command, " "), "cp /etc/redcell/sentinel.conf /data/sentinel.conf", "%s rewrites a copy", name)
+		require.Contains(t, strings.Join(svc.Command, " "), "--sentinel", name)
+	}
+}

@@ -78,6 +78,11 @@ type Config struct {
 	ReplBacklogSize int64
 	ReplicaPriority int
 
+	// Cluster mode (cluster.go): ClusterEnabled is yes, no or emulated;
+	// ClusterAnnounceIP is the address an emulated node reports.
+	ClusterEnabled    string
+	ClusterAnnounceIP string
+
 	// Actions instead of serving: print the version; ping the server this
 	// configuration describes and exit 0 if it answers.
 	Version     bool
@@ -119,6 +124,14 @@ func (c Config) Validate() error {
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format %q: must be text or json", c.LogFormat)
+	}
+	switch c.ClusterEnabled {
+	case "yes", "no", "emulated":
+	default:
+		return fmt.Errorf("--cluster-enabled %q: must be yes, no or emulated", c.ClusterEnabled)
+	}
+	if c.ClusterEnabled != "no" && c.ReplicaOf != "" {
+		return errors.New("--replicaof: in cluster mode a node's master is the topology's (CLUSTERX SETNODES)")
 	}
 	if err := c.validateReplication(); err != nil {
 		return err

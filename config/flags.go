@@ -79,6 +79,11 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "least severe `level` logged: debug, info, warn or error (debug adds every client error)")
 	addSecurityFlags(fs, cfg)
 	addReplicationFlags(fs, cfg)
+	fs.StringVar(&cfg.ClusterEnabled, "cluster-enabled", "no",
+		"`yes|no|emulated`: serve as a Redis Cluster node, with the topology pushed by CLUSTERX SETNODES (yes: no slot is served before "+
+			"the first push; emulated: until then this node alone serves every slot)")
+	fs.StringVar(&cfg.ClusterAnnounceIP, "cluster-announce-ip", "",
+		"the `address` an emulated cluster node reports in CLUSTER SLOTS and NODES (default: --bind, or 127.0.0.1 for a wildcard bind)")
 	fs.BoolVar(&cfg.Version, "version", false, "print the version, commit and Go version, and exit")
 	fs.BoolVar(&cfg.HealthCheck, "healthcheck", false, "send PING to the server these settings describe; exit 0 if it answers PONG (for Docker's HEALTHCHECK)")
 	return fs

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"redcell/clock"
+	"redcell/cluster"
 	"redcell/config"
 	"redcell/server"
 	"redcell/storage"
@@ -77,6 +78,14 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 	}
 	defer repl.Close()
 
+	var cl *cluster.State
+	if cfg.ClusterEnabled != "no" {
+		if cl, err = startCluster(cfg, port, logger); err != nil {
+			ls.close()
+			return err
+		}
+	}
+
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv := server.New(server.Config{
@@ -97,6 +106,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		Bind:          cfg.Bind,
 		Port:          port,
 		Replication:   repl,
+		Cluster:       cl,
 		RewriteConfig: func() error { return rewriteRole(cfg, repl) },
 		Dir:           cfg.Dir,
 		FlushInterval: cfg.FlushInterval,
@@ -111,6 +121,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		defer stopMetrics()
 	}
 
+	srv.FollowTopology()
 	background := runBackground(ctx, cfg, st)
 	served := make(chan error, 2)
 	serving := 1

@@ -12,6 +12,7 @@ import (
 
 	"redcell/config"
 	"redcell/replication"
+	"redcell/server"
 	"redcell/storage"
 )
 
@@ -65,7 +66,7 @@ func startReplication(cfg config.Config, store *storage.Store, port int, logger 
 // crash leaves the old file or the new one whole.
 func rewriteRole(cfg config.Config, node *replication.Node) error {
 	if cfg.InMemory {
-		return errors.New("The server is running without a config file")
+		return server.ErrNoConfigFile
 	}
 	st := node.Status()
 	line := "replicaof no one"

@@ -129,7 +129,7 @@ func TestClientKill(t *testing.T) {
 	b.expectClosed()
 
 	for _, typ := range []string{"master", "replica", "slave", "pubsub", "PUBSUB"} {
-		require.Equal(t, integer(0), k.do("CLIENT", "KILL", "TYPE", typ), "redcell has no %s connections", typ)
+		require.Equal(t, integer(0), k.do("CLIENT", "KILL", "TYPE", typ), "no %s connection here", typ)
 	}
 
 	// MAXAGE: older is at least 10 s old, newer younger.

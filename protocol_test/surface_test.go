@@ -589,7 +589,7 @@ func TestInfo(t *testing.T) {
 	require.Contains(t, text, "# Keyspace\r\ndb0:keys=4,expires=4,avg_ttl=3600000\r\n")
 
 	c2 := ts.raw(t)
-	require.Equal(t, "# Clients\r\nconnected_clients:2\r\nmaxclients:10000\r\nblocked_clients:0\r\n", bulkBody(t, c2.do("INFO", "clients")))
+	require.Equal(t, "# Clients\r\nconnected_clients:2\r\nmaxclients:10000\r\nblocked_clients:0\r\npubsub_clients:0\r\n", bulkBody(t, c2.do("INFO", "clients")))
 	require.Equal(t, ok, c.do("FLUSHDB"))
 	require.Equal(t, "# Keyspace\r\n", bulkBody(t, c.do("INFO", "KEYSPACE")))
 	two := bulkBody(t, c.do("INFO", "server", "keyspace"))

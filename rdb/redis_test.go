@@ -54,6 +54,7 @@ type redisServer struct {
 	addr   string
 	dir    string
 	client *redis.Client
+	log    *syncBuffer // its standard output and error
 }
 
 // startRedis starts redis-server with its files in dir (dump.rdb is what
@@ -70,8 +71,8 @@ func startRedis(t *testing.T, dir string, extra ...string) *redisServer {
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--dbfilename", "dump.rdb", "--save", "", "--appendonly", "no", "--daemonize", "no"}, extra...)
 	cmd := exec.Command(bin, args...)
-	var log syncBuffer
-	cmd.Stdout, cmd.Stderr = &log, &log
+	log := new(syncBuffer)
+	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(t, cmd.Start())
 	exited := make(chan struct{})
 	go func() {
@@ -79,7 +80,7 @@ func startRedis(t *testing.T, dir string, extra ...string) *redisServer {
 		close(exited)
 	}()
 
-	s := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir}
+	s := &redisServer{addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, log: log}
 	// One connection, so a SELECT holds for the commands after it.
 	s.client = redis.NewClient(&redis.Options{Addr: s.addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, PoolSize: 1})
 	t.Cleanup(func() {
@@ -181,6 +182,16 @@ func TestRedisServerLoadsOurFile(t *testing.T) {
 		require.LessOrEqual(t, pttl, want, "PTTL %q", name)
 		require.Greater(t, pttl, want-10_000, "PTTL %q", name)
 	}
+}
+
+// A master with no keys sends SELECTDB 0 and RESIZEDB 0 0, which Redis,
+// skipping empty dbs, never writes itself.
+func TestRedisServerLoadsAnEmptyFile(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "dump.rdb"), writeFile(t, []Aux{{"redis-ver", "7.0.15"}}, nil), 0o600))
+	s := startRedis(t, dir)
+	require.Equal(t, int64(0), s.do(t, "DBSIZE"))
+	require.Contains(t, s.log.String(), "Done loading RDB, keys loaded: 0, keys expired: 0.")
 }
 
 // redisKey is a key set in a redis-server, in its db.

@@ -127,3 +127,12 @@ func decodeValue(value []byte) (storage.Kind, gcra.Instant, []byte, error) {
 	}
 	return storage.KindTAT, gcra.Instant(tat), nil, nil
 }
+
+// EncodeValue is a key's state as the string replication sends for it (a
+// TAT key's TAT in decimal, another kind's boxed state), for another
+// transport of states: a cluster slot's migration.
+func EncodeValue(ch storage.Change) []byte { return boxValue(ch) }
+
+// DecodeValue turns EncodeValue's string back into a state: its kind, its
+// expiry (a TAT key's TAT) and a boxed kind's state (a view of value).
+func DecodeValue(value []byte) (storage.Kind, gcra.Instant, []byte, error) { return decodeValue(value) }

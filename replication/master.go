@@ -2,6 +2,7 @@ package replication
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -130,7 +131,8 @@ type Link struct {
 // until Close or a write fails. The connection goes on reading the
 // replica's REPLCONF ACKs, which the caller passes to Ack. ip and port are
 // where Sentinel finds the replica (its address and REPLCONF
-// listening-port).
+// listening-port). An empty replID is the old SYNC: a full resynchronization
+// whose snapshot comes without the +FULLRESYNC line.
 func (n *Node) PSync(conn net.Conn, ip string, port int, replID string, offset int64) (*Link, error) {
 	l := &Link{n: n, conn: conn, ip: ip, port: port, done: make(chan struct{})}
 	l.ackedAt.Store(n.cfg.Now().UnixNano())
@@ -153,7 +155,7 @@ func (n *Node) PSync(conn net.Conn, ip string, port int, replID string, offset i
 	switch {
 	case !full:
 		n.syncPartialOK.Add(1)
-	case replID != "?":
+	case replID != "?" && replID != "":
 		n.syncPartialErr.Add(1)
 		n.syncFull.Add(1)
 	default:
@@ -161,7 +163,7 @@ func (n *Node) PSync(conn net.Conn, ip string, port int, replID string, offset i
 	}
 	if full {
 		l.state.Store("wait_bgsave")
-		go l.fullSync()
+		go l.fullSync(replID != "")
 	} else {
 		l.state.Store("online")
 		l.acked.Store(from)
@@ -170,6 +172,27 @@ func (n *Node) PSync(conn net.Conn, ip string, port int, replID string, offset i
 	}
 	return l, nil
 }
+
+// TakeOver is a replica's answer to PSYNC replid offset FAILOVER from its
+// master (FAILOVER on the master): replid must be the stream this node
+// follows; it then becomes a master, as REPLICAOF NO ONE, and the PSYNC
+// that follows continues the stream for the old master, now its replica.
+func (n *Node) TakeOver(replID string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.streamMu.Lock()
+	mine := n.replID
+	n.streamMu.Unlock()
+	if n.upstream == nil || replID != mine {
+		return ErrFailoverReplID
+	}
+	n.promoteLocked()
+	return nil
+}
+
+// ErrFailoverReplID refuses PSYNC ... FAILOVER from a node whose stream
+// this one does not follow.
+var ErrFailoverReplID = errors.New("replication: PSYNC FAILOVER replid must match my replid")
 
 // errNotSynced refuses a replica of a replica that has no stream yet.
 var errNotSynced = fmt.Errorf("NOMASTERLINK Can't SYNC while not connected with my master")
@@ -197,7 +220,7 @@ func (n *Node) continueFrom(replID string, offset int64) (from int64, full bool)
 
 // fullSync sends +FULLRESYNC and a snapshot, then the stream from the
 // snapshot's offset.
-func (l *Link) fullSync() {
+func (l *Link) fullSync(psync bool) {
 	n := l.n
 	// First phase: copy every shard under its lock, with nothing taken
 	// into the stream meanwhile, so that a change the copy missed is in
@@ -221,7 +244,10 @@ func (l *Link) fullSync() {
 		return
 	}
 	keys = nil
-	head := fmt.Appendf(nil, "+FULLRESYNC %s %d\r\n$%d\r\n", id, off, snap.Len())
+	head := fmt.Appendf(nil, "$%d\r\n", snap.Len())
+	if psync {
+		head = fmt.Appendf(nil, "+FULLRESYNC %s %d\r\n%s", id, off, head)
+	}
 	if err := l.write(head); err != nil {
 		l.fail(err)
 		return
@@ -417,4 +443,46 @@ func (n *Node) count(offset int64) int {
 		}
 	}
 	return c
+}
+
+// WaitCaughtUp waits until the replica at ip:port (with ip "", any replica)
+// has acknowledged the whole stream as it is when called, asking for
+// acknowledgements (REPLCONF GETACK) as it waits, for at most timeout (0:
+// no limit) or until done is closed. It returns the replica and whether it
+// caught up. The caller has paused writes, so the stream's end holds still.
+func (n *Node) WaitCaughtUp(ip string, port int, timeout time.Duration, done <-chan struct{}) (ReplicaStatus, bool) {
+	target := n.Sync()
+	n.appendStream([]byte(getAckCommand))
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	ask := time.NewTicker(100 * time.Millisecond)
+	defer ask.Stop()
+	for {
+		n.mu.Lock()
+		acked := n.acked
+		var found *Link
+		for l := range n.links {
+			if (ip == "" || (l.ip == ip && l.port == port)) && l.acked.Load() >= target {
+				found = l
+				break
+			}
+		}
+		n.mu.Unlock()
+		if found != nil {
+			return found.status(n.cfg.Now()), true
+		}
+		select {
+		case <-acked:
+		case <-ask.C:
+			n.appendStream([]byte(getAckCommand))
+		case <-deadline:
+			return ReplicaStatus{}, false
+		case <-done:
+			return ReplicaStatus{}, false
+		}
+	}
 }

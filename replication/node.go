@@ -170,6 +170,19 @@ func (n *Node) MasterAuth() (user, pass string) {
 // background. already is set when the node was already a replica of that
 // master.
 func (n *Node) ReplicaOf(host string, port int) (already bool, err error) {
+	return n.replicaOf(host, port, false)
+}
+
+// FailoverTo is the last step of FAILOVER on a master that paused its
+// writes and saw host:port, its replica, acknowledge the whole stream: it
+// becomes a replica of host:port, whose first PSYNC asks it to take over
+// (PSYNC replid offset FAILOVER) and continues the stream there.
+func (n *Node) FailoverTo(host string, port int) error {
+	_, err := n.replicaOf(host, port, true)
+	return err
+}
+
+func (n *Node) replicaOf(host string, port int, failover bool) (already bool, err error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
@@ -185,17 +198,23 @@ func (n *Node) ReplicaOf(host string, port int) (already bool, err error) {
 	if u := n.upstream; u != nil && u.host == host && u.port == port {
 		return true, nil
 	}
+	continuing := false
 	if n.upstream != nil {
 		n.upstream.stop()
+		continuing = n.upstream.hasStream.Load()
 	} else {
 		// A master becoming a replica: its own changes stop feeding the
-		// stream, which from now on is its master's.
+		// stream, which from now on is its master's. Its stream so far is
+		// one the new master may hold (a replica of it, promoted): it asks
+		// to continue it, and resynchronizes in full if it cannot.
 		n.stopFeedLocked()
+		n.takeFeed(nil, nil)
 		n.store.SetFeed(false)
+		continuing = n.backlog.active()
 	}
 	n.replica.Store(true)
 	n.dropLinksLocked() // as Redis, its replicas resynchronize with what it becomes
-	n.upstream = n.startUpstream(host, port)
+	n.upstream = n.startUpstream(host, port, continuing, failover)
 	return false, nil
 }
 

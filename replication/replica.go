@@ -48,11 +48,21 @@ type upstream struct {
 	ignored atomic.Int64
 
 	writeMu sync.Mutex // the apply loop's ACKs and the ticker's
+
+	// failover: the next PSYNC is PSYNC ... FAILOVER (Node.FailoverTo),
+	// until the master has answered one. Meanwhile this node serves no
+	// replica: the one taking over must not become this node's replica.
+	failover atomic.Bool
 }
 
-func (n *Node) startUpstream(host string, port int) *upstream {
+// startUpstream starts the link to host:port. continuing: the node holds a
+// stream its first PSYNC asks to continue; failover: that PSYNC asks the
+// master, this node's replica until now, to take over (FAILOVER).
+func (n *Node) startUpstream(host string, port int, continuing, failover bool) *upstream {
 	u := &upstream{n: n, host: host, port: port, stopCh: make(chan struct{}), done: make(chan struct{}),
 		state: "connect", downSince: n.cfg.Now()}
+	u.hasStream.Store(continuing)
+	u.failover.Store(failover)
 	go u.run()
 	return u
 }
@@ -77,7 +87,9 @@ func (u *upstream) stopped() bool {
 	}
 }
 
-func (u *upstream) synced() bool { return u.hasStream.Load() }
+// synced reports whether this replica can serve replicas of its own: it has
+// a stream, and is not handing over to its master (FAILOVER).
+func (u *upstream) synced() bool { return u.hasStream.Load() && !u.failover.Load() }
 
 func (u *upstream) setState(s string) {
 	u.mu.Lock()
@@ -182,10 +194,15 @@ func (u *upstream) session() error {
 		off = end + 1
 		n.streamMu.Unlock()
 	}
-	reply, err := call("PSYNC", id, strconv.FormatInt(off, 10))
+	psync := []string{"PSYNC", id, strconv.FormatInt(off, 10)}
+	if u.failover.Load() {
+		psync = append(psync, "FAILOVER")
+	}
+	reply, err := call(psync...)
 	if err != nil {
 		return err
 	}
+	u.failover.Store(false) // answered: a master that took over, or refused, is asked no more
 	switch {
 	case strings.HasPrefix(reply, "+FULLRESYNC "):
 		f := strings.Fields(reply)
@@ -330,40 +347,47 @@ func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
 			}
 		}
 	}()
+	// The commands of one read are applied, then appended to the backlog
+	// together. Applying first keeps the order a snapshot for this node's
+	// own replicas relies on (fullSync): what the backlog holds before a
+	// snapshot's offset is in the snapshot; a command applied but not yet
+	// appended is in both, and applying a state twice is harmless.
 	rd := resp.NewReader(br, resp.Limits{})
-	var raw []byte
+	var batch []byte
+	getAck := false
 	for {
 		args, err := rd.Next(true)
 		if err != nil {
 			return fmt.Errorf("the master's stream: %w", err)
 		}
-		if args == nil {
-			_ = conn.SetReadDeadline(time.Now().Add(n.cfg.Timeout))
-			if err := rd.Fill(); err != nil {
-				return err
-			}
-			u.lastIO.Store(time.Now().UnixNano())
+		if args != nil {
+			getAck = u.applyCommand(args) || getAck
+			batch = appendCommand(batch, args)
 			continue
 		}
-		raw = appendCommand(raw[:0], args)
-		n.streamMu.Lock()
-		getAck := u.applyCommand(args)
-		n.backlog.append(raw)
-		_, end := n.backlog.offsets()
-		n.streamMu.Unlock()
+		n.appendStream(batch)
 		if getAck {
+			_, end := n.backlog.offsets()
 			if err := u.send(conn, "REPLCONF", "ACK", strconv.FormatInt(end, 10)); err != nil {
 				return err
 			}
+			getAck = false
 		}
-		if cap(raw) > 1<<20 {
-			raw = nil
+		if cap(batch) > 1<<20 {
+			batch = nil // a burst's buffer is not kept
+		} else {
+			batch = batch[:0]
 		}
+		_ = conn.SetReadDeadline(time.Now().Add(n.cfg.Timeout))
+		if err := rd.Fill(); err != nil {
+			return err
+		}
+		u.lastIO.Store(time.Now().UnixNano())
 	}
 }
 
-// applyCommand applies one command of the stream, n.streamMu held, and
-// reports whether it is REPLCONF GETACK.
+// applyCommand applies one command of the stream and reports whether it is
+// REPLCONF GETACK.
 func (u *upstream) applyCommand(args [][]byte) (getAck bool) {
 	n := u.n
 	name := strings.ToLower(string(args[0]))

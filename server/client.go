@@ -38,6 +38,13 @@ type client struct {
 	// (statStripes).
 	stripe int
 
+	// gated is set while the client's commands need a look before they
+	// run (client.gate): inside MULTI, and while restricted, subscribed
+	// under RESP2. One flag for both, so that a client in neither state
+	// pays one test in dispatch, as it did for MULTI alone. regate keeps
+	// them.
+	gated, restricted bool
+
 	// unsynced is set in durable mode by a command that changed state: the
 	// pipeline's replies wait for a sync.
 	unsynced bool
@@ -58,11 +65,21 @@ type client struct {
 	// them as Redis does: flags=b and flags=O.
 	waiting    atomic.Bool
 	monitoring atomic.Bool
-	// mon is the client's feed once it has sent MONITOR; monitorLine is
-	// where the lines of its commands are built while anyone monitors. Both
-	// are touched only by the client's own goroutine.
-	mon         *monitor
+	// feed is the connection's feed once started (feed.go): set by the
+	// client's own goroutine before anything that pushes to it can find
+	// it. monitorLine, the client's own, is where the lines of its
+	// commands are built while anyone monitors.
+	feed        *feed
 	monitorLine []byte
+
+	// channels and patterns are the client's subscriptions (pubsub.go),
+	// touched by its own goroutine only, under the registry's lock when
+	// they change; subCount and psubCount count them for CLIENT LIST and
+	// KILL on other goroutines. selfPushes are the messages the client
+	// published to itself, sent after its command's reply (pubsub.go).
+	channels, patterns  map[string]struct{}
+	subCount, psubCount atomic.Int32
+	selfPushes          []byte
 
 	// ks is where the client's commands read and change keys: the store,
 	// or inside EXEC the transaction holding its keys' locks (cmd_multi.go).
@@ -76,6 +93,11 @@ type client struct {
 	// sent PSYNC (cmd_replication.go); replIP and replPort are where it
 	// said it listens (REPLCONF ip-address, listening-port). isReplica is
 	// replLink != nil, for CLIENT LIST and KILL from other goroutines.
+	// readOnly (READONLY) lets a cluster replica answer the client's reads
+	// of its master's slots; asking (ASKING) lets the next command run on a
+	// slot being imported here (cmd_cluster.go).
+	readOnly, asking bool
+
 	replLink  *replication.Link
 	replIP    string
 	replPort  int
@@ -95,18 +117,35 @@ func (c *client) kill() bool {
 	return true
 }
 
+// regate sets gated and restricted from the client's state, wherever a
+// transaction begins or ends, its subscriptions change or its protocol does.
+func (c *client) regate() {
+	c.restricted = c.resp == 2 && c.subscriptions() > 0
+	c.gated = c.tx != nil || c.restricted
+}
+
 // flags is CLIENT LIST's flags field, as Redis's: S for a replica, O for a
-// monitor, b for a client whose command waits, N for none.
+// monitor, P for a subscriber, b for a client whose command waits, in that
+// order, or N for none of them.
 func (c *client) flags() string {
-	switch {
-	case c.isReplica.Load():
-		return "S"
-	case c.monitoring.Load():
-		return "O"
-	case c.waiting.Load():
-		return "b"
+	var b [4]byte
+	f := b[:0]
+	if c.isReplica.Load() {
+		f = append(f, 'S')
 	}
-	return "N"
+	if c.monitoring.Load() {
+		f = append(f, 'O')
+	}
+	if c.subscribed() {
+		f = append(f, 'P')
+	}
+	if c.waiting.Load() {
+		f = append(f, 'b')
+	}
+	if len(f) == 0 {
+		return "N"
+	}
+	return string(f)
 }
 
 func loadString(p *atomic.Pointer[string]) string {
@@ -135,7 +174,11 @@ func (c *client) info(now time.Time) string {
 	b = strconv.AppendInt(b, max(idle, 0)/int64(time.Second), 10)
 	b = append(b, " flags="...)
 	b = append(b, c.flags()...)
-	b = append(b, " db=0 sub=0 psub=0 ssub=0 multi=-1 cmd="...)
+	b = append(b, " db=0 sub="...)
+	b = strconv.AppendInt(b, int64(c.subCount.Load()), 10)
+	b = append(b, " psub="...)
+	b = strconv.AppendInt(b, int64(c.psubCount.Load()), 10)
+	b = append(b, " ssub=0 multi=-1 cmd="...)
 	if cmd := c.lastCmd.Load(); cmd != nil {
 		b = append(b, cmd.name...)
 	} else {

@@ -181,14 +181,17 @@ func (c *client) listClients(opts [][]byte) ([]*client, replyError) {
 	case len(opts) == 0:
 		return all, replyError{}
 	case len(opts) == 2 && equalFold(opts[0], "type"):
-		switch t := opts[1]; {
-		case equalFold(t, "normal"):
-			return all, replyError{}
-		case equalFold(t, "master"), equalFold(t, "replica"), equalFold(t, "slave"), equalFold(t, "pubsub"):
-			return nil, replyError{} // redcell has no such connections
-		default:
-			return nil, errUnknownClientType(t)
+		kind, ok := parseClientType(opts[1])
+		if !ok {
+			return nil, errUnknownClientType(opts[1])
 		}
+		var out []*client
+		for _, other := range all {
+			if other.isType(kind) {
+				out = append(out, other)
+			}
+		}
+		return out, replyError{}
 	case len(opts) >= 2 && equalFold(opts[0], "id"):
 		var out []*client
 		for _, a := range opts[1:] {
@@ -305,13 +308,12 @@ func cmdClientKill(c *client, args [][]byte, now time.Time) {
 
 // killFilter is CLIENT KILL's filters: a client must pass all of them.
 type killFilter struct {
-	id         int64  // 0: any
-	addr       []byte // nil: any
-	laddr      []byte
-	noneOfType bool          // TYPE master|pubsub: redcell has none
-	replicas   int           // TYPE replica|slave: 1; TYPE normal: -1; 0: any
-	maxAge     time.Duration // 0: any
-	skipMe     bool
+	id     int64  // 0: any
+	addr   []byte // nil: any
+	laddr  []byte
+	kind   clientType    // TYPE; typeAny: any
+	maxAge time.Duration // 0: any
+	skipMe bool
 }
 
 // parse reads the new form's filters, as Redis checks them: in order, the
@@ -339,16 +341,11 @@ func (f *killFilter) parse(opts [][]byte) replyError {
 			}
 			f.maxAge = time.Duration(min(age, int64(math.MaxInt64/time.Second))) * time.Second
 		case equalFold(opt, "type"):
-			switch {
-			case equalFold(val, "normal"):
-				f.replicas = -1
-			case equalFold(val, "replica"), equalFold(val, "slave"):
-				f.replicas = 1
-			case equalFold(val, "master"), equalFold(val, "pubsub"):
-				f.noneOfType = true
-			default:
+			kind, ok := parseClientType(val)
+			if !ok {
 				return errUnknownClientType(val)
 			}
+			f.kind = kind
 		case equalFold(opt, "addr"):
 			f.addr = val
 		case equalFold(opt, "laddr"):
@@ -375,9 +372,7 @@ func (f *killFilter) parse(opts [][]byte) replyError {
 
 func (f *killFilter) matches(c *client, now time.Time) bool {
 	switch {
-	case f.noneOfType:
-		return false
-	case f.replicas != 0 && (f.replicas > 0) != c.isReplica.Load():
+	case f.kind != typeAny && !c.isType(f.kind):
 		return false
 	case f.id != 0 && c.id != f.id:
 		return false
@@ -386,6 +381,49 @@ func (f *killFilter) matches(c *client, now time.Time) bool {
 	case f.laddr != nil && string(f.laddr) != c.laddr:
 		return false
 	case f.maxAge != 0 && now.Sub(c.created).Truncate(time.Second) < f.maxAge:
+		return false
+	}
+	return true
+}
+
+// clientType is a client's type, as CLIENT LIST and CLIENT KILL's TYPE
+// select it: Redis's, where a monitor is a normal client and one with a
+// subscription a pubsub client.
+type clientType uint8
+
+const (
+	typeAny     clientType = iota
+	typeNormal             // neither of the others
+	typePubsub             // with a subscription (pubsub.go)
+	typeReplica            // replica or slave: a replica's link, after PSYNC
+	typeMaster             // master: redcell's link to its master is no client
+)
+
+// parseClientType reads a TYPE's value, case-insensitively.
+func parseClientType(name []byte) (clientType, bool) {
+	switch {
+	case equalFold(name, "normal"):
+		return typeNormal, true
+	case equalFold(name, "pubsub"):
+		return typePubsub, true
+	case equalFold(name, "replica"), equalFold(name, "slave"):
+		return typeReplica, true
+	case equalFold(name, "master"):
+		return typeMaster, true
+	}
+	return typeAny, false
+}
+
+// isType reports whether the client is of type t, from any goroutine.
+func (c *client) isType(t clientType) bool {
+	switch t {
+	case typeNormal:
+		return !c.subscribed() && !c.isReplica.Load()
+	case typePubsub:
+		return c.subscribed()
+	case typeReplica:
+		return c.isReplica.Load()
+	case typeMaster:
 		return false
 	}
 	return true

@@ -27,8 +27,8 @@ func TestCommandTable(t *testing.T) {
 		if cmd.firstKey != 0 && (cmd.step <= 0 || (cmd.lastKey > 0 && cmd.lastKey < cmd.firstKey) || len(cmd.keyFlags) == 0) {
 			t.Errorf("%s: key positions %d %d %d flags %v", name, cmd.firstKey, cmd.lastKey, cmd.step, cmd.keyFlags)
 		}
-		if cmd.noAuth != (name == "auth" || name == "hello" || name == "quit") {
-			t.Errorf("%s: noAuth %v; only AUTH, HELLO and QUIT run before authentication", name, cmd.noAuth)
+		if cmd.noAuth != (name == "auth" || name == "hello" || name == "quit" || name == "reset") {
+			t.Errorf("%s: noAuth %v; only AUTH, HELLO, QUIT and RESET run before authentication", name, cmd.noAuth)
 		}
 		if cmd.summary == "" || cmd.since == "" || cmd.group == "" || cmd.complexity == "" {
 			t.Errorf("%s: COMMAND DOCS fields missing", name)
@@ -82,7 +82,7 @@ func TestCommandTable(t *testing.T) {
 			wholeKeyspace = append(wholeKeyspace, cmd.name)
 		}
 	}
-	if want := []string{"discard", "exec", "multi", "quit", "watch"}; !slices.Equal(txControl, want) {
+	if want := []string{"discard", "exec", "multi", "quit", "reset", "watch"}; !slices.Equal(txControl, want) {
 		t.Errorf("txControl commands %q want %q", txControl, want)
 	}
 	if want := []string{"dbsize", "flushall", "flushdb", "info", "keys", "memory", "object", "scan"}; !slices.Equal(wholeKeyspace, want) {

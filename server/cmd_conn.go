@@ -10,23 +10,38 @@ import (
 // (commands.go).
 func connFamily() []*command {
 	return []*command{
-		{name: "ping", arity: -1, maxArgs: 2, flags: []string{"fast"}, acl: []string{"@fast", "@connection"},
+		{name: "ping", arity: -1, maxArgs: 2, inSubscribed: true, flags: []string{"fast"}, acl: []string{"@fast", "@connection"},
 			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the server's liveliness response.", run: cmdPing},
 		{name: "echo", arity: 2, flags: []string{"fast"}, acl: []string{"@fast", "@connection"},
 			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the given string.", run: cmdEcho},
-		{name: "quit", arity: -1, txControl: true, noAuth: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, acl: []string{"@fast", "@connection"},
+		{name: "quit", arity: -1, txControl: true, noAuth: true, inSubscribed: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, acl: []string{"@fast", "@connection"},
 			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Closes the connection.", run: cmdQuit},
 		{name: "select", arity: 2, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast", "@connection"},
 			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Changes the selected database: only 0 exists.", run: cmdSelect},
 		{name: "auth", arity: -2, maxArgs: 3, noAuth: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, acl: []string{"@fast", "@connection"},
 			group: "connection", since: "1.0.0", complexity: "O(N) where N is the number of passwords defined for the user", summary: "Authenticates the connection.", run: cmdAuth},
+		{name: "reset", arity: 1, txControl: true, noAuth: true, inSubscribed: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, acl: []string{"@fast", "@connection"},
+			group: "connection", since: "6.2.0", complexity: "O(1)", summary: "Resets the connection.", run: cmdReset},
 		{name: "hello", arity: -1, noAuth: true, flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, acl: []string{"@fast", "@connection"},
 			group: "connection", since: "6.0.0", complexity: "O(1)", summary: "Handshakes with the server, optionally switching to RESP3.", run: cmdHello},
 	}
 }
 
 // PING [message]
+//
+// Subscribed under RESP2, as Redis: an array, "pong" and the message or an
+// empty string, which a client reading messages tells from +PONG.
 func cmdPing(c *client, args [][]byte, _ time.Time) {
+	if c.restricted {
+		c.writeArray(2)
+		c.writeBulkString("pong")
+		if len(args) == 2 {
+			c.writeBulk(args[1])
+		} else {
+			c.writeBulkString("")
+		}
+		return
+	}
 	if len(args) == 2 {
 		c.writeBulk(args[1])
 		return
@@ -45,6 +60,25 @@ func cmdQuit(c *client, _ [][]byte, _ time.Time) {
 	c.writeOK()
 	c.closing = true
 	c.conn.Close()
+}
+
+// RESET
+//
+// Back to a new connection's state, as Redis's: out of MONITOR, any
+// transaction discarded and keys unwatched, every subscription dropped
+// without a reply, RESP2, the name cleared, and authenticated only if no
+// password is required. Library name and version stay.
+func cmdReset(c *client, _ [][]byte, _ time.Time) {
+	c.srv.endMonitor(c)
+	c.tx = nil
+	c.watched = nil
+	c.srv.unsubscribeAll(c)
+	c.resp = 2
+	c.respSeen.Store(2)
+	c.authed = c.srv.cfg.RequirePass == ""
+	c.name.Store(nil)
+	c.regate()
+	c.writeSimple("RESET")
 }
 
 // SELECT index
@@ -147,6 +181,7 @@ func cmdHello(c *client, args [][]byte, now time.Time) {
 	}
 	c.resp = proto
 	c.respSeen.Store(int32(proto))
+	c.regate()
 
 	c.writeMap(7)
 	c.writeBulkString("server")

@@ -44,6 +44,9 @@ func multiFamily() []*command {
 type multiState struct {
 	queue   []queued
 	aborted bool // a command was refused while queueing: EXEC answers EXECABORT
+	// slot is the cluster slot of the keys queued so far, -1 before the
+	// first: a transaction's keys must all be in one (cmd_cluster.go).
+	slot int
 }
 
 // queued is one command waiting for EXEC, its arguments copied out of the
@@ -97,7 +100,8 @@ func cmdMulti(c *client, _ [][]byte, _ time.Time) {
 		c.writeError(errMultiNested)
 		return
 	}
-	c.tx = &multiState{}
+	c.tx = &multiState{slot: -1}
+	c.regate()
 	c.writeOK()
 }
 
@@ -108,6 +112,7 @@ func cmdDiscard(c *client, _ [][]byte, _ time.Time) {
 		return
 	}
 	c.tx = nil
+	c.regate()
 	c.watched = nil
 	c.writeOK()
 }
@@ -152,6 +157,7 @@ func cmdExec(c *client, _ [][]byte, now time.Time) {
 		return
 	}
 	c.tx = nil
+	c.regate()
 	watched := c.watched
 	c.watched = nil
 	if tx.aborted {
@@ -179,6 +185,7 @@ func cmdExec(c *client, _ [][]byte, now time.Time) {
 		}
 		now = end
 	}
+	c.sendSelfPushes() // what its PUBLISHes sent the client itself follows EXEC's reply, as in Redis
 }
 
 // inExec reports whether the client's command runs inside EXEC.

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"math"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"redcell/replication"
@@ -27,11 +29,13 @@ func replicationFamily() []*command {
 		replicaof("slaveof", "1.0.0"),
 		{name: "role", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, acl: []string{"@admin", "@fast", "@dangerous"},
 			group: "server", since: "2.8.12", complexity: "O(1)", summary: "Returns the replication role.", run: cmdRole},
-		{name: "wait", arity: 3, flags: []string{"noscript"}, acl: []string{"@slow", "@connection"}, blocking: true,
+		{name: "wait", arity: 3, flags: []string{"noscript"}, acl: []string{"@slow", "@connection"}, offLoop: true,
 			group: "generic", since: "3.0.0", complexity: "O(1)",
 			summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", run: cmdWait},
 		{name: "replconf", arity: -1, flags: []string{"admin", "noscript", "loading", "stale", "allow_busy"}, acl: []string{"@admin", "@slow", "@dangerous"},
 			group: "server", since: "3.0.0", complexity: "O(1)", summary: "An internal command for configuring the replication stream.", run: cmdReplconf},
+		{name: "failover", arity: -1, maxArgs: 7, flags: []string{"admin", "noscript", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},
+			group: "server", since: "6.2.0", complexity: "O(1)", summary: "Starts a coordinated failover from a server to one of its replicas.", run: cmdFailover},
 		{name: "psync", arity: -3, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, acl: []string{"@admin", "@slow", "@dangerous"},
 			group: "server", since: "2.8.0", complexity: "O(1)", summary: "An internal command used in replication.", run: cmdPsync},
 		{name: "sync", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, acl: []string{"@admin", "@slow", "@dangerous"},
@@ -118,7 +122,7 @@ func cmdRole(c *client, _ [][]byte, _ time.Time) {
 //
 // Blocks until numreplicas replicas have acknowledged every change made
 // before it, or timeout milliseconds (0: no limit) pass, and answers how many
-// have. It waits off the event loops (the command is blocking).
+// have. It waits off the event loops (offLoop).
 func cmdWait(c *client, args [][]byte, _ time.Time) {
 	num, ok := parseInt(args[1])
 	if !ok {
@@ -207,13 +211,21 @@ func cmdPsync(c *client, args [][]byte, _ time.Time) {
 		c.writeError(errReplicaNoConn)
 		return
 	}
-	id, off := "?", int64(-1)
+	id, off := "", int64(-1) // SYNC
 	if len(args) >= 3 {
 		id = string(args[1])
 		var ok bool
 		if off, ok = parseInt(args[2]); !ok {
 			off = -1
 		}
+	}
+	if len(args) >= 4 && equalFold(args[3], "failover") {
+		// Our master, in FAILOVER, asks us to take over.
+		if err := n.TakeOver(id); err != nil {
+			c.writeError(errReplication(err))
+			return
+		}
+		c.srv.cfg.Logger.Info("FAILOVER: this node took over as master", "old_master", c.addr)
 	}
 	if err := c.conn.flush(); err != nil { // the handshake's replies go first
 		return
@@ -284,7 +296,7 @@ func (s *Server) infoReplication(_ storage.Keyspace, now time.Time) [][2]string 
 		active = "1"
 	}
 	return append(out,
-		[2]string{"master_failover_state", "no-failover"},
+		[2]string{"master_failover_state", s.failoverStateName()},
 		[2]string{"master_replid", st.ReplID},
 		[2]string{"master_replid2", st.ReplID2},
 		[2]string{"master_repl_offset", i(st.Offset)},
@@ -304,6 +316,14 @@ func (c *client) writeOnReplica(quantity int64) bool {
 		return true
 	}
 	return false
+}
+
+// failoverStateName is INFO's master_failover_state.
+func (s *Server) failoverStateName() string {
+	if v, ok := s.failoverState.Load().(string); ok {
+		return v
+	}
+	return "no-failover"
 }
 
 // replicaStatus is the node's replication status, or a master's without
@@ -331,4 +351,155 @@ func (s *Server) writeRefusal() replyError {
 		return errReadOnly
 	}
 	return errMisconf
+}
+
+// FAILOVER [TO host port [FORCE]] [TIMEOUT milliseconds]
+// FAILOVER ABORT
+//
+// A planned switch, as Redis 6.2's: the master pauses writes, waits until
+// the replica (the one named, else the first to catch up) has acknowledged
+// the whole stream, then becomes its replica with PSYNC ... FAILOVER, which
+// makes the replica a master continuing the same stream. Past TIMEOUT it
+// gives up and resumes writes, unless FORCE, which switches anyway. It
+// answers +OK at once; INFO's master_failover_state shows the progress.
+func cmdFailover(c *client, args [][]byte, now time.Time) {
+	s := c.srv
+	if len(args) == 2 && equalFold(args[1], "abort") {
+		s.failoverMu.Lock()
+		f := s.failover
+		s.failoverMu.Unlock()
+		if f == nil {
+			c.writeError(errNoFailover)
+			return
+		}
+		f.abort()
+		c.writeOK()
+		return
+	}
+	var (
+		timeout time.Duration
+		host    string
+		port    int64 = -1
+		force   bool
+	)
+	for i := 1; i < len(args); i++ {
+		switch a := args[i]; {
+		case equalFold(a, "timeout") && i+1 < len(args) && timeout == 0:
+			ms, ok := parseInt(args[i+1])
+			if !ok {
+				c.writeError(errNotInteger)
+				return
+			}
+			if ms <= 0 {
+				c.writeError(errFailoverTimeout)
+				return
+			}
+			timeout = time.Duration(ms) * time.Millisecond
+			i++
+		case equalFold(a, "to") && i+2 < len(args) && host == "":
+			p, ok := parseInt(args[i+2])
+			if !ok {
+				c.writeError(errNotInteger)
+				return
+			}
+			host, port = string(args[i+1]), p
+			i += 2
+		case equalFold(a, "force") && !force:
+			force = true
+		default:
+			c.writeError(errSyntax)
+			return
+		}
+	}
+	n := s.repl
+	if n == nil {
+		c.writeError(errNoReplication)
+		return
+	}
+	s.failoverMu.Lock()
+	defer s.failoverMu.Unlock()
+	st := n.Status()
+	switch {
+	case s.failover != nil:
+		c.writeError(errFailoverInProgress)
+		return
+	case st.Replica:
+		c.writeError(errFailoverOnReplica)
+		return
+	case len(st.Replicas) == 0:
+		c.writeError(errFailoverNoReplicas)
+		return
+	case force && (timeout == 0 || host == ""):
+		c.writeError(errFailoverForce)
+		return
+	}
+	if host != "" {
+		found := false
+		for _, r := range st.Replicas {
+			if r.IP == host && int64(r.Port) == port {
+				found = true
+				if r.State != "online" {
+					c.writeError(errFailoverNotOnline)
+					return
+				}
+			}
+		}
+		if !found {
+			c.writeError(errFailoverNotReplica)
+			return
+		}
+	}
+	f := &failover{host: host, port: int(port), timeout: timeout, force: force, stop: make(chan struct{})}
+	s.failover = f
+	s.failoverState.Store("waiting-for-sync")
+	s.pauseUntil(math.MaxInt64, false, 0, now)
+	f.pause = s.pause.Load()
+	s.cfg.Logger.Info("FAILOVER requested", "to", net.JoinHostPort(host, strconv.Itoa(int(port))), "timeout", timeout, "force", force)
+	go s.runFailover(f)
+	c.writeOK()
+}
+
+// failover is a FAILOVER in progress.
+type failover struct {
+	host    string // "": any replica
+	port    int
+	timeout time.Duration // 0: none
+	force   bool
+	pause   *pauseState // the write pause it put in force
+	stop    chan struct{}
+	once    sync.Once
+}
+
+func (f *failover) abort() { f.once.Do(func() { close(f.stop) }) }
+
+// runFailover waits for the target to catch up, then switches.
+func (s *Server) runFailover(f *failover) {
+	defer func() {
+		s.liftPause(f.pause)
+		s.failoverMu.Lock()
+		s.failover = nil
+		s.failoverMu.Unlock()
+		s.failoverState.Store("no-failover")
+	}()
+	r, caughtUp := s.repl.WaitCaughtUp(f.host, f.port, f.timeout, f.stop)
+	select {
+	case <-f.stop:
+		s.cfg.Logger.Warn("FAILOVER aborted")
+		return
+	default:
+	}
+	switch {
+	case caughtUp:
+	case f.force:
+		r.IP, r.Port = f.host, f.port
+	default:
+		s.cfg.Logger.Warn("FAILOVER timed out: no replica acknowledged the whole stream; writes resume here")
+		return
+	}
+	s.failoverState.Store("failover-in-progress")
+	if err := s.repl.FailoverTo(r.IP, r.Port); err != nil {
+		s.cfg.Logger.Error("FAILOVER failed", "err", err)
+		return
+	}
+	s.cfg.Logger.Info("FAILOVER: this node is now a replica of the new master", "master", net.JoinHostPort(r.IP, strconv.Itoa(r.Port)))
 }

@@ -217,3 +217,53 @@ func TestSentinelReconfigurationKeepsReplicaLinks(t *testing.T) {
 	require.Equal(t, "master", r.info(t, "role"))
 	r.do(t, "CL.THROTTLE", "after", 5, 1, 60)
 }
+
+// FAILOVER switches master and replica without losing a decision: the old
+// master pauses writes, waits for the replica to acknowledge everything,
+// and hands over; the replica continues its stream (+CONTINUE, no full
+// resynchronization).
+func TestFailoverSwitchesRolesAndKeepsEveryDecision(t *testing.T) {
+	ctx := context.Background()
+	m, r := startReplNode(t), startReplNode(t)
+	_, err := m.rdb.Do(ctx, "FAILOVER").Result()
+	require.EqualError(t, err, "ERR FAILOVER requires connected replicas.")
+	_, err = m.rdb.Do(ctx, "FAILOVER", "ABORT").Result()
+	require.EqualError(t, err, "ERR No failover in progress.")
+	_, err = m.rdb.Do(ctx, "FAILOVER", "FORCE").Result()
+	require.EqualError(t, err, "ERR FAILOVER requires connected replicas.")
+
+	var keys []string
+	for i := 0; i < 500; i++ {
+		k := "k" + strconv.Itoa(i)
+		keys = append(keys, k)
+		m.do(t, "CL.THROTTLE", k, 100, 1, 3600)
+	}
+	require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", m.port))
+	require.Eventually(t, func() bool { return m.info(t, "slave0") != "" && strings.Contains(m.info(t, "slave0"), "state=online") },
+		10*time.Second, 10*time.Millisecond)
+	_, err = r.rdb.Do(ctx, "FAILOVER").Result()
+	require.EqualError(t, err, "ERR FAILOVER is not valid when server is a replica.")
+	_, err = m.rdb.Do(ctx, "FAILOVER", "TO", "127.0.0.1", 1).Result()
+	require.EqualError(t, err, "ERR FAILOVER target HOST and PORT is not a replica.")
+	_, err = m.rdb.Do(ctx, "FAILOVER", "TO", "127.0.0.1", r.port, "FORCE").Result()
+	require.EqualError(t, err, "ERR FAILOVER with force option requires both a timeout and target HOST and IP.")
+
+	for _, k := range keys[:100] { // the last writes before the switch
+		m.do(t, "CL.THROTTLE", k, 100, 1, 3600)
+	}
+	want := m.values(t, keys)
+	require.Equal(t, "OK", m.do(t, "FAILOVER", "TO", "127.0.0.1", r.port, "TIMEOUT", 10000))
+	require.Eventually(t, func() bool {
+		return m.info(t, "role") == "slave" && m.info(t, "master_link_status") == "up" && r.info(t, "role") == "master"
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, strconv.Itoa(r.port), m.info(t, "master_port"))
+	require.Equal(t, "no-failover", m.info(t, "master_failover_state"))
+	require.Equal(t, want, r.values(t, keys), "the new master holds every decision")
+	require.Equal(t, int64(0), r.node.Status().SyncFull, "the old master continued the stream")
+	require.Equal(t, int64(1), r.node.Status().SyncPartialOK)
+
+	r.do(t, "CL.THROTTLE", "k1", 100, 1, 3600)
+	require.Eventually(t, func() bool { return sameKeys(t, r, m, keys) == nil }, 10*time.Second, 10*time.Millisecond)
+	_, err = m.rdb.Do(ctx, "CL.THROTTLE", "k1", 100, 1, 3600).Result()
+	require.EqualError(t, err, "READONLY You can't write against a read only replica.")
+}

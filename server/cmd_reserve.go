@@ -9,9 +9,11 @@ import (
 
 // reserveFamily is CL.RESERVE, for the command table (commands.go).
 func reserveFamily() []*command {
-	return []*command{limiterCommand("cl.reserve", -5, 8, "generic", "0.1.0", "O(1)",
+	cmd := limiterCommand("cl.reserve", -5, 8, "generic", "0.1.0", "O(1)",
 		"Reserves the next slot of a key's rate and returns how long to wait before acting, up to MAXWAIT milliseconds.",
-		cmdReserve)}
+		cmdReserve)
+	cmd.peekArg = 5 // quantity 0: a peek
+	return []*command{cmd}
 }
 
 // CL.RESERVE key max_burst count period [quantity] [MAXWAIT milliseconds]

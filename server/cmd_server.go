@@ -266,7 +266,7 @@ func (s *Server) configParams() map[string]string {
 		"appendfsync":                       s.appendfsyncParam(),
 		"requirepass":                       "",
 		"protected-mode":                    "no",
-		"cluster-enabled":                   "no",
+		"cluster-enabled":                   s.clusterEnabledParam(),
 		"replica-read-only":                 "yes",
 		"slave-read-only":                   "yes",
 		"replica-priority":                  strconv.FormatInt(s.replicaStatus().Priority, 10),

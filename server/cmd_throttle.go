@@ -8,9 +8,11 @@ import (
 
 // throttleFamily is CL.THROTTLE, for the command table (commands.go).
 func throttleFamily() []*command {
-	return []*command{limiterCommand("cl.throttle", -5, 6, "generic", "0.1.0", "O(1)",
+	cmd := limiterCommand("cl.throttle", -5, 6, "generic", "0.1.0", "O(1)",
 		"Rate-limits a key by GCRA and returns limited, limit, remaining, retry_after and reset_after, as redis-cell does.",
-		cmdThrottle)}
+		cmdThrottle)
+	cmd.peekArg = 5
+	return []*command{cmd}
 }
 
 // limiterCommand is a rate limiter's table entry, CL.THROTTLE's and its

@@ -9,10 +9,12 @@ import (
 
 // windowFamily is CL.WINDOW, for the command table (commands.go).
 func windowFamily() []*command {
-	return []*command{limiterCommand("cl.window", -4, 7, "generic", "0.1.0",
+	cmd := limiterCommand("cl.window", -4, 7, "generic", "0.1.0",
 		"O(1) with PRECISION m, O(N) for the N entries of an exact log",
 		"Allows at most limit actions in any window seconds: an exact sliding log, or sub-window counters with PRECISION.",
-		cmdWindow)}
+		cmdWindow)
+	cmd.peekArg = 4 // quantity 0: a peek
+	return []*command{cmd}
 }
 
 // CL.WINDOW key limit window [quantity] [PRECISION m]

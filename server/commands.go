@@ -28,15 +28,25 @@ type command struct {
 	// readonly ones, and MONITOR does not show admin ones. noMulti (the
 	// no_multi flag) commands are refused inside MULTI.
 	write, readonly, admin, noMulti bool
+	// mayReplicate is Redis's may_replicate, which COMMAND does not show
+	// (Redis hides it): a monitor may not run it either (PUBLISH).
+	mayReplicate bool
+	// offLoop commands run on a goroutine of the connection's own, never
+	// on an event loop (loop_linux.go): admin commands, which may wait,
+	// and those that start a feed (SUBSCRIBE). register sets it for admin
+	// commands.
+	offLoop bool
+	// inSubscribed commands are the ones a client subscribed under RESP2
+	// may run, as in Redis: (P)(UN)SUBSCRIBE, PING, QUIT, RESET.
+	inSubscribed bool
 	// txControl commands run at once inside MULTI instead of being queued
 	// (MULTI, EXEC, DISCARD, WATCH, QUIT, as in Redis). wholeKeyspace
 	// commands read or change keys beyond their key arguments (KEYS,
 	// FLUSHDB, INFO, ...): in a transaction they need every shard locked.
 	txControl, wholeKeyspace bool
-	// blocking commands wait (WAIT); leavesLoop, set by register for them
-	// and admin ones, makes dispatch hand the connection to a goroutine of
-	// its own first (loop_linux.go).
-	blocking, leavesLoop bool
+	// peekArg is the position of a limiter's quantity: with "0" there the
+	// command only reads, which a cluster replica may answer.
+	peekArg int
 
 	group, summary, since, complexity string
 
@@ -91,7 +101,9 @@ func newCommandTable() commandTable {
 		commandFamily(),     // cmd_command.go
 		monitorFamily(),     // monitor.go
 		multiFamily(),       // cmd_multi.go
+		pubsubFamily(),      // cmd_pubsub.go
 		replicationFamily(), // cmd_replication.go
+		clusterFamily(),     // cmd_cluster.go
 	} {
 		for _, cmd := range family {
 			t.register(cmd)
@@ -102,7 +114,7 @@ func newCommandTable() commandTable {
 }
 
 // register adds cmd to the table, with its counters, and sets what its
-// flags and its subcommands' say (write, readonly, admin, noMulti); a
+// flags and its subcommands' say (write, readonly, admin, offLoop, ...); a
 // container's run dispatches to its subcommands. A name registered twice is
 // a programming error: it panics.
 func (t *commandTable) register(cmd *command) {
@@ -122,7 +134,7 @@ func (t *commandTable) register(cmd *command) {
 		spec.write = slices.Contains(spec.flags, "write")
 		spec.readonly = slices.Contains(spec.flags, "readonly")
 		spec.admin = slices.Contains(spec.flags, "admin")
-		spec.leavesLoop = spec.admin || spec.blocking
+		spec.offLoop = spec.offLoop || spec.admin
 		spec.noMulti = slices.Contains(spec.flags, "no_multi")
 	}
 }

@@ -48,11 +48,12 @@ type connection interface {
 	// (reject). It reports false if the connection has no such goroutine:
 	// the caller closes it.
 	refuseLater(reply string) bool
-	// startFeed hands the connection's writing over to m, once a client
-	// monitors: the replies queued so far are m's first bytes, and every
-	// later batch goes to m in turn. It returns the writer m sends with.
-	// Only a connection with a network (NetConn) can be fed.
-	startFeed(m *monitor) io.Writer
+	// startFeed hands the connection's writing over to a feed (feed.go),
+	// or returns the one it has: the replies queued so far are the feed's
+	// first bytes, and every later batch goes to it in turn. limit is the
+	// feed's backlog. Only a connection with a network (NetConn) can be
+	// fed: others return nil.
+	startFeed(limit int) *feed
 	// mute discards every later reply: the connection is a replica's,
 	// whose writing package replication took over after PSYNC.
 	mute()
@@ -99,9 +100,9 @@ type conn struct {
 	// roomLeft is the reply size room accepts at a glance (setRoomLeft).
 	roomLeft int64
 	closed   bool
-	// feed, once the client monitors, takes the replies instead of the
-	// connection: its writer sends them in order with the lines.
-	feed *monitor
+	// feed, once started (client.startFeed), takes the replies instead of
+	// the connection: its writer sends them in order with what others push.
+	feed *feed
 	// muted: replies are discarded (mute).
 	muted bool
 
@@ -268,19 +269,19 @@ func (s *Server) runBatch(c *conn) error {
 	return c.refuseInput(refused)
 }
 
-// flush writes the queued replies.
+// flush writes the queued replies, or hands them to the feed, which also
+// lets through what it held aside while they were queued (feed.hold).
 func (c *conn) flush() error {
-	if len(c.out) == 0 {
-		return nil
-	}
-	if c.muted {
+	var err error
+	switch {
+	case c.muted:
 		c.out = c.out[:0]
 		return nil
-	}
-	var err error
-	if c.feed != nil {
-		c.feed.push(c.out)
-	} else {
+	case c.feed != nil:
+		c.feed.pushReplies(c.out)
+	case len(c.out) == 0:
+		return nil
+	default:
 		var n int
 		n, err = c.write(c.out)
 		if err == errLeaveLoop {
@@ -319,10 +320,10 @@ func (c *conn) Close() error {
 	_ = c.flush()
 	c.closed = true
 	if c.feed != nil {
-		// A monitor's replies are written by its feed: let it send them
-		// (QUIT's +OK) before the connection closes under it.
+		// A fed connection's replies are written by its feed: let it send
+		// them (QUIT's +OK) before the connection closes under it.
 		c.feed.stop()
-		<-c.feed.done
+		c.feed.wait()
 	}
 	if c.loop != nil {
 		return nil // its loop closes the socket once the batch ends

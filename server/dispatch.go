@@ -45,22 +45,19 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 		return now
 	}
 	c.lastActive.Store(now.UnixNano())
-	if c.tx != nil && !spec.txControl {
-		// Inside MULTI: queued for EXEC, or refused (which aborts it).
-		if spec.noMulti {
-			spec.stats.rejected.Add(1)
-			c.flagTransaction()
-			c.writeError(errNotInMulti)
-			return now
-		}
-		c.queue(spec, args)
+	if s.cluster != nil && !c.route(spec, args) {
+		spec.stats.rejected.Add(1)
+		return now
+	}
+	if c.gated && c.gate(spec, args) {
 		return now
 	}
 	hooked := s.hooks.Load() != 0
-	if c.onLoop && (spec.leavesLoop || hooked) {
+	if c.onLoop && (spec.offLoop || hooked) {
 		// Admin commands (SAVE, SHUTDOWN, MONITOR, ...), blocking ones
-		// (WAIT) and a pause may wait: not on an event loop, which serves
-		// other clients.
+		// (WAIT) and a pause may wait, and a feed writes through the
+		// netpoller (SUBSCRIBE): not on an event loop, which serves other
+		// clients.
 		c.leaveLoop = true
 		return now
 	}
@@ -70,12 +67,55 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 	return s.execute(c, spec, args, now)
 }
 
+// gate looks at a command of a gated client (client.gated) before it runs,
+// after the checks every command passes, as Redis does: subscribed under
+// RESP2, only a few commands may run; inside MULTI, commands are queued for
+// EXEC, or refused (which aborts it). It reports whether it answered the
+// command, which then does not run now.
+func (c *client) gate(spec *command, args [][]byte) bool {
+	if c.restricted && !spec.inSubscribed {
+		// Named as Redis names it: a subcommand by its full name. An
+		// unknown subcommand is left to its container to answer, as Redis
+		// answers it before this check.
+		name, known := spec.name, true
+		if spec.subcommands != nil && len(args) > 1 {
+			sub := spec.subcommand(args[1])
+			if known = sub != nil; known {
+				name = sub.name
+			}
+		}
+		if known {
+			spec.stats.rejected.Add(1)
+			c.flagTransaction()
+			c.writeError(errSubscribedContext(name))
+			return true
+		}
+	}
+	if c.tx == nil || spec.txControl {
+		return false
+	}
+	if spec.noMulti {
+		spec.stats.rejected.Add(1)
+		c.flagTransaction()
+		c.writeError(errNotInMulti)
+		return true
+	}
+	if c.onLoop && spec.offLoop {
+		// EXEC will run it on the goroutine the connection leaves for,
+		// where it is queued.
+		c.leaveLoop = true
+		return true
+	}
+	c.queue(spec, args)
+	return true
+}
+
 // executeHooked is execute while a pause may be in force or a client
 // monitors: a monitor may not touch keys, as Redis's may not; a paused
 // command waits (pause.go); a command run is fed to the monitors
 // (monitor.go).
 func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time.Time) time.Time {
-	if c.mon != nil && (spec.write || spec.readonly) {
+	if c.monitoring.Load() && (spec.write || spec.readonly || spec.mayReplicate) {
 		spec.stats.rejected.Add(1)
 		c.writeError(errMonitorKeyspace)
 		return now
@@ -89,7 +129,7 @@ func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time
 	}
 	end := s.execute(c, spec, args, now)
 	if s.hooks.Load()&hookMonitor != 0 {
-		if c.mon != nil {
+		if c.monitoring.Load() {
 			_ = c.conn.flush() // a monitor gets its reply before its command's line, as from Redis
 		}
 		s.feedMonitors(c, args, now)

@@ -5,7 +5,9 @@ import (
 	"strconv"
 	"strings"
 
+	"redcell/cluster"
 	"redcell/gcra"
+	"redcell/replication"
 	"redcell/storage"
 	"redcell/window"
 )
@@ -169,7 +171,7 @@ var (
 	errTimeoutNegative   = commandError("ERR timeout is negative")
 	errTimeoutRange      = commandError("ERR timeout is out of range")
 	errMonitorKeyspace   = commandError("ERR Replica can't interact with the keyspace")
-	errMonitorNoConn     = commandError("ERR MONITOR needs a network connection")
+	errMonitorNoConn     = errNoNetwork("MONITOR")
 	errNoLFU             = commandError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 	errGetKeysNoCommand  = commandError("ERR Invalid command specified")
 	errGetKeysNoKeys     = commandError("ERR The command has no key arguments")
@@ -185,6 +187,19 @@ var (
 	errNoConfigFile     = commandError("ERR The server is running without a config file")
 	errSlowlogCount     = commandError("ERR count should be greater than or equal to -1")
 )
+
+// errNoNetwork refuses a command that streams to its connection (MONITOR,
+// SUBSCRIBE) on one without a network, which cannot be fed: only tests make
+// such connections.
+func errNoNetwork(command string) replyError {
+	return commandError("ERR " + command + " needs a network connection")
+}
+
+// errSubscribedContext is Redis's answer to a command a client subscribed
+// under RESP2 may not run, naming it by its lower-case full name.
+func errSubscribedContext(name string) replyError {
+	return commandError("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+}
 
 // errKeyTooLong refuses a key name longer than --max-key-len; n and max are
 // given when known.
@@ -281,6 +296,8 @@ func storageError(err error) replyError {
 		return errShardFull
 	case errors.Is(err, storage.ErrKeyTooLong):
 		return errKeyTooLong(0, 0)
+	case errors.Is(err, storage.ErrSlotFrozen):
+		return errTryAgain // the slot moves: the client retries, by then redirected
 	default:
 		return commandError("ERR " + strings.TrimPrefix(err.Error(), "storage: "))
 	}
@@ -348,6 +365,15 @@ var (
 	errInvalidPort       = commandError("ERR value is out of range, must be positive")
 	errWaitOnReplica     = commandError("ERR WAIT cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.")
 	errReplicaNoConn     = commandError("ERR PSYNC needs a network connection")
+
+	errNoFailover         = commandError("ERR No failover in progress.")
+	errFailoverTimeout    = commandError("ERR FAILOVER timeout must be greater than 0")
+	errFailoverInProgress = commandError("ERR FAILOVER already in progress.")
+	errFailoverOnReplica  = commandError("ERR FAILOVER is not valid when server is a replica.")
+	errFailoverNoReplicas = commandError("ERR FAILOVER requires connected replicas.")
+	errFailoverForce      = commandError("ERR FAILOVER with force option requires both a timeout and target HOST and IP.")
+	errFailoverNotReplica = commandError("ERR FAILOVER target HOST and PORT is not a replica.")
+	errFailoverNotOnline  = commandError("ERR FAILOVER target replica is not online.")
 )
 
 // errUnrecognizedReplconf refuses a REPLCONF option, as Redis words it.
@@ -358,6 +384,9 @@ func errUnrecognizedReplconf(opt []byte) replyError {
 // errReplication is a replication error as a reply: one that begins with
 // its own Redis prefix (NOMASTERLINK) keeps it.
 func errReplication(err error) replyError {
+	if errors.Is(err, replication.ErrFailoverReplID) {
+		return commandError("ERR PSYNC FAILOVER replid must match my replid.")
+	}
 	msg := err.Error()
 	if strings.HasPrefix(msg, "NOMASTERLINK ") {
 		return replyError{errKindOther, msg}
@@ -370,11 +399,54 @@ func errConfigValue(name, val string) replyError {
 	return commandError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
 }
 
+// ErrNoConfigFile is what Config.RewriteConfig returns when there is nowhere
+// to write (--in-memory): CONFIG REWRITE answers as a Redis without a
+// config file does.
+var ErrNoConfigFile = errors.New("server: no config file")
+
 // errRewrite is CONFIG REWRITE's failure.
 func errRewrite(err error) replyError {
-	msg := err.Error()
-	if msg == "The server is running without a config file" {
+	if errors.Is(err, ErrNoConfigFile) {
 		return errNoConfigFile
 	}
-	return commandError("ERR Rewriting config file: " + msg)
+	return commandError("ERR Rewriting config file: " + err.Error())
+}
+
+// Redis Cluster (cmd_cluster.go), in Redis's words.
+var (
+	errCrossSlot       = replyError{errKindOther, "CROSSSLOT Keys in request don't hash to the same slot"}
+	errTryAgain        = replyError{errKindOther, "TRYAGAIN Multiple keys request during rehashing of slot"}
+	errSlotUnserved    = replyError{errKindOther, "CLUSTERDOWN Hash slot not served"}
+	errNotInCluster    = replyError{errKindOther, "CLUSTERDOWN This node is not part of the cluster topology (CLUSTERX SETNODES)"}
+	errClusterDisabled = commandError("ERR This instance has cluster support disabled")
+	errInvalidSlot     = commandError("ERR Invalid or out of range slot")
+	errInvalidKeyCount = commandError("ERR Invalid slot or number of keys")
+	errNotAMaster      = commandError("ERR The specified node is not a master")
+	errInvalidVersion  = commandError("ERR Invalid cluster version")
+	errSlotsInExec     = commandError("ERR this CLUSTER subcommand cannot run inside a transaction")
+)
+
+// errMoved is a redirect, MOVED or ASK, of slot to node.
+func errMoved(kind string, slot int, node *cluster.Node) replyError {
+	return replyError{errKindOther, kind + " " + strconv.Itoa(slot) + " " + node.IP + ":" + strconv.Itoa(node.Port)}
+}
+
+// errUnknownNode is CLUSTER REPLICAS's answer for an ID not in the topology.
+func errUnknownNode(id []byte) replyError {
+	return commandError("ERR Unknown node " + string(id))
+}
+
+// clusterError is a refused topology change as a reply.
+func clusterError(err error) replyError {
+	return commandError("ERR " + strings.TrimPrefix(err.Error(), "cluster: "))
+}
+
+// errNotMySlot refuses to migrate a slot this node does not serve.
+func errNotMySlot(slot int) replyError {
+	return commandError("ERR slot " + strconv.Itoa(slot) + " is not served by this node")
+}
+
+// errNotImporting refuses a migration's key for a slot not being imported.
+func errNotImporting(slot int) replyError {
+	return commandError("ERR slot " + strconv.Itoa(slot) + " is not being imported here")
 }

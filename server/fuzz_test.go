@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -261,13 +262,34 @@ func FuzzCommands(f *testing.F) {
 			if c.closing {
 				return
 			}
-			n, err := replyLen([]byte(out))
-			if err != nil || n != len(out) {
-				t.Fatalf("%q answered %q: not exactly one reply (%v)", args, out, err)
+			if err := checkReplyCount(args, []byte(out)); err != nil {
+				t.Fatalf("%q answered %q: %v", args, out, err)
 			}
 			checkDecision(t, args, out)
 		}
 	})
+}
+
+// checkReplyCount checks that out is exactly one well-formed reply, or, for
+// the (un)subscribe commands, as Redis answers them, one for each channel or
+// pattern named (one if none is named), or one error.
+func checkReplyCount(args [][]byte, out []byte) error {
+	want := 1
+	name := string(bytes.ToLower(args[0]))
+	if strings.HasSuffix(name, "subscribe") && len(out) > 0 && out[0] != '-' {
+		want = max(1, len(args)-1)
+	}
+	for i := range want {
+		n, err := replyLen(out)
+		if err != nil {
+			return fmt.Errorf("reply %d of %d: %w", i+1, want, err)
+		}
+		out = out[n:]
+	}
+	if len(out) > 0 {
+		return fmt.Errorf("more than %d replies", want)
+	}
+	return nil
 }
 
 // checkDecision checks a rate-limit reply's invariants: 0 or 1 for limited,

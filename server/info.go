@@ -34,7 +34,12 @@ var infoSections = []infoSection{
 	{"Commandstats", false, (*Server).infoCommandstats},
 	{"Errorstats", true, (*Server).infoErrorstats},
 	{"Latencystats", false, (*Server).infoLatencystats},
-	{"Cluster", true, func(*Server, storage.Keyspace, time.Time) [][2]string { return [][2]string{{"cluster_enabled", "0"}} }},
+	{"Cluster", true, func(s *Server, _ storage.Keyspace, _ time.Time) [][2]string {
+		if s.cluster != nil {
+			return [][2]string{{"cluster_enabled", "1"}}
+		}
+		return [][2]string{{"cluster_enabled", "0"}}
+	}},
 	{"Keyspace", true, (*Server).infoKeyspace},
 }
 
@@ -108,8 +113,9 @@ func executable() string {
 	return p
 }
 
-// infoClients counts the connections, and as blocked_clients those whose
-// command waits on CLIENT PAUSE (Redis counts paused clients there too).
+// infoClients counts the connections, as blocked_clients those whose
+// command waits on CLIENT PAUSE (Redis counts paused clients there too), and
+// as pubsub_clients those with a subscription (Redis 7.4's field).
 func (s *Server) infoClients(ks storage.Keyspace, _ time.Time) [][2]string {
 	s.mu.Lock()
 	n, blocked := len(s.clients), 0
@@ -119,10 +125,12 @@ func (s *Server) infoClients(ks storage.Keyspace, _ time.Time) [][2]string {
 		}
 	}
 	s.mu.Unlock()
+	_, _, subscribers := s.pubsubCounts()
 	return [][2]string{
 		{"connected_clients", strconv.Itoa(n)},
 		{"maxclients", strconv.Itoa(s.limits.MaxClients)},
 		{"blocked_clients", strconv.Itoa(blocked)},
+		{"pubsub_clients", strconv.Itoa(subscribers)},
 	}
 }
 
@@ -200,6 +208,7 @@ func (s *Server) infoPersistence(ks storage.Keyspace, now time.Time) [][2]string
 
 func (s *Server) infoStats(ks storage.Keyspace, _ time.Time) [][2]string {
 	c := s.counters()
+	channels, patterns, _ := s.pubsubCounts()
 	return [][2]string{
 		{"total_connections_received", itoa(c.connections)},
 		{"total_commands_processed", itoa(c.commandsProcessed)},
@@ -209,6 +218,8 @@ func (s *Server) infoStats(ks storage.Keyspace, _ time.Time) [][2]string {
 		{"evicted_keys", itoa(s.store.Evicted())},
 		{"keyspace_hits", itoa(c.hits)},
 		{"keyspace_misses", itoa(c.misses)},
+		{"pubsub_channels", strconv.Itoa(channels)},
+		{"pubsub_patterns", strconv.Itoa(patterns)},
 		{"total_error_replies", itoa(c.errorReplies)},
 		{"throttle_allowed", itoa(c.allowed)},
 		{"throttle_limited", itoa(c.limited)},

@@ -1,9 +1,7 @@
 package server
 
 import (
-	"io"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -17,10 +15,12 @@ import (
 // running (unknown, wrong arity, NOAUTH) and admin commands (SHUTDOWN, SAVE,
 // CLIENT KILL, MONITOR itself, ...) are not fed, as in Redis.
 //
-// A monitor's lines queue on its monitor and a goroutine of its own writes
-// them, so a monitor that reads slowly never holds up a command. What the
-// command path pays: with no monitor, nothing but the load of Server.hooks
-// in dispatch; with monitors, one line built per command and copied to each.
+// A monitor's lines go through its connection's feed (feed.go), whose
+// goroutine writes them, so a monitor that reads slowly never holds up a
+// command, and one that leaves more than its backlog unread is disconnected.
+// What the command path pays: with no monitor, nothing but the load of
+// Server.hooks in dispatch; with monitors, one line built per command and
+// copied to each.
 
 // monitorFamily is MONITOR, for the command table (commands.go).
 func monitorFamily() []*command {
@@ -30,42 +30,12 @@ func monitorFamily() []*command {
 	}
 }
 
-// monitor is one monitoring client's feed. Once a client monitors, its own
-// replies go through the feed too (conn.flush), so that they and its lines
-// reach it in order, written by one goroutine.
-type monitor struct {
-	c     *client
-	w     io.Writer // the connection, under the idle timeout (idleWriter)
-	limit int       // the most bytes that may wait in queue
-
-	mu      sync.Mutex
-	queue   []byte // lines and replies not yet taken by the writer
-	stopped bool   // no more is queued; the writer ends once queue is written
-	wake    chan struct{}
-	done    chan struct{} // closed when the writer has ended
-}
-
-// monitorBacklog is the most a monitor may leave unread before it is
-// disconnected: Limits.MaxOutput, the bound on any client's unsent replies
-// (32 MiB by default, some 200 000 lines of a CL.THROTTLE). A client's
-// replies grow only with what it asks for, but a monitor's grow with every
-// other client's commands, so without a bound one monitor that stopped
-// reading would make the server's memory grow at its command rate. With no
-// output limit configured monitors still get DefaultMaxOutput. The writer
-// holds one taken batch besides, so a monitor costs at most twice this.
-func (s *Server) monitorBacklog() int {
-	if s.limits.MaxOutput > 0 {
-		return int(s.limits.MaxOutput)
-	}
-	return DefaultMaxOutput
-}
-
 // MONITOR
 //
 // As in Redis, a second MONITOR on a monitoring connection is ignored: no
 // reply.
 func cmdMonitor(c *client, _ [][]byte, _ time.Time) {
-	if c.mon != nil {
+	if c.monitoring.Load() {
 		return
 	}
 	if c.inExec() {
@@ -77,45 +47,32 @@ func cmdMonitor(c *client, _ [][]byte, _ time.Time) {
 		c.writeError(errMonitorNoConn)
 		return
 	}
-	c.writeOK()
-	m := &monitor{c: c, limit: c.srv.monitorBacklog(),
-		wake: make(chan struct{}, 1), done: make(chan struct{})}
-	// The replies of this batch so far, +OK last, go before any line; the
-	// writer starts once the monitor is fed, so that the client, once it
-	// has read +OK, sees every command that runs after.
-	m.w = c.conn.startFeed(m)
-	c.mon = m
+	// +OK goes before any line, held back until it is sent: the client,
+	// once it has read +OK, sees every command that runs after.
+	f := c.startFeed()
+	f.hold()
 	c.monitoring.Store(true)
-	c.srv.addMonitor(m)
-	go m.run()
+	c.srv.addMonitor(f)
+	c.writeOK()
 }
 
-// startFeed makes m the connection's writer: what this batch has queued
-// goes first, and flush hands every later batch to m.
-func (c *conn) startFeed(m *monitor) io.Writer {
-	m.push(c.out)
-	c.out = c.out[:0]
-	c.feed = m
-	return idleWriter{c.nc, c.idle}
-}
-
-// addMonitor starts feeding m.
-func (s *Server) addMonitor(m *monitor) {
+// addMonitor starts feeding f the monitor lines.
+func (s *Server) addMonitor(f *feed) {
 	s.monMu.Lock()
 	defer s.monMu.Unlock()
-	list := append(append([]*monitor(nil), s.monitorList()...), m)
+	list := append(append([]*feed(nil), s.monitorList()...), f)
 	s.monitors.Store(&list)
 	s.hooks.Or(hookMonitor)
 }
 
-// removeMonitor stops feeding m; it is a no-op if m is not fed.
-func (s *Server) removeMonitor(m *monitor) {
+// removeMonitor stops feeding f; it is a no-op if f is not fed.
+func (s *Server) removeMonitor(f *feed) {
 	s.monMu.Lock()
 	defer s.monMu.Unlock()
 	old := s.monitorList()
-	list := make([]*monitor, 0, len(old))
+	list := make([]*feed, 0, len(old))
 	for _, o := range old {
-		if o != m {
+		if o != f {
 			list = append(list, o)
 		}
 	}
@@ -125,23 +82,20 @@ func (s *Server) removeMonitor(m *monitor) {
 	}
 }
 
-func (s *Server) monitorList() []*monitor {
+func (s *Server) monitorList() []*feed {
 	if p := s.monitors.Load(); p != nil {
 		return *p
 	}
 	return nil
 }
 
-// endMonitor stops c's feed when its connection has closed, and waits for
-// its writer, whose writes fail on the closed connection.
+// endMonitor stops feeding c, once its connection has closed or it sent
+// RESET.
 func (s *Server) endMonitor(c *client) {
-	m := c.mon
-	if m == nil {
-		return
+	if c.monitoring.Load() {
+		s.removeMonitor(c.feed)
+		c.monitoring.Store(false)
 	}
-	s.removeMonitor(m)
-	m.stop()
-	<-m.done
 }
 
 // feedMonitors sends every monitor the line of the command c ran at now.
@@ -154,87 +108,11 @@ func (s *Server) feedMonitors(c *client, args [][]byte, now time.Time) {
 		return
 	}
 	c.monitorLine = appendMonitorLine(c.monitorLine[:0], now, c.addr, args)
-	for _, m := range list {
-		m.push(c.monitorLine)
+	for _, f := range list {
+		f.push(c.monitorLine)
 	}
 	if cap(c.monitorLine) > 64<<10 {
 		c.monitorLine = nil // one huge command must not pin its line
-	}
-}
-
-// push queues b for the monitor, or, if that would put it beyond its
-// backlog, disconnects it.
-func (m *monitor) push(b []byte) {
-	if len(b) == 0 {
-		return
-	}
-	m.mu.Lock()
-	if m.stopped {
-		m.mu.Unlock()
-		return
-	}
-	if len(m.queue)+len(b) > m.limit {
-		m.stopped = true
-		m.queue = nil
-		m.mu.Unlock()
-		m.fellBehind()
-		return
-	}
-	m.queue = append(m.queue, b...)
-	m.mu.Unlock()
-	select {
-	case m.wake <- struct{}{}:
-	default: // the writer has been woken already
-	}
-}
-
-// fellBehind disconnects a monitor that left more than its backlog unread.
-func (m *monitor) fellBehind() {
-	s := m.c.srv
-	s.cfg.Logger.Warn("monitor closed for falling behind: its unread lines passed the output buffer limit",
-		"addr", m.c.addr, "id", m.c.id, "limit", m.limit)
-	s.removeMonitor(m)
-	m.c.kill()
-	m.wakeWriter()
-}
-
-// stop ends the feed: the writer writes what is queued, then ends.
-func (m *monitor) stop() {
-	m.mu.Lock()
-	m.stopped = true
-	m.mu.Unlock()
-	m.wakeWriter()
-}
-
-func (m *monitor) wakeWriter() {
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
-}
-
-// run writes the queue to the connection as it fills, until the feed stops
-// or a write fails.
-func (m *monitor) run() {
-	defer close(m.done)
-	var batch []byte
-	for range m.wake {
-		m.mu.Lock()
-		batch, m.queue = m.queue, batch[:0]
-		stopped := m.stopped
-		m.mu.Unlock()
-		if len(batch) > 0 {
-			if _, err := m.w.Write(batch); err != nil {
-				m.c.kill()
-				return
-			}
-		}
-		if stopped {
-			return
-		}
-		if cap(batch) > 64<<10 {
-			batch = nil // a burst's buffer is not kept
-		}
 	}
 }
 

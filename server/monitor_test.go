@@ -73,19 +73,21 @@ func (w blockingWriter) Write(p []byte) (int, error) { <-w.release; return len(p
 func TestMonitorBacklog(t *testing.T) {
 	tc := newTestClient(t, Config{})
 	w := blockingWriter{release: make(chan struct{})}
-	m := &monitor{c: tc.c, w: w, limit: 100, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	tc.srv.addMonitor(m)
-	go m.run()
+	f := newFeed(tc.c, w, 100)
+	tc.c.feed = f
+	tc.c.monitoring.Store(true)
+	tc.srv.addMonitor(f)
 	line := make([]byte, 60)
-	m.push(line) // taken by the writer, which then blocks, or still queued
-	m.push(line) // queued behind it, or past the backlog already
-	m.push(line) // past the backlog either way: 120 bytes would wait
+	f.push(line) // taken by the writer, which then blocks, or still queued
+	f.push(line) // queued behind it, or past the backlog already
+	f.push(line) // past the backlog either way: 120 bytes would wait
 	require.True(t, tc.c.killed.Load(), "the monitor's client was killed")
 	require.Empty(t, tc.srv.monitorList(), "and is fed no more")
 	require.Zero(t, tc.srv.hooks.Load()&hookMonitor)
+	require.False(t, f.push(line), "a feed that fell behind takes nothing more")
 	close(w.release)
 	select {
-	case <-m.done:
+	case <-f.done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the writer did not end")
 	}

@@ -36,12 +36,12 @@ func (c *conn) refuse(reply string, err error) error {
 		return err
 	}
 	line := []byte("-" + reply + "\r\n")
-	if m := c.feed; m != nil {
-		// A monitor's feed writes its connection: the refusal goes after
-		// what is queued, and before the connection closes.
-		m.push(line)
-		m.stop()
-		<-m.done
+	if f := c.feed; f != nil {
+		// A feed writes the connection: the refusal goes after what is
+		// queued, and before the connection closes.
+		f.pushReplies(line)
+		f.stop()
+		f.wait()
 		return err
 	}
 	_ = c.nc.SetWriteDeadline(time.Now().Add(refusalTimeout))

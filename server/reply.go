@@ -80,6 +80,16 @@ func (c *client) writeSet(n int) {
 	c.conn.WriteArray(n)
 }
 
+// writePush writes the header of a push of n elements: RESP3's out-of-band
+// kind, which RESP2 has not, so an array there.
+func (c *client) writePush(n int) {
+	if c.resp == 3 {
+		c.writeHeader('>', n)
+		return
+	}
+	c.conn.WriteArray(n)
+}
+
 func (c *client) writeHeader(kind byte, n int) {
 	var b [24]byte
 	h := append(b[:0], kind)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"redcell/clock"
+	"redcell/cluster"
 	"redcell/replication"
 	"redcell/storage"
 )
@@ -65,6 +66,10 @@ type Config struct {
 	// PSYNC from and lets REPLICAOF make it a replica. Nil: REPLICAOF is
 	// refused and INFO reports a master without replicas.
 	Replication *replication.Node
+	// Cluster, when set, is cluster mode: keyed commands are routed by
+	// slot (cmd_cluster.go). The store must then be sharded by slot
+	// (storage.Config.BySlot).
+	Cluster *cluster.State
 	// RewriteConfig, when set, is CONFIG REWRITE: it persists the
 	// replication role and settings so a restarted node comes back as
 	// Sentinel left it. Nil makes CONFIG REWRITE an error.
@@ -101,6 +106,7 @@ type Server struct {
 	cfg      Config
 	store    *storage.Store
 	repl     *replication.Node // nil: no replication
+	cluster  *cluster.State    // nil: not in cluster mode
 	now      func() time.Time
 	started  time.Time
 	commands commandTable // commands.go
@@ -122,7 +128,14 @@ type Server struct {
 	pauseMu  sync.Mutex // serializes changes of pause with hookPause
 	pause    atomic.Pointer[pauseState]
 	monMu    sync.Mutex // serializes changes of monitors with hookMonitor
-	monitors atomic.Pointer[[]*monitor]
+	monitors atomic.Pointer[[]*feed]
+	pubsub   pubsub // the subscriptions: pubsub.go
+
+	// failover is the FAILOVER in progress, if any (cmd_replication.go);
+	// failoverState is INFO's master_failover_state.
+	failoverMu    sync.Mutex
+	failover      *failover
+	failoverState atomic.Value
 
 	authFails *authLimiter // failed AUTH attempts by address: authlimit.go
 
@@ -150,6 +163,7 @@ func New(cfg Config, store *storage.Store) *Server {
 		cfg:     cfg,
 		store:   store,
 		repl:    cfg.Replication,
+		cluster: cfg.Cluster,
 		now:     cfg.Now,
 		clients: make(map[*client]struct{}),
 
@@ -235,6 +249,8 @@ func (s *Server) closed(conn connection, err error) {
 		c.replLink.Close()
 	}
 	s.endMonitor(c)
+	s.unsubscribeAll(c)
+	c.endFeed()
 	s.connectionEnded(c, err)
 }
 

@@ -31,9 +31,9 @@ func (c *conn) read() error {
 	if c.idle <= 0 {
 		return c.rd.Fill()
 	}
-	if c.feed != nil {
-		// Monitors, as Redis's, are not subject to the timeout: they
-		// only read.
+	if c.feed != nil && (c.cl.monitoring.Load() || c.cl.subscribed()) {
+		// Monitors and subscribers, as Redis's, are not subject to the
+		// timeout: they only read.
 		_ = c.nc.SetReadDeadline(time.Time{})
 		return c.rd.Fill()
 	}
@@ -79,7 +79,7 @@ func (c *conn) write(b []byte) (int, error) {
 	return writeIdle(c.nc, c.idle, b)
 }
 
-// idleWriter writes a monitor's feed to its connection under the idle
+// idleWriter writes a feed to its connection under the idle
 // timeout.
 type idleWriter struct {
 	nc   net.Conn

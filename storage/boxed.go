@@ -37,6 +37,9 @@ type decision func(state []byte) (next []byte, exp gcra.Instant, store bool)
 // that is live is ErrWrongType. With dry, nothing is stored, and update
 // reports whether it would have.
 func (s *Store) update(sh *shard, key []byte, kind Kind, now gcra.Instant, dry bool, decide decision) (stored bool, err error) {
+	if sh.frozen != 0 && !dry && s.isFrozen(key) {
+		return false, ErrSlotFrozen
+	}
 	t := &sh.t
 	h := hashKey(key)
 	i := -1 // the key's entry, found once

@@ -8,6 +8,7 @@ package storage
 
 import (
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"math/bits"
 	"runtime"
@@ -16,6 +17,7 @@ import (
 	"time"
 	"unsafe"
 
+	"redcell/cluster"
 	"redcell/gcra"
 )
 
@@ -33,6 +35,12 @@ type Config struct {
 	MaxMemory int64
 	// Eviction is what happens past MaxMemory. The default is NoEviction.
 	Eviction EvictionPolicy
+	// BySlot shards keys by their Redis Cluster hash slot instead of a
+	// hash of their own (slots.go): every key of a slot is in one shard, so
+	// that a slot's keys are counted and found without a scan of the
+	// whole keyspace, and a slot can be frozen while it moves. Shards is
+	// then at most cluster.Slots.
+	BySlot bool
 }
 
 // DefaultShards is 16 stripes per available CPU, so that two cores rarely
@@ -64,6 +72,9 @@ func (c Config) Validate() error {
 	if c.Shards < 0 || c.Shards > MaxShards {
 		return ErrInvalidShards
 	}
+	if c.BySlot && c.Shards > cluster.Slots {
+		return fmt.Errorf("storage: with slots, at most %d shards", cluster.Slots)
+	}
 	if c.MaxMemory < 0 {
 		return errors.New("storage: the memory limit must not be negative")
 	}
@@ -77,6 +88,11 @@ type Store struct {
 	seed    maphash.Seed
 	expired atomic.Int64 // keys removed because their TAT passed
 	mem     memoryLimit
+	// bySlot: Config.BySlot; slotKeys[slot] counts a slot's keys, each
+	// slot's count kept under its shard's lock (slots.go).
+	bySlot   bool
+	slotKeys []int32
+	frozen   [cluster.Slots]bool // each guarded by its slot's shard lock
 }
 
 type shard struct {
@@ -87,6 +103,9 @@ type shard struct {
 	// scratch is the buffer decisions on boxed states build the new state
 	// in (boxed.go), reused under the lock.
 	scratch []byte
+	// frozen counts this shard's frozen slots (slots.go): a decision looks
+	// at its slot only when it is not zero.
+	frozen int
 	// Pad to a multiple of a cache line so neighbouring locks do not share one.
 	_ [64]byte
 }
@@ -101,10 +120,14 @@ func New(cfg Config) *Store {
 		n = DefaultShards()
 	}
 	n = 1 << bits.Len(uint(n-1)) // the next power of two
-	s := &Store{shards: make([]shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed()}
+	s := &Store{shards: make([]shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed(), bySlot: cfg.BySlot}
+	if cfg.BySlot {
+		s.slotKeys = make([]int32, cluster.Slots)
+	}
 	s.mem.limit, s.mem.policy = cfg.MaxMemory, cfg.Eviction
 	for i := range s.shards {
 		s.shards[i].t = newTable(cfg.TrackChanges)
+		s.shards[i].t.slotKeys = s.slotKeys
 	}
 	return s
 }
@@ -114,7 +137,12 @@ func (s *Store) Shards() int { return len(s.shards) }
 
 func (s *Store) shardOf(key []byte) *shard { return &s.shards[s.shardIndex(key)] }
 
-func (s *Store) shardIndex(key []byte) int { return int(maphash.Bytes(s.seed, key) & s.mask) }
+func (s *Store) shardIndex(key []byte) int {
+	if s.bySlot {
+		return cluster.Slot(key) & int(s.mask)
+	}
+	return int(maphash.Bytes(s.seed, key) & s.mask)
+}
 
 // Throttle runs one GCRA decision for key at now, under the key's shard lock
 // and no other, and stores the new TAT when the decision says to. It does not
@@ -127,6 +155,10 @@ func (s *Store) shardIndex(key []byte) int { return int(maphash.Bytes(s.seed, ke
 func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
+	if sh.frozen != 0 && s.isFrozen(key) {
+		sh.mu.Unlock()
+		return gcra.Result{}, ErrSlotFrozen
+	}
 	var tat gcra.Instant // an expired TAT is <= now: Decide treats it as absent
 	h := hashKey(key)
 	i := sh.t.lookupHashed(key, h)
@@ -158,6 +190,9 @@ func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result
 
 // throttle is Throttle with sh, key's shard, locked by the caller.
 func (s *Store) throttle(sh *shard, key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
+	if sh.frozen != 0 && s.isFrozen(key) {
+		return gcra.Result{}, ErrSlotFrozen
+	}
 	tat, err := s.tatOf(sh, key, now)
 	if err != nil {
 		return gcra.Result{}, err
@@ -241,6 +276,9 @@ func (s *Store) Delete(key []byte, now gcra.Instant) bool {
 }
 
 func (s *Store) delete(sh *shard, key []byte, now gcra.Instant) bool {
+	if sh.frozen != 0 && s.isFrozen(key) {
+		return false // its slot moves: the server routed the command elsewhere (slots.go)
+	}
 	exp, _, ok := sh.t.get(key)
 	if !ok {
 		return false
@@ -427,6 +465,9 @@ func (s *Store) Reserve(key []byte, r gcra.Rate, now gcra.Instant, maxWait time.
 }
 
 func (s *Store) reserve(sh *shard, key []byte, r gcra.Rate, now gcra.Instant, maxWait time.Duration, dry bool) (gcra.Reservation, bool, error) {
+	if sh.frozen != 0 && !dry && s.isFrozen(key) {
+		return gcra.Reservation{}, false, ErrSlotFrozen
+	}
 	tat, err := s.tatOf(sh, key, now)
 	if err != nil {
 		return gcra.Reservation{}, false, err

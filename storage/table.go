@@ -6,6 +6,7 @@ import (
 	"math"
 	"unsafe"
 
+	"redcell/cluster"
 	"redcell/gcra"
 )
 
@@ -45,6 +46,10 @@ type table struct {
 	// log records which keys changed, for the persister, and feed the same
 	// for replication (changes.go).
 	log, feed changeLog
+
+	// slotKeys is the store's count of keys per slot when it shards by
+	// slot (slots.go), else nil.
+	slotKeys []int32
 }
 
 // entry is one key: its kind, when it expires and its state. A TAT key (the
@@ -253,6 +258,9 @@ func (t *table) add(key []byte, h uint32, exp gcra.Instant, kind Kind, value []b
 	_, pos := t.find(key, h) // an empty slot, as the key is absent
 	t.slots[pos] = uint64(h)<<32 | uint64(n+1)
 	t.markDirty(n)
+	if t.slotKeys != nil {
+		t.slotKeys[cluster.Slot(key)]++
+	}
 	return nil
 }
 
@@ -328,6 +336,9 @@ func (t *table) removeAt(i int) {
 	e := &t.entries[i]
 	t.deleteSlot(t.slotOf(i))
 	t.deleted(t.keyOf(e))
+	if t.slotKeys != nil {
+		t.slotKeys[cluster.Slot(t.keyOf(e))]--
+	}
 	switch {
 	case e.boxed():
 		t.freeValue(e)
@@ -405,6 +416,9 @@ func (t *table) expire(cursor, n int, now gcra.Instant) (next, expired int) {
 func (t *table) clear() {
 	for i := range t.entries {
 		t.deleted(t.keyOf(&t.entries[i]))
+		if t.slotKeys != nil {
+			t.slotKeys[cluster.Slot(t.keyOf(&t.entries[i]))]--
+		}
 	}
 	t.release()
 }

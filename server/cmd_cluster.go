@@ -1,0 +1,624 @@
+package server
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"redcell/cluster"
+	"redcell/gcra"
+)
+
+// Redis Cluster, as kvrocks and Dragonfly serve it: no gossip; an operator
+// pushes the whole topology to every node (CLUSTERX SETNODES, package
+// cluster), and each node answers cluster clients from it: CLUSTER SLOTS,
+// SHARDS, NODES, INFO, ..., MOVED and ASK for keys it does not serve here
+// (route, run by dispatch before every keyed command), CROSSSLOT for keys of
+// several slots in one command or transaction.
+
+// clusterFamily is CLUSTER, CLUSTERX, READONLY, READWRITE and ASKING, for
+// the command table (commands.go).
+func clusterFamily() []*command {
+	sub := func(name string, arity int, flags []string, summary string, run func(c *client, args [][]byte, now time.Time)) *command {
+		return &command{name: name, arity: arity, flags: flags, acl: []string{"@slow"}, group: "cluster", since: "3.0.0",
+			complexity: "O(N) where N is the total number of cluster nodes", summary: summary, run: run}
+	}
+	stale := []string{"loading", "stale"}
+	admin := []string{"admin", "stale", "no_async_loading"}
+	return []*command{
+		{name: "cluster", arity: -2, flags: []string{}, acl: []string{"@slow"}, group: "cluster", since: "3.0.0",
+			complexity: "Depends on subcommand.", summary: "A container for Redis Cluster commands.",
+			subcommands: []*command{
+				sub("cluster|countkeysinslot", 3, stale, "Returns the number of keys in a hash slot.", cmdClusterCountKeys),
+				sub("cluster|getkeysinslot", 4, stale, "Returns the key names in a hash slot.", cmdClusterGetKeys),
+				withGroup(helpSubcommand("cluster", "5.0.0", clusterHelp), "cluster"),
+				sub("cluster|info", 2, stale, "Returns information about the state of a node.", cmdClusterInfo),
+				sub("cluster|keyslot", 3, stale, "Returns the hash slot for a key.", cmdClusterKeySlot),
+				sub("cluster|myid", 2, stale, "Returns the ID of a node.", cmdClusterMyID),
+				sub("cluster|nodes", 2, stale, "Returns the cluster configuration for a node.", cmdClusterNodes),
+				sub("cluster|replicas", 3, stale, "Lists the replica nodes of a master node.", cmdClusterReplicas),
+				sub("cluster|shards", 2, stale, "Returns the mapping of cluster slots to shards.", cmdClusterShards),
+				sub("cluster|slaves", 3, stale, "Lists the replica nodes of a master node.", cmdClusterReplicas),
+				sub("cluster|slots", 2, stale, "Returns the mapping of cluster slots to nodes.", cmdClusterSlots),
+			}},
+		{name: "clusterx", arity: -2, flags: []string{"admin"}, acl: []string{"@admin", "@slow", "@dangerous"}, group: "cluster", since: "0.1.0",
+			complexity: "Depends on subcommand.", summary: "kvrocks's commands for a topology pushed by an operator.",
+			subcommands: []*command{
+				sub("clusterx|import", -4, admin, "Receives a slot's keys from the node migrating it here.", cmdClusterxImport),
+				sub("clusterx|migrate", -4, admin, "Moves a slot's keys, with their state, to another master.", cmdClusterxMigrate),
+				sub("clusterx|setnodeid", 3, admin, "Sets this node's ID.", cmdClusterxSetNodeID),
+				sub("clusterx|setnodes", -4, admin, "Sets the whole topology, at a version newer than the current one's.", cmdClusterxSetNodes),
+				sub("clusterx|setslot", 6, admin, "Gives one slot to a node, at the next version.", cmdClusterxSetSlot),
+				sub("clusterx|version", 2, stale, "Returns the topology's version.", cmdClusterxVersion),
+			}},
+		{name: "readonly", arity: 1, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast", "@connection"}, group: "cluster", since: "3.0.0",
+			complexity: "O(1)", summary: "Enables read-only queries for a connection to a Redis Cluster replica node.", run: cmdReadOnly},
+		{name: "readwrite", arity: 1, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast", "@connection"}, group: "cluster", since: "3.0.0",
+			complexity: "O(1)", summary: "Enables read-write queries for a connection to a Reids Cluster replica node.", run: cmdReadWrite},
+		{name: "asking", arity: 1, flags: []string{"fast"}, acl: []string{"@fast", "@connection"}, group: "cluster", since: "3.0.0",
+			complexity: "O(1)", summary: "Signals that a cluster client is following an -ASK redirect.", run: cmdAsking},
+	}
+}
+
+var clusterHelp = []string{
+	"CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"COUNTKEYSINSLOT <slot>",
+	"    Return the number of keys in <slot>.",
+	"GETKEYSINSLOT <slot> <count>",
+	"    Return key names stored by current node in a slot.",
+	"INFO",
+	"    Return information about the cluster.",
+	"KEYSLOT <key>",
+	"    Return the hash slot for <key>.",
+	"MYID",
+	"    Return the node id.",
+	"NODES",
+	"    Return cluster configuration seen by node. Output format:",
+	"    <id> <ip:port@cport> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+	"REPLICAS <node-id>",
+	"    Return <node-id> replicas.",
+	"SHARDS",
+	"    Return information about slot range mappings and the nodes associated with them.",
+	"SLOTS",
+	"    Return information about slots range mappings. Each range is made of:",
+	"    start, end, master and replicas IP addresses, ports and ids",
+	"The topology is set with CLUSTERX SETNODES (README, Redis Cluster).",
+}
+
+// route sends a keyed command where its keys are served: it answers MOVED,
+// ASK, TRYAGAIN, CLUSTERDOWN or CROSSSLOT and returns false, or returns true
+// to run it here. dispatch calls it only in cluster mode.
+func (c *client) route(spec *command, args [][]byte) bool {
+	if spec.subcommands != nil && len(args) > 1 {
+		if sub := spec.subcommand(args[1]); sub != nil {
+			spec = sub
+		}
+	}
+	asking := c.asking
+	c.asking = false // ASKING is for the next command only
+	if spec.firstKey == 0 {
+		return true
+	}
+	last := spec.lastKey
+	if last < 0 {
+		last += len(args)
+	}
+	slot := -1
+	for i := spec.firstKey; i <= last && i < len(args); i += spec.step {
+		s := cluster.Slot(args[i])
+		if slot >= 0 && s != slot {
+			c.flagTransaction()
+			c.writeError(errCrossSlot)
+			return false
+		}
+		slot = s
+	}
+	if slot < 0 {
+		return true
+	}
+	if c.tx != nil && !spec.txControl {
+		// Every command of a transaction must be in one slot, as Redis
+		// checks at EXEC: refused as it is queued, which aborts it.
+		if c.tx.slot >= 0 && c.tx.slot != slot {
+			c.flagTransaction()
+			c.writeError(errCrossSlot)
+			return false
+		}
+		c.tx.slot = slot
+	}
+	read := spec.readonly || (spec.peekArg > 0 && len(args) > spec.peekArg && string(args[spec.peekArg]) == "0")
+	r, node := c.srv.cluster.Route(slot, asking, c.readOnly, read)
+	if r == cluster.Local {
+		return true
+	}
+	c.flagTransaction()
+	switch r {
+	case cluster.Moved:
+		c.writeError(errMoved("MOVED", slot, node))
+	case cluster.Ask:
+		c.writeError(errMoved("ASK", slot, node))
+	case cluster.TryAgain:
+		c.writeError(errTryAgain)
+	case cluster.Unserved:
+		c.writeError(errSlotUnserved)
+	default:
+		c.writeError(errNotInCluster)
+	}
+	return false
+}
+
+// clusterOn answers the error of a server without cluster mode and reports
+// false.
+func (c *client) clusterOn() bool {
+	if c.srv.cluster == nil {
+		c.writeError(errClusterDisabled)
+		return false
+	}
+	return true
+}
+
+// slotsOn is clusterOn for a subcommand that reads or moves a slot's keys
+// itself, under their shards' locks: not inside EXEC, whose transaction may
+// hold them already.
+func (c *client) slotsOn() bool {
+	if !c.clusterOn() {
+		return false
+	}
+	if c.inExec() {
+		c.writeError(errSlotsInExec)
+		return false
+	}
+	return true
+}
+
+func withGroup(cmd *command, group string) *command {
+	cmd.group = group
+	return cmd
+}
+
+// READONLY
+func cmdReadOnly(c *client, _ [][]byte, _ time.Time) {
+	if c.clusterOn() {
+		c.readOnly = true
+		c.writeOK()
+	}
+}
+
+// READWRITE
+func cmdReadWrite(c *client, _ [][]byte, _ time.Time) {
+	if c.clusterOn() {
+		c.readOnly = false
+		c.writeOK()
+	}
+}
+
+// ASKING
+func cmdAsking(c *client, _ [][]byte, _ time.Time) {
+	if c.clusterOn() {
+		c.asking = true
+		c.writeOK()
+	}
+}
+
+// CLUSTER KEYSLOT key
+func cmdClusterKeySlot(c *client, args [][]byte, _ time.Time) {
+	c.writeInt(int64(cluster.Slot(args[2])))
+}
+
+// CLUSTER MYID
+func cmdClusterMyID(c *client, _ [][]byte, _ time.Time) {
+	if c.clusterOn() {
+		c.writeBulkString(c.srv.cluster.MyID())
+	}
+}
+
+// parseSlot parses a slot argument, answering Redis's error if it is not
+// one.
+func (c *client) parseSlot(b []byte) (int, bool) {
+	n, ok := parseInt(b)
+	if !ok || n < 0 || n >= cluster.Slots {
+		c.writeError(errInvalidSlot)
+		return 0, false
+	}
+	return int(n), true
+}
+
+// CLUSTER COUNTKEYSINSLOT slot
+func cmdClusterCountKeys(c *client, args [][]byte, _ time.Time) {
+	if !c.slotsOn() {
+		return
+	}
+	if slot, ok := c.parseSlot(args[2]); ok {
+		c.writeInt(int64(c.srv.store.CountInSlot(slot)))
+	}
+}
+
+// CLUSTER GETKEYSINSLOT slot count
+func cmdClusterGetKeys(c *client, args [][]byte, now time.Time) {
+	if !c.slotsOn() {
+		return
+	}
+	slot, ok := c.parseSlot(args[2])
+	if !ok {
+		return
+	}
+	count, ok := parseInt(args[3])
+	if !ok || count < 0 {
+		c.writeError(errInvalidKeyCount)
+		return
+	}
+	mark := c.conn.DeferArray()
+	n := 0
+	c.srv.store.KeysInSlot(slot, int(min(count, 1<<20)), gcra.InstantOf(now), func(k []byte) {
+		c.writeBulk(k)
+		n++
+	})
+	c.conn.SetDeferredArray(mark, n)
+}
+
+// CLUSTER INFO
+func cmdClusterInfo(c *client, _ [][]byte, _ time.Time) {
+	if !c.clusterOn() {
+		return
+	}
+	top, me := c.srv.cluster.Topology()
+	state, assigned, known, size, epoch := "fail", 0, 0, 0, int64(0)
+	if top != nil {
+		assigned, known, epoch = top.Assigned(), len(top.Nodes), max(top.Version, 0)
+		for i := range top.Nodes {
+			if len(top.Nodes[i].Slots) > 0 {
+				size++
+			}
+		}
+		if me != nil && assigned == cluster.Slots {
+			state = "ok"
+		}
+	}
+	i := strconv.Itoa
+	var b strings.Builder
+	for _, kv := range [][2]string{
+		{"cluster_state", state},
+		{"cluster_slots_assigned", i(assigned)},
+		{"cluster_slots_ok", i(assigned)},
+		{"cluster_slots_pfail", "0"},
+		{"cluster_slots_fail", "0"},
+		{"cluster_known_nodes", i(known)},
+		{"cluster_size", i(size)},
+		{"cluster_current_epoch", strconv.FormatInt(epoch, 10)},
+		{"cluster_my_epoch", strconv.FormatInt(epoch, 10)},
+		{"cluster_stats_messages_sent", "0"},
+		{"cluster_stats_messages_received", "0"},
+		{"total_cluster_links_buffer_limit_exceeded", "0"},
+	} {
+		b.WriteString(kv[0] + ":" + kv[1] + "\r\n")
+	}
+	c.writeVerbatim(b.String())
+}
+
+// CLUSTER NODES
+//
+// Redis's format, one line a node:
+//
+//	<id> <ip:port@cport> <flags> <master> <ping-sent> <pong-recv> <config-epoch> <link-state> <slot> ...
+//
+// The cluster bus port is the port + 10000, as Redis's default, though no
+// bus listens: nodes do not gossip. A slot moving out of this node is
+// shown as [slot->-<destination id>], one moving in as [slot-<-<source id>].
+func cmdClusterNodes(c *client, _ [][]byte, _ time.Time) {
+	if !c.clusterOn() {
+		return
+	}
+	top, me := c.srv.cluster.Topology()
+	var b strings.Builder
+	if top != nil {
+		epoch := strconv.FormatInt(max(top.Version, 0), 10)
+		for k := range top.Nodes {
+			n := &top.Nodes[k]
+			flags, master := "master", "-"
+			if n.IsReplica() {
+				flags, master = "slave", n.MasterID
+			}
+			if n == me {
+				flags = "myself," + flags
+			}
+			b.WriteString(n.ID + " " + n.IP + ":" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(n.Port+10000) + " " +
+				flags + " " + master + " 0 0 " + epoch + " connected")
+			for _, r := range n.Slots {
+				b.WriteString(" " + r.String())
+			}
+			if n == me {
+				for _, m := range c.srv.cluster.Moves() {
+					if m.Out {
+						b.WriteString(" [" + strconv.Itoa(m.Slot) + "->-" + m.Peer.ID + "]")
+					} else {
+						b.WriteString(" [" + strconv.Itoa(m.Slot) + "-<-" + m.Peer.ID + "]")
+					}
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	c.writeVerbatim(b.String())
+}
+
+// CLUSTER REPLICAS node-id
+// CLUSTER SLAVES node-id
+func cmdClusterReplicas(c *client, args [][]byte, _ time.Time) {
+	if !c.clusterOn() {
+		return
+	}
+	top, _ := c.srv.cluster.Topology()
+	var m *cluster.Node
+	if top != nil {
+		m = top.Node(string(args[2]))
+	}
+	if m == nil {
+		c.writeError(errUnknownNode(args[2]))
+		return
+	}
+	if m.IsReplica() {
+		c.writeError(errNotAMaster)
+		return
+	}
+	reps := top.ReplicasOf(m.ID)
+	c.writeArray(len(reps))
+	epoch := strconv.FormatInt(max(top.Version, 0), 10)
+	for _, n := range reps {
+		c.writeBulkString(n.ID + " " + n.IP + ":" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(n.Port+10000) +
+			" slave " + n.MasterID + " 0 0 " + epoch + " connected")
+	}
+}
+
+// CLUSTER SLOTS
+//
+// Redis 7's reply: for each range of slots, its start, its end, its master
+// and then its replicas, each as ip, port, id and a map of metadata (empty).
+func cmdClusterSlots(c *client, _ [][]byte, _ time.Time) {
+	if !c.clusterOn() {
+		return
+	}
+	top, _ := c.srv.cluster.Topology()
+	if top == nil {
+		c.writeArray(0)
+		return
+	}
+	type block struct {
+		r cluster.Range
+		m *cluster.Node
+	}
+	var blocks []block
+	for k := range top.Nodes {
+		for _, r := range top.Nodes[k].Slots {
+			blocks = append(blocks, block{r, &top.Nodes[k]})
+		}
+	}
+	sortBlocks(blocks, func(b block) int { return b.r.From })
+	c.writeArray(len(blocks))
+	for _, bl := range blocks {
+		reps := top.ReplicasOf(bl.m.ID)
+		c.writeArray(3 + len(reps))
+		c.writeInt(int64(bl.r.From))
+		c.writeInt(int64(bl.r.To))
+		for _, n := range append([]*cluster.Node{bl.m}, reps...) {
+			c.writeArray(4)
+			c.writeBulkString(n.IP)
+			c.writeInt(int64(n.Port))
+			c.writeBulkString(n.ID)
+			c.writeMap(0)
+		}
+	}
+}
+
+// CLUSTER SHARDS
+//
+// Redis 7's reply: one map a master with slots, its slot ranges as pairs of
+// integers and its nodes (the master, then its replicas) each a map.
+func cmdClusterShards(c *client, _ [][]byte, _ time.Time) {
+	if !c.clusterOn() {
+		return
+	}
+	top, _ := c.srv.cluster.Topology()
+	if top == nil {
+		c.writeArray(0)
+		return
+	}
+	var masters []*cluster.Node
+	for k := range top.Nodes {
+		if n := &top.Nodes[k]; !n.IsReplica() {
+			masters = append(masters, n)
+		}
+	}
+	c.writeArray(len(masters))
+	for _, m := range masters {
+		c.writeMap(2)
+		c.writeBulkString("slots")
+		c.writeArray(2 * len(m.Slots))
+		for _, r := range m.Slots {
+			c.writeInt(int64(r.From))
+			c.writeInt(int64(r.To))
+		}
+		c.writeBulkString("nodes")
+		nodes := append([]*cluster.Node{m}, top.ReplicasOf(m.ID)...)
+		c.writeArray(len(nodes))
+		for _, n := range nodes {
+			role := "master"
+			if n.IsReplica() {
+				role = "replica"
+			}
+			c.writeMap(7)
+			c.writeBulkString("id")
+			c.writeBulkString(n.ID)
+			c.writeBulkString("port")
+			c.writeInt(int64(n.Port))
+			c.writeBulkString("ip")
+			c.writeBulkString(n.IP)
+			c.writeBulkString("endpoint")
+			c.writeBulkString(n.IP)
+			c.writeBulkString("role")
+			c.writeBulkString(role)
+			c.writeBulkString("replication-offset")
+			c.writeInt(0)
+			c.writeBulkString("health")
+			c.writeBulkString("online")
+		}
+	}
+}
+
+// CLUSTERX SETNODEID id
+func cmdClusterxSetNodeID(c *client, args [][]byte, _ time.Time) {
+	if !c.slotsOn() {
+		return
+	}
+	if err := c.srv.cluster.SetNodeID(string(args[2])); err != nil {
+		c.writeError(clusterError(err))
+		return
+	}
+	c.srv.followTopology()
+	c.writeOK()
+}
+
+// CLUSTERX SETNODES "<id> <ip> <port> master|slave <master id|-> <slots>\n..." version [FORCE]
+//
+// The whole topology, as kvrocks takes it: refused unless version is newer
+// than the topology's (or FORCE), persisted before it is answered.
+func cmdClusterxSetNodes(c *client, args [][]byte, _ time.Time) {
+	if !c.slotsOn() {
+		return
+	}
+	if len(args) > 5 || (len(args) == 5 && !equalFold(args[4], "force")) {
+		c.writeError(errSyntax)
+		return
+	}
+	version, ok := parseInt(args[3])
+	if !ok || version < 0 {
+		c.writeError(errInvalidVersion)
+		return
+	}
+	top, err := cluster.Parse(string(args[2]), version)
+	if err == nil {
+		err = c.srv.cluster.SetTopology(top, len(args) == 5)
+	}
+	if err != nil {
+		c.writeError(clusterError(err))
+		return
+	}
+	c.srv.cfg.Logger.Info("cluster topology set", "version", version, "nodes", len(top.Nodes), "client", c.addr)
+	c.srv.followTopology()
+	c.writeOK()
+}
+
+// CLUSTERX SETSLOT slot NODE id version
+//
+// Gives slot to the master id, at version, which must be the topology's
+// next: how a migration's end is pushed to every node.
+func cmdClusterxSetSlot(c *client, args [][]byte, _ time.Time) {
+	if !c.slotsOn() {
+		return
+	}
+	slot, ok := c.parseSlot(args[2])
+	if !ok {
+		return
+	}
+	if !equalFold(args[3], "node") {
+		c.writeError(errSyntax)
+		return
+	}
+	version, ok := parseInt(args[5])
+	if !ok || version < 0 {
+		c.writeError(errInvalidVersion)
+		return
+	}
+	if err := c.srv.setSlot(slot, string(args[4]), version); err != nil {
+		c.writeError(clusterError(err))
+		return
+	}
+	c.writeOK()
+}
+
+// setSlot gives slot to the master id at version: the topology in force
+// with that one slot changed.
+func (s *Server) setSlot(slot int, id string, version int64) error {
+	top, _ := s.cluster.Topology()
+	if top == nil {
+		return errors.New("cluster: no topology yet")
+	}
+	if version != top.Version+1 {
+		return cluster.ErrStaleVersion
+	}
+	next, err := top.WithSlot(slot, id, version)
+	if err != nil {
+		return err
+	}
+	if err := s.cluster.SetTopology(next, false); err != nil {
+		return err
+	}
+	s.followTopology()
+	return nil
+}
+
+// CLUSTERX VERSION
+func cmdClusterxVersion(c *client, _ [][]byte, _ time.Time) {
+	if c.clusterOn() {
+		c.writeInt(c.srv.cluster.Version())
+	}
+}
+
+// FollowTopology makes the node what the persisted topology says it is, at
+// start (followTopology).
+func (s *Server) FollowTopology() {
+	if s.cluster != nil {
+		s.followTopology()
+	}
+}
+
+// followTopology makes the node what the topology in force says: a replica
+// of its master, or a master; and drops the keys of slots that moved away
+// from it (their state lives on the new owner now).
+func (s *Server) followTopology() {
+	top, me := s.cluster.Topology()
+	if top == nil || me == nil {
+		return
+	}
+	if s.repl != nil {
+		if me.IsReplica() {
+			if m := top.Node(me.MasterID); m != nil {
+				if _, err := s.repl.ReplicaOf(m.IP, m.Port); err != nil {
+					s.logError("cluster: following the topology's master", err)
+				}
+			}
+		} else if s.repl.IsReplica() {
+			if _, err := s.repl.ReplicaOf("", 0); err != nil {
+				s.logError("cluster: becoming the topology's master", err)
+			}
+		}
+	}
+	for _, m := range s.cluster.Moves() {
+		if owner := top.Owner(m.Slot); m.Out && owner != nil && owner.ID == m.Peer.ID {
+			n := s.store.DeleteSlot(m.Slot)
+			s.cluster.EndMove(m.Slot)
+			s.cfg.Logger.Info("cluster: slot moved away", "slot", m.Slot, "to", m.Peer.ID, "keys_dropped", n)
+		} else if !m.Out && owner != nil && owner.ID == s.cluster.MyID() {
+			s.cluster.EndMove(m.Slot)
+			s.cfg.Logger.Info("cluster: slot imported", "slot", m.Slot, "from", m.Peer.ID)
+		}
+	}
+}
+
+// clusterEnabledParam is CONFIG GET cluster-enabled.
+func (s *Server) clusterEnabledParam() string {
+	if s.cluster != nil {
+		return "yes"
+	}
+	return "no"
+}
+
+// sortBlocks sorts by key, ascending (insertion sort: a topology has a
+// handful of ranges).
+func sortBlocks[T any](s []T, key func(T) int) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && key(s[j]) < key(s[j-1]); j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package server
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"redcell/cluster"
+	"redcell/storage"
+)
+
+// clusterNode is one in-process cluster node.
+type clusterNode struct {
+	id   string
+	port int
+	srv  *Server
+	rdb  *redis.Client
+}
+
+func startClusterNodes(t *testing.T, n int) []*clusterNode {
+	t.Helper()
+	var nodes []*clusterNode
+	for i := 0; i < n; i++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		port := ln.Addr().(*net.TCPAddr).Port
+		st, err := cluster.NewState("", false, "127.0.0.1", port)
+		require.NoError(t, err)
+		id := strings.Repeat(string(rune('a'+i)), 40)
+		require.NoError(t, st.SetNodeID(id))
+		srv := New(Config{Cluster: st}, storage.New(storage.Config{Shards: 8, BySlot: true}))
+		done := make(chan struct{})
+		go func() { _ = srv.Serve(ln); close(done) }()
+		rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), Protocol: 2})
+		t.Cleanup(func() { _ = rdb.Close(); _ = srv.Close(); <-done })
+		nodes = append(nodes, &clusterNode{id: id, port: port, srv: srv, rdb: rdb})
+	}
+	return nodes
+}
+
+// topology gives each node an equal share of the slots.
+func topology(nodes []*clusterNode) string {
+	var b strings.Builder
+	per := cluster.Slots / len(nodes)
+	for i, n := range nodes {
+		from, to := i*per, (i+1)*per-1
+		if i == len(nodes)-1 {
+			to = cluster.Slots - 1
+		}
+		b.WriteString(n.id + " 127.0.0.1 " + strconv.Itoa(n.port) + " master - " + strconv.Itoa(from) + "-" + strconv.Itoa(to) + "\n")
+	}
+	return b.String()
+}
+
+func (n *clusterNode) do(t *testing.T, args ...any) (any, error) {
+	t.Helper()
+	return n.rdb.Do(context.Background(), args...).Result()
+}
+
+func TestClusterRoutesAndMigratesASlotExactly(t *testing.T) {
+	nodes := startClusterNodes(t, 3)
+	a, b := nodes[0], nodes[1]
+	_, err := a.do(t, "CL.THROTTLE", "k", 1, 1, 1)
+	require.EqualError(t, err, "CLUSTERDOWN This node is not part of the cluster topology (CLUSTERX SETNODES)")
+	top := topology(nodes)
+	for _, n := range nodes {
+		v, err := n.do(t, "CLUSTERX", "SETNODES", top, 1)
+		require.NoError(t, err)
+		require.Equal(t, "OK", v)
+	}
+	_, err = a.do(t, "CLUSTERX", "SETNODES", top, 1)
+	require.ErrorContains(t, err, "the version is not newer")
+	v, _ := a.do(t, "CLUSTERX", "VERSION")
+	require.Equal(t, int64(1), v)
+
+	// "{a}" hashes to slot 15495 (node c), "foo" to 12182 (c), "bar" to 5061 (a).
+	slot := cluster.Slot([]byte("bar"))
+	require.Equal(t, 5061, slot)
+	_, err = b.do(t, "CL.THROTTLE", "bar", 10, 1, 60)
+	require.EqualError(t, err, "MOVED 5061 127.0.0.1:"+strconv.Itoa(a.port))
+	_, err = a.do(t, "DEL", "bar", "foo")
+	require.EqualError(t, err, "CROSSSLOT Keys in request don't hash to the same slot")
+	keys := []string{"bar"}
+	for i := 0; len(keys) < 50; i++ {
+		if k := "key" + strconv.Itoa(i); cluster.Slot([]byte(k)) == slot {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		for j := 0; j < 3; j++ {
+			_, err := a.do(t, "CL.THROTTLE", k, 10, 1, 3600)
+			require.NoError(t, err)
+		}
+	}
+	n, _ := a.do(t, "CLUSTER", "COUNTKEYSINSLOT", slot)
+	require.Equal(t, int64(len(keys)), n)
+	before := map[string]any{}
+	for _, k := range keys {
+		before[k], _ = a.do(t, "GET", k)
+	}
+
+	v, err = a.do(t, "CLUSTERX", "MIGRATE", slot, b.id, "SYNC")
+	require.NoError(t, err)
+	require.Equal(t, "OK", v)
+	_, err = a.do(t, "CL.THROTTLE", "bar", 10, 1, 3600)
+	require.EqualError(t, err, "ASK 5061 127.0.0.1:"+strconv.Itoa(b.port))
+	_, err = b.do(t, "CL.THROTTLE", "bar", 10, 1, 3600)
+	require.EqualError(t, err, "MOVED 5061 127.0.0.1:"+strconv.Itoa(a.port), "without ASKING")
+	nodesLine, _ := a.do(t, "CLUSTER", "NODES")
+	require.Contains(t, nodesLine, "[5061->-"+b.id+"]")
+	for _, k := range keys {
+		got, err := b.rdb.Pipelined(context.Background(), func(p redis.Pipeliner) error {
+			p.Do(context.Background(), "ASKING")
+			p.Do(context.Background(), "GET", k)
+			return nil
+		})
+		require.NoError(t, err)
+		require.Equal(t, before[k], got[1].(*redis.Cmd).Val(), "%s's state moved exactly", k)
+	}
+
+	// The flip: every node gets the slot's new owner at version 2.
+	for _, n := range nodes {
+		_, err := n.do(t, "CLUSTERX", "SETSLOT", slot, "NODE", b.id, 2)
+		require.NoError(t, err)
+	}
+	_, err = a.do(t, "CL.THROTTLE", "bar", 10, 1, 3600)
+	require.EqualError(t, err, "MOVED 5061 127.0.0.1:"+strconv.Itoa(b.port))
+	n, _ = a.do(t, "CLUSTER", "COUNTKEYSINSLOT", slot)
+	require.Equal(t, int64(0), n, "the old owner dropped its copy")
+	n, _ = b.do(t, "CLUSTER", "COUNTKEYSINSLOT", slot)
+	require.Equal(t, int64(len(keys)), n)
+	res, err := b.do(t, "CL.THROTTLE", "bar", 10, 1, 3600)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), res.([]any)[2], "three decisions before the move, a fourth after: 11-4 remain")
+}
