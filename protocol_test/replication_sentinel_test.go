@@ -578,7 +578,7 @@ func TestSentinelFailover(t *testing.T) {
 	byAddr := map[string]*redcellNode{r1.Addr: r1, r2.Addr: r2}
 
 	fc := redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName: sentinelMaster, SentinelAddrs: sentinelAddrs(ss), Protocol: 2,
+		MasterName: sentinelMaster, SentinelAddrs: sentinelAddrs(ss),
 		// One attempt per decision: a retry could store a decision twice.
 		MaxRetries: -1,
 	})
