@@ -14,10 +14,15 @@ log() { echo "$*" >&2; }
 
 need() { command -v "$1" >/dev/null 2>&1 || { log "$script: $1 not found in PATH: $2"; exit 1; }; }
 
+# cleanup runs on exit, also from a signal's trap in the middle of any
+# function: nothing may shadow pid, and one server that is gone or exits
+# non-zero must not stop the others' killing (set -e holds in the trap too).
 cleanup() {
 	local s
 	for s in "${!pid[@]}"; do
-		[[ -n ${pid[$s]} ]] && kill "${pid[$s]}" 2>/dev/null && wait "${pid[$s]}" 2>/dev/null
+		if [[ -n ${pid[$s]} ]] && kill "${pid[$s]}" 2>/dev/null; then
+			wait "${pid[$s]}" 2>/dev/null || true
+		fi
 	done
 	rm -rf "$work"
 }
@@ -111,7 +116,7 @@ HZ=$(getconf CLK_TCK)
 # $work/NAME: the last two are the server's and the load tool's CPU time per
 # request (they share the machine's cores).
 bench() {
-	local name=$1 test=$2 p=${port[$3]} pid=${pid[$3]} n t0 t1 csv client run
+	local name=$1 test=$2 p=${port[$3]} server=${pid[$3]} n t0 t1 csv client run
 	shift 3
 	n=$(printf '%s\n' "$@" | awk 'prev == "-n" { print; exit } { prev = $0 }')
 	if [[ ${tool:-redis-benchmark} == pipeload ]]; then
@@ -120,13 +125,13 @@ bench() {
 		run=(redis-benchmark -h $HOST -p "$p" --csv "$@")
 	fi
 	record "$name" "${run[*]}"
-	t0=$(ticks "$pid")
+	t0=$(ticks "$server")
 	if ! csv=$( { TIMEFORMAT='%U %S'; time "${run[@]}" 2>"$work/err.tmp"; } 2>"$work/time.tmp"); then
 		log "$script: $name failed: ${cmds[$name]}"
 		tail -5 "$work/err.tmp" >&2
 		exit 1
 	fi
-	t1=$(ticks "$pid")
+	t1=$(ticks "$server")
 	client=$(tail -1 "$work/time.tmp")
 	if ! printf '%s\n' "$csv" | tr -d '"\r' |
 		awk -F, -v t="$test" -v s=$((t1 - t0)) -v hz="$HZ" -v n="$n" -v c="$client" '

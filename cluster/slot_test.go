@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,5 +43,61 @@ func BenchmarkSlot(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = Slot(key)
+	}
+}
+
+// crc16 two bytes a step equals the plain byte-a-step definition.
+func TestCRC16TwoBytesAStepIsTheDefinition(t *testing.T) {
+	bitwise := func(b []byte) uint16 {
+		var crc uint16
+		for _, c := range b {
+			crc ^= uint16(c) << 8
+			for range 8 {
+				if crc&0x8000 != 0 {
+					crc = crc<<1 ^ 0x1021
+				} else {
+					crc <<= 1
+				}
+			}
+		}
+		return crc
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 2000; n++ {
+		b := make([]byte, n%67)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		require.Equal(t, bitwise(b), crc16(b), "%x", b)
+	}
+}
+
+// Slot's one pass agrees with the rule read plainly, for keys with braces
+// anywhere.
+func TestSlotOnePassIsTheRule(t *testing.T) {
+	rule := func(key []byte) int {
+		for s := 0; s < len(key); s++ {
+			if key[s] == '{' {
+				for e := s + 1; e < len(key); e++ {
+					if key[e] == '}' {
+						if e == s+1 {
+							return int(crc16(key) & (Slots - 1))
+						}
+						return int(crc16(key[s+1:e]) & (Slots - 1))
+					}
+				}
+				return int(crc16(key) & (Slots - 1))
+			}
+		}
+		return int(crc16(key) & (Slots - 1))
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	alphabet := []byte("ab{}")
+	for n := 0; n < 5000; n++ {
+		b := make([]byte, n%13)
+		for i := range b {
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		}
+		require.Equal(t, rule(b), Slot(b), "%q", b)
 	}
 }

@@ -97,6 +97,9 @@ type client struct {
 	// of its master's slots; asking (ASKING) lets the next command run on a
 	// slot being imported here (cmd_cluster.go).
 	readOnly, asking bool
+	// slot is the cluster slot of the running command's key, computed by
+	// route (cluster mode only; else -1), which the store shards by.
+	slot int
 
 	replLink  *replication.Link
 	replIP    string

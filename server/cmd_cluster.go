@@ -89,7 +89,23 @@ var clusterHelp = []string{
 // route sends a keyed command where its keys are served: it answers MOVED,
 // ASK, TRYAGAIN, CLUSTERDOWN or CROSSSLOT and returns false, or returns true
 // to run it here. dispatch calls it only in cluster mode.
+//
+// Its body is small enough to be inlined into dispatch for the hot path
+// (one key, in a slot this node serves, nothing moving); routeAny does the
+// rest.
 func (c *client) route(spec *command, args [][]byte) bool {
+	if k := spec.firstKey; k > 0 && k == spec.lastKey && k < len(args) && !c.gated && !c.asking {
+		if slot := cluster.Slot(args[k]); c.srv.cluster.Mine(slot) {
+			c.slot = slot
+			return true
+		}
+	}
+	return c.routeAny(spec, args)
+}
+
+// routeAny is route for any command.
+func (c *client) routeAny(spec *command, args [][]byte) bool {
+	c.slot = -1
 	if spec.subcommands != nil && len(args) > 1 {
 		if sub := spec.subcommand(args[1]); sub != nil {
 			spec = sub
@@ -130,6 +146,7 @@ func (c *client) route(spec *command, args [][]byte) bool {
 	read := spec.readonly || (spec.peekArg > 0 && len(args) > spec.peekArg && string(args[spec.peekArg]) == "0")
 	r, node := c.srv.cluster.Route(slot, asking, c.readOnly, read)
 	if r == cluster.Local {
+		c.slot = slot
 		return true
 	}
 	c.flagTransaction()

@@ -5,7 +5,9 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -137,4 +139,46 @@ func TestClusterRoutesAndMigratesASlotExactly(t *testing.T) {
 	res, err := b.do(t, "CL.THROTTLE", "bar", 10, 1, 3600)
 	require.NoError(t, err)
 	require.Equal(t, int64(7), res.([]any)[2], "three decisions before the move, a fourth after: 11-4 remain")
+}
+
+// BenchmarkThrottleHandlerCluster is BenchmarkThrottleHandler in cluster
+// mode, the node serving every slot: what routing by slot adds to a
+// decision (compare the two, side by side).
+func BenchmarkThrottleHandlerCluster(b *testing.B) {
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	st, err := cluster.NewState("", true, "127.0.0.1", 6379)
+	require.NoError(b, err)
+	srv := New(Config{Cluster: st, Now: func() time.Time { return time.Unix(0, now.Add(1000)) }},
+		storage.New(storage.Config{BySlot: true}))
+	conn := newFakeConn()
+	require.True(b, srv.accept(conn))
+	cmd := argv("CL.THROTTLE", "user:12345", "100", "10", "1")
+	srv.handle(conn, redconCommand(cmd))
+	require.Contains(b, string(conn.Buffer()), "*5\r\n")
+	conn.SetBuffer(nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		srv.handle(conn, redconCommand(cmd))
+		conn.SetBuffer(nil)
+	}
+}
+
+// BenchmarkConnBatchCluster is BenchmarkConnBatch in cluster mode, the node
+// serving every slot: routing's cost on the whole path of a command.
+func BenchmarkConnBatchCluster(b *testing.B) {
+	st, err := cluster.NewState("", true, "127.0.0.1", 6379)
+	require.NoError(b, err)
+	srv, c, lc := newLoopConnOn(b, New(Config{Cluster: st}, storage.New(storage.Config{BySlot: true})))
+	require.Positive(b, lc.written)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.read(); err != nil {
+			b.Fatal(err)
+		}
+		if err := srv.runBatch(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16), "ns/command")
 }

@@ -112,7 +112,11 @@ func (c *loopConn) Write(p []byte) (int, error) { c.written += len(p); return le
 // newLoopConn is a connection, on the real clock, whose every read is the
 // same batch of 16 CL.THROTTLE on existing keys.
 func newLoopConn(t testing.TB) (*Server, *conn, *loopConn) {
-	srv := New(Config{}, storage.New(storage.Config{}))
+	return newLoopConnOn(t, New(Config{}, storage.New(storage.Config{})))
+}
+
+// newLoopConnOn is newLoopConn on srv.
+func newLoopConnOn(t testing.TB, srv *Server) (*Server, *conn, *loopConn) {
 	var batch strings.Builder
 	for i := range 16 {
 		batch.WriteString(multibulk("CL.THROTTLE", fmt.Sprintf("key:%d", i), "100", "10", "1"))

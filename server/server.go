@@ -218,6 +218,7 @@ func (s *Server) accept(conn connection) bool {
 		addr:    conn.RemoteAddr(),
 		created: now,
 		resp:    2,
+		slot:    -1,
 		done:    make(chan struct{}),
 	}
 	if nc := conn.NetConn(); nc != nil {

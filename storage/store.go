@@ -153,7 +153,20 @@ func (s *Store) shardIndex(key []byte) int {
 // finds the key once for the read and the write: the hot path costs one
 // call and one lookup less.
 func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
-	sh := s.shardOf(key)
+	return s.ThrottleSlot(key, -1, r, now)
+}
+
+// ThrottleSlot is Throttle given key's cluster slot (cluster.Slot), which a
+// store sharded by slot (Config.BySlot) takes the shard from instead of
+// hashing the key again; -1, or any store not sharded by slot, hashes it.
+// It is the hot path in either mode.
+func (s *Store) ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
+	var sh *shard
+	if slot >= 0 && s.bySlot {
+		sh = &s.shards[slot&int(s.mask)]
+	} else {
+		sh = s.shardOf(key)
+	}
 	sh.mu.Lock()
 	if sh.frozen != 0 && s.isFrozen(key) {
 		sh.mu.Unlock()

@@ -13,6 +13,9 @@ import (
 // transaction holds.
 type Keyspace interface {
 	Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error)
+	// ThrottleSlot is Throttle given key's cluster slot, already computed
+	// (or -1): a store sharded by slot need not hash the key again.
+	ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant) (gcra.Result, error)
 	Preview(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, bool, error)
 	Reserve(key []byte, r gcra.Rate, now gcra.Instant, maxWait time.Duration, dry bool) (gcra.Reservation, bool, error)
 	Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) (window.Result, bool, error)
@@ -93,6 +96,11 @@ func (tx *Txn) withShard(key []byte, fn func(sh *shard)) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	fn(sh)
+}
+
+// ThrottleSlot is Throttle: the transaction finds the key's shard itself.
+func (tx *Txn) ThrottleSlot(key []byte, _ int, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
+	return tx.Throttle(key, r, now)
 }
 
 func (tx *Txn) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (res gcra.Result, err error) {
