@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -167,6 +168,57 @@ func TestReplicaConvergesRefusesWritesAndContinuesAfterABreak(t *testing.T) {
 	require.Equal(t, "master", r.info(t, "role"))
 	require.Equal(t, m.info(t, "master_replid"), r.info(t, "master_replid2"))
 	r.do(t, "CL.THROTTLE", "user:1", 1000, 1, 3600)
+}
+
+// Sentinel reconfigures a node with one transaction (sentinelSendSlaveOf in
+// Redis's sentinel.c): MULTI, SLAVEOF, CONFIG REWRITE, CLIENT KILL TYPE
+// normal, CLIENT KILL TYPE pubsub, EXEC, replies discarded. Its CLIENT KILL
+// TYPE normal drops the node's clients, so that they ask Sentinel where the
+// master now is, but not the links of the node's replicas, which are not
+// normal clients: they stay up, with no resynchronization.
+func TestSentinelReconfigurationKeepsReplicaLinks(t *testing.T) {
+	m, r := startReplNode(t), startReplNode(t)
+	require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", m.port))
+	require.Eventually(t, func() bool { return r.info(t, "master_link_status") == "up" }, 10*time.Second, 10*time.Millisecond)
+	before := m.node.Status()
+	require.Len(t, before.Replicas, 1)
+
+	sentinelTx := func(t *testing.T, addr, host, port string) string {
+		bystander, sentinel := dialRESP(t, addr), dialRESP(t, addr)
+		require.Equal(t, "+PONG\r\n", bystander.do(t, "PING"))
+		for _, cmd := range []string{"MULTI", "SLAVEOF " + host + " " + port, "CONFIG REWRITE",
+			"CLIENT KILL TYPE normal", "CLIENT KILL TYPE pubsub"} {
+			want := "+QUEUED\r\n"
+			if cmd == "MULTI" {
+				want = "+OK\r\n"
+			}
+			require.Equal(t, want, sentinel.do(t, cmd), cmd)
+		}
+		exec := sentinel.do(t, "EXEC")
+		require.NoError(t, bystander.c.SetReadDeadline(time.Now().Add(10*time.Second)))
+		_, err := bystander.r.ReadByte()
+		require.ErrorIs(t, err, io.EOF, "the bystander, a normal client, is disconnected")
+		return exec
+	}
+
+	// On the master: SLAVEOF NO ONE keeps it one; CONFIG REWRITE fails
+	// without a daemon to write the file; one normal client is killed (the
+	// bystander: replies go to the transaction's own connection), no pubsub
+	// client.
+	exec := sentinelTx(t, m.addr, "NO", "ONE")
+	require.Regexp(t, `^\*4\r\n\+OK\r\n-ERR [^\r]*\r\n:1\r\n:0\r\n$`, exec)
+	m.do(t, "CL.THROTTLE", "after", 5, 1, 60)
+	require.Eventually(t, func() bool { return sameKeys(t, m, r, []string{"after"}) == nil }, 10*time.Second, 10*time.Millisecond,
+		"the replica's link is still up and streams")
+	after := m.node.Status()
+	require.Len(t, after.Replicas, 1)
+	require.Equal(t, before.SyncFull, after.SyncFull, "no full resynchronization")
+	require.Equal(t, before.SyncPartialOK, after.SyncPartialOK, "no reconnection")
+
+	// On the replica: the same transaction promotes it.
+	sentinelTx(t, r.addr, "NO", "ONE")
+	require.Equal(t, "master", r.info(t, "role"))
+	r.do(t, "CL.THROTTLE", "after", 5, 1, 60)
 }
 
 // FAILOVER switches master and replica without losing a decision: the old
