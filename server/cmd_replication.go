@@ -330,10 +330,15 @@ func (s *Server) failoverStateName() string {
 // replicas when replication is not configured.
 func (s *Server) replicaStatus() replication.Status {
 	if s.repl == nil {
-		return replication.Status{}
+		return replication.Status{Priority: replication.DefaultReplicaPriority, BacklogSize: replication.DefaultBacklogSize,
+			ReplID: zeroReplID, ReplID2: zeroReplID, Offset2: -1}
 	}
 	return s.repl.Status()
 }
+
+// zeroReplID is a stream id of no stream, as Redis shows master_replid2
+// without a previous master.
+const zeroReplID = "0000000000000000000000000000000000000000"
 
 // replicaOfParam is CONFIG GET replicaof: "host port", or empty for a
 // master.
