@@ -143,6 +143,11 @@ func newReplID() string {
 // It costs one atomic load.
 func (n *Node) IsReplica() bool { return n.replica.Load() }
 
+// ReplicaFlag is the flag IsReplica loads, for a hot path that keeps it
+// (the server's decisions): set while the node is a replica. Only the node
+// changes it.
+func (n *Node) ReplicaFlag() *atomic.Bool { return &n.replica }
+
 // SetPriority sets replica-priority, which INFO reports for Sentinel: 0
 // means never promote.
 func (n *Node) SetPriority(p int64) { n.priority.Store(p) }

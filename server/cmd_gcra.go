@@ -76,11 +76,11 @@ func cmdGCRA(c *client, args [][]byte, now time.Time) {
 		c.writeError(gcraError(err))
 		return
 	}
-	if c.writeOnReplica(tokens) {
-		return
-	}
 	var res gcra.Result
 	if c.srv.writesRefused() {
+		if c.writeOnReplica(tokens) {
+			return
+		}
 		var store bool
 		if res, store, err = c.ks.Preview(args[1], rate, at); err == nil && store {
 			c.writeError(c.srv.writeRefusal())

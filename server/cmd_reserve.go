@@ -37,10 +37,10 @@ func cmdReserve(c *client, args [][]byte, now time.Time) {
 		c.writeError(throttleError(err))
 		return
 	}
-	if c.writeOnReplica(quantity) {
+	refused := c.srv.writesRefused()
+	if refused && c.writeOnReplica(quantity) {
 		return
 	}
-	refused := c.srv.writesRefused()
 	res, stored, err := c.ks.Reserve(args[1], rate, gcra.InstantOf(now), maxWait, refused)
 	if err != nil {
 		c.writeError(throttleError(err))

@@ -66,11 +66,11 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		c.writeError(throttleError(err))
 		return
 	}
-	if c.writeOnReplica(quantity) {
-		return
-	}
 	var res gcra.Result
 	if c.srv.writesRefused() {
+		if c.writeOnReplica(quantity) {
+			return
+		}
 		// Durable mode with a failing disk: decide, but store nothing;
 		// a decision that would store cannot be acknowledged.
 		var store bool

@@ -39,10 +39,10 @@ func cmdWindow(c *client, args [][]byte, now time.Time) {
 		c.writeError(windowError(err))
 		return
 	}
-	if c.writeOnReplica(quantity) {
+	refused := c.srv.writesRefused()
+	if refused && c.writeOnReplica(quantity) {
 		return
 	}
-	refused := c.srv.writesRefused()
 	res, stored, err := c.ks.Window(args[1], spec, gcra.InstantOf(now), refused)
 	if err != nil {
 		c.writeError(windowError(err))

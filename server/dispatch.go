@@ -182,7 +182,7 @@ func (c *client) changed() {
 // would make one answers MISCONF instead (as Redis does when it cannot
 // persist), and commands that change nothing go on.
 func (s *Server) writesRefused() bool {
-	return (s.cfg.DurableWrites && s.cfg.Persistence.Failing()) || (s.repl != nil && s.repl.IsReplica())
+	return s.replica.Load() || (s.cfg.DurableWrites && s.cfg.Persistence.Failing())
 }
 
 // lookup finds a command by name, case-insensitively, without allocating.

@@ -106,6 +106,9 @@ type Server struct {
 	cfg      Config
 	store    *storage.Store
 	repl     *replication.Node // nil: no replication
+	// replica is repl's role flag (replication.Node.ReplicaFlag), or a
+	// flag never set without replication: one load tells the hot path.
+	replica *atomic.Bool
 	cluster  *cluster.State    // nil: not in cluster mode
 	now      func() time.Time
 	started  time.Time
@@ -163,6 +166,7 @@ func New(cfg Config, store *storage.Store) *Server {
 		cfg:     cfg,
 		store:   store,
 		repl:    cfg.Replication,
+		replica: new(atomic.Bool),
 		cluster: cfg.Cluster,
 		now:     cfg.Now,
 		clients: make(map[*client]struct{}),
@@ -172,6 +176,9 @@ func New(cfg Config, store *storage.Store) *Server {
 		timed: timed,
 		runID: newRunID(),
 		debug: cfg.Logger.Enabled(context.Background(), slog.LevelDebug),
+	}
+	if cfg.Replication != nil {
+		s.replica = cfg.Replication.ReplicaFlag()
 	}
 	s.started = s.now()
 	s.commands = newCommandTable()

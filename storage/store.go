@@ -141,8 +141,12 @@ func (s *Store) shardIndex(key []byte) int {
 	if s.bySlot {
 		return cluster.Slot(key) & int(s.mask)
 	}
-	return int(maphash.Bytes(s.seed, key) & s.mask)
+	return s.hashIndex(key)
 }
+
+// hashIndex is the shard of key in a store not sharded by slot: small
+// enough to be inlined into the hot path.
+func (s *Store) hashIndex(key []byte) int { return int(maphash.Bytes(s.seed, key) & s.mask) }
 
 // Throttle runs one GCRA decision for key at now, under the key's shard lock
 // and no other, and stores the new TAT when the decision says to. It does not
@@ -162,9 +166,12 @@ func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result
 // It is the hot path in either mode.
 func (s *Store) ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
 	var sh *shard
-	if slot >= 0 && s.bySlot {
+	switch {
+	case !s.bySlot:
+		sh = &s.shards[s.hashIndex(key)]
+	case slot >= 0:
 		sh = &s.shards[slot&int(s.mask)]
-	} else {
+	default:
 		sh = s.shardOf(key)
 	}
 	sh.mu.Lock()
