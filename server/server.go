@@ -103,13 +103,13 @@ var _ Persistence = (*storage.Flusher)(nil)
 
 // Server is a RESP server over one Store. It is safe for concurrent use.
 type Server struct {
-	cfg      Config
-	store    *storage.Store
-	repl     *replication.Node // nil: no replication
+	cfg   Config
+	store *storage.Store
+	repl  *replication.Node // nil: no replication
 	// replica is repl's role flag (replication.Node.ReplicaFlag), or a
 	// flag never set without replication: one load tells the hot path.
-	replica *atomic.Bool
-	cluster  *cluster.State    // nil: not in cluster mode
+	replica  *atomic.Bool
+	cluster  *cluster.State // nil: not in cluster mode
 	now      func() time.Time
 	started  time.Time
 	commands commandTable // commands.go
