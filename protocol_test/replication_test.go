@@ -459,3 +459,23 @@ func TestReplicationChained(t *testing.T) {
 	require.Equal(t, m.info(t, "master_repl_offset"), end.info(t, "master_repl_offset"))
 	require.Equal(t, "1", mid.info(t, "connected_slaves"))
 }
+
+// A chain under an idle master: the middle node has loaded its snapshot
+// and received nothing since, when a replica of its own connects.
+func TestReplicationChainedUnderAnIdleMaster(t *testing.T) {
+	clock := newManualClock(t0)
+	m, first := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
+	keys := keyNames("user:", 100)
+	first.replicaOf(t, m)
+	m.throttleAll(t, keys, func(int) int { return 1 }) // the master's stream has an offset past 0
+	caughtUp(t, m, first)
+
+	mid, end := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
+	mid.replicaOf(t, m)
+	end.replicaOf(t, mid)
+	caughtUp(t, m, mid, end)
+	requireConverged(t, m, keys, end)
+	m.do(t, "CL.THROTTLE", "later", 1000, 1, 3600)
+	caughtUp(t, m, end)
+	requireConverged(t, m, append(keys, "later"), end)
+}
