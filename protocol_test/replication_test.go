@@ -225,6 +225,15 @@ func (s *replServer) throttleAll(t *testing.T, keys []string, q func(i int) int)
 	}
 }
 
+// delArgs is DEL keys.
+func delArgs(keys []string) []any {
+	args := []any{"DEL"}
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	return args
+}
+
 func keyNames(prefix string, n int) []string {
 	keys := make([]string, n)
 	for i := range keys {
@@ -478,4 +487,87 @@ func TestReplicationChainedUnderAnIdleMaster(t *testing.T) {
 	m.do(t, "CL.THROTTLE", "later", 1000, 1, 3600)
 	caughtUp(t, m, end)
 	requireConverged(t, m, append(keys, "later"), end)
+}
+
+// dialGate is a replica's way to its master that the test can close, so
+// that a link stays down for as long as the test needs.
+type dialGate struct{ closed atomic.Bool }
+
+func (g *dialGate) dial(addr string) (net.Conn, error) {
+	if g.closed.Load() {
+		return nil, errors.New("the test closed the way to the master")
+	}
+	return net.DialTimeout("tcp", addr, 5*time.Second)
+}
+
+// breakLinks closes the gate and kills the replicas' links on the master
+// (CLIENT KILL TYPE replica), and waits until each replica sees its link
+// down.
+func breakLinks(t *testing.T, gate *dialGate, m *replServer, replicas ...*replServer) {
+	t.Helper()
+	gate.closed.Store(true)
+	require.Equal(t, int64(len(replicas)), m.do(t, "CLIENT", "KILL", "TYPE", "replica"))
+	for _, r := range replicas {
+		require.Eventually(t, func() bool { return r.info(t, "master_link_status") == "down" },
+			20*time.Second, 5*time.Millisecond)
+	}
+}
+
+// A short break resumes with +CONTINUE: what changed meanwhile comes from
+// the master's backlog, and no snapshot is sent.
+func TestReplicationShortBreakContinues(t *testing.T) {
+	clock := newManualClock(t0)
+	gate := &dialGate{}
+	m := startReplServer(t, clock.Now)
+	r1, r2 := startReplServer(t, clock.Now, withDial(gate.dial)), startReplServer(t, clock.Now, withDial(gate.dial))
+	keys := keyNames("user:", 2000)
+	m.throttleAll(t, keys, func(int) int { return 1 })
+	r1.replicaOf(t, m)
+	r2.replicaOf(t, m)
+	caughtUp(t, m, r1, r2)
+	before := m.Node.Status()
+	require.Equal(t, int64(2), before.SyncFull)
+
+	breakLinks(t, gate, m, r1, r2)
+	m.throttleAll(t, keys[:500], func(int) int { return 2 })
+	require.Equal(t, int64(100), m.do(t, delArgs(keyNames("user:", 100))...))
+	m.do(t, "CL.THROTTLE", "during-break", 1000, 1, 3600)
+	gate.closed.Store(false)
+	caughtUp(t, m, r1, r2)
+	requireConverged(t, m, append(keys, "during-break"), r1, r2)
+	after := m.Node.Status()
+	require.Equal(t, before.SyncFull, after.SyncFull, "no full resynchronization")
+	require.Equal(t, before.SyncPartialOK+2, after.SyncPartialOK, "a +CONTINUE for each replica")
+	require.Equal(t, before.SyncPartialErr, after.SyncPartialErr)
+	require.Contains(t, r1.log.String(), "continuing the master's stream")
+}
+
+// A break that outlasts the backlog (a small --repl-backlog-size) falls
+// back to a full resynchronization, which still converges: a key deleted
+// during the break is gone from the replica too.
+func TestReplicationBacklogOverflowResyncsInFull(t *testing.T) {
+	clock := newManualClock(t0)
+	gate := &dialGate{}
+	m := startReplServer(t, clock.Now, withBacklog(16<<10))
+	r := startReplServer(t, clock.Now, withDial(gate.dial))
+	keys := keyNames("user:", 2000)
+	m.throttleAll(t, keys, func(int) int { return 1 })
+	r.replicaOf(t, m)
+	caughtUp(t, m, r)
+	before := m.Node.Status()
+
+	breakLinks(t, gate, m, r)
+	m.throttleAll(t, keys, func(int) int { return 3 }) // some 100 KiB of stream
+	require.Equal(t, int64(1), m.do(t, "DEL", "user:7"))
+	m.Node.Sync()
+	st := m.Node.Status()
+	require.Greater(t, st.BacklogFirst, r.Node.Status().Offset+1, "the backlog no longer holds what the replica lacks")
+	gate.closed.Store(false)
+	caughtUp(t, m, r)
+	requireConverged(t, m, keys, r)
+	require.Equal(t, m.do(t, "DBSIZE"), r.do(t, "DBSIZE"))
+	after := m.Node.Status()
+	require.Equal(t, before.SyncFull+1, after.SyncFull)
+	require.Equal(t, before.SyncPartialErr+1, after.SyncPartialErr, "asked to continue, refused")
+	require.Equal(t, before.SyncPartialOK, after.SyncPartialOK)
 }
