@@ -571,3 +571,55 @@ func TestReplicationBacklogOverflowResyncsInFull(t *testing.T) {
 	require.Equal(t, before.SyncPartialErr+1, after.SyncPartialErr, "asked to continue, refused")
 	require.Equal(t, before.SyncPartialOK, after.SyncPartialOK)
 }
+
+// A restarted replica (a new process with an empty store) gets a full
+// resynchronization with what changed while it was gone; a replica that
+// was promoted (REPLICAOF NO ONE) and took writes of its own gets one when
+// it is pointed at its old master again, and loses those writes. In
+// between, a replica of the old master continues the promoted node's
+// stream (PSYNC2).
+func TestReplicationFullResyncWhenItMust(t *testing.T) {
+	clock := newManualClock(t0)
+	m := startReplServer(t, clock.Now)
+	r1, r2 := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
+	keys := keyNames("user:", 2000)
+	m.throttleAll(t, keys, func(int) int { return 1 })
+	r1.replicaOf(t, m)
+	r2.replicaOf(t, m)
+	caughtUp(t, m, r1, r2)
+
+	// r1 restarts.
+	r1.stop(t)
+	require.Equal(t, int64(10), m.do(t, delArgs(keyNames("user:", 10))...))
+	m.throttleAll(t, keys[10:20], func(int) int { return 4 })
+	full := m.Node.Status().SyncFull
+	r1 = startReplServer(t, clock.Now)
+	r1.replicaOf(t, m)
+	caughtUp(t, m, r1, r2)
+	requireConverged(t, m, keys, r1, r2)
+	require.Equal(t, full+1, m.Node.Status().SyncFull)
+
+	// r2 is promoted, r1 follows it and continues its stream.
+	require.Equal(t, "OK", r2.do(t, "REPLICAOF", "NO", "ONE"))
+	require.Equal(t, "master", r2.info(t, "role"))
+	require.Equal(t, m.info(t, "master_replid"), r2.info(t, "master_replid2"))
+	r1.replicaOf(t, r2)
+	r2.do(t, "CL.THROTTLE", "r2-only", 1000, 1, 3600)
+	r2.throttleAll(t, keys[20:30], func(int) int { return 5 })
+	caughtUp(t, r2, r1)
+	requireConverged(t, r2, append(keys, "r2-only"), r1)
+	st := r2.Node.Status()
+	require.Equal(t, int64(1), st.SyncPartialOK, "r1 continued the promoted node's stream; r1's log:\n%s", r1.log)
+	require.Zero(t, st.SyncFull)
+
+	// r2 goes back to m: its stream is not m's, so it must sync in full,
+	// and r1, its replica, with it.
+	full = m.Node.Status().SyncFull
+	r2.replicaOf(t, m)
+	caughtUp(t, m, r2, r1)
+	requireConverged(t, m, append(keys, "r2-only"), r2, r1)
+	require.Equal(t, []string{"(nil)"}, r1.gets(t, []string{"r2-only"}))
+	require.Equal(t, full+1, m.Node.Status().SyncFull)
+	require.Equal(t, int64(1), r2.Node.Status().SyncFull, "r1 synced in full from r2 after it")
+	require.Equal(t, m.info(t, "master_replid"), r1.info(t, "master_replid"))
+}

@@ -88,6 +88,11 @@ type Node struct {
 	// replica of the old master continues with its new one.
 	replID2 string
 	offset2 int64
+	// hasStream is set while the store holds exactly the stream under
+	// replID up to the backlog's end, as loaded from a master and applied
+	// since: a replica then asks its master, the same or a new one, to
+	// continue it (PSYNC replid offset) rather than to start over.
+	hasStream atomic.Bool
 
 	links    map[*Link]struct{}
 	acked    chan struct{} // closed and replaced on every ACK: WAIT's wake-up
@@ -189,9 +194,12 @@ func (n *Node) ReplicaOf(host string, port int) (already bool, err error) {
 		n.upstream.stop()
 	} else {
 		// A master becoming a replica: its own changes stop feeding the
-		// stream, which from now on is its master's.
+		// stream, which from now on is its master's. Changes the feed
+		// had yet to take are forgotten, so its stream no longer says
+		// what its store holds: it syncs in full.
 		n.stopFeedLocked()
 		n.store.SetFeed(false)
+		n.hasStream.Store(false)
 	}
 	n.replica.Store(true)
 	n.dropLinksLocked() // as Redis, its replicas resynchronize with what it becomes

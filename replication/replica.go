@@ -41,8 +41,10 @@ type upstream struct {
 	state     string   // ROLE's: connect, connecting, sync, connected
 	downSince time.Time
 
-	lastIO    atomic.Int64 // Unix nanoseconds of the last byte from the master
-	hasStream atomic.Bool  // a snapshot was loaded: the stream can be continued
+	lastIO atomic.Int64 // Unix nanoseconds of the last byte from the master
+	// linked is set once this link has loaded a snapshot or continued the
+	// stream: the node's replicas may sync from it.
+	linked atomic.Bool
 	// ignored counts commands the stream carried that redcell does not
 	// apply (a master's string that is no redcell state).
 	ignored atomic.Int64
@@ -77,7 +79,7 @@ func (u *upstream) stopped() bool {
 	}
 }
 
-func (u *upstream) synced() bool { return u.hasStream.Load() }
+func (u *upstream) synced() bool { return u.linked.Load() }
 
 func (u *upstream) setState(s string) {
 	u.mu.Lock()
@@ -175,7 +177,7 @@ func (u *upstream) session() error {
 		return err
 	}
 	id, off := "?", int64(-1)
-	if u.hasStream.Load() {
+	if n.hasStream.Load() {
 		n.streamMu.Lock()
 		id = n.replID
 		_, end := n.backlog.offsets()
@@ -209,6 +211,7 @@ func (u *upstream) session() error {
 			n.replID2, n.offset2, n.replID = n.replID, end, f[1]
 			n.streamMu.Unlock()
 		}
+		u.linked.Store(true)
 		n.log.Info("replication: continuing the master's stream", "master", addr(u.host, u.port), "offset", off-1)
 	default:
 		return fmt.Errorf("PSYNC: %s", reply)
@@ -302,7 +305,8 @@ func (u *upstream) load(conn net.Conn, br *bufio.Reader, id string, start int64)
 	n.replID, n.replID2, n.offset2 = id, "", -1
 	n.backlog.reset(start)
 	n.backlog.append(nil)
-	u.hasStream.Store(true)
+	n.hasStream.Store(true)
+	u.linked.Store(true)
 	n.log.Info("replication: loaded the master's snapshot", "master", addr(u.host, u.port),
 		"keys", keys, "skipped", skipped, "bytes", size, "offset", start)
 	return nil
