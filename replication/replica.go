@@ -198,6 +198,11 @@ func (u *upstream) session() error {
 		if err != nil || start < 0 {
 			return fmt.Errorf("PSYNC: %q", reply)
 		}
+		// The master will not continue the stream: until a snapshot is
+		// loaded whole, the store holds no stream to continue, and none
+		// for this node's replicas to sync from.
+		n.hasStream.Store(false)
+		u.linked.Store(false)
 		u.setState("sync")
 		if err := u.load(conn, br, f[1], start); err != nil {
 			return fmt.Errorf("loading the master's snapshot: %w", err)

@@ -1,0 +1,238 @@
+package protocol_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"redcell/rdb"
+)
+
+// Replication links that go wrong: a master whose stream or snapshot is
+// corrupt or cut short, and replicas that send garbage or leave mid-sync.
+// Neither side crashes; a replica drops the link and syncs again, a master
+// drops the bad replica and serves the others.
+
+// fakeMaster is a TCP server speaking a master's side of the handshake
+// (PING, REPLCONF, PSYNC) to a redcell replica, leaving the test to answer
+// PSYNC with whatever bytes it wants.
+type fakeMaster struct {
+	endpoint
+	links chan *fakeLink
+	errs  chan error
+}
+
+// fakeLink is one replica connection, its PSYNC read and not answered.
+type fakeLink struct {
+	conn  net.Conn
+	rd    *bufio.Reader
+	psync []string // PSYNC replid offset
+}
+
+func startFakeMaster(t *testing.T) *fakeMaster {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	fm := &fakeMaster{endpoint: loopbackEndpoint(port), links: make(chan *fakeLink, 16), errs: make(chan error, 16)}
+	accepted := make(chan struct{})
+	go func() {
+		defer close(accepted)
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go fm.handshake(conn)
+		}
+	}()
+	t.Cleanup(func() {
+		_ = ln.Close()
+		<-accepted
+		for {
+			select {
+			case l := <-fm.links:
+				_ = l.conn.Close()
+			case err := <-fm.errs:
+				t.Errorf("the fake master: %v", err)
+			default:
+				return
+			}
+		}
+	})
+	return fm
+}
+
+func (fm *fakeMaster) handshake(conn net.Conn) {
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	rd := bufio.NewReader(conn)
+	for {
+		args, err := readCommand(rd)
+		if err != nil {
+			_ = conn.Close()
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				fm.errs <- err
+			}
+			return
+		}
+		switch strings.ToUpper(args[0]) {
+		case "PING":
+			_, err = io.WriteString(conn, "+PONG\r\n")
+		case "REPLCONF":
+			_, err = io.WriteString(conn, "+OK\r\n")
+		case "PSYNC":
+			_ = conn.SetDeadline(time.Time{})
+			fm.links <- &fakeLink{conn: conn, rd: rd, psync: args}
+			return
+		default:
+			err = fmt.Errorf("a replica's handshake sent %q", args)
+		}
+		if err != nil {
+			_ = conn.Close()
+			fm.errs <- err
+			return
+		}
+	}
+}
+
+// next is the next replica connection to have sent PSYNC.
+func (fm *fakeMaster) next(t *testing.T) *fakeLink {
+	t.Helper()
+	select {
+	case l := <-fm.links:
+		t.Cleanup(func() { _ = l.conn.Close() })
+		return l
+	case err := <-fm.errs:
+		t.Fatalf("the fake master: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("no replica connected to the fake master and sent PSYNC within 20s")
+	}
+	return nil
+}
+
+func (l *fakeLink) write(t *testing.T, p []byte) {
+	t.Helper()
+	require.NoError(t, l.conn.SetWriteDeadline(time.Now().Add(10*time.Second)))
+	_, err := l.conn.Write(p)
+	require.NoError(t, err)
+}
+
+// readCommand reads one multibulk command.
+func readCommand(rd *bufio.Reader) ([]string, error) {
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, "*"), "\r\n"))
+	if err != nil || !strings.HasPrefix(line, "*") {
+		return nil, fmt.Errorf("not a multibulk header: %q", line)
+	}
+	args := make([]string, n)
+	for i := range args {
+		line, err := rd.ReadString('\n')
+		if err != nil {
+			return nil, err
+		}
+		size, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, "$"), "\r\n"))
+		if err != nil || !strings.HasPrefix(line, "$") {
+			return nil, fmt.Errorf("not a bulk header: %q", line)
+		}
+		b := make([]byte, size+2)
+		if _, err := io.ReadFull(rd, b); err != nil {
+			return nil, err
+		}
+		args[i] = string(b[:size])
+	}
+	return args, nil
+}
+
+// fakeReplID is the fake master's stream id.
+const fakeReplID = "0123456789abcdef0123456789abcdef01234567"
+
+// snapshot is an RDB of keys, each a TAT key at tat, as a master sends it.
+func snapshot(t *testing.T, tat time.Time, keys ...string) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	w, err := rdb.NewWriter(&b, []rdb.Aux{{Key: "redis-ver", Value: "7.2.0"}, {Key: "repl-id", Value: fakeReplID}}, len(keys), len(keys))
+	require.NoError(t, err)
+	for _, k := range keys {
+		require.NoError(t, w.Write(rdb.Entry{Key: []byte(k), Value: []byte(strconv.FormatInt(tat.UnixNano(), 10)),
+			ExpireAtMs: tat.UnixMilli()}))
+	}
+	require.NoError(t, w.Close())
+	return b.Bytes()
+}
+
+// fullResync answers PSYNC with +FULLRESYNC at offset and the snapshot.
+func (l *fakeLink) fullResync(t *testing.T, offset int64, snap []byte) {
+	t.Helper()
+	l.write(t, fmt.Appendf(nil, "+FULLRESYNC %s %d\r\n$%d\r\n%s", fakeReplID, offset, len(snap), snap))
+}
+
+// setTAT is the stream's command for key at tat.
+func setTAT(key string, tat time.Time) string {
+	return command("SET", key, strconv.FormatInt(tat.UnixNano(), 10), "PXAT", strconv.FormatInt(tat.UnixMilli(), 10))
+}
+
+// A snapshot cut short or corrupt: the replica, which had begun replacing
+// its keys, asks for a full resynchronization next (PSYNC ? -1), not to
+// continue a stream its store no longer holds, and serves the next
+// snapshot's keys.
+func TestReplicaResyncsInFullAfterABrokenSnapshot(t *testing.T) {
+	tat := t0.Add(time.Hour)
+	cases := []struct {
+		name string
+		// send is what follows +FULLRESYNC, given a valid snapshot.
+		send func(snap []byte) string
+	}{
+		{name: "truncated", send: func(snap []byte) string { return fmt.Sprintf("$%d\r\n%s", len(snap), snap[:len(snap)*2/3]) }},
+		{name: "a bad checksum", send: func(snap []byte) string {
+			bad := bytes.Clone(snap)
+			bad[len(bad)-1] ^= 0xff
+			return fmt.Sprintf("$%d\r\n%s", len(bad), bad)
+		}},
+		{name: "not an RDB", send: func(snap []byte) string { return fmt.Sprintf("$%d\r\n%s", len(snap), bytes.Repeat([]byte{0xfe}, len(snap))) }},
+		{name: "a huge length", send: func([]byte) string { return "$99999999999999999999\r\n" }},
+		{name: "an EOF-marked snapshot", send: func([]byte) string { return "$EOF:" + fakeReplID + "\r\n" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newManualClock(t0)
+			fm := startFakeMaster(t)
+			r := startReplServer(t, clock.Now)
+			require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", fm.Port))
+			l := fm.next(t)
+			// A first, good sync, then a break.
+			l.fullResync(t, 100, snapshot(t, tat, keyNames("old:", 50)...))
+			r.waitLinkUp(t)
+			_ = l.conn.Close()
+
+			l = fm.next(t)
+			require.Equal(t, []string{"PSYNC", fakeReplID, "101"}, l.psync)
+			snap := snapshot(t, tat, keyNames("new:", 500)...)
+			l.write(t, fmt.Appendf(nil, "+FULLRESYNC %s 5000\r\n%s", fakeReplID, tc.send(snap)))
+			_ = l.conn.Close()
+
+			l = fm.next(t)
+			require.Equal(t, []string{"PSYNC", "?", "-1"}, l.psync, "after a broken snapshot, a full resynchronization")
+			require.Equal(t, "PONG", r.do(t, "PING"))
+			l.fullResync(t, 9000, snap)
+			r.waitLinkUp(t)
+			want := strconv.FormatInt(tat.UnixNano(), 10)
+			for i, v := range r.gets(t, keyNames("new:", 500)) {
+				require.Equal(t, want, v, "new:%d", i)
+			}
+			require.Equal(t, int64(500), r.do(t, "DBSIZE"))
+			require.Equal(t, int64(9000), r.Node.Status().Offset)
+		})
+	}
+}
