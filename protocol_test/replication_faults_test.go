@@ -183,6 +183,66 @@ func setTAT(key string, tat time.Time) string {
 	return command("SET", key, strconv.FormatInt(tat.UnixNano(), 10), "PXAT", strconv.FormatInt(tat.UnixMilli(), 10))
 }
 
+// A replica whose master's stream turns corrupt or is cut short logs it,
+// drops the link, and reconnects asking to continue from the last command
+// it applied; it serves its keys meanwhile, and the continued stream
+// reaches it.
+func TestReplicaDropsACorruptStreamAndReconnects(t *testing.T) {
+	tat := t0.Add(time.Hour)
+	cases := []struct {
+		name string
+		bad  string
+		// cut: the master closes the connection after bad.
+		cut bool
+	}{
+		{name: "not a multibulk count", bad: "*x\r\n"},
+		{name: "binary garbage", bad: "*\x00\xff\xfe\r\n\x01\x02"},
+		{name: "a bulk header expected", bad: "*2\r\n:1\r\n"},
+		{name: "inline garbage", bad: "\x00\x01garbage \xff\r\n"},
+		{name: "an inline command", bad: "PING\r\n"},
+		{name: "an empty multibulk", bad: "*0\r\n"},
+		{name: "a huge bulk length", bad: "*3\r\n$3\r\nSET\r\n$99999999999\r\n"},
+		{name: "a bulk length beyond proto-max-bulk-len", bad: "*3\r\n$3\r\nSET\r\n$536870913\r\n"},
+		{name: "a bulk longer than announced", bad: "*2\r\n$3\r\nDELX\r\n"},
+		{name: "a truncated command", bad: "*5\r\n$3\r\nSET\r\n$5\r\nlater\r\n$19\r\n17", cut: true},
+		{name: "a truncated header", bad: "*5\r\n$3\r\nSET\r\n$", cut: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newManualClock(t0)
+			fm := startFakeMaster(t)
+			r := startReplServer(t, clock.Now)
+			require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", fm.Port))
+			l := fm.next(t)
+			require.Equal(t, []string{"PSYNC", "?", "-1"}, l.psync)
+			const start = 1000
+			l.fullResync(t, start, snapshot(t, tat, "a", "b"))
+			good := setTAT("c", tat)
+			l.write(t, []byte(good))
+			r.waitLinkUp(t)
+			require.Eventually(t, func() bool { return r.Node.Status().Offset == start+int64(len(good)) },
+				10*time.Second, 5*time.Millisecond)
+
+			l.write(t, []byte(tc.bad))
+			if tc.cut {
+				_ = l.conn.Close()
+			}
+			again := fm.next(t)
+			require.Equal(t, []string{"PSYNC", fakeReplID, strconv.Itoa(start + len(good) + 1)}, again.psync,
+				"continuing after the last command applied")
+			require.Contains(t, r.log.String(), "link to master lost")
+			require.Equal(t, "PONG", r.do(t, "PING"))
+			want := strconv.FormatInt(tat.UnixNano(), 10)
+			require.Equal(t, []string{want, want, want, "(nil)"}, r.gets(t, []string{"a", "b", "c", "later"}))
+
+			again.write(t, []byte("+CONTINUE\r\n"+setTAT("later", tat)))
+			r.waitLinkUp(t)
+			require.Eventually(t, func() bool { return r.gets(t, []string{"later"})[0] == want }, 10*time.Second, 5*time.Millisecond)
+			require.Equal(t, int64(start+len(good)+len(setTAT("later", tat))), r.Node.Status().Offset)
+		})
+	}
+}
+
 // A snapshot cut short or corrupt: the replica, which had begun replacing
 // its keys, asks for a full resynchronization next (PSYNC ? -1), not to
 // continue a stream its store no longer holds, and serves the next

@@ -339,12 +339,29 @@ func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
 			}
 		}
 	}()
-	rd := resp.NewReader(br, resp.Limits{})
+	src := &countingReader{r: br}
+	rd := resp.NewReader(src, resp.Limits{})
 	var raw []byte
+	var used int64 // the stream's bytes the commands so far took
 	for {
 		args, err := rd.Next(true)
 		if err != nil {
 			return fmt.Errorf("the master's stream: %w", err)
+		}
+		var size int64
+		if args != nil {
+			raw = appendCommand(raw[:0], args)
+			size = int64(len(raw))
+		}
+		// The offset counts the bytes the master sent, and what this node
+		// forwards is raw: they are the same only for a multibulk command
+		// as a master writes it. Anything else (an inline command, an
+		// empty one or a blank line, which Next skips) would make the
+		// offsets part, and a later +CONTINUE resume in the middle of a
+		// command.
+		pending, _ := rd.Pending()
+		if took := src.n - int64(pending) - used; took != size {
+			return fmt.Errorf("the master's stream: %d bytes that are not a multibulk command as a master sends one", took-size)
 		}
 		if args == nil {
 			_ = conn.SetReadDeadline(time.Now().Add(n.cfg.Timeout))
@@ -354,7 +371,7 @@ func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
 			u.lastIO.Store(time.Now().UnixNano())
 			continue
 		}
-		raw = appendCommand(raw[:0], args)
+		used += size
 		n.streamMu.Lock()
 		getAck := u.applyCommand(args)
 		n.backlog.append(raw)
@@ -429,5 +446,17 @@ func (d *deadlineReader) Read(p []byte) (int, error) {
 	if n > 0 {
 		d.lastIO.Store(time.Now().UnixNano())
 	}
+	return n, err
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
 	return n, err
 }
