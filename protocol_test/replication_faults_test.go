@@ -260,7 +260,9 @@ func TestReplicaResyncsInFullAfterABrokenSnapshot(t *testing.T) {
 			bad[len(bad)-1] ^= 0xff
 			return fmt.Sprintf("$%d\r\n%s", len(bad), bad)
 		}},
-		{name: "not an RDB", send: func(snap []byte) string { return fmt.Sprintf("$%d\r\n%s", len(snap), bytes.Repeat([]byte{0xfe}, len(snap))) }},
+		{name: "not an RDB", send: func(snap []byte) string {
+			return fmt.Sprintf("$%d\r\n%s", len(snap), bytes.Repeat([]byte{0xfe}, len(snap)))
+		}},
 		{name: "a huge length", send: func([]byte) string { return "$99999999999999999999\r\n" }},
 		{name: "an EOF-marked snapshot", send: func([]byte) string { return "$EOF:" + fakeReplID + "\r\n" }},
 	}
