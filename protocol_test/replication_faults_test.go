@@ -298,3 +298,80 @@ func TestReplicaResyncsInFullAfterABrokenSnapshot(t *testing.T) {
 		})
 	}
 }
+
+// fakeReplica shakes hands with m as a replica up to PSYNC ? -1 and reads
+// the +FULLRESYNC line and the snapshot's length.
+func fakeReplica(t *testing.T, m *replServer) (c *rawConn, size int) {
+	t.Helper()
+	c = m.raw(t)
+	require.Equal(t, "+PONG\r\n", c.do("PING"))
+	require.Equal(t, ok, c.do("REPLCONF", "listening-port", "7777"))
+	require.Equal(t, ok, c.do("REPLCONF", "capa", "eof", "capa", "psync2"))
+	c.write(command("PSYNC", "?", "-1"))
+	require.NoError(t, c.conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	line, err := c.rd.ReadString('\n')
+	require.NoError(t, err)
+	require.Regexp(t, `^\+FULLRESYNC [0-9a-f]{40} \d+\r\n$`, line)
+	line, err = c.rd.ReadString('\n')
+	require.NoError(t, err)
+	size, err = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, "$"), "\r\n"))
+	require.NoError(t, err, "%q", line)
+	return c, size
+}
+
+// A replica that sends garbage after PSYNC, or leaves in the middle of the
+// snapshot: the master drops it and goes on serving, and its other
+// replica's link is untouched.
+func TestMasterDropsABadReplicaAndServesTheOthers(t *testing.T) {
+	cases := []struct {
+		name string
+		// act misbehaves on the fake replica's connection, whose snapshot
+		// is size bytes; closed reports that the master closes it.
+		act    func(t *testing.T, c *rawConn, size int)
+		closed bool
+	}{
+		{name: "garbage during the snapshot", closed: true, act: func(t *testing.T, c *rawConn, _ int) {
+			c.write("*x\r\n\x00\xff")
+		}},
+		{name: "garbage while streaming", closed: true, act: func(t *testing.T, c *rawConn, size int) {
+			_, err := io.CopyN(io.Discard, c.rd, int64(size))
+			require.NoError(t, err)
+			c.write("*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$-5\r\n") // a negative bulk length
+		}},
+		{name: "gone mid-snapshot", act: func(t *testing.T, c *rawConn, size int) {
+			_, err := io.CopyN(io.Discard, c.rd, int64(size/3))
+			require.NoError(t, err)
+			require.NoError(t, c.conn.Close())
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := newManualClock(t0)
+			m, r := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
+			keys := keyNames("user:", 20000)
+			m.throttleAll(t, keys, func(int) int { return 1 })
+			r.replicaOf(t, m)
+			caughtUp(t, m, r)
+
+			c, size := fakeReplica(t, m)
+			require.Greater(t, size, 500<<10)
+			require.Equal(t, "2", m.info(t, "connected_slaves"))
+			tc.act(t, c, size)
+			if tc.closed {
+				require.NoError(t, c.conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+				_, err := io.Copy(io.Discard, c.rd)
+				require.NoError(t, err, "the master closes the connection")
+			}
+			require.Eventually(t, func() bool { return m.info(t, "connected_slaves") == "1" }, 10*time.Second, 5*time.Millisecond)
+			require.Regexp(t, `^ip=127\.0\.0\.1,port=`+strconv.Itoa(r.Port)+`,state=online,`, m.info(t, "slave0"))
+
+			m.throttleAll(t, keys[:1000], func(int) int { return 2 })
+			caughtUp(t, m, r)
+			requireConverged(t, m, keys, r)
+			st := m.Node.Status()
+			require.Equal(t, int64(2), st.SyncFull, "the replica's and the fake's")
+			require.Zero(t, st.SyncPartialOK, "the replica never reconnected")
+			require.NotContains(t, r.log.String(), "link to master lost")
+		})
+	}
+}
