@@ -2,6 +2,7 @@ package replication
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -339,19 +340,17 @@ func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
 			}
 		}
 	}()
-	src := &countingReader{r: br}
+	src := &streamTee{r: br}
 	rd := resp.NewReader(src, resp.Limits{})
 	var raw []byte
-	var used int64 // the stream's bytes the commands so far took
 	for {
 		args, err := rd.Next(true)
 		if err != nil {
 			return fmt.Errorf("the master's stream: %w", err)
 		}
-		var size int64
+		raw = raw[:0]
 		if args != nil {
-			raw = appendCommand(raw[:0], args)
-			size = int64(len(raw))
+			raw = appendCommand(raw, args)
 		}
 		// The offset counts the bytes the master sent, and what this node
 		// forwards is raw: they are the same only for a multibulk command
@@ -360,10 +359,11 @@ func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
 		// offsets part, and a later +CONTINUE resume in the middle of a
 		// command.
 		pending, _ := rd.Pending()
-		if took := src.n - int64(pending) - used; took != size {
-			return fmt.Errorf("the master's stream: %d bytes that are not a multibulk command as a master sends one", took-size)
+		if !src.take(len(src.buf)-src.off-pending, raw) {
+			return errors.New("the master's stream: bytes that are not a multibulk command as a master sends one")
 		}
 		if args == nil {
+			src.compact()
 			_ = conn.SetReadDeadline(time.Now().Add(n.cfg.Timeout))
 			if err := rd.Fill(); err != nil {
 				return err
@@ -371,7 +371,6 @@ func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
 			u.lastIO.Store(time.Now().UnixNano())
 			continue
 		}
-		used += size
 		n.streamMu.Lock()
 		getAck := u.applyCommand(args)
 		n.backlog.append(raw)
@@ -449,14 +448,36 @@ func (d *deadlineReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// countingReader counts the bytes read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
+// streamTee keeps the bytes read through it until the commands they make
+// are taken: what a replica checks its forwarded commands against.
+type streamTee struct {
+	r   io.Reader
+	buf []byte // buf[off:] is what was read and not taken yet
+	off int
 }
 
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
+func (s *streamTee) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.buf = append(s.buf, p[:n]...)
 	return n, err
+}
+
+// take takes the next n bytes read, and reports whether they are cmd.
+func (s *streamTee) take(n int, cmd []byte) bool {
+	if n != len(cmd) || !bytes.Equal(s.buf[s.off:s.off+n], cmd) {
+		return false
+	}
+	s.off += n
+	return true
+}
+
+// compact drops what was taken, once the reader holds no whole command.
+func (s *streamTee) compact() {
+	rest := len(s.buf) - s.off
+	if cap(s.buf) > 1<<20 && rest < 64<<10 {
+		s.buf = append([]byte(nil), s.buf[s.off:]...)
+	} else {
+		s.buf = s.buf[:copy(s.buf, s.buf[s.off:])]
+	}
+	s.off = 0
 }
