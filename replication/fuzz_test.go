@@ -7,10 +7,12 @@ import (
 	"io"
 	"net"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"redcell/gcra"
+	"redcell/rdb"
 	"redcell/resp"
 	"redcell/storage"
 	"redcell/window"
@@ -138,6 +140,137 @@ func FuzzApplyStream(f *testing.F) {
 					t.Fatalf("%q holds kind %d", key, ch.Kind)
 				}
 			}
+		}
+	})
+}
+
+// A change through the stream and through a snapshot: appendChange's
+// command, re-encoded by a replica, is the same bytes, and decodeValue and
+// Apply give the change back, as the snapshot's entry does.
+func FuzzChangeRoundTrip(f *testing.F) {
+	tat := int64(gcra.InstantOf(fuzzNow.Add(time.Hour)))
+	f.Add([]byte("user:1"), tat, false, []byte(nil))
+	f.Add([]byte("w"), tat, true, windowState(0, 3))
+	f.Add([]byte("c"), tat, true, windowState(6, 2))
+	f.Add([]byte(""), int64(1), true, []byte{})
+	f.Add([]byte("gone"), int64(0), false, []byte(nil))
+	f.Add([]byte("\x00redcell1"), int64(1<<62), false, []byte("x"))
+	f.Fuzz(func(t *testing.T, key []byte, tat int64, boxed bool, value []byte) {
+		if tat < 0 {
+			tat = -(tat + 1)
+		}
+		ch := storage.Change{Key: string(key), TAT: gcra.Instant(tat)}
+		if boxed && tat != 0 {
+			ch.Kind, ch.Value = storage.KindWindow, string(value)
+		}
+		cmd := appendChange(nil, ch)
+		rd := resp.NewReader(bytes.NewReader(cmd), resp.Limits{})
+		var args [][]byte
+		for args == nil {
+			if err := rd.Fill(); err != nil {
+				t.Fatalf("%q: %v", cmd, err)
+			}
+			var err error
+			if args, err = rd.Next(true); err != nil {
+				t.Fatalf("%q: %v", cmd, err)
+			}
+		}
+		if pending, _ := rd.Pending(); pending != 0 {
+			t.Fatalf("%q: %d bytes after the command", cmd, pending)
+		}
+		if fwd := appendCommand(nil, args); !bytes.Equal(fwd, cmd) {
+			t.Fatalf("forwarded as %q, sent as %q", fwd, cmd)
+		}
+		if tat == 0 {
+			if len(args) != 2 || string(args[0]) != "DEL" || string(args[1]) != ch.Key {
+				t.Fatalf("a deletion sent as %q", args)
+			}
+			return
+		}
+		if len(args) != 5 || string(args[0]) != "SET" || string(args[1]) != ch.Key || string(args[3]) != "PXAT" ||
+			string(args[4]) != strconv.FormatInt(expireAtMs(ch.TAT), 10) {
+			t.Fatalf("%+v sent as %q", ch, args)
+		}
+		if !bytes.Equal(args[2], boxValue(ch)) {
+			t.Fatalf("the stream's value %q, the snapshot's %q", args[2], boxValue(ch))
+		}
+		checkDecoded(t, ch, args[2])
+
+		// The snapshot's entry.
+		var snap bytes.Buffer
+		if err := writeSnapshot(&snap, []storage.Change{ch}, "0123456789abcdef0123456789abcdef01234567", 7, fuzzNow); err != nil {
+			t.Fatal(err)
+		}
+		r, err := rdb.NewReader(&snap, rdb.ReaderOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := r.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(e.Key) != ch.Key || e.ExpireAtMs != expireAtMs(ch.TAT) {
+			t.Fatalf("%+v in a snapshot as %q expiring at %d", ch, e.Key, e.ExpireAtMs)
+		}
+		checkDecoded(t, ch, e.Value)
+		if _, err := r.Next(); !errors.Is(err, io.EOF) {
+			t.Fatalf("after the one key: %v", err)
+		}
+
+		// Applied, the store holds the change.
+		store := storage.New(storage.Config{Shards: 1})
+		u := &upstream{n: New(Config{Store: store, Now: func() time.Time { return fuzzNow }})}
+		u.applyCommand(args)
+		got := store.CopyShard(0, 0, nil)
+		if len(got) != 1 || got[0] != ch {
+			t.Fatalf("applied %+v, the store holds %+v", ch, got)
+		}
+	})
+}
+
+func checkDecoded(t *testing.T, ch storage.Change, value []byte) {
+	t.Helper()
+	kind, exp, state, err := decodeValue(value)
+	if err != nil || kind != ch.Kind || exp != ch.TAT || string(state) != ch.Value {
+		t.Fatalf("%+v decoded as kind %d, %d, %q, %v", ch, kind, exp, state, err)
+	}
+}
+
+// decodeValue on arbitrary bytes never panics, and what it accepts is a
+// state with an expiry ahead of the epoch that encodes back to an equal
+// one: a boxed value to the very bytes.
+func FuzzDecodeValue(f *testing.F) {
+	f.Add([]byte("1764590000000000000"))
+	f.Add([]byte("+5"))
+	f.Add([]byte("-5"))
+	f.Add(boxValue(storage.Change{Key: "w", TAT: 1, Kind: storage.KindWindow, Value: string(windowState(0, 1))}))
+	f.Add([]byte(boxMagic + "\x02"))
+	f.Add([]byte(boxMagic + "\x07\x00\x00\x00\x00\x00\x00\x00\x01"))
+	f.Add([]byte(boxMagic + "\x02\xff\xff\xff\xff\xff\xff\xff\xff"))
+	f.Fuzz(func(t *testing.T, value []byte) {
+		kind, exp, state, err := decodeValue(value)
+		if err != nil {
+			if !errors.Is(err, errNotAState) {
+				t.Fatalf("%q: %v, not errNotAState", value, err)
+			}
+			return
+		}
+		if exp <= 0 {
+			t.Fatalf("%q: expiry %d accepted", value, exp)
+		}
+		again := boxValue(storage.Change{TAT: exp, Kind: kind, Value: string(state)})
+		switch kind {
+		case storage.KindTAT:
+			if len(state) != 0 {
+				t.Fatalf("%q: a TAT with a state %q", value, state)
+			}
+			checkDecoded(t, storage.Change{TAT: exp, Kind: kind}, again)
+		case storage.KindWindow:
+			if !bytes.Equal(again, value) {
+				t.Fatalf("%q encodes back as %q", value, again)
+			}
+		default:
+			t.Fatalf("%q: kind %d accepted", value, kind)
 		}
 	})
 }
