@@ -623,3 +623,63 @@ func TestReplicationFullResyncWhenItMust(t *testing.T) {
 	require.Equal(t, int64(1), r2.Node.Status().SyncFull, "r1 synced in full from r2 after it")
 	require.Equal(t, m.info(t, "master_replid"), r1.info(t, "master_replid"))
 }
+
+// stallingConn is a replica's connection to its master that stops reading
+// once the replica has sent PSYNC, until released: a replica slow to take
+// its snapshot.
+type stallingConn struct {
+	net.Conn
+	sentPSync atomic.Bool
+	release   <-chan struct{}
+}
+
+func (c *stallingConn) Write(p []byte) (int, error) {
+	if strings.Contains(string(p), "PSYNC") {
+		c.sentPSync.Store(true)
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *stallingConn) Read(p []byte) (int, error) {
+	if c.sentPSync.Load() {
+		<-c.release
+	}
+	return c.Conn.Read(p)
+}
+
+// A replica that takes its snapshot slowly while the master's writes go on
+// falls further behind than the backlog holds before it streams: the
+// master drops it, and its next full resynchronization, with the writes
+// over, converges. Under writes that never stop, a link like this one
+// would start over for good (the backlog is the only buffer a link has).
+func TestReplicationFullSyncOutrunByWrites(t *testing.T) {
+	clock := newManualClock(t0)
+	release := make(chan struct{})
+	var dials atomic.Int64
+	dial := func(addr string) (net.Conn, error) {
+		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil || dials.Add(1) > 1 {
+			return conn, err
+		}
+		return &stallingConn{Conn: conn, release: release}, nil
+	}
+	m := startReplServer(t, clock.Now, withBacklog(64<<10))
+	r := startReplServer(t, clock.Now, withDial(dial))
+	keys := keyNames("user:", 20000)
+	m.throttleAll(t, keys, func(int) int { return 1 })
+	require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", m.Port))
+	require.Eventually(t, func() bool { return m.info(t, "connected_slaves") == "1" }, 10*time.Second, 5*time.Millisecond)
+
+	// Writes while the replica does not read, until the master gives up
+	// on it: the kernel's buffers hold some, the backlog 64 KiB more.
+	rounds := 0
+	require.Eventually(t, func() bool {
+		rounds++
+		m.throttleAll(t, keys[:5000], func(int) int { return 1 })
+		return strings.Contains(m.log.String(), "more than the backlog holds")
+	}, 60*time.Second, time.Millisecond, "the master's log:\n%s", m.log)
+	close(release)
+	caughtUp(t, m, r)
+	requireConverged(t, m, keys, r)
+	require.Equal(t, int64(2), m.Node.Status().SyncFull, "after %d rounds of writes", rounds)
+}
