@@ -3,6 +3,7 @@ package protocol_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -374,4 +375,44 @@ func TestMasterDropsABadReplicaAndServesTheOthers(t *testing.T) {
 			require.NotContains(t, r.log.String(), "link to master lost")
 		})
 	}
+}
+
+// While a replica loads a snapshot that is slow to come, it answers INFO
+// and ROLE (as Sentinel asks every few seconds) with the sync in progress,
+// and PING; then it serves the snapshot once it is whole.
+func TestReplicaAnswersWhileItLoadsASlowSnapshot(t *testing.T) {
+	tat := t0.Add(time.Hour)
+	clock := newManualClock(t0)
+	fm := startFakeMaster(t)
+	r := startReplServer(t, clock.Now)
+	require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", fm.Port))
+	l := fm.next(t)
+	snap := snapshot(t, tat, keyNames("k", 1000)...)
+	l.write(t, fmt.Appendf(nil, "+FULLRESYNC %s 77\r\n$%d\r\n%s", fakeReplID, len(snap), snap[:len(snap)/2]))
+	require.Eventually(t, func() bool { return r.Node.Status().SyncInProgress }, 10*time.Second, 5*time.Millisecond)
+
+	answered := make(chan error, 1)
+	go func() {
+		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := r.rdb.Info(c, "replication").Result()
+		if err == nil {
+			_, err = r.rdb.Do(c, "ROLE").Result()
+		}
+		answered <- err
+	}()
+	select {
+	case err := <-answered:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("INFO or ROLE did not answer while the snapshot loads")
+	}
+	require.Equal(t, "1", r.info(t, "master_sync_in_progress"))
+	require.Equal(t, "down", r.info(t, "master_link_status"))
+	require.Equal(t, []any{"slave", "127.0.0.1", int64(fm.Port), "sync"}, r.do(t, "ROLE").([]any)[:4])
+
+	l.write(t, snap[len(snap)/2:])
+	r.waitLinkUp(t)
+	require.Equal(t, int64(1000), r.do(t, "DBSIZE"))
+	require.Equal(t, "77", r.info(t, "master_repl_offset"))
 }

@@ -280,8 +280,11 @@ func (u *upstream) load(conn net.Conn, br *bufio.Reader, id string, start int64)
 		return err
 	}
 	now := gcra.InstantOf(n.cfg.Now())
-	n.streamMu.Lock()
-	defer n.streamMu.Unlock()
+	// streamMu is not held while the snapshot arrives, which takes as long
+	// as the master and the network make it: INFO and ROLE (Status) take
+	// it. Nothing else writes the store or the stream meanwhile, and no
+	// replica of this node may sync from it (linked is false).
+	//
 	// The old content goes first, so that a key the master no longer holds
 	// goes too (a peek meanwhile sees the snapshot as far as it is loaded:
 	// it errs toward allowing).
@@ -308,9 +311,11 @@ func (u *upstream) load(conn net.Conn, br *bufio.Reader, id string, start int64)
 	if _, err := io.Copy(io.Discard, body); err != nil {
 		return err
 	}
+	n.streamMu.Lock()
 	n.replID, n.replID2, n.offset2 = id, "", -1
 	n.backlog.reset(start)
 	n.backlog.append(nil)
+	n.streamMu.Unlock()
 	n.hasStream.Store(true)
 	u.linked.Store(true)
 	n.log.Info("replication: loaded the master's snapshot", "master", addr(u.host, u.port),
