@@ -31,14 +31,17 @@ func (b *backlog) reset(off int64) {
 	b.mu.Unlock()
 }
 
-// append adds p at the end.
+// append adds p at the end. Appending nothing allocates the ring (the
+// backlog is active from then on), so that a link may read at the end of a
+// stream that has yet to carry a byte here.
 func (b *backlog) append(p []byte) {
-	if len(p) == 0 {
-		return
-	}
 	b.mu.Lock()
 	if b.buf == nil {
 		b.buf = make([]byte, b.size)
+	}
+	if len(p) == 0 {
+		b.mu.Unlock()
+		return
 	}
 	b.end += int64(len(p))
 	b.length = min(b.length+int64(len(p)), int64(b.size))

@@ -349,16 +349,20 @@ func (l *Link) Ack(offset int64) {
 
 // Close ends the link and closes its connection. It is idempotent.
 func (l *Link) Close() {
-	l.once.Do(func() {
-		close(l.done)
-		_ = l.conn.Close()
-		n := l.n
-		n.mu.Lock()
-		// The feed goes on without replicas, so that one that comes back
-		// within the backlog continues (+CONTINUE).
-		delete(n.links, l)
-		n.mu.Unlock()
-	})
+	l.once.Do(l.end)
+	// Not inside the once: dropLinksLocked runs it holding n.mu.
+	n := l.n
+	n.mu.Lock()
+	// The feed goes on without replicas, so that one that comes back
+	// within the backlog continues (+CONTINUE).
+	delete(n.links, l)
+	n.mu.Unlock()
+}
+
+// end stops the link's stream and closes its connection, once.
+func (l *Link) end() {
+	close(l.done)
+	_ = l.conn.Close()
 }
 
 func (l *Link) status(now time.Time) ReplicaStatus {
@@ -386,13 +390,10 @@ func cmpString(a, b string) int {
 }
 
 // dropLinksLocked closes every replica's link, n.mu held (as Link.Close
-// takes it, they are closed here directly).
+// takes it, they are ended here directly).
 func (n *Node) dropLinksLocked() {
 	for l := range n.links {
-		l.once.Do(func() {
-			close(l.done)
-			_ = l.conn.Close()
-		})
+		l.once.Do(l.end)
 		delete(n.links, l)
 	}
 }

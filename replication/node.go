@@ -88,6 +88,11 @@ type Node struct {
 	// replica of the old master continues with its new one.
 	replID2 string
 	offset2 int64
+	// hasStream is set while the store holds exactly the stream under
+	// replID up to the backlog's end, as loaded from a master and applied
+	// since: a replica then asks its master, the same or a new one, to
+	// continue it (PSYNC replid offset) rather than to start over.
+	hasStream atomic.Bool
 
 	links    map[*Link]struct{}
 	acked    chan struct{} // closed and replaced on every ACK: WAIT's wake-up
@@ -203,23 +208,27 @@ func (n *Node) replicaOf(host string, port int, failover bool) (already bool, er
 	if u := n.upstream; u != nil && u.host == host && u.port == port {
 		return true, nil
 	}
-	continuing := false
 	if n.upstream != nil {
 		n.upstream.stop()
-		continuing = n.upstream.hasStream.Load()
 	} else {
-		// A master becoming a replica: its own changes stop feeding the
-		// stream, which from now on is its master's. Its stream so far is
-		// one the new master may hold (a replica of it, promoted): it asks
-		// to continue it, and resynchronizes in full if it cannot.
+		// A master becoming a replica: it refuses writes first, then takes
+		// what its feed recorded into its stream and stops it, so that its
+		// stream says what its store holds (but for a decision already
+		// past the refusal, which FAILOVER's pause rules out). The new
+		// master, if it was its replica, continues that stream (PSYNC2);
+		// any other resynchronizes it in full.
+		n.replica.Store(true)
+		fed := n.feeding // a master whose feed never ran has no stream
 		n.stopFeedLocked()
-		n.takeFeed(nil, nil)
+		if fed {
+			n.takeFeed(nil, nil)
+		}
 		n.store.SetFeed(false)
-		continuing = n.backlog.active()
+		n.hasStream.Store(fed && n.backlog.active())
 	}
 	n.replica.Store(true)
 	n.dropLinksLocked() // as Redis, its replicas resynchronize with what it becomes
-	n.upstream = n.startUpstream(host, port, continuing, failover)
+	n.upstream = n.startUpstream(host, port, failover)
 	return false, nil
 }
 

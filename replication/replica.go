@@ -2,6 +2,7 @@ package replication
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -41,8 +42,10 @@ type upstream struct {
 	state     string   // ROLE's: connect, connecting, sync, connected
 	downSince time.Time
 
-	lastIO    atomic.Int64 // Unix nanoseconds of the last byte from the master
-	hasStream atomic.Bool  // a snapshot was loaded: the stream can be continued
+	lastIO atomic.Int64 // Unix nanoseconds of the last byte from the master
+	// linked is set once this link has loaded a snapshot or continued the
+	// stream: the node's replicas may sync from it.
+	linked atomic.Bool
 	// ignored counts commands the stream carried that redcell does not
 	// apply (a master's string that is no redcell state).
 	ignored atomic.Int64
@@ -55,13 +58,12 @@ type upstream struct {
 	failover atomic.Bool
 }
 
-// startUpstream starts the link to host:port. continuing: the node holds a
-// stream its first PSYNC asks to continue; failover: that PSYNC asks the
-// master, this node's replica until now, to take over (FAILOVER).
-func (n *Node) startUpstream(host string, port int, continuing, failover bool) *upstream {
+// startUpstream starts the link to host:port. With failover its first
+// PSYNC asks the master, this node's replica until now, to take over
+// (FAILOVER).
+func (n *Node) startUpstream(host string, port int, failover bool) *upstream {
 	u := &upstream{n: n, host: host, port: port, stopCh: make(chan struct{}), done: make(chan struct{}),
 		state: "connect", downSince: n.cfg.Now()}
-	u.hasStream.Store(continuing)
 	u.failover.Store(failover)
 	go u.run()
 	return u
@@ -87,9 +89,10 @@ func (u *upstream) stopped() bool {
 	}
 }
 
-// synced reports whether this replica can serve replicas of its own: it has
-// a stream, and is not handing over to its master (FAILOVER).
-func (u *upstream) synced() bool { return u.hasStream.Load() && !u.failover.Load() }
+// synced reports whether this replica can serve replicas of its own: its
+// link loaded a snapshot or continued the stream, and it is not handing
+// over to its master (FAILOVER).
+func (u *upstream) synced() bool { return u.linked.Load() && !u.failover.Load() }
 
 func (u *upstream) setState(s string) {
 	u.mu.Lock()
@@ -187,7 +190,7 @@ func (u *upstream) session() error {
 		return err
 	}
 	id, off := "?", int64(-1)
-	if u.hasStream.Load() {
+	if n.hasStream.Load() {
 		n.streamMu.Lock()
 		id = n.replID
 		_, end := n.backlog.offsets()
@@ -213,6 +216,11 @@ func (u *upstream) session() error {
 		if err != nil || start < 0 {
 			return fmt.Errorf("PSYNC: %q", reply)
 		}
+		// The master will not continue the stream: until a snapshot is
+		// loaded whole, the store holds no stream to continue, and none
+		// for this node's replicas to sync from.
+		n.hasStream.Store(false)
+		u.linked.Store(false)
 		u.setState("sync")
 		if err := u.load(conn, br, f[1], start); err != nil {
 			return fmt.Errorf("loading the master's snapshot: %w", err)
@@ -226,6 +234,7 @@ func (u *upstream) session() error {
 			n.replID2, n.offset2, n.replID = n.replID, end, f[1]
 			n.streamMu.Unlock()
 		}
+		u.linked.Store(true)
 		n.log.Info("replication: continuing the master's stream", "master", addr(u.host, u.port), "offset", off-1)
 	default:
 		return fmt.Errorf("PSYNC: %s", reply)
@@ -288,8 +297,11 @@ func (u *upstream) load(conn net.Conn, br *bufio.Reader, id string, start int64)
 		return err
 	}
 	now := gcra.InstantOf(n.cfg.Now())
-	n.streamMu.Lock()
-	defer n.streamMu.Unlock()
+	// streamMu is not held while the snapshot arrives, which takes as long
+	// as the master and the network make it: INFO and ROLE (Status) take
+	// it. Nothing else writes the store or the stream meanwhile, and no
+	// replica of this node may sync from it (linked is false).
+	//
 	// The old content goes first, so that a key the master no longer holds
 	// goes too (a peek meanwhile sees the snapshot as far as it is loaded:
 	// it errs toward allowing).
@@ -316,10 +328,13 @@ func (u *upstream) load(conn net.Conn, br *bufio.Reader, id string, start int64)
 	if _, err := io.Copy(io.Discard, body); err != nil {
 		return err
 	}
+	n.streamMu.Lock()
 	n.replID, n.replID2, n.offset2 = id, "", -1
 	n.backlog.reset(start)
 	n.backlog.append(nil)
-	u.hasStream.Store(true)
+	n.streamMu.Unlock()
+	n.hasStream.Store(true)
+	u.linked.Store(true)
 	n.log.Info("replication: loaded the master's snapshot", "master", addr(u.host, u.port),
 		"keys", keys, "skipped", skipped, "bytes", size, "offset", start)
 	return nil
@@ -352,17 +367,32 @@ func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
 	// own replicas relies on (fullSync): what the backlog holds before a
 	// snapshot's offset is in the snapshot; a command applied but not yet
 	// appended is in both, and applying a state twice is harmless.
-	rd := resp.NewReader(br, resp.Limits{})
-	var batch []byte
+	src := &streamTee{r: br}
+	rd := resp.NewReader(src, resp.Limits{})
+	var raw, batch []byte
 	getAck := false
 	for {
 		args, err := rd.Next(true)
 		if err != nil {
 			return fmt.Errorf("the master's stream: %w", err)
 		}
+		raw = raw[:0]
+		if args != nil {
+			raw = appendCommand(raw, args)
+		}
+		// The offset counts the bytes the master sent, and what this node
+		// forwards is raw: they are the same only for a multibulk command
+		// as a master writes it. Anything else (an inline command, an
+		// empty one or a blank line, which Next skips) would make the
+		// offsets part, and a later +CONTINUE resume in the middle of a
+		// command.
+		pending, _ := rd.Pending()
+		if !src.take(len(src.buf)-src.off-pending, raw) {
+			return errors.New("the master's stream: bytes that are not a multibulk command as a master sends one")
+		}
 		if args != nil {
 			getAck = u.applyCommand(args) || getAck
-			batch = appendCommand(batch, args)
+			batch = append(batch, raw...)
 			continue
 		}
 		n.appendStream(batch)
@@ -374,10 +404,10 @@ func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
 			getAck = false
 		}
 		if cap(batch) > 1<<20 {
-			batch = nil // a burst's buffer is not kept
-		} else {
-			batch = batch[:0]
+			batch, raw = nil, nil // a burst's buffers are not kept
 		}
+		batch = batch[:0]
+		src.compact()
 		_ = conn.SetReadDeadline(time.Now().Add(n.cfg.Timeout))
 		if err := rd.Fill(); err != nil {
 			return err
@@ -445,4 +475,38 @@ func (d *deadlineReader) Read(p []byte) (int, error) {
 		d.lastIO.Store(time.Now().UnixNano())
 	}
 	return n, err
+}
+
+// streamTee keeps the bytes read through it until the commands they make
+// are taken: what a replica checks its forwarded commands against.
+type streamTee struct {
+	r   io.Reader
+	buf []byte // buf[off:] is what was read and not taken yet
+	off int
+}
+
+func (s *streamTee) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	s.buf = append(s.buf, p[:n]...)
+	return n, err
+}
+
+// take takes the next n bytes read, and reports whether they are cmd.
+func (s *streamTee) take(n int, cmd []byte) bool {
+	if n != len(cmd) || !bytes.Equal(s.buf[s.off:s.off+n], cmd) {
+		return false
+	}
+	s.off += n
+	return true
+}
+
+// compact drops what was taken, once the reader holds no whole command.
+func (s *streamTee) compact() {
+	rest := len(s.buf) - s.off
+	if cap(s.buf) > 1<<20 && rest < 64<<10 {
+		s.buf = append([]byte(nil), s.buf[s.off:]...)
+	} else {
+		s.buf = s.buf[:copy(s.buf, s.buf[s.off:])]
+	}
+	s.off = 0
 }
