@@ -1,0 +1,337 @@
+package protocol_test
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+)
+
+// Redis Cluster as its clients meet it: nodes of the built binary, each with
+// --cluster-enabled yes and a --dir of its own, given one topology by
+// CLUSTERX SETNODES, as an operator (or kvrocks's controller) pushes it;
+// go-redis and rueidis in cluster mode find each key's node from CLUSTER
+// SLOTS or SHARDS and follow MOVED. redis-cli -c and --cluster check, and
+// the replies compared with a real redis-server cluster node, are in
+// cluster_tools_test.go.
+
+// clusterNode is one node of a test cluster.
+type clusterNode struct {
+	*binaryServer
+	ID  string
+	Dir string
+	rdb *redis.Client // a plain client: it follows no redirect
+}
+
+// nodeID is the ID of a test cluster's i-th node: 40 hex digits, "aaaa..."
+// for the first, "bbbb..." for the second, so that a failure names the node.
+func nodeID(i int) string { return strings.Repeat(string(rune('a'+i)), 40) }
+
+// startClusterNode starts the built binary in cluster mode (mode yes or
+// emulated) in a fresh --dir, and, for yes, gives it ID id (CLUSTERX
+// SETNODEID). It serves no slot until a topology is pushed.
+func startClusterNode(t *testing.T, mode, id string) *clusterNode {
+	t.Helper()
+	dir := t.TempDir()
+	p := startBinary(t, nil, onLoopback("--dir", dir, "--cluster-enabled", mode)...)
+	n := &clusterNode{binaryServer: p, Dir: dir, rdb: p.goRedis(t, func(o *redis.Options) { o.MaxRetries = -1 })}
+	if id != "" {
+		require.Equal(t, "OK", n.do(t, "CLUSTERX", "SETNODEID", id))
+		n.ID = id
+	}
+	return n
+}
+
+// do runs a command on the node through its plain client and returns its
+// reply, failing the test on an error reply.
+func (n *clusterNode) do(t testing.TB, args ...any) any {
+	t.Helper()
+	v, err := n.rdb.Do(ctx(t), args...).Result()
+	require.NoError(t, err, "%v on %s", args, n.Addr)
+	return v
+}
+
+// refusal is the error reply the node gives args ("" for none).
+func (n *clusterNode) refusal(t testing.TB, args ...any) string {
+	t.Helper()
+	err := n.rdb.Do(ctx(t), args...).Err()
+	if err == nil || err == redis.Nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// slotShares splits the 16384 slots among n masters as redis-cli --cluster
+// create does: 0-5460, 5461-10922 and 10923-16383 for three.
+func slotShares(n int) [][2]int {
+	per := 16384.0 / float64(n)
+	var out [][2]int
+	first, cursor := 0, 0.0
+	for i := 0; i < n; i++ {
+		last := int(math.Round(cursor + per - 1))
+		if last > 16383 || i == n-1 {
+			last = 16383
+		}
+		out = append(out, [2]int{first, last})
+		first, cursor = last+1, cursor+per
+	}
+	return out
+}
+
+// masterLine is a master's line of CLUSTERX SETNODES: its ID, address and
+// slot range.
+func masterLine(n *clusterNode, r [2]int) string {
+	return n.ID + " 127.0.0.1 " + strconv.Itoa(n.Port) + " master - " + strconv.Itoa(r[0]) + "-" + strconv.Itoa(r[1]) + "\n"
+}
+
+// replicaLine is a replica's line of CLUSTERX SETNODES.
+func replicaLine(n, master *clusterNode) string {
+	return n.ID + " 127.0.0.1 " + strconv.Itoa(n.Port) + " slave " + master.ID + "\n"
+}
+
+// pushTopology sends the topology to every node at version, as an operator
+// does, each answering OK.
+func pushTopology(t *testing.T, text string, version int, nodes ...*clusterNode) {
+	t.Helper()
+	for _, n := range nodes {
+		require.Equal(t, "OK", n.do(t, "CLUSTERX", "SETNODES", text, version), "node %s", n.ID)
+	}
+}
+
+// testCluster is masters sharing the slots as slotShares splits them.
+type testCluster struct {
+	masters []*clusterNode
+	shares  [][2]int
+}
+
+// startCluster starts n masters and pushes them their topology at version 1.
+func startCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	c := &testCluster{shares: slotShares(n)}
+	for i := 0; i < n; i++ {
+		c.masters = append(c.masters, startClusterNode(t, "yes", nodeID(i)))
+	}
+	pushTopology(t, c.text(), 1, c.masters...)
+	return c
+}
+
+// text is the cluster's topology as CLUSTERX SETNODES takes it.
+func (c *testCluster) text() string {
+	var b strings.Builder
+	for i, m := range c.masters {
+		b.WriteString(masterLine(m, c.shares[i]))
+	}
+	return b.String()
+}
+
+func (c *testCluster) addrs() []string {
+	var out []string
+	for _, m := range c.masters {
+		out = append(out, m.Addr)
+	}
+	return out
+}
+
+// owner is the master that serves slot.
+func (c *testCluster) owner(slot int) *clusterNode {
+	for i, r := range c.shares {
+		if r[0] <= slot && slot <= r[1] {
+			return c.masters[i]
+		}
+	}
+	panic("slot " + strconv.Itoa(slot) + " out of range")
+}
+
+// slot is key's hash slot, as the cluster's first node computes it
+// (CLUSTER KEYSLOT).
+func (c *testCluster) slot(t testing.TB, key string) int {
+	t.Helper()
+	return int(c.masters[0].do(t, "CLUSTER", "KEYSLOT", key).(int64))
+}
+
+// goRedisCluster is a go-redis cluster client knowing the nodes at addrs.
+func goRedisCluster(t testing.TB, addrs []string, opts ...func(*redis.ClusterOptions)) *redis.ClusterClient {
+	t.Helper()
+	o := &redis.ClusterOptions{Addrs: addrs}
+	for _, f := range opts {
+		f(o)
+	}
+	cc := redis.NewClusterClient(o)
+	t.Cleanup(func() { _ = cc.Close() })
+	return cc
+}
+
+// rueidisCluster is a rueidis client given the nodes at addrs, which finds
+// itself in cluster mode from CLUSTER SLOTS (or SHARDS, with shards).
+func rueidisCluster(t testing.TB, addrs []string, shards bool) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: addrs, DisableCache: true,
+		ClusterOption: rueidis.ClusterOption{PreferClusterShards: shards}})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	require.Equal(t, rueidis.ClientModeCluster, c.Mode())
+	return c
+}
+
+// hourly is CL.THROTTLE key 9 1 3600 [quantity]: a burst of ten, one
+// action an hour, so that nothing refills while a test runs on the real
+// clock of the built binary.
+func hourly(key string, quantity ...int) []any {
+	args := []any{"CL.THROTTLE", key, 9, 1, 3600}
+	for _, q := range quantity {
+		args = append(args, q)
+	}
+	return args
+}
+
+// firstDecision is the reply to hourly on a fresh key: allowed, limit 10,
+// 9 left, no retry, full again in an hour.
+var firstDecision = []any{int64(0), int64(10), int64(9), int64(-1), int64(3600)}
+
+// requireDecision checks an hourly reply after the key's n-th action:
+// allowed, 10-n left. reset_after is n hours less the time since the first
+// action, which the real clock makes a second shorter when one has passed.
+func requireDecision(t testing.TB, reply []int64, n int64, msgAndArgs ...any) {
+	t.Helper()
+	require.Len(t, reply, 5, msgAndArgs...)
+	require.Equal(t, []int64{0, 10, 10 - n, -1}, reply[:4], msgAndArgs...)
+	require.InDelta(t, n*3600, reply[4], 1, msgAndArgs...)
+}
+
+func int64s(t testing.TB, v any) []int64 {
+	t.Helper()
+	vs, ok := v.([]any)
+	require.True(t, ok, "%#v is not an array", v)
+	out := make([]int64, len(vs))
+	for i, e := range vs {
+		out[i], ok = e.(int64)
+		require.True(t, ok, "%#v is not an array of integers", v)
+	}
+	return out
+}
+
+// Three masters: go-redis, rueidis from CLUSTER SLOTS and rueidis from
+// CLUSTER SHARDS each make one decision on every key, and all three
+// decisions land on the key's owner, which alone holds it.
+func TestClusterClientsSendEachDecisionToItsKeysOwner(t *testing.T) {
+	c := startCluster(t, 3)
+	cc := goRedisCluster(t, c.addrs())
+	bySlots, byShards := rueidisCluster(t, c.addrs(), false), rueidisCluster(t, c.addrs(), true)
+	require.Len(t, bySlots.Nodes(), 3)
+	require.Len(t, byShards.Nodes(), 3)
+	var masters atomic.Int32
+	require.NoError(t, cc.ForEachMaster(ctx(t), func(context.Context, *redis.Client) error { masters.Add(1); return nil }))
+	require.Equal(t, int32(3), masters.Load(), "go-redis found three masters")
+
+	keysBySlot := map[int][]string{}
+	for i := 0; i < 120; i++ {
+		k := "user:" + strconv.Itoa(i)
+		v, err := cc.Do(ctx(t), hourly(k)...).Result()
+		require.NoError(t, err, k)
+		require.Equal(t, firstDecision, v, "go-redis, %s", k)
+		for n, ru := range []rueidis.Client{bySlots, byShards} {
+			reply, err := ru.Do(ctx(t), ru.B().Arbitrary("CL.THROTTLE").Keys(k).Args("9", "1", "3600").Build()).AsIntSlice()
+			require.NoError(t, err, k)
+			requireDecision(t, reply, int64(n+2), "rueidis, %s", k)
+		}
+		slot := c.slot(t, k)
+		keysBySlot[slot] = append(keysBySlot[slot], k)
+	}
+
+	owned := map[string]int{}
+	for slot, keys := range keysBySlot {
+		owner := c.owner(slot)
+		owned[owner.ID] += len(keys)
+		for _, n := range c.masters {
+			want := int64(0)
+			if n == owner {
+				want = int64(len(keys))
+			}
+			require.Equal(t, want, n.do(t, "CLUSTER", "COUNTKEYSINSLOT", slot), "slot %d on %s (owner %s)", slot, n.ID, owner.ID)
+		}
+		require.ElementsMatch(t, keys, strs(t, owner.do(t, "CLUSTER", "GETKEYSINSLOT", slot, 1000)), "slot %d", slot)
+		for _, k := range keys {
+			tat, err := strconv.ParseInt(owner.do(t, "GET", k).(string), 10, 64)
+			require.NoError(t, err, "GET %s on its owner is the key's TAT", k)
+			require.Positive(t, tat)
+			for _, n := range c.masters {
+				if n != owner {
+					require.Equal(t, "MOVED "+strconv.Itoa(slot)+" 127.0.0.1:"+strconv.Itoa(owner.Port), n.refusal(t, "GET", k), "GET %s on %s", k, n.ID)
+				}
+			}
+		}
+	}
+	for _, m := range c.masters {
+		require.Positive(t, owned[m.ID], "some of the keys are %s's", m.ID)
+	}
+}
+
+func strs(t testing.TB, v any) []string {
+	t.Helper()
+	vs, ok := v.([]any)
+	require.True(t, ok, "%#v is not an array", v)
+	out := make([]string, len(vs))
+	for i, e := range vs {
+		out[i], ok = e.(string)
+		require.True(t, ok, "%#v is not an array of strings", v)
+	}
+	return out
+}
+
+// A plain client at a node that does not serve the key is told where it
+// is, in Redis's words: MOVED, the slot, the owner's address.
+func TestClusterMovedNamesTheKeysOwner(t *testing.T) {
+	c := startCluster(t, 3)
+	a, cOwner := c.masters[0], c.masters[2]
+	// Redis's CLUSTER KEYSLOT foo is 12182, the third share's.
+	require.Equal(t, int64(12182), a.do(t, "CLUSTER", "KEYSLOT", "foo"))
+	want := "MOVED 12182 127.0.0.1:" + strconv.Itoa(cOwner.Port)
+	require.Equal(t, want, a.refusal(t, hourly("foo")...))
+	require.Equal(t, want, a.refusal(t, "GET", "foo"))
+	require.Equal(t, want, a.refusal(t, hourly("foo", 0)...), "a peek too: this node is no replica of the owner")
+	require.Equal(t, want, a.refusal(t, "CL.WINDOW", "foo", 10, 60))
+	require.Equal(t, int64(0), a.do(t, "CLUSTER", "COUNTKEYSINSLOT", 12182), "the refused commands stored nothing")
+	require.Equal(t, firstDecision, cOwner.do(t, hourly("foo")...), "the owner's first decision on foo")
+
+	// go-redis, given only the wrong node, finds the owner from CLUSTER SLOTS.
+	cc := goRedisCluster(t, []string{a.Addr})
+	v, err := cc.Do(ctx(t), hourly("foo")...).Result()
+	require.NoError(t, err)
+	requireDecision(t, int64s(t, v), 2)
+}
+
+// Keys with one hash tag are in one slot, so one node serves them all and a
+// transaction may hold several: go-redis's TxPipelined on the cluster client
+// sends MULTI/EXEC to their node.
+func TestClusterHashTagsKeepKeysTogether(t *testing.T) {
+	c := startCluster(t, 3)
+	slot := c.slot(t, "{user1}:a")
+	require.Equal(t, slot, c.slot(t, "{user1}:b"))
+	require.Equal(t, slot, c.slot(t, "user1"), "only the tag is hashed")
+	owner := c.owner(slot)
+
+	cc := goRedisCluster(t, c.addrs())
+	for round := int64(1); round <= 2; round++ {
+		cmds, err := cc.TxPipelined(ctx(t), func(p redis.Pipeliner) error {
+			p.Do(ctx(t), hourly("{user1}:a")...)
+			p.Do(ctx(t), hourly("{user1}:b")...)
+			p.Do(ctx(t), hourly("{user1}:b")...)
+			return nil
+		})
+		require.NoError(t, err)
+		require.Len(t, cmds, 3)
+		for i, want := range []int64{round, 2*round - 1, 2 * round} {
+			requireDecision(t, int64s(t, cmds[i].(*redis.Cmd).Val()), want, "round %d, command %d", round, i)
+		}
+	}
+	require.Equal(t, int64(2), owner.do(t, "CLUSTER", "COUNTKEYSINSLOT", slot))
+	require.ElementsMatch(t, []string{"{user1}:a", "{user1}:b"}, strs(t, owner.do(t, "CLUSTER", "GETKEYSINSLOT", slot, 10)))
+	require.Equal(t, int64(2), owner.do(t, "EXISTS", "{user1}:a", "{user1}:b"), "a multi-key command in one slot runs")
+	requireDecision(t, int64s(t, owner.do(t, hourly("{user1}:b", 0)...)), 4, "a peek on the owner: four actions on b")
+}
