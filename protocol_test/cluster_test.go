@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"cmp"
 	"context"
 	"math"
 	"strconv"
@@ -334,4 +335,48 @@ func TestClusterHashTagsKeepKeysTogether(t *testing.T) {
 	require.ElementsMatch(t, []string{"{user1}:a", "{user1}:b"}, strs(t, owner.do(t, "CLUSTER", "GETKEYSINSLOT", slot, 10)))
 	require.Equal(t, int64(2), owner.do(t, "EXISTS", "{user1}:a", "{user1}:b"), "a multi-key command in one slot runs")
 	requireDecision(t, int64s(t, owner.do(t, hourly("{user1}:b", 0)...)), 4, "a peek on the owner: four actions on b")
+}
+
+// Keys of two slots in one command, or in one transaction, are refused with
+// Redis's CROSSSLOT: by any node, before it looks at who serves them. A
+// transaction is refused at EXEC, as Redis refuses it, and runs nothing.
+func TestClusterRefusesKeysOfSeveralSlots(t *testing.T) {
+	c := startCluster(t, 3)
+	const crossSlot = "CROSSSLOT Keys in request don't hash to the same slot"
+	// Two tags whose slots one node serves, and one whose another does.
+	a := "{user1}:a"
+	owner := c.owner(c.slot(t, a))
+	var sameNode, otherNode string
+	for i := 2; sameNode == "" || otherNode == ""; i++ {
+		k := "{user" + strconv.Itoa(i) + "}:a"
+		if s := c.slot(t, k); c.owner(s) == owner && s != c.slot(t, a) {
+			sameNode = cmp.Or(sameNode, k)
+		} else if c.owner(s) != owner {
+			otherNode = cmp.Or(otherNode, k)
+		}
+	}
+	for _, n := range c.masters {
+		require.Equal(t, crossSlot, n.refusal(t, "DEL", a, sameNode), "DEL on %s", n.ID)
+		require.Equal(t, crossSlot, n.refusal(t, "EXISTS", a, otherNode), "EXISTS on %s", n.ID)
+		require.Equal(t, crossSlot, n.refusal(t, "UNLINK", sameNode, a), "UNLINK on %s", n.ID)
+	}
+
+	raw := owner.raw(t)
+	require.Equal(t, simple("OK"), raw.do("MULTI"))
+	require.Equal(t, simple("QUEUED"), raw.do("CL.THROTTLE", a, "9", "1", "3600"))
+	require.Equal(t, simple("QUEUED"), raw.do("CL.THROTTLE", sameNode, "9", "1", "3600"), "queued: the slots are checked at EXEC, as Redis does")
+	require.Equal(t, errReply(crossSlot), raw.do("EXEC"))
+	require.Equal(t, errReply("ERR EXEC without MULTI"), raw.do("EXEC"), "the transaction is over")
+	require.Equal(t, int64(0), owner.do(t, "EXISTS", a), "nothing ran")
+	require.Equal(t, int64(0), owner.do(t, "EXISTS", sameNode))
+
+	// A key of another node is refused as it is queued, with MOVED, which
+	// aborts the transaction.
+	otherOwner := c.owner(c.slot(t, otherNode))
+	require.Equal(t, simple("OK"), raw.do("MULTI"))
+	require.Equal(t, simple("QUEUED"), raw.do("CL.THROTTLE", a, "9", "1", "3600"))
+	require.Equal(t, errReply("MOVED "+strconv.Itoa(c.slot(t, otherNode))+" 127.0.0.1:"+strconv.Itoa(otherOwner.Port)),
+		raw.do("CL.THROTTLE", otherNode, "9", "1", "3600"))
+	require.Equal(t, errReply("EXECABORT Transaction discarded because of previous errors."), raw.do("EXEC"))
+	require.Equal(t, int64(0), owner.do(t, "EXISTS", a), "nothing ran")
 }
