@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -379,4 +380,125 @@ func TestClusterRefusesKeysOfSeveralSlots(t *testing.T) {
 		raw.do("CL.THROTTLE", otherNode, "9", "1", "3600"))
 	require.Equal(t, errReply("EXECABORT Transaction discarded because of previous errors."), raw.do("EXEC"))
 	require.Equal(t, int64(0), owner.do(t, "EXISTS", a), "nothing ran")
+}
+
+// clusterInfoFields reads CLUSTER INFO's "field:value" lines, in order.
+func clusterInfoFields(t testing.TB, text string) [][2]string {
+	t.Helper()
+	require.True(t, strings.HasSuffix(text, "\r\n"), "CLUSTER INFO ends in CRLF: %q", text)
+	var out [][2]string
+	for _, line := range strings.Split(strings.TrimSuffix(text, "\r\n"), "\r\n") {
+		k, v, ok := strings.Cut(line, ":")
+		require.True(t, ok, "%q is not field:value", line)
+		out = append(out, [2]string{k, v})
+	}
+	return out
+}
+
+func clusterInfoField(t testing.TB, n *clusterNode, field string) string {
+	t.Helper()
+	for _, kv := range clusterInfoFields(t, n.do(t, "CLUSTER", "INFO").(string)) {
+		if kv[0] == field {
+			return kv[1]
+		}
+	}
+	t.Fatalf("CLUSTER INFO on %s has no %s", n.Addr, field)
+	return ""
+}
+
+// reconnect replaces the node's plain client, after a restart.
+func (n *clusterNode) reconnect(t testing.TB) {
+	t.Helper()
+	n.rdb = n.goRedis(t, func(o *redis.Options) { o.MaxRetries = -1 })
+}
+
+const notInTopology = "CLUSTERDOWN This node is not part of the cluster topology (CLUSTERX SETNODES)"
+
+// A topology is taken only at a newer version, unless FORCE: a push that
+// arrives late cannot undo a newer one.
+func TestClusterTopologyVersionOnlyMovesForward(t *testing.T) {
+	c := startCluster(t, 3)
+	a := c.masters[0]
+	require.Equal(t, "ERR the version is not newer than the topology's: 1 <= 1", a.refusal(t, "CLUSTERX", "SETNODES", c.text(), 1))
+	require.Equal(t, "ERR the version is not newer than the topology's: 0 <= 1", a.refusal(t, "CLUSTERX", "SETNODES", c.text(), 0))
+	require.Equal(t, int64(1), a.do(t, "CLUSTERX", "VERSION"), "unchanged")
+	require.Equal(t, "1", clusterInfoField(t, a, "cluster_current_epoch"))
+
+	// FORCE takes it whatever its version, say to roll a bad push back.
+	require.Equal(t, "OK", a.do(t, "CLUSTERX", "SETNODES", c.text(), 0, "FORCE"))
+	require.Equal(t, int64(0), a.do(t, "CLUSTERX", "VERSION"))
+	require.Equal(t, "OK", a.do(t, "CLUSTERX", "SETNODES", c.text(), 1), "1 is newer than 0 now")
+	require.Equal(t, int64(1), a.do(t, "CLUSTERX", "VERSION"))
+	require.Equal(t, "ERR syntax error", a.refusal(t, "CLUSTERX", "SETNODES", c.text(), 5, "FORCEFULLY"))
+	require.Equal(t, int64(1), a.do(t, "CLUSTERX", "VERSION"))
+}
+
+// A node the topology leaves out, and a node given no topology yet, serve
+// no key: CLUSTERDOWN, while the others serve every slot between them.
+func TestClusterNodeOutsideTheTopologyServesNoKey(t *testing.T) {
+	c := startCluster(t, 3)
+	a, b, left := c.masters[0], c.masters[1], c.masters[2]
+	two := &testCluster{masters: []*clusterNode{a, b}, shares: slotShares(2)}
+	pushTopology(t, two.text(), 2, a, b, left)
+
+	for _, args := range [][]any{hourly("foo"), hourly("foo", 0), {"GET", "foo"}, {"DEL", "foo"}} {
+		require.Equal(t, notInTopology, left.refusal(t, args...), "%v", args)
+	}
+	require.Equal(t, int64(2), left.do(t, "CLUSTERX", "VERSION"), "it keeps the topology it is not in")
+	require.Equal(t, nodeID(2), left.do(t, "CLUSTER", "MYID"))
+	require.Equal(t, "fail", clusterInfoField(t, left, "cluster_state"))
+	require.Equal(t, "ok", clusterInfoField(t, a, "cluster_state"))
+	require.Equal(t, "2", clusterInfoField(t, a, "cluster_known_nodes"))
+	require.Equal(t, "PONG", left.do(t, "PING"), "keyless commands still run")
+
+	// Clients given every address find the two masters only.
+	cc := goRedisCluster(t, c.addrs())
+	for i := 0; i < 20; i++ {
+		k := "user:" + strconv.Itoa(i)
+		require.Equal(t, firstDecision, cc.Do(ctx(t), hourly(k)...).Val(), k)
+		require.Equal(t, int64(1), two.owner(c.slot(t, k)).do(t, "EXISTS", k), "%s on its owner", k)
+	}
+
+	fresh := startClusterNode(t, "yes", "")
+	require.Regexp(t, `^[0-9a-f]{40}$`, fresh.do(t, "CLUSTER", "MYID"), "a random ID until CLUSTERX SETNODEID")
+	require.Equal(t, notInTopology, fresh.refusal(t, hourly("foo")...))
+	require.Equal(t, notInTopology, fresh.refusal(t, "GET", "foo"))
+	require.Equal(t, int64(-1), fresh.do(t, "CLUSTERX", "VERSION"))
+	require.Equal(t, []any{}, fresh.do(t, "CLUSTER", "SLOTS"))
+	require.Equal(t, []any{}, fresh.do(t, "CLUSTER", "SHARDS"))
+	require.Equal(t, "fail", clusterInfoField(t, fresh, "cluster_state"))
+	require.Equal(t, "0", clusterInfoField(t, fresh, "cluster_slots_assigned"))
+}
+
+// A node restarted comes back with its ID, its topology and its keys, in
+// the --dir it persists them in.
+func TestClusterNodeRestartedKeepsItsIDTopologyAndKeys(t *testing.T) {
+	c := startCluster(t, 3)
+	a := c.masters[0]
+	pushTopology(t, c.text(), 7, c.masters...)
+	var mine []string
+	for i := 0; len(mine) < 10; i++ {
+		if k := "user:" + strconv.Itoa(i); c.owner(c.slot(t, k)) == a {
+			mine = append(mine, k)
+			require.Equal(t, firstDecision, a.do(t, hourly(k)...), k)
+		}
+	}
+	tats := map[string]any{}
+	for _, k := range mine {
+		tats[k] = a.do(t, "GET", k)
+	}
+	nodes := a.do(t, "CLUSTER", "NODES")
+
+	require.NoError(t, a.stop(syscall.SIGTERM), "a clean exit; log:\n%s", a.Log())
+	a.restart()
+	a.reconnect(t)
+	require.Equal(t, nodeID(0), a.do(t, "CLUSTER", "MYID"))
+	require.Equal(t, int64(7), a.do(t, "CLUSTERX", "VERSION"))
+	require.Equal(t, nodes, a.do(t, "CLUSTER", "NODES"))
+	for _, k := range mine {
+		require.Equal(t, tats[k], a.do(t, "GET", k), k)
+		requireDecision(t, int64s(t, a.do(t, hourly(k)...)), 2, "%s's second decision, after the restart", k)
+	}
+	require.Equal(t, "MOVED 12182 127.0.0.1:"+strconv.Itoa(c.masters[2].Port), a.refusal(t, "GET", "foo"))
+	require.Equal(t, "ERR the version is not newer than the topology's: 7 <= 7", a.refusal(t, "CLUSTERX", "SETNODES", c.text(), 7))
 }
