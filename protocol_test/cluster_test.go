@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
@@ -501,4 +502,150 @@ func TestClusterNodeRestartedKeepsItsIDTopologyAndKeys(t *testing.T) {
 	}
 	require.Equal(t, "MOVED 12182 127.0.0.1:"+strconv.Itoa(c.masters[2].Port), a.refusal(t, "GET", "foo"))
 	require.Equal(t, "ERR the version is not newer than the topology's: 7 <= 7", a.refusal(t, "CLUSTERX", "SETNODES", c.text(), 7))
+}
+
+// infoField is one field of the node's INFO section ("" if absent).
+func (n *clusterNode) infoField(t testing.TB, section, field string) string {
+	t.Helper()
+	text := n.do(t, "INFO", section).(string)
+	for _, line := range strings.Split(text, "\r\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && k == field {
+			return v
+		}
+	}
+	return ""
+}
+
+// A fourth node listed as a replica of the first master follows it, shows
+// as its replica in CLUSTER SLOTS, SHARDS, NODES and REPLICAS, and answers
+// a READONLY client's reads of the master's keys (GET, and CL.THROTTLE
+// peeks, quantity 0) as the master does; a decision it sends to the master.
+func TestClusterReplicaServesReadsOfItsMastersSlots(t *testing.T) {
+	c := &testCluster{shares: slotShares(3)}
+	for i := 0; i < 3; i++ {
+		c.masters = append(c.masters, startClusterNode(t, "yes", nodeID(i)))
+	}
+	a := c.masters[0]
+	d := startClusterNode(t, "yes", nodeID(3))
+	pushTopology(t, c.text()+replicaLine(d, a), 1, append(c.masters, d)...)
+
+	require.Eventually(t, func() bool {
+		return d.infoField(t, "replication", "master_link_status") == "up"
+	}, 20*time.Second, 10*time.Millisecond, "the replica's link to its master; its log:\n%s", d.Log())
+	require.Equal(t, "slave", d.infoField(t, "replication", "role"))
+	require.Equal(t, strconv.Itoa(a.Port), d.infoField(t, "replication", "master_port"))
+	require.Equal(t, "1", a.infoField(t, "replication", "connected_slaves"))
+
+	endpointOf := func(n *clusterNode) []any { return []any{"127.0.0.1", int64(n.Port), n.ID, map[any]any{}} }
+	for _, n := range []*clusterNode{a, d} {
+		slots := n.do(t, "CLUSTER", "SLOTS").([]any)
+		require.Len(t, slots, 3)
+		require.Equal(t, []any{int64(0), int64(5460), endpointOf(a), endpointOf(d)}, slots[0], "CLUSTER SLOTS on %s", n.ID)
+		require.Equal(t, []any{int64(5461), int64(10922), endpointOf(c.masters[1])}, slots[1])
+
+		shards := n.do(t, "CLUSTER", "SHARDS").([]any)
+		require.Len(t, shards, 3, "one shard a master")
+		first := shards[0].(map[any]any)
+		require.Equal(t, []any{int64(0), int64(5460)}, first["slots"])
+		members := first["nodes"].([]any)
+		require.Len(t, members, 2)
+		for i, want := range []struct {
+			n    *clusterNode
+			role string
+		}{{a, "master"}, {d, "replica"}} {
+			m := members[i].(map[any]any)
+			require.Equal(t, want.n.ID, m["id"])
+			require.Equal(t, int64(want.n.Port), m["port"])
+			require.Equal(t, want.role, m["role"])
+			require.Equal(t, "online", m["health"])
+		}
+	}
+	line := func(from *clusterNode, id string) string {
+		for _, l := range strings.Split(from.do(t, "CLUSTER", "NODES").(string), "\n") {
+			if strings.HasPrefix(l, id+" ") {
+				return l
+			}
+		}
+		t.Fatalf("CLUSTER NODES on %s has no line for %s", from.ID, id)
+		return ""
+	}
+	addr := func(n *clusterNode) string {
+		return "127.0.0.1:" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(n.Port+10000)
+	}
+	require.Equal(t, d.ID+" "+addr(d)+" slave "+a.ID+" 0 0 1 connected", line(a, d.ID))
+	require.Equal(t, d.ID+" "+addr(d)+" myself,slave "+a.ID+" 0 0 1 connected", line(d, d.ID))
+	require.Equal(t, a.ID+" "+addr(a)+" master - 0 0 1 connected 0-5460", line(d, a.ID))
+	require.Equal(t, []any{d.ID + " " + addr(d) + " slave " + a.ID + " 0 0 1 connected"}, a.do(t, "CLUSTER", "REPLICAS", a.ID))
+	require.Equal(t, []any{}, a.do(t, "CLUSTER", "REPLICAS", c.masters[1].ID))
+
+	// Decisions on keys of the first master, through the cluster client.
+	cc := goRedisCluster(t, c.addrs())
+	var keys []string
+	for i := 0; len(keys) < 10; i++ {
+		if k := "user:" + strconv.Itoa(i); c.owner(c.slot(t, k)) == a {
+			keys = append(keys, k)
+			require.Equal(t, firstDecision, cc.Do(ctx(t), hourly(k)...).Val(), k)
+		}
+	}
+	readOnly := d.goRedis(t, func(o *redis.Options) {
+		o.MaxRetries = -1
+		o.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }
+	})
+	for _, k := range keys {
+		tat := a.do(t, "GET", k)
+		require.Eventually(t, func() bool { return readOnly.Get(ctx(t), k).Val() == tat }, 10*time.Second, 5*time.Millisecond,
+			"%s replicated", k)
+		peek, err := readOnly.Do(ctx(t), hourly(k, 0)...).Result()
+		require.NoError(t, err, "a peek of %s on the replica", k)
+		requireDecision(t, int64s(t, peek), 1, "the replica's peek of %s", k)
+		requireDecision(t, int64s(t, a.do(t, hourly(k, 0)...)), 1, "the master's peek of %s", k)
+		slot := strconv.Itoa(c.slot(t, k))
+		require.Equal(t, "MOVED "+slot+" 127.0.0.1:"+strconv.Itoa(a.Port), readOnly.Do(ctx(t), hourly(k)...).Err().Error(),
+			"a decision on the replica goes to the master")
+		require.Equal(t, "MOVED "+slot+" 127.0.0.1:"+strconv.Itoa(a.Port), d.refusal(t, hourly(k, 0)...),
+			"without READONLY, a peek too")
+	}
+	other := "foo" // the third master's
+	require.Equal(t, "MOVED 12182 127.0.0.1:"+strconv.Itoa(c.masters[2].Port), readOnly.Get(ctx(t), other).Err().Error(),
+		"a READONLY read of another master's key goes to it")
+
+	// go-redis with ReadOnly sends reads to the replica (READONLY first),
+	// and decisions, which COMMAND marks as writes, to the master.
+	before := d.infoField(t, "commandstats", "cmdstat_get")
+	reads := goRedisCluster(t, c.addrs(), func(o *redis.ClusterOptions) { o.ReadOnly = true })
+	for _, k := range keys {
+		require.Equal(t, a.do(t, "GET", k), reads.Get(ctx(t), k).Val(), k)
+		requireDecision(t, int64s(t, reads.Do(ctx(t), hourly(k)...).Val()), 2, "%s's second decision", k)
+	}
+	require.NotEqual(t, before, d.infoField(t, "commandstats", "cmdstat_get"), "the GETs reached the replica")
+}
+
+// In emulated mode a node alone, given no topology, serves every slot, so
+// that a client that insists on cluster mode works against one node.
+func TestClusterEmulatedNodeServesEverySlot(t *testing.T) {
+	n := startClusterNode(t, "emulated", "")
+	id := n.do(t, "CLUSTER", "MYID").(string)
+	require.Equal(t, []any{[]any{int64(0), int64(16383), []any{"127.0.0.1", int64(n.Port), id, map[any]any{}}}}, n.do(t, "CLUSTER", "SLOTS"))
+	require.Equal(t, "ok", clusterInfoField(t, n, "cluster_state"))
+	require.Equal(t, "16384", clusterInfoField(t, n, "cluster_slots_assigned"))
+	require.Equal(t, "1", clusterInfoField(t, n, "cluster_known_nodes"))
+	require.Equal(t, id+" 127.0.0.1:"+strconv.Itoa(n.Port)+"@"+strconv.Itoa(n.Port+10000)+" myself,master - 0 0 0 connected 0-16383\n",
+		n.do(t, "CLUSTER", "NODES"))
+
+	cc := goRedisCluster(t, []string{n.Addr})
+	ru := rueidisCluster(t, []string{n.Addr}, false)
+	slots := map[int]int64{}
+	for i := 0; i < 50; i++ {
+		k := "user:" + strconv.Itoa(i)
+		require.Equal(t, firstDecision, cc.Do(ctx(t), hourly(k)...).Val(), k)
+		reply, err := ru.Do(ctx(t), ru.B().Arbitrary("CL.THROTTLE").Keys(k).Args("9", "1", "3600").Build()).AsIntSlice()
+		require.NoError(t, err, k)
+		requireDecision(t, reply, 2, "rueidis, %s", k)
+		slots[int(n.do(t, "CLUSTER", "KEYSLOT", k).(int64))]++
+	}
+	for slot, count := range slots {
+		require.Equal(t, count, n.do(t, "CLUSTER", "COUNTKEYSINSLOT", slot), "slot %d", slot)
+	}
+	require.Equal(t, "CROSSSLOT Keys in request don't hash to the same slot", n.refusal(t, "DEL", "user:0", "user:1"),
+		"one node, but still a cluster: keys of one command in one slot")
 }
