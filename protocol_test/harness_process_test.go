@@ -248,15 +248,15 @@ func setArg(args []string, flag, value string) []string {
 }
 
 // startRedisServer runs a real redis-server, persistence off, in a fresh
-// directory, until the test ends, and returns once it answers PING. Without
-// redis-server the test is unavailable.
-func startRedisServer(t *testing.T) endpoint {
+// directory, with args after its own, until the test ends, and returns once
+// it answers PING. Without redis-server the test is unavailable.
+func startRedisServer(t *testing.T, args ...string) endpoint {
 	t.Helper()
 	path := needTool(t, "`apt-get install redis-server` (Debian/Ubuntu) or `brew install redis`", "redis-server")
 	for attempt := 1; ; attempt++ { // the free port may be taken before redis-server binds it
 		e := loopbackEndpoint(freePort(t))
-		cmd := exec.Command(path, "--port", strconv.Itoa(e.Port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", t.TempDir())
+		cmd := exec.Command(path, append([]string{"--port", strconv.Itoa(e.Port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
 		var log lockedBuffer
 		cmd.Stdout, cmd.Stderr = &log, &log
 		require.NoError(t, cmd.Start())
