@@ -19,7 +19,7 @@ type command struct {
 	// firstKey, lastKey and step locate key arguments (0 0 0: no keys), so
 	// cluster-aware clients route on the right argument.
 	firstKey, lastKey, step int
-	keyFlags                []string // key-spec flags, e.g. RW UPDATE
+	keyFlags                []string // key-spec flags, as Redis spells them: RW update
 
 	// noAuth commands run before the client has authenticated.
 	noAuth bool
