@@ -381,6 +381,22 @@ func TestClusterRefusesKeysOfSeveralSlots(t *testing.T) {
 		raw.do("CL.THROTTLE", otherNode, "9", "1", "3600"))
 	require.Equal(t, errReply("EXECABORT Transaction discarded because of previous errors."), raw.do("EXEC"))
 	require.Equal(t, int64(0), owner.do(t, "EXISTS", a), "nothing ran")
+
+	// go-redis's cluster client sends a DEL of keys in several slots to one
+	// node, as it would to Redis's; with a resolver that reads the servers'
+	// COMMAND tips it splits it by slot (DEL's request_policy:multi_shard)
+	// and adds the counts (response_policy:agg_sum).
+	cc := goRedisCluster(t, c.addrs())
+	for _, k := range []string{a, sameNode, otherNode} {
+		require.Equal(t, firstDecision, cc.Do(ctx(t), hourly(k)...).Val(), k)
+	}
+	require.EqualError(t, cc.Del(ctx(t), a, sameNode, otherNode).Err(), crossSlot)
+	cc.SetCommandInfoResolver(cc.NewDynamicResolver())
+	require.Equal(t, int64(3), cc.Exists(ctx(t), a, sameNode, otherNode).Val())
+	n, err := cc.Del(ctx(t), a, sameNode, otherNode).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+	require.Equal(t, int64(0), cc.Exists(ctx(t), a, sameNode, otherNode).Val())
 }
 
 // clusterInfoFields reads CLUSTER INFO's "field:value" lines, in order.

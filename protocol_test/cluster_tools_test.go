@@ -283,3 +283,68 @@ func TestClusterRepliesShapedAsRedisClusterNodes(t *testing.T) {
 		require.Len(t, got, len(want))
 	}
 }
+
+// String is the reply in full, types and values, for messages and exact
+// comparisons.
+func (r resp) String() string {
+	if r.elems == nil && !slices.Contains([]byte("*~%>"), r.kind) {
+		return string(r.kind) + r.text
+	}
+	parts := make([]string, len(r.elems))
+	for i, e := range r.elems {
+		parts[i] = e.String()
+	}
+	return string(r.kind) + "[" + strings.Join(parts, " ") + "]"
+}
+
+// routingTips are the tips of a COMMAND entry that tell a cluster client
+// where to send a command (request_policy) and how to merge the replies of
+// several nodes (response_policy).
+func routingTips(entry resp) []string {
+	var out []string
+	for _, tip := range entry.elems[7].elems {
+		if strings.HasPrefix(tip.text, "request_policy:") || strings.HasPrefix(tip.text, "response_policy:") {
+			out = append(out, tip.text)
+		}
+	}
+	return out
+}
+
+// COMMAND INFO tells cluster clients where a command's keys are (first key,
+// last key and step, and its key specs) and where to send a command of keys
+// in several slots (its request and response policies, which go-redis's
+// cluster client follows with a dynamic command info resolver): as
+// redis-server's, for every command and subcommand both serve. CL.THROTTLE,
+// CL.WINDOW and CL.RESERVE have GET's key spec, which cluster clients
+// route on: one key, at 1. Needs redis-server.
+func TestClusterCommandInfoAsRedis(t *testing.T) {
+	real := startRedisServer(t).raw(t)
+	ours := startServer(t).raw(t)
+	compared := 0
+	for _, name := range bulkList(t, ours.do("COMMAND", "LIST")) {
+		want := parseRESP(t, real.do("COMMAND", "INFO", name)).elems[0]
+		if want.kind != '*' {
+			continue // not a Redis command: redcell's own (CL.*, CLUSTERX ...)
+		}
+		got := parseRESP(t, ours.do("COMMAND", "INFO", name)).elems[0]
+		require.Equal(t, byte('*'), got.kind, name)
+		compared++
+		assert.Equal(t, []string{want.elems[3].text, want.elems[4].text, want.elems[5].text},
+			[]string{got.elems[3].text, got.elems[4].text, got.elems[5].text}, "%s: first key, last key, step", name)
+		assert.Equal(t, routingTips(want), routingTips(got), "%s: request and response policies", name)
+		assert.Equal(t, want.elems[8].String(), got.elems[8].String(), "%s: key specs", name)
+	}
+	require.Greater(t, compared, 50, "commands both serve")
+	for _, name := range []string{"get", "del", "exists"} {
+		assert.Equal(t, real.do("COMMAND", "INFO", name), ours.do("COMMAND", "INFO", name), "COMMAND INFO %s, byte for byte", name)
+	}
+
+	getSpec := parseRESP(t, real.do("COMMAND", "INFO", "get")).elems[0].elems[8].elems[0]
+	for _, name := range []string{"cl.throttle", "cl.window", "cl.reserve"} {
+		entry := parseRESP(t, ours.do("COMMAND", "INFO", name)).elems[0]
+		require.Equal(t, []string{"1", "1", "1"}, []string{entry.elems[3].text, entry.elems[4].text, entry.elems[5].text}, name)
+		require.Len(t, entry.elems[8].elems, 1, "%s: one key spec", name)
+		spec := entry.elems[8].elems[0]
+		require.Equal(t, resp{kind: '%', elems: getSpec.elems[2:]}.String(), resp{kind: '%', elems: spec.elems[2:]}.String(), "%s: begin_search and find_keys as GET's", name)
+	}
+}

@@ -20,6 +20,11 @@ type command struct {
 	// cluster-aware clients route on the right argument.
 	firstKey, lastKey, step int
 	keyFlags                []string // key-spec flags, as Redis spells them: RW update
+	// tips are Redis's COMMAND tips: a request_policy tells a cluster
+	// client to send the command to every shard (all_shards) or to split
+	// its keys by slot (multi_shard), and a response_policy how to merge
+	// the replies (agg_sum, ...).
+	tips []string
 
 	// noAuth commands run before the client has authenticated.
 	noAuth bool
