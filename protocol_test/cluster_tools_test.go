@@ -236,7 +236,12 @@ func startRedisClusterPair(t *testing.T) (master, replica endpoint) {
 	t.Helper()
 	start := func() (endpoint, string) {
 		busPort := strconv.Itoa(freePort(t))
-		e := startRedisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", busPort)
+		e := startRedisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", busPort,
+			// The replica syncs at once, not 5s later; the master hears of
+			// it within half the node timeout (7.5s by default), and lists
+			// it in CLUSTER SLOTS once its offset is past 0, which the
+			// master's PING down the stream moves (every 10s by default).
+			"--repl-diskless-sync-delay", "0", "--cluster-node-timeout", "1000", "--repl-ping-replica-period", "1")
 		return e, busPort
 	}
 	master, _ = start()
