@@ -486,7 +486,7 @@ func TestCommand(t *testing.T) {
 		integer(1) + integer(1) + integer(1) +
 		"*2\r\n" + simple("@write") + simple("@fast") +
 		"*0\r\n" + // tips
-		"*1\r\n*6\r\n" + bulk("flags") + "*2\r\n" + simple("RW") + simple("UPDATE") +
+		"*1\r\n*6\r\n" + bulk("flags") + "*2\r\n" + simple("RW") + simple("update") +
 		bulk("begin_search") + "*4\r\n" + bulk("type") + bulk("index") + bulk("spec") + "*2\r\n" + bulk("index") + integer(1) +
 		bulk("find_keys") + "*4\r\n" + bulk("type") + bulk("range") + bulk("spec") +
 		"*6\r\n" + bulk("lastkey") + integer(0) + bulk("keystep") + integer(1) + bulk("limit") + integer(0) +

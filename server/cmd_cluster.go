@@ -133,19 +133,19 @@ func (c *client) routeAny(spec *command, args [][]byte) bool {
 	if slot < 0 {
 		return true
 	}
-	if c.tx != nil && !spec.txControl {
-		// Every command of a transaction must be in one slot, as Redis
-		// checks at EXEC: refused as it is queued, which aborts it.
-		if c.tx.slot >= 0 && c.tx.slot != slot {
-			c.flagTransaction()
-			c.writeError(errCrossSlot)
-			return false
-		}
-		c.tx.slot = slot
-	}
 	read := spec.readonly || (spec.peekArg > 0 && len(args) > spec.peekArg && string(args[spec.peekArg]) == "0")
 	r, node := c.srv.cluster.Route(slot, asking, c.readOnly, read)
 	if r == cluster.Local {
+		if c.tx != nil && !spec.txControl {
+			// Every command of a transaction must be in one slot. Redis
+			// queues a command of another slot served here, and refuses
+			// the transaction at EXEC (cmdExec) with CROSSSLOT.
+			if c.tx.slot >= 0 && c.tx.slot != slot {
+				c.tx.crossSlot = true
+			} else {
+				c.tx.slot = slot
+			}
+		}
 		c.slot = slot
 		return true
 	}

@@ -179,7 +179,10 @@ func (c *client) writeCommandInfo(cmd *command) {
 	for _, a := range cmd.acl {
 		c.writeSimple(a)
 	}
-	c.writeArray(0) // tips
+	c.writeArray(len(cmd.tips))
+	for _, tip := range cmd.tips {
+		c.writeBulkString(tip)
+	}
 	if cmd.firstKey == 0 {
 		c.writeArray(0)
 	} else {

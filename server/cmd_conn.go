@@ -11,6 +11,7 @@ import (
 func connFamily() []*command {
 	return []*command{
 		{name: "ping", arity: -1, maxArgs: 2, inSubscribed: true, flags: []string{"fast"}, acl: []string{"@fast", "@connection"},
+			tips:  []string{"request_policy:all_shards", "response_policy:all_succeeded"},
 			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the server's liveliness response.", run: cmdPing},
 		{name: "echo", arity: 2, flags: []string{"fast"}, acl: []string{"@fast", "@connection"},
 			group: "connection", since: "1.0.0", complexity: "O(1)", summary: "Returns the given string.", run: cmdEcho},

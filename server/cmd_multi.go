@@ -44,9 +44,11 @@ func multiFamily() []*command {
 type multiState struct {
 	queue   []queued
 	aborted bool // a command was refused while queueing: EXEC answers EXECABORT
-	// slot is the cluster slot of the keys queued so far, -1 before the
-	// first: a transaction's keys must all be in one (cmd_cluster.go).
-	slot int
+	// slot is the cluster slot of the first key queued, -1 before it: a
+	// transaction's keys must all be in one (cmd_cluster.go). crossSlot: a
+	// key of another slot was queued, and EXEC answers CROSSSLOT.
+	slot      int
+	crossSlot bool
 }
 
 // queued is one command waiting for EXEC, its arguments copied out of the
@@ -160,6 +162,10 @@ func cmdExec(c *client, _ [][]byte, now time.Time) {
 	c.regate()
 	watched := c.watched
 	c.watched = nil
+	if tx.crossSlot { // checked first, as Redis routes EXEC before it runs
+		c.writeError(errCrossSlot)
+		return
+	}
 	if tx.aborted {
 		c.writeError(errExecAbort)
 		return

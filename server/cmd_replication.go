@@ -30,6 +30,7 @@ func replicationFamily() []*command {
 		{name: "role", arity: 1, flags: []string{"noscript", "loading", "stale", "fast"}, acl: []string{"@admin", "@fast", "@dangerous"},
 			group: "server", since: "2.8.12", complexity: "O(1)", summary: "Returns the replication role.", run: cmdRole},
 		{name: "wait", arity: 3, flags: []string{"noscript"}, acl: []string{"@slow", "@connection"}, offLoop: true,
+			tips:  []string{"request_policy:all_shards", "response_policy:agg_min"},
 			group: "generic", since: "3.0.0", complexity: "O(1)",
 			summary: "Blocks until the asynchronous replication of all preceding write commands sent by the connection is completed.", run: cmdWait},
 		{name: "replconf", arity: -1, flags: []string{"admin", "noscript", "loading", "stale", "allow_busy"}, acl: []string{"@admin", "@slow", "@dangerous"},

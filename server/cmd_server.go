@@ -15,6 +15,7 @@ func serverFamily() []*command {
 		{name: "time", arity: 1, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast"},
 			group: "server", since: "2.6.0", complexity: "O(1)", summary: "Returns the server time.", run: cmdTime},
 		{name: "info", arity: -1, wholeKeyspace: true, flags: []string{"loading", "stale"}, acl: []string{"@slow", "@dangerous"},
+			tips:  []string{"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
 			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Returns information and statistics about the server.", run: cmdInfo},
 		{name: "config", arity: -2, flags: []string{}, acl: []string{"@slow"},
 			group: "server", since: "2.0.0", complexity: "Depends on subcommand.", summary: "A container for server configuration commands.", run: cmdConfig},

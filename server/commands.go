@@ -19,7 +19,12 @@ type command struct {
 	// firstKey, lastKey and step locate key arguments (0 0 0: no keys), so
 	// cluster-aware clients route on the right argument.
 	firstKey, lastKey, step int
-	keyFlags                []string // key-spec flags, e.g. RW UPDATE
+	keyFlags                []string // key-spec flags, as Redis spells them: RW update
+	// tips are Redis's COMMAND tips: a request_policy tells a cluster
+	// client to send the command to every shard (all_shards) or to split
+	// its keys by slot (multi_shard), and a response_policy how to merge
+	// the replies (agg_sum, ...).
+	tips []string
 
 	// noAuth commands run before the client has authenticated.
 	noAuth bool
