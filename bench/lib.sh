@@ -105,18 +105,21 @@ record() {
 	cmds["$1"]="$2"
 }
 
-# ticks PID: the CPU time (user + system, clock ticks) PID has used, all its
-# threads included.
-ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# ticks PID...: the CPU time (user + system, clock ticks) the PIDs have used
+# together, all their threads included.
+ticks() { local p; for p in "$@"; do cat "/proc/$p/stat"; done | awk '{ s += $14 + $15 } END { print s }'; }
 HZ=$(getconf CLK_TCK)
 
 # bench NAME TEST SIDE ARGS...: one redis-benchmark run against SIDE (or
 # bench/pipeload's, with tool=pipeload); appends "rps p50 p99 server-us
 # client-us" of the CSV row named TEST (the last row if empty) to
 # $work/NAME: the last two are the server's and the load tool's CPU time per
-# request (they share the machine's cores).
+# request (they share the machine's cores). With cpu="SIDE..." set (as in
+# cpu="n0 n1" bench ...), the server CPU is those sides' together: a
+# cluster's nodes, of a load sent to SIDE and spread by the client.
 bench() {
-	local name=$1 test=$2 p=${port[$3]} server=${pid[$3]} n t0 t1 csv client run
+	local name=$1 test=$2 p=${port[$3]} servers=() s n t0 t1 csv client run
+	for s in ${cpu:-$3}; do servers+=("${pid[$s]}"); done
 	shift 3
 	n=$(printf '%s\n' "$@" | awk 'prev == "-n" { print; exit } { prev = $0 }')
 	if [[ ${tool:-redis-benchmark} == pipeload ]]; then
@@ -125,13 +128,13 @@ bench() {
 		run=(redis-benchmark -h $HOST -p "$p" --csv "$@")
 	fi
 	record "$name" "${run[*]}"
-	t0=$(ticks "$server")
+	t0=$(ticks "${servers[@]}")
 	if ! csv=$( { TIMEFORMAT='%U %S'; time "${run[@]}" 2>"$work/err.tmp"; } 2>"$work/time.tmp"); then
 		log "$script: $name failed: ${cmds[$name]}"
 		tail -5 "$work/err.tmp" >&2
 		exit 1
 	fi
-	t1=$(ticks "$server")
+	t1=$(ticks "${servers[@]}")
 	client=$(tail -1 "$work/time.tmp")
 	if ! printf '%s\n' "$csv" | tr -d '"\r' |
 		awk -F, -v t="$test" -v s=$((t1 - t0)) -v hz="$HZ" -v n="$n" -v c="$client" '
