@@ -85,6 +85,8 @@ func TestClusterRoutesAndMigratesASlotExactly(t *testing.T) {
 	require.Equal(t, 5061, slot)
 	_, err = b.do(t, "CL.THROTTLE", "bar", 10, 1, 60)
 	require.EqualError(t, err, "MOVED 5061 127.0.0.1:"+strconv.Itoa(a.port))
+	stats, _ := b.do(t, "INFO", "errorstats")
+	require.Contains(t, stats, "errorstat_MOVED:count=1", "a redirect is counted under its prefix, as Redis counts it")
 	_, err = a.do(t, "DEL", "bar", "foo")
 	require.EqualError(t, err, "CROSSSLOT Keys in request don't hash to the same slot")
 	keys := []string{"bar"}

@@ -37,7 +37,17 @@ const (
 	errKindWrongPass                     // WRONGPASS
 	errKindWrongType                     // WRONGTYPE
 	errKindNoProto                       // NOPROTO
-	errKindOther                         // any other prefix: EXECABORT, MISCONF, OOM
+	errKindExecAbort                     // EXECABORT
+	errKindMisconf                       // MISCONF
+	errKindOOM                           // OOM
+	errKindReadOnly                      // READONLY: a write to a replica
+	errKindNoMasterLink                  // NOMASTERLINK
+	errKindMoved                         // MOVED, ASK, TRYAGAIN, CLUSTERDOWN, CROSSSLOT: cluster mode's
+	errKindAsk
+	errKindTryAgain
+	errKindClusterDown
+	errKindCrossSlot
+	errKindOther // any other prefix
 	numErrorKinds
 )
 
@@ -52,6 +62,16 @@ var errorKinds = [numErrorKinds]struct{ name, prefix string }{
 	errKindWrongPass:      {"wrongpass", "WRONGPASS"},
 	errKindWrongType:      {"wrongtype", "WRONGTYPE"},
 	errKindNoProto:        {"noproto", "NOPROTO"},
+	errKindExecAbort:      {"execabort", "EXECABORT"},
+	errKindMisconf:        {"misconf", "MISCONF"},
+	errKindOOM:            {"oom", "OOM"},
+	errKindReadOnly:       {"readonly", "READONLY"},
+	errKindNoMasterLink:   {"nomasterlink", "NOMASTERLINK"},
+	errKindMoved:          {"moved", "MOVED"},
+	errKindAsk:            {"ask", "ASK"},
+	errKindTryAgain:       {"tryagain", "TRYAGAIN"},
+	errKindClusterDown:    {"clusterdown", "CLUSTERDOWN"},
+	errKindCrossSlot:      {"crossslot", "CROSSSLOT"},
 	errKindOther:          {"other", ""},
 }
 
@@ -95,12 +115,12 @@ var (
 	errInvalidCursor = commandError("ERR invalid cursor")
 	errWrongType     = replyError{errKindWrongType, "WRONGTYPE Operation against a key holding the wrong kind of value"}
 	// Keys that cannot be created.
-	errOOM       = replyError{errKindOther, "OOM command not allowed when used memory > 'maxmemory'."}
-	errShardFull = replyError{errKindOther, "OOM command not allowed: the key's shard holds the most keys a shard can (4294967294); start redcell with more --shards"}
+	errOOM       = replyError{errKindOOM, "OOM command not allowed when used memory > 'maxmemory'."}
+	errShardFull = replyError{errKindOOM, "OOM command not allowed: the key's shard holds the most keys a shard can (4294967294); start redcell with more --shards"}
 	// errMisconf is Redis's answer to a write it cannot persist
 	// (stop-writes-on-bgsave-error), in redcell's terms: durable mode
 	// refuses changes while flushes fail.
-	errMisconf = replyError{errKindOther, "MISCONF redcell is configured to persist every change before replying (--flush-interval 0), but it is currently unable to persist to disk. Commands that may modify the data set are disabled until a flush succeeds. Please check the redcell logs for details about the error."}
+	errMisconf = replyError{errKindMisconf, "MISCONF redcell is configured to persist every change before replying (--flush-interval 0), but it is currently unable to persist to disk. Commands that may modify the data set are disabled until a flush succeeds. Please check the redcell logs for details about the error."}
 )
 
 // CL.THROTTLE's arguments, worded in Redis's conventions where redis-cell
@@ -153,7 +173,7 @@ var (
 	errDiscardWithoutMulti = commandError("ERR DISCARD without MULTI")
 	errWatchInMulti        = commandError("ERR WATCH inside MULTI is not allowed")
 	errNotInMulti          = commandError("ERR Command not allowed inside a transaction")
-	errExecAbort           = replyError{errKindOther, "EXECABORT Transaction discarded because of previous errors."}
+	errExecAbort           = replyError{errKindExecAbort, "EXECABORT Transaction discarded because of previous errors."}
 	errMonitorInExec       = commandError("ERR MONITOR isn't allowed for DENY BLOCKING client")
 )
 
@@ -359,7 +379,7 @@ func windowError(err error) replyError {
 
 // Replication (cmd_replication.go), in Redis's words where it has them.
 var (
-	errReadOnly          = replyError{errKindOther, "READONLY You can't write against a read only replica."}
+	errReadOnly          = replyError{errKindReadOnly, "READONLY You can't write against a read only replica."}
 	errNoReplication     = commandError("ERR replication is not configured on this server")
 	errInvalidMasterPort = commandError("ERR Invalid master port")
 	errInvalidPort       = commandError("ERR value is out of range, must be positive")
@@ -389,7 +409,7 @@ func errReplication(err error) replyError {
 	}
 	msg := err.Error()
 	if strings.HasPrefix(msg, "NOMASTERLINK ") {
-		return replyError{errKindOther, msg}
+		return replyError{errKindNoMasterLink, msg}
 	}
 	return commandError("ERR " + strings.TrimPrefix(msg, "replication: "))
 }
@@ -414,10 +434,10 @@ func errRewrite(err error) replyError {
 
 // Redis Cluster (cmd_cluster.go), in Redis's words.
 var (
-	errCrossSlot       = replyError{errKindOther, "CROSSSLOT Keys in request don't hash to the same slot"}
-	errTryAgain        = replyError{errKindOther, "TRYAGAIN Multiple keys request during rehashing of slot"}
-	errSlotUnserved    = replyError{errKindOther, "CLUSTERDOWN Hash slot not served"}
-	errNotInCluster    = replyError{errKindOther, "CLUSTERDOWN This node is not part of the cluster topology (CLUSTERX SETNODES)"}
+	errCrossSlot       = replyError{errKindCrossSlot, "CROSSSLOT Keys in request don't hash to the same slot"}
+	errTryAgain        = replyError{errKindTryAgain, "TRYAGAIN Multiple keys request during rehashing of slot"}
+	errSlotUnserved    = replyError{errKindClusterDown, "CLUSTERDOWN Hash slot not served"}
+	errNotInCluster    = replyError{errKindClusterDown, "CLUSTERDOWN This node is not part of the cluster topology (CLUSTERX SETNODES)"}
 	errClusterDisabled = commandError("ERR This instance has cluster support disabled")
 	errInvalidSlot     = commandError("ERR Invalid or out of range slot")
 	errInvalidKeyCount = commandError("ERR Invalid slot or number of keys")
@@ -428,7 +448,11 @@ var (
 
 // errMoved is a redirect, MOVED or ASK, of slot to node.
 func errMoved(kind string, slot int, node *cluster.Node) replyError {
-	return replyError{errKindOther, kind + " " + strconv.Itoa(slot) + " " + node.IP + ":" + strconv.Itoa(node.Port)}
+	k := errKindMoved
+	if kind == "ASK" {
+		k = errKindAsk
+	}
+	return replyError{k, kind + " " + strconv.Itoa(slot) + " " + node.IP + ":" + strconv.Itoa(node.Port)}
 }
 
 // errUnknownNode is CLUSTER REPLICAS's answer for an ID not in the topology.

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"redcell/cluster"
+	"redcell/replication"
 )
 
 func argv(args ...string) [][]byte {
@@ -83,6 +86,16 @@ func everyError() []replyError {
 		errHelloOption(long), errSetinfoOption(long), errSetinfoValue([]byte("LIB-NAME")),
 		errUnknownClientType(long), errNoSuchUser(long), errSubcommandSyntax(long, "CLIENT"),
 		errWrongArgs("get"), errUnknownCommand(argv("foo", "a")), errUnknownSubcommand(long, "CLIENT"),
+		errReadOnly, errNoReplication, errInvalidMasterPort, errInvalidPort, errWaitOnReplica, errReplicaNoConn,
+		errNoFailover, errFailoverTimeout, errFailoverInProgress, errFailoverOnReplica, errFailoverNoReplicas,
+		errFailoverForce, errFailoverNotReplica, errFailoverNotOnline, errUnrecognizedReplconf(long),
+		errReplication(errors.New("NOMASTERLINK Can't SYNC while not connected with my master")),
+		errReplication(replication.ErrFailoverReplID), errNoConfigFile, errConfigValue("replica-priority", "x"),
+		errRewrite(errors.New("disk full")),
+		errCrossSlot, errTryAgain, errSlotUnserved, errNotInCluster, errClusterDisabled, errInvalidSlot,
+		errInvalidKeyCount, errNotAMaster, errInvalidVersion, errSlotsInExec,
+		errMoved("MOVED", 1, &cluster.Node{IP: "127.0.0.1", Port: 1}), errMoved("ASK", 1, &cluster.Node{IP: "127.0.0.1", Port: 1}),
+		errUnknownNode(long), clusterError(errors.New("cluster: x")), errNotMySlot(1), errNotImporting(1),
 	}
 }
 
@@ -154,9 +167,13 @@ func TestErrorKind(t *testing.T) {
 		{errWrongPass, errKindWrongPass},
 		{errWrongType, errKindWrongType},
 		{errNoProto, errKindNoProto},
-		{errExecAbort, errKindOther},
-		{errMisconf, errKindOther},
-		{errOOM, errKindOther},
+		{errExecAbort, errKindExecAbort},
+		{errMisconf, errKindMisconf},
+		{errOOM, errKindOOM},
+		{errReadOnly, errKindReadOnly},
+		{errCrossSlot, errKindCrossSlot},
+		{errTryAgain, errKindTryAgain},
+		{errSlotUnserved, errKindClusterDown},
 	} {
 		if c.err.kind != c.want {
 			t.Errorf("%q: kind %s want %s", c.err.text, errorKinds[c.err.kind].name, errorKinds[c.want].name)

@@ -60,7 +60,7 @@ func TestErrorsCountedByKind(t *testing.T) {
 		{"pw", [][]string{{"AUTH", "nope"}}, errKindWrongPass},
 		{"", [][]string{{"CL.WINDOW", "w", "1", "10"}, {"GET", "w"}}, errKindWrongType},
 		{"", [][]string{{"HELLO", "4"}}, errKindNoProto},
-		{"", [][]string{{"MULTI"}, {"GET"}, {"EXEC"}}, errKindOther},
+		{"", [][]string{{"MULTI"}, {"GET"}, {"EXEC"}}, errKindExecAbort},
 	} {
 		tc := newTestClient(t, Config{RequirePass: c.pass})
 		for _, args := range c.args {
@@ -69,7 +69,7 @@ func TestErrorsCountedByKind(t *testing.T) {
 		got := tc.srv.counters().errors
 		var want [numErrorKinds]int64
 		want[c.want] = 1
-		if c.want == errKindOther {
+		if c.want == errKindExecAbort {
 			want[errKindWrongArity] = 1 // GET inside MULTI
 		}
 		if got != want {
