@@ -126,11 +126,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--log-format %q: must be text or json", c.LogFormat)
 	}
 	switch c.ClusterEnabled {
-	case "yes", "no", "emulated":
+	case "yes", "no", "emulated", "":
 	default:
 		return fmt.Errorf("--cluster-enabled %q: must be yes, no or emulated", c.ClusterEnabled)
 	}
-	if c.ClusterEnabled != "no" && c.ReplicaOf != "" {
+	if c.ClusterMode() && c.ReplicaOf != "" {
 		return errors.New("--replicaof: in cluster mode a node's master is the topology's (CLUSTERX SETNODES)")
 	}
 	if err := c.validateReplication(); err != nil {
@@ -138,3 +138,7 @@ func (c Config) Validate() error {
 	}
 	return c.validateSecurity()
 }
+
+// ClusterMode reports whether the node serves as a Redis Cluster node
+// (--cluster-enabled yes or emulated).
+func (c Config) ClusterMode() bool { return c.ClusterEnabled == "yes" || c.ClusterEnabled == "emulated" }

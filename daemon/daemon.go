@@ -79,7 +79,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 	defer repl.Close()
 
 	var cl *cluster.State
-	if cfg.ClusterEnabled != "no" {
+	if cfg.ClusterMode() {
 		if cl, err = startCluster(cfg, port, logger); err != nil {
 			ls.close()
 			return err

@@ -30,7 +30,7 @@ type state struct {
 // start that waits on the disk).
 func openState(ctx context.Context, cfg config.Config, clk *clock.Clock, logger *slog.Logger) (*state, error) {
 	policy, _ := storage.ParseEvictionPolicy(cfg.MaxMemoryPolicy) // checked by Validate
-	scfg := storage.Config{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Eviction: policy, BySlot: cfg.ClusterEnabled != "no"}
+	scfg := storage.Config{Shards: cfg.Shards, MaxMemory: cfg.MaxMemory, Eviction: policy, BySlot: cfg.ClusterMode()}
 	if cfg.InMemory {
 		logger.Warn("persistence is off: state is lost on restart")
 		return &state{clock: clk, store: storage.New(scfg)}, nil
