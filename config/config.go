@@ -141,4 +141,6 @@ func (c Config) Validate() error {
 
 // ClusterMode reports whether the node serves as a Redis Cluster node
 // (--cluster-enabled yes or emulated).
-func (c Config) ClusterMode() bool { return c.ClusterEnabled == "yes" || c.ClusterEnabled == "emulated" }
+func (c Config) ClusterMode() bool {
+	return c.ClusterEnabled == "yes" || c.ClusterEnabled == "emulated"
+}
