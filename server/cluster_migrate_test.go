@@ -90,3 +90,45 @@ func TestClusterExecAfterTheSlotMovedIsRedirected(t *testing.T) {
 	n, _ := a.do(t, "CLUSTER", "COUNTKEYSINSLOT", slot)
 	require.Equal(t, int64(0), n, "nothing decided on the old owner")
 }
+
+// ASKING holds for the transaction it precedes, as Redis's (go-redis sends
+// ASKING, MULTI, the commands, EXEC to follow an ASK): the destination of a
+// migration runs it.
+func TestClusterAskingHoldsForATransaction(t *testing.T) {
+	a, b, slot, keys := migrationPair(t)
+	ctx := context.Background()
+	_, err := a.do(t, "CL.THROTTLE", keys[0], 10, 1, 3600)
+	require.NoError(t, err)
+	_, err = a.do(t, "CLUSTERX", "MIGRATE", slot, b.id, "SYNC")
+	require.NoError(t, err)
+
+	cmds, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Do(ctx, "ASKING")
+		p.Do(ctx, "MULTI")
+		p.Do(ctx, "CL.THROTTLE", keys[0], 10, 1, 3600)
+		p.Do(ctx, "CL.THROTTLE", keys[1], 10, 1, 3600)
+		p.Do(ctx, "EXEC")
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, []any{"OK", "OK", "QUEUED", "QUEUED"},
+		[]any{cmds[0].(*redis.Cmd).Val(), cmds[1].(*redis.Cmd).Val(), cmds[2].(*redis.Cmd).Val(), cmds[3].(*redis.Cmd).Val()})
+	require.Equal(t, []any{
+		[]any{int64(0), int64(11), int64(9), int64(-1), int64(7200)},
+		[]any{int64(0), int64(11), int64(10), int64(-1), int64(3600)},
+	}, cmds[4].(*redis.Cmd).Val())
+	_, err = b.do(t, "CL.THROTTLE", keys[0], 10, 1, 3600)
+	require.EqualError(t, err, "MOVED "+strconv.Itoa(slot)+" 127.0.0.1:"+strconv.Itoa(a.port), "ASKING ended with EXEC")
+
+	// A cluster client's transaction follows the ASK.
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:" + strconv.Itoa(a.port)}})
+	defer cc.Close()
+	tx := cc.TxPipeline()
+	first := tx.Do(ctx, "CL.THROTTLE", keys[0], 10, 1, 3600)
+	second := tx.Do(ctx, "CL.THROTTLE", keys[2], 10, 1, 3600)
+	_, err = tx.Exec(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []any{int64(0), int64(11), int64(8), int64(-1), int64(10800)}, first.Val())
+	require.Equal(t, []any{int64(0), int64(11), int64(10), int64(-1), int64(3600)}, second.Val())
+	require.Equal(t, int64(8), b.remaining(t, keys[0], true))
+}

@@ -92,7 +92,13 @@ var clusterHelp = []string{
 func (c *client) route(spec *command, args [][]byte) bool {
 	spec = spec.resolve(args)
 	asking := c.asking
-	c.asking = false // ASKING is for the next command only
+	// ASKING is for the next command only, or, as Redis's, for the whole
+	// transaction that MULTI next begins, until EXEC or DISCARD: a client
+	// follows an ASK with ASKING, MULTI, ..., EXEC (go-redis does).
+	inTx := c.tx != nil && spec.name != "exec" && spec.name != "discard"
+	if !inTx && !(c.tx == nil && spec.name == "multi") {
+		c.asking = false
+	}
 	if spec.name == "exec" && c.tx != nil && !c.tx.aborted && c.tx.slot >= 0 {
 		return c.routeExec(asking)
 	}
