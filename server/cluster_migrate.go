@@ -100,6 +100,7 @@ func (s *Server) migrate(m *cluster.Move) (err error) {
 		err = s.migrateTo(p, m)
 	}
 	if err != nil {
+		err = fmt.Errorf("cluster: slot %d to %s at %s: %w", m.Slot, m.Peer.ID, net.JoinHostPort(m.Peer.IP, strconv.Itoa(m.Peer.Port)), err)
 		s.cfg.Logger.Warn("cluster: slot migration failed; the slot stays here", "slot", m.Slot, "to", m.Peer.ID, "err", err)
 		if p != nil {
 			_ = p.call("CLUSTERX", "IMPORT", strconv.Itoa(m.Slot), "ABORT")

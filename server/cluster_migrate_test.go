@@ -1,9 +1,15 @@
 package server
 
 import (
+	"bufio"
 	"context"
+	"io"
+	"net"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -131,4 +137,225 @@ func TestClusterAskingHoldsForATransaction(t *testing.T) {
 	require.Equal(t, []any{int64(0), int64(11), int64(8), int64(-1), int64(10800)}, first.Val())
 	require.Equal(t, []any{int64(0), int64(11), int64(10), int64(-1), int64(3600)}, second.Val())
 	require.Equal(t, int64(8), b.remaining(t, keys[0], true))
+}
+
+// fakeDestination is a migration's destination that speaks just enough of
+// CLUSTERX IMPORT to die at a chosen moment: it answers +OK to each
+// command until die says otherwise, then closes the connection (a process
+// killed: the source reads EOF at once). A topology lists it as a master
+// without slots.
+type fakeDestination struct {
+	id   string
+	port int
+	got  chan []string // every command read, as it is read
+}
+
+func startFakeDestination(t *testing.T, die func(args []string) bool) *fakeDestination {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	f := &fakeDestination{id: strings.Repeat("f", 40), port: ln.Addr().(*net.TCPAddr).Port, got: make(chan []string, 1<<16)}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				r := bufio.NewReader(conn)
+				for {
+					args, err := readCommand(r)
+					if err != nil {
+						return
+					}
+					f.got <- args
+					if die(args) {
+						return
+					}
+					time.Sleep(200 * time.Microsecond) // a slow link: clients decide meanwhile
+					if _, err := conn.Write([]byte("+OK\r\n")); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return f
+}
+
+// readCommand reads one RESP array of bulk strings.
+func readCommand(r *bufio.Reader) ([]string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "*")))
+	if err != nil {
+		return nil, err
+	}
+	args := make([]string, n)
+	for i := range args {
+		if line, err = r.ReadString('\n'); err != nil {
+			return nil, err
+		}
+		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "$")))
+		if err != nil {
+			return nil, err
+		}
+		buf := make([]byte, size+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, err
+		}
+		args[i] = string(buf[:size])
+	}
+	return args, nil
+}
+
+// withFakeDestination is nodes a and b serving every slot, and the fake
+// destination, in one topology at version 1; keys are keys of a slot a
+// serves, each with a decision made.
+func withFakeDestination(t *testing.T, die func(args []string) bool) (a, b *clusterNode, f *fakeDestination, slot int, keys []string) {
+	t.Helper()
+	nodes := startClusterNodes(t, 2)
+	a, b = nodes[0], nodes[1]
+	f = startFakeDestination(t, die)
+	top := a.id + " 127.0.0.1 " + strconv.Itoa(a.port) + " master - 0-8191\n" +
+		b.id + " 127.0.0.1 " + strconv.Itoa(b.port) + " master - 8192-16383\n" +
+		f.id + " 127.0.0.1 " + strconv.Itoa(f.port) + " master -\n"
+	for _, n := range nodes {
+		_, err := n.do(t, "CLUSTERX", "SETNODES", top, 1)
+		require.NoError(t, err)
+	}
+	slot = cluster.Slot([]byte("bar"))
+	for i := 0; len(keys) < 20; i++ {
+		if k := "key" + strconv.Itoa(i); cluster.Slot([]byte(k)) == slot {
+			keys = append(keys, k)
+			_, err := a.do(t, "CL.THROTTLE", k, 10, 1, 3600)
+			require.NoError(t, err)
+		}
+	}
+	return a, b, f, slot, keys
+}
+
+// A destination that dies mid-way, wherever it dies, leaves the slot
+// served by the source with its state intact: the source answers the
+// MIGRATE with what stopped it, stops sending clients elsewhere, thaws the
+// slot, and a cluster client making decisions meanwhile saw no error; a
+// later migration to a live node moves the slot exactly.
+func TestClusterMigrationToADestinationThatDiesLeavesTheSlotHere(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		die  func(args []string) bool
+		last string // the last IMPORT it read
+		// hold: it dies once clients have made decisions since it read
+		// the last, which they cannot while the slot is frozen.
+		hold bool
+	}{
+		{"at START", func(args []string) bool { return args[3] == "START" }, "START", true},
+		{"copying", func(args []string) bool { return args[3] == "KEY" && args[4] == "key11700" }, "KEY", true},
+		{"frozen, at DONE", func(args []string) bool { return args[3] == "DONE" }, "DONE", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var decided atomic.Int64
+			a, b, f, slot, keys := withFakeDestination(t, func(args []string) bool {
+				if !c.die(args) {
+					return false
+				}
+				for mark := decided.Load(); c.hold && decided.Load() < mark+50; {
+					time.Sleep(time.Millisecond)
+				}
+				return true
+			})
+			ctx := context.Background()
+			cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:" + strconv.Itoa(a.port)}})
+			defer cc.Close()
+			stop, done := make(chan struct{}), make(chan struct{})
+			allowed := map[string]int64{}
+			var clientErr error
+			go func() {
+				defer close(done)
+				for i := 0; ; i++ {
+					decided.Add(1)
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					k := keys[i%len(keys)]
+					v, err := cc.Do(ctx, "CL.THROTTLE", k, 10, 1, 3600).Int64Slice()
+					if err != nil {
+						clientErr = err
+						return
+					}
+					if v[0] == 0 {
+						allowed[k]++
+					}
+				}
+			}()
+
+			require.Eventually(t, func() bool { return decided.Load() > 100 }, 10*time.Second, time.Millisecond)
+			before := decided.Load()
+			_, err := a.do(t, "CLUSTERX", "MIGRATE", slot, f.id, "SYNC")
+			require.EqualError(t, err, "ERR slot "+strconv.Itoa(slot)+" to "+f.id+" at 127.0.0.1:"+strconv.Itoa(f.port)+": EOF")
+			during := decided.Load() - before
+			close(stop)
+			<-done
+			require.NoError(t, clientErr)
+			t.Logf("%d decisions while it migrated", during)
+			var importCmds []string
+			for len(f.got) > 0 {
+				args := <-f.got
+				importCmds = append(importCmds, args[3])
+			}
+			require.Equal(t, "START", importCmds[0])
+			require.Equal(t, c.last, importCmds[len(importCmds)-1], "%v", importCmds)
+
+			require.Nil(t, a.srv.cluster.Move(slot), "the move is over")
+			require.False(t, a.srv.store.Frozen(slot), "the slot thawed")
+			nodesLine, _ := a.do(t, "CLUSTER", "NODES")
+			require.NotContains(t, nodesLine, "->-")
+			for _, k := range keys {
+				require.Equal(t, 10-allowed[k], a.remaining(t, k, false), "%s: one decision before, %d during", k, allowed[k])
+			}
+
+			v, err := a.do(t, "CLUSTERX", "MIGRATE", slot, b.id, "SYNC")
+			require.NoError(t, err)
+			require.Equal(t, "OK", v)
+			for _, k := range keys {
+				require.Equal(t, 10-allowed[k], b.remaining(t, k, true), "%s moved exactly", k)
+			}
+		})
+	}
+}
+
+// While a slot migrates, a second MIGRATE of it, to any node, is refused,
+// and the slot is served here meanwhile.
+func TestClusterMigrateRefusesASecondMigrationOfTheSlot(t *testing.T) {
+	release := make(chan struct{})
+	a, b, f, slot, keys := withFakeDestination(t, func(args []string) bool {
+		<-release // holds the first migration at START, then dies
+		return true
+	})
+	v, err := a.do(t, "CLUSTERX", "MIGRATE", slot, f.id)
+	require.NoError(t, err)
+	require.Equal(t, "OK", v, "without SYNC, at once")
+	require.Equal(t, []string{"CLUSTERX", "IMPORT", strconv.Itoa(slot), "START", a.id}, <-f.got)
+
+	for _, dst := range []string{f.id, b.id} {
+		_, err := a.do(t, "CLUSTERX", "MIGRATE", slot, dst, "SYNC")
+		require.EqualError(t, err, "ERR slot "+strconv.Itoa(slot)+" is already moving", dst)
+	}
+	nodesLine, _ := a.do(t, "CLUSTER", "NODES")
+	require.Contains(t, nodesLine, "["+strconv.Itoa(slot)+"->-"+f.id+"]")
+	_, err = a.do(t, "CL.THROTTLE", keys[0], 10, 1, 3600)
+	require.NoError(t, err, "served while copying")
+
+	close(release)
+	require.Eventually(t, func() bool { return a.srv.cluster.Move(slot) == nil }, 10*time.Second, time.Millisecond)
+	v, err = a.do(t, "CLUSTERX", "MIGRATE", slot, b.id, "SYNC")
+	require.NoError(t, err)
+	require.Equal(t, "OK", v, "once the first has failed")
+	require.Equal(t, int64(9), b.remaining(t, keys[0], true), "two decisions, before and while it moved")
 }
