@@ -43,6 +43,16 @@ const (
 	migrateMaxPasses = 10 // copies before freezing, however much changes
 	migrateSmallDiff = 64 // a difference this small is sent frozen
 	migrateTimeout   = 10 * time.Second
+	// migrateFrozenTimeout bounds the freeze, the last copy and DONE's
+	// reply, unless the copy before it took longer (then twice that): a
+	// destination slower than that is given up on and the slot thaws
+	// here. Clients retry TRYAGAIN for only so long (go-redis four times
+	// within 30ms to 170ms), and a freeze takes well under a millisecond
+	// on one host.
+	migrateFrozenTimeout = 20 * time.Millisecond
+	// migrateAbortTimeout bounds the ABORT sent to a destination given up
+	// on: its slot is served here meanwhile.
+	migrateAbortTimeout = time.Second
 )
 
 // CLUSTERX MIGRATE slot destination-id [SYNC]
@@ -94,60 +104,78 @@ func cmdClusterxMigrate(c *client, args [][]byte, _ time.Time) {
 // migrate runs m to its Asking step, or undoes it.
 func (s *Server) migrate(m *cluster.Move) (err error) {
 	start := time.Now()
+	var frozen time.Duration
 	p, err := dialPeer(m.Peer, s.cfg.RequirePass)
 	if err == nil {
 		defer p.close()
-		err = s.migrateTo(p, m)
+		frozen, err = s.migrateTo(p, m)
 	}
 	if err != nil {
 		err = fmt.Errorf("cluster: slot %d to %s at %s: %w", m.Slot, m.Peer.ID, net.JoinHostPort(m.Peer.IP, strconv.Itoa(m.Peer.Port)), err)
 		s.cfg.Logger.Warn("cluster: slot migration failed; the slot stays here", "slot", m.Slot, "to", m.Peer.ID, "err", err)
-		if p != nil {
-			_ = p.call("CLUSTERX", "IMPORT", strconv.Itoa(m.Slot), "ABORT")
-		}
+		// Served here again first, then the destination told, after what
+		// it was sent before (on the same connection, so in order); the
+		// move ends last, so that no second migration starts before.
+		m.Phase.Store(cluster.Copying)
 		s.store.Freeze(m.Slot, false)
+		if p != nil {
+			p.deadline = time.Now().Add(migrateAbortTimeout)
+			p.send("CLUSTERX", "IMPORT", strconv.Itoa(m.Slot), "ABORT")
+			_ = p.replies(p.pending)
+		}
 		s.cluster.EndMove(m.Slot)
 		return err
 	}
 	s.cfg.Logger.Info("cluster: slot migrated; clients are sent ASK until a topology gives it to its destination",
-		"slot", m.Slot, "to", m.Peer.ID, "took", time.Since(start))
+		"slot", m.Slot, "to", m.Peer.ID, "took", time.Since(start), "frozen", frozen)
 	return nil
 }
 
-func (s *Server) migrateTo(p *peer, m *cluster.Move) error {
+// migrateTo runs m's passes over p, to its Asking step, and returns how
+// long the slot was frozen.
+func (s *Server) migrateTo(p *peer, m *cluster.Move) (time.Duration, error) {
 	slot := strconv.Itoa(m.Slot)
 	if err := p.call("CLUSTERX", "IMPORT", slot, "START", s.cluster.MyID()); err != nil {
-		return err
+		return 0, err
 	}
 	sent := map[string]storage.Change{}
 	var buf []storage.Change
+	var last time.Duration // the last pass's
 	for pass := 0; ; pass++ {
+		began := time.Now()
 		buf = s.store.CopySlot(m.Slot, gcra.InstantOf(s.now()), false, buf[:0])
 		n, err := s.sendDiff(p, slot, sent, buf)
 		if err != nil {
-			return err
+			return 0, err
 		}
+		last = time.Since(began)
 		if n <= migrateSmallDiff || pass+1 >= migrateMaxPasses {
 			break
 		}
 	}
+	// The last difference and DONE in one round trip, within a bound.
 	m.Phase.Store(cluster.Frozen)
+	frozen := time.Now()
+	p.deadline = frozen.Add(max(migrateFrozenTimeout, 2*last))
 	buf = s.store.CopySlot(m.Slot, gcra.InstantOf(s.now()), true, buf[:0])
-	if _, err := s.sendDiff(p, slot, sent, buf); err != nil {
-		m.Phase.Store(cluster.Copying)
-		return err
-	}
-	if err := p.call("CLUSTERX", "IMPORT", slot, "DONE"); err != nil {
-		m.Phase.Store(cluster.Copying)
-		return err
+	n := s.queueDiff(p, slot, sent, buf)
+	p.send("CLUSTERX", "IMPORT", slot, "DONE")
+	if err := p.replies(n + 1); err != nil {
+		return 0, fmt.Errorf("frozen for %v: %w", time.Since(frozen).Round(time.Microsecond), err)
 	}
 	m.Phase.Store(cluster.Asking)
-	return nil
+	return time.Since(frozen), nil
 }
 
 // sendDiff sends what of now differs from sent (changed or new keys, and
 // keys gone), pipelined, updates sent, and returns how many it sent.
 func (s *Server) sendDiff(p *peer, slot string, sent map[string]storage.Change, now []storage.Change) (int, error) {
+	n := s.queueDiff(p, slot, sent, now)
+	return n, p.replies(n)
+}
+
+// queueDiff is sendDiff without the flush and the replies.
+func (s *Server) queueDiff(p *peer, slot string, sent map[string]storage.Change, now []storage.Change) int {
 	seen := make(map[string]bool, len(now))
 	n := 0
 	for _, ch := range now {
@@ -166,7 +194,7 @@ func (s *Server) sendDiff(p *peer, slot string, sent map[string]storage.Change, 
 			n++
 		}
 	}
-	return n, p.replies(n)
+	return n
 }
 
 // CLUSTERX IMPORT slot START source-id | KEY key value | DONE | ABORT
@@ -247,7 +275,10 @@ type peer struct {
 	conn    net.Conn
 	r       *bufio.Reader
 	w       *bufio.Writer
-	pending int
+	pending int // commands sent whose replies are yet to be read
+	// deadline bounds the replies read from now on; zero: each read of
+	// replies has migrateTimeout.
+	deadline time.Time
 }
 
 func dialPeer(n cluster.Node, pass string) (*peer, error) {
@@ -279,7 +310,11 @@ func (p *peer) send(args ...string) {
 // replies flushes the queued commands and reads n replies, each +OK; the
 // first error reply is returned.
 func (p *peer) replies(n int) error {
-	_ = p.conn.SetDeadline(time.Now().Add(migrateTimeout))
+	d := p.deadline
+	if d.IsZero() {
+		d = time.Now().Add(migrateTimeout)
+	}
+	_ = p.conn.SetDeadline(d)
 	if err := p.w.Flush(); err != nil {
 		return err
 	}

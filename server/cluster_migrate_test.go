@@ -141,16 +141,16 @@ func TestClusterAskingHoldsForATransaction(t *testing.T) {
 
 // fakeDestination is a migration's destination that speaks just enough of
 // CLUSTERX IMPORT to die at a chosen moment: it answers +OK to each
-// command until die says otherwise, then closes the connection (a process
-// killed: the source reads EOF at once). A topology lists it as a master
-// without slots.
+// command, after delay, until die says otherwise, then closes the
+// connection (a process killed: the source reads EOF at once). A topology
+// lists it as a master without slots.
 type fakeDestination struct {
 	id   string
 	port int
 	got  chan []string // every command read, as it is read
 }
 
-func startFakeDestination(t *testing.T, die func(args []string) bool) *fakeDestination {
+func startFakeDestination(t *testing.T, delay time.Duration, die func(args []string) bool) *fakeDestination {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -174,7 +174,7 @@ func startFakeDestination(t *testing.T, die func(args []string) bool) *fakeDesti
 					if die(args) {
 						return
 					}
-					time.Sleep(200 * time.Microsecond) // a slow link: clients decide meanwhile
+					time.Sleep(delay)
 					if _, err := conn.Write([]byte("+OK\r\n")); err != nil {
 						return
 					}
@@ -216,11 +216,11 @@ func readCommand(r *bufio.Reader) ([]string, error) {
 // withFakeDestination is nodes a and b serving every slot, and the fake
 // destination, in one topology at version 1; keys are keys of a slot a
 // serves, each with a decision made.
-func withFakeDestination(t *testing.T, die func(args []string) bool) (a, b *clusterNode, f *fakeDestination, slot int, keys []string) {
+func withFakeDestination(t *testing.T, delay time.Duration, die func(args []string) bool) (a, b *clusterNode, f *fakeDestination, slot int, keys []string) {
 	t.Helper()
 	nodes := startClusterNodes(t, 2)
 	a, b = nodes[0], nodes[1]
-	f = startFakeDestination(t, die)
+	f = startFakeDestination(t, delay, die)
 	top := a.id + " 127.0.0.1 " + strconv.Itoa(a.port) + " master - 0-8191\n" +
 		b.id + " 127.0.0.1 " + strconv.Itoa(b.port) + " master - 8192-16383\n" +
 		f.id + " 127.0.0.1 " + strconv.Itoa(f.port) + " master -\n"
@@ -259,7 +259,8 @@ func TestClusterMigrationToADestinationThatDiesLeavesTheSlotHere(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var decided atomic.Int64
-			a, b, f, slot, keys := withFakeDestination(t, func(args []string) bool {
+			// A slow link, so that clients decide while it copies.
+			a, b, f, slot, keys := withFakeDestination(t, 200*time.Microsecond, func(args []string) bool {
 				if !c.die(args) {
 					return false
 				}
@@ -298,7 +299,13 @@ func TestClusterMigrationToADestinationThatDiesLeavesTheSlotHere(t *testing.T) {
 			require.Eventually(t, func() bool { return decided.Load() > 100 }, 10*time.Second, time.Millisecond)
 			before := decided.Load()
 			_, err := a.do(t, "CLUSTERX", "MIGRATE", slot, f.id, "SYNC")
-			require.EqualError(t, err, "ERR slot "+strconv.Itoa(slot)+" to "+f.id+" at 127.0.0.1:"+strconv.Itoa(f.port)+": EOF")
+			want := "ERR slot " + strconv.Itoa(slot) + " to " + f.id + " at 127.0.0.1:" + strconv.Itoa(f.port) + ": "
+			if c.last == "DONE" {
+				want += "frozen for "
+			}
+			require.ErrorContains(t, err, want)
+			// Frozen, a slow link may be given up on before it dies.
+			require.True(t, strings.HasSuffix(err.Error(), ": EOF") || c.last == "DONE" && strings.HasSuffix(err.Error(), ": i/o timeout"), err.Error())
 			during := decided.Load() - before
 			close(stop)
 			<-done
@@ -334,7 +341,7 @@ func TestClusterMigrationToADestinationThatDiesLeavesTheSlotHere(t *testing.T) {
 // and the slot is served here meanwhile.
 func TestClusterMigrateRefusesASecondMigrationOfTheSlot(t *testing.T) {
 	release := make(chan struct{})
-	a, b, f, slot, keys := withFakeDestination(t, func(args []string) bool {
+	a, b, f, slot, keys := withFakeDestination(t, 0, func(args []string) bool {
 		<-release // holds the first migration at START, then dies
 		return true
 	})
@@ -358,4 +365,43 @@ func TestClusterMigrateRefusesASecondMigrationOfTheSlot(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "OK", v, "once the first has failed")
 	require.Equal(t, int64(9), b.remaining(t, keys[0], true), "two decisions, before and while it moved")
+}
+
+// A destination that stops answering while the slot is frozen (a process
+// stopped, a link cut without a reset) holds the freeze only briefly: the
+// source gives up on it, thaws the slot and serves it, so that clients,
+// which retry TRYAGAIN a few times within a fraction of a second (go-redis
+// four times in all, sleeping 10ms to 90ms between), see no error.
+func TestClusterMigrationToADestinationThatHangsWhileFrozen(t *testing.T) {
+	hung := make(chan struct{})
+	a, _, f, slot, keys := withFakeDestination(t, 0, func(args []string) bool {
+		if args[3] == "DONE" {
+			<-hung // never answers, never closes, until the test ends
+		}
+		return false
+	})
+	defer close(hung)
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:" + strconv.Itoa(a.port)}})
+	defer cc.Close()
+	migrated := make(chan error, 1)
+	go func() {
+		_, err := a.do(t, "CLUSTERX", "MIGRATE", slot, f.id, "SYNC")
+		migrated <- err
+	}()
+	for {
+		if got := <-f.got; got[3] == "DONE" {
+			break
+		}
+	}
+	began := time.Now()
+	v, err := cc.Do(ctx, "CL.THROTTLE", keys[0], 10, 1, 3600).Int64Slice()
+	took := time.Since(began)
+	require.NoError(t, err, "a decision while the destination hangs, after %v", took)
+	require.Equal(t, int64(9), v[2], "decided on the source, its state intact: the second decision")
+	err = <-migrated
+	require.ErrorContains(t, err, "ERR slot "+strconv.Itoa(slot)+" to "+f.id+" at 127.0.0.1:"+strconv.Itoa(f.port)+": frozen for ")
+	require.ErrorContains(t, err, "i/o timeout")
+	t.Logf("a decision %v after the freeze began; MIGRATE answered %v", took, err)
+	require.Nil(t, a.srv.cluster.Move(slot))
 }
