@@ -188,7 +188,7 @@ func (l *throttleLoad) decide(rdb *redis.ClusterClient, i int, tx bool) {
 	l.total.Add(1)
 	if err != nil {
 		l.mu.Lock()
-		l.errs = append(l.errs, fmt.Sprintf("%s at %s: %v", l.keys[i], time.Now().Format("15:04:05.000"), err))
+		l.errs = append(l.errs, fmt.Sprintf("%s (transaction: %v) at %s: %v", l.keys[i], tx, time.Now().Format("15:04:05.000000"), err))
 		l.mu.Unlock()
 		return
 	}
@@ -320,6 +320,15 @@ func TestClusterReshardUnderLoadIsExact(t *testing.T) {
 	load.mu.Lock()
 	errs := load.errs
 	load.mu.Unlock()
+	if len(errs) > 0 {
+		for _, nd := range nodes {
+			for _, line := range strings.Split(nd.Log(), "\n") {
+				if strings.Contains(line, "cluster: slot") {
+					t.Log(line)
+				}
+			}
+		}
+	}
 	require.Empty(t, errs, "errors reached the application (of %d decisions)", load.total.Load())
 
 	var total int64
