@@ -24,8 +24,9 @@ import (
 //     until little does. Clients are served here meanwhile.
 //  2. Frozen: the source freezes the slot and copies it a last time in the
 //     same hold of its shard's lock, so nothing changes it after; writes
-//     to it are answered TRYAGAIN (clients retry) for the moment it takes
-//     to send that last difference.
+//     to it wait (awaitThaw) for the moment it takes to send that last
+//     difference, then are routed: sent on with ASK, or run here if the
+//     destination was given up on.
 //  3. Asking: the destination has the slot's last state; clients are sent
 //     -ASK there, and the destination serves them after ASKING.
 //  4. A topology that gives the slot to the destination (CLUSTERX SETSLOT
@@ -46,14 +47,39 @@ const (
 	// migrateFrozenTimeout bounds the freeze, the last copy and DONE's
 	// reply, unless the copy before it took longer (then twice that): a
 	// destination slower than that is given up on and the slot thaws
-	// here. Clients retry TRYAGAIN for only so long (go-redis four times
-	// within 30ms to 170ms), and a freeze takes well under a millisecond
-	// on one host.
+	// here. The slot's commands wait for the freeze to end (awaitThaw),
+	// and a freeze takes well under a millisecond on one host.
 	migrateFrozenTimeout = 20 * time.Millisecond
 	// migrateAbortTimeout bounds the ABORT sent to a destination given up
 	// on: its slot is served here meanwhile.
 	migrateAbortTimeout = time.Second
+	// migrateFrozenWait bounds how long a command on a frozen slot waits
+	// for it to thaw (awaitThaw) before it is answered TRYAGAIN.
+	migrateFrozenWait = 100 * time.Millisecond
 )
+
+// awaitThaw waits, up to migrateFrozenWait, for slot's freeze to end, and
+// reports whether it ended. A command on a frozen slot waits so (route)
+// rather than being answered TRYAGAIN, as a command waits for a shard lock
+// held: clients retry TRYAGAIN only a few times, each retry counted with
+// the MOVED and ASK redirects that may precede it (go-redis's four
+// attempts in all), and a freeze lasts well under a millisecond, or
+// migrateFrozenTimeout at most, for which the client's event loop waits
+// with it.
+func (s *Server) awaitThaw(slot int) bool {
+	m := s.cluster.Move(slot)
+	if m == nil {
+		return true
+	}
+	t := time.NewTimer(migrateFrozenWait)
+	defer t.Stop()
+	select {
+	case <-m.Thawed():
+		return true
+	case <-t.C:
+		return false
+	}
+}
 
 // CLUSTERX MIGRATE slot destination-id [SYNC]
 //
@@ -116,8 +142,8 @@ func (s *Server) migrate(m *cluster.Move) (err error) {
 		// Served here again first, then the destination told, after what
 		// it was sent before (on the same connection, so in order); the
 		// move ends last, so that no second migration starts before.
-		m.Phase.Store(cluster.Copying)
 		s.store.Freeze(m.Slot, false)
+		m.Thaw(cluster.Copying)
 		if p != nil {
 			p.deadline = time.Now().Add(migrateAbortTimeout)
 			p.send("CLUSTERX", "IMPORT", strconv.Itoa(m.Slot), "ABORT")
@@ -154,7 +180,7 @@ func (s *Server) migrateTo(p *peer, m *cluster.Move) (time.Duration, error) {
 		}
 	}
 	// The last difference and DONE in one round trip, within a bound.
-	m.Phase.Store(cluster.Frozen)
+	m.Freeze()
 	frozen := time.Now()
 	p.deadline = frozen.Add(max(migrateFrozenTimeout, 2*last))
 	buf = s.store.CopySlot(m.Slot, gcra.InstantOf(s.now()), true, buf[:0])
@@ -163,7 +189,7 @@ func (s *Server) migrateTo(p *peer, m *cluster.Move) (time.Duration, error) {
 	if err := p.replies(n + 1); err != nil {
 		return 0, fmt.Errorf("frozen for %v: %w", time.Since(frozen).Round(time.Microsecond), err)
 	}
-	m.Phase.Store(cluster.Asking)
+	m.Thaw(cluster.Asking)
 	return time.Since(frozen), nil
 }
 

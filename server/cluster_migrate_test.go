@@ -367,11 +367,68 @@ func TestClusterMigrateRefusesASecondMigrationOfTheSlot(t *testing.T) {
 	require.Equal(t, int64(9), b.remaining(t, keys[0], true), "two decisions, before and while it moved")
 }
 
+// A command on a frozen slot waits for the freeze to end, then is routed:
+// sent to the destination with ASK once it holds the slot, or run here if
+// the destination was given up on (it stopped answering: a process
+// stopped, a link cut without a reset). It is not answered TRYAGAIN, whose
+// retries a cluster client shares with its MOVED and ASK redirects
+// (go-redis's four attempts in all): one whose map of slots is stale, sent
+// on twice with MOVED, gives up after one more TRYAGAIN and 10ms to 50ms.
+func TestClusterCommandsWaitOutAFreeze(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		hang bool // the destination never answers DONE; else it does in 10ms
+		ask  bool // the command is answered ASK; else it runs here
+	}{
+		{"which ends in ASK", false, true},
+		{"whose destination hangs", true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hung := make(chan struct{})
+			defer close(hung)
+			a, _, f, slot, keys := withFakeDestination(t, 0, func(args []string) bool {
+				switch {
+				case args[3] == "DONE" && c.hang:
+					<-hung
+				case args[3] == "DONE":
+					time.Sleep(10 * time.Millisecond)
+				}
+				return false
+			})
+			ctx := context.Background()
+			// No retries: TRYAGAIN would be answered to the test.
+			rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(a.port), Protocol: 2, MaxRetries: -1})
+			defer rdb.Close()
+			require.NoError(t, rdb.Ping(ctx).Err())
+			migrated := make(chan error, 1)
+			go func() {
+				_, err := a.do(t, "CLUSTERX", "MIGRATE", slot, f.id, "SYNC")
+				migrated <- err
+			}()
+			for got := range f.got {
+				if got[3] == "DONE" {
+					break
+				}
+			}
+			began := time.Now()
+			v, err := rdb.Do(ctx, "CL.THROTTLE", keys[0], 10, 1, 3600).Int64Slice()
+			took := time.Since(began)
+			if c.ask {
+				require.EqualError(t, err, "ASK "+strconv.Itoa(slot)+" 127.0.0.1:"+strconv.Itoa(f.port))
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, int64(9), v[2], "decided here, the second decision")
+			}
+			err = <-migrated
+			t.Logf("the command was answered in %v; MIGRATE answered %v", took, err)
+		})
+	}
+}
+
 // A destination that stops answering while the slot is frozen (a process
 // stopped, a link cut without a reset) holds the freeze only briefly: the
-// source gives up on it, thaws the slot and serves it, so that clients,
-// which retry TRYAGAIN a few times within a fraction of a second (go-redis
-// four times in all, sleeping 10ms to 90ms between), see no error.
+// source gives up on it, thaws the slot and serves it, and a cluster
+// client's decision meanwhile is decided here, as if nothing had happened.
 func TestClusterMigrationToADestinationThatHangsWhileFrozen(t *testing.T) {
 	hung := make(chan struct{})
 	a, _, f, slot, keys := withFakeDestination(t, 0, func(args []string) bool {

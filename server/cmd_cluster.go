@@ -133,6 +133,9 @@ func (c *client) route(spec *command, args [][]byte) bool {
 		c.tx.slot = slot
 	}
 	r, node := c.srv.cluster.Route(slot, asking, c.readOnly, spec.reads(args))
+	if r == cluster.TryAgain && c.srv.awaitThaw(slot) {
+		r, node = c.srv.cluster.Route(slot, asking, c.readOnly, spec.reads(args))
+	}
 	if r == cluster.Local {
 		return true
 	}
@@ -152,6 +155,9 @@ func (c *client) routeExec(asking bool) bool {
 	}
 	slot := c.tx.slot
 	r, node := c.srv.cluster.Route(slot, asking, c.readOnly, read)
+	if r == cluster.TryAgain && c.srv.awaitThaw(slot) {
+		r, node = c.srv.cluster.Route(slot, asking, c.readOnly, read)
+	}
 	if r == cluster.Local {
 		return true
 	}
