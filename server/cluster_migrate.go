@@ -200,18 +200,30 @@ func (s *Server) sendDiff(p *peer, slot string, sent map[string]storage.Change, 
 	return n, p.replies(n)
 }
 
-// queueDiff is sendDiff without the flush and the replies.
+// queueDiff is sendDiff without the flush and the replies. It costs one
+// lookup a key of now: the last pass runs frozen, and its cost is the
+// freeze's. Keys gone, which are rare (a key expired, or deleted), are
+// looked for only when some are.
 func (s *Server) queueDiff(p *peer, slot string, sent map[string]storage.Change, now []storage.Change) int {
-	seen := make(map[string]bool, len(now))
-	n := 0
+	n, before, kept := 0, len(sent), 0
 	for _, ch := range now {
-		seen[ch.Key] = true
-		if old, ok := sent[ch.Key]; ok && old == ch {
-			continue
+		old, ok := sent[ch.Key]
+		if ok {
+			kept++
+			if old == ch {
+				continue
+			}
 		}
 		p.send("CLUSTERX", "IMPORT", slot, "KEY", ch.Key, string(replication.EncodeValue(ch)))
 		sent[ch.Key] = ch
 		n++
+	}
+	if kept == before {
+		return n
+	}
+	seen := make(map[string]bool, len(now))
+	for _, ch := range now {
+		seen[ch.Key] = true
 	}
 	for k := range sent {
 		if !seen[k] {
