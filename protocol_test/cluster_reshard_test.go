@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,8 +149,23 @@ func startThrottleLoad(t *testing.T, addrs []string, keys []string, workers, rat
 	rdb.OnNewNode(func(c *redis.Client) { c.AddHook(&l.hops) })
 	t.Cleanup(func() { _ = rdb.Close() })
 	// Every key once first, so that each is stored before the move.
-	for i := range keys {
-		l.decide(rdb, i, false)
+	for from := 0; from < len(keys); from += 1000 {
+		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmds, err := rdb.Pipelined(c, func(p redis.Pipeliner) error {
+			for _, k := range keys[from:min(from+1000, len(keys))] {
+				p.Do(c, "CL.THROTTLE", k, 1000, 1, 3600)
+			}
+			return nil
+		})
+		cancel()
+		require.NoError(t, err)
+		for i, cmd := range cmds {
+			v, err := cmd.(*redis.Cmd).Int64Slice()
+			require.NoError(t, err)
+			require.Equal(t, int64(0), v[0], "a first decision is allowed")
+			l.allowed[from+i].Add(1)
+			l.total.Add(1)
+		}
 	}
 	every := time.Duration(workers) * time.Second / time.Duration(rate)
 	for w := range workers {
@@ -271,31 +287,19 @@ func migrateByHand(t *testing.T, from, to *reshardNode, nodes []*reshardNode, sl
 
 // Four slots of A, a hundred keys each, move to B with `redcell cluster
 // reshard`, back to A, and to B again, five times over (once by hand,
-// lingering while clients are sent ASK), while a go-redis
-// cluster client makes thousands of decisions a second on those keys, alone
-// and in transactions: the application sees no error (MOVED, ASK and TRYAGAIN are followed or
-// retried by go-redis), and each key's state on B accounts for exactly the
-// decisions the application saw allowed, none lost or doubled.
+// lingering while clients are sent ASK), while a go-redis cluster client
+// makes thousands of decisions a second on those keys, alone and in
+// transactions: the application sees no error (go-redis follows MOVED and
+// ASK; a decision on a frozen slot waits the freeze out), and each key's
+// state on B accounts for exactly the decisions the application saw
+// allowed, none lost or doubled.
 func TestClusterReshardUnderLoadIsExact(t *testing.T) {
 	nodes := startReshardCluster(t, 3)
 	a, b := nodes[0], nodes[1]
 	slots := []int{100, 1234, 3000, 5000} // A serves 0-5460
 	const perSlot = 100
-	bySlot := keysOf(slots, perSlot)
-	var keys []string
-	for _, s := range slots {
-		keys = append(keys, bySlot[s]...)
-	}
-	var addrs []string
-	for _, nd := range nodes {
-		addrs = append(addrs, nd.Addr)
-	}
-	load := startThrottleLoad(t, addrs, keys, 8, 4000)
-	for _, s := range slots {
-		n, err := a.rdb.Do(ctx(t), "CLUSTER", "COUNTKEYSINSLOT", s).Int64()
-		require.NoError(t, err)
-		require.Equal(t, int64(perSlot), n, "slot %d on A before the move", s)
-	}
+	load := startThrottleLoad(t, addrsOf(nodes), keysIn(slots, perSlot), 8, 4000)
+	requireKeys(t, a, slots, perSlot)
 	load.waitFor(t, 2000)
 
 	var took []time.Duration
@@ -316,7 +320,73 @@ func TestClusterReshardUnderLoadIsExact(t *testing.T) {
 		load.waitFor(t, 1000)
 	}
 	load.end()
+	allowed := requireExact(t, load, nodes, a, b, slots, perSlot, version)
+	t.Logf("%d decisions in all, %d allowed; %d during the reshards' %v (%.0f/s); per slot %v; slots frozen for %s; "+
+		"the nodes answered TRYAGAIN %d times, ASK %d, MOVED %d, another error %d (%v), all followed by go-redis",
+		load.total.Load(), allowed, during, busy.Round(time.Millisecond), float64(during)/busy.Seconds(), took, freezes(nodes),
+		load.hops.tryAgain.Load(), load.hops.ask.Load(), load.hops.moved.Load(), load.hops.other.Load(), load.hops.others)
+}
 
+// One slot of twenty thousand keys moves, copied in passes while decisions
+// keep changing its keys, exactly.
+func TestClusterReshardOfABigSlotUnderLoadIsExact(t *testing.T) {
+	nodes := startReshardCluster(t, 3)
+	a, b := nodes[0], nodes[1]
+	const perSlot = 20000
+	keys := make([]string, perSlot) // one hash tag: found without a search
+	for i := range keys {
+		keys[i] = "{slot}:" + strconv.Itoa(i)
+	}
+	slots := []int{cluster.Slot([]byte("{slot}"))}
+	require.Less(t, slots[0], cluster.Slots/3, "a slot of A")
+	load := startThrottleLoad(t, addrsOf(nodes), keys, 8, 4000)
+	requireKeys(t, a, slots, perSlot)
+	load.waitFor(t, 2000)
+	took := reshard(t, a, b, slots, perSlot, 1)
+	load.waitFor(t, 2000)
+	load.end()
+	allowed := requireExact(t, load, nodes, a, b, slots, perSlot, 2)
+	t.Logf("%d keys moved in %v (%.0f keys/s); slot frozen for %s; %d decisions in all, %d allowed; "+
+		"the nodes answered TRYAGAIN %d times, ASK %d, MOVED %d, another error %d (%v), all followed by go-redis",
+		perSlot, took[0], perSlot/took[0].Seconds(), freezes(nodes), load.total.Load(), allowed,
+		load.hops.tryAgain.Load(), load.hops.ask.Load(), load.hops.moved.Load(), load.hops.other.Load(), load.hops.others)
+}
+
+// keysIn returns perSlot keys of each of slots, in slot order.
+func keysIn(slots []int, perSlot int) []string {
+	bySlot := keysOf(slots, perSlot)
+	var keys []string
+	for _, s := range slots {
+		keys = append(keys, bySlot[s]...)
+	}
+	return keys
+}
+
+// requireKeys checks n holds want keys in each of slots.
+func requireKeys(t *testing.T, n *reshardNode, slots []int, want int) {
+	t.Helper()
+	for _, s := range slots {
+		got, err := n.rdb.Do(ctx(t), "CLUSTER", "COUNTKEYSINSLOT", s).Int64()
+		require.NoError(t, err)
+		require.Equal(t, int64(want), got, "slot %d on %s", s, n.Addr)
+	}
+}
+
+func addrsOf(nodes []*reshardNode) []string {
+	var addrs []string
+	for _, nd := range nodes {
+		addrs = append(addrs, nd.Addr)
+	}
+	return addrs
+}
+
+// requireExact checks what a load saw against the cluster once slots have
+// moved from old to now, at version: no error reached the application;
+// every key's consumption on its new owner is the decisions the
+// application saw allowed; the old owner answers MOVED and holds none of
+// the keys; every node has the version. It returns the decisions allowed.
+func requireExact(t *testing.T, load *throttleLoad, nodes []*reshardNode, old, now *reshardNode, slots []int, perSlot int, version int64) int64 {
+	t.Helper()
 	load.mu.Lock()
 	errs := load.errs
 	load.mu.Unlock()
@@ -331,31 +401,51 @@ func TestClusterReshardUnderLoadIsExact(t *testing.T) {
 	}
 	require.Empty(t, errs, "errors reached the application (of %d decisions)", load.total.Load())
 
+	peeks, err := now.rdb.Pipelined(ctx(t), func(p redis.Pipeliner) error {
+		for _, k := range load.keys {
+			p.Do(ctx(t), "CL.THROTTLE", k, 1000, 1, 3600, 0)
+		}
+		return nil
+	})
+	require.NoError(t, err)
 	var total int64
-	for i, k := range keys {
-		v, err := b.rdb.Do(ctx(t), "CL.THROTTLE", k, 1000, 1, 3600, 0).Int64Slice()
-		require.NoError(t, err, "%s on B", k)
+	for i, k := range load.keys {
+		v, err := peeks[i].(*redis.Cmd).Int64Slice()
+		require.NoError(t, err, "%s on the new owner", k)
 		limit, remaining := v[1], v[2]
-		require.Equal(t, load.allowed[i].Load(), limit-remaining, "%s: decisions allowed as the application saw them, and as B holds them", k)
+		require.Equal(t, load.allowed[i].Load(), limit-remaining, "%s: decisions allowed as the application saw them, and as the new owner holds them", k)
 		total += limit - remaining
-		err = a.rdb.Do(ctx(t), "CL.THROTTLE", k, 1000, 1, 3600, 0).Err()
-		require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", cluster.Slot([]byte(k)), b.Addr))
 	}
-	for _, s := range slots {
-		n, err := a.rdb.Do(ctx(t), "CLUSTER", "COUNTKEYSINSLOT", s).Int64()
-		require.NoError(t, err)
-		require.Equal(t, int64(0), n, "slot %d on A, moved away", s)
-		n, err = b.rdb.Do(ctx(t), "CLUSTER", "COUNTKEYSINSLOT", s).Int64()
-		require.NoError(t, err)
-		require.Equal(t, int64(perSlot), n, "slot %d on B", s)
+	for _, k := range load.keys[:min(len(load.keys), 500)] {
+		err := old.rdb.Do(ctx(t), "CL.THROTTLE", k, 1000, 1, 3600, 0).Err()
+		require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", cluster.Slot([]byte(k)), now.Addr))
 	}
+	requireKeys(t, old, slots, 0)
+	requireKeys(t, now, slots, perSlot)
 	for _, nd := range nodes {
 		v, err := nd.rdb.Do(ctx(t), "CLUSTERX", "VERSION").Int64()
 		require.NoError(t, err)
 		require.Equal(t, version, v)
 	}
-	t.Logf("%d decisions in all, %d allowed; %d during the reshards' %v (%.0f/s); per slot %v; "+
-		"the nodes answered TRYAGAIN %d times, ASK %d, MOVED %d, another error %d (%v), all followed or retried by go-redis",
-		load.total.Load(), total, during, busy.Round(time.Millisecond), float64(during)/busy.Seconds(), took,
-		load.hops.tryAgain.Load(), load.hops.ask.Load(), load.hops.moved.Load(), load.hops.other.Load(), load.hops.others)
+	return total
+}
+
+// freezes is the shortest and the longest freeze of a slot the nodes
+// logged ("frozen=" of "cluster: slot migrated").
+var frozenField = regexp.MustCompile(`cluster: slot migrated.*\bfrozen"?[=:]"?([0-9.]+[µmn]?s)`)
+
+func freezes(nodes []*reshardNode) string {
+	var ds []time.Duration
+	for _, nd := range nodes {
+		for _, m := range frozenField.FindAllStringSubmatch(nd.Log(), -1) {
+			if d, err := time.ParseDuration(m[1]); err == nil {
+				ds = append(ds, d)
+			}
+		}
+	}
+	if len(ds) == 0 {
+		return "(none logged)"
+	}
+	slices.Sort(ds)
+	return fmt.Sprintf("%v to %v (%d freezes)", ds[0], ds[len(ds)-1], len(ds))
 }
