@@ -449,3 +449,62 @@ func freezes(nodes []*reshardNode) string {
 	slices.Sort(ds)
 	return fmt.Sprintf("%v to %v (%d freezes)", ds[0], ds[len(ds)-1], len(ds))
 }
+
+// The destination killed while a slot of 50,000 keys is being copied to
+// it: the reshard stops, naming the node and the command; the slot stays
+// served by its source, where every key's state is what the application's
+// decisions made it, and the application saw no error.
+func TestClusterReshardToADestinationKilledMidwayLeavesTheSlot(t *testing.T) {
+	nodes := startReshardCluster(t, 3)
+	a, b := nodes[0], nodes[1]
+	const perSlot = 50000
+	keys := make([]string, perSlot)
+	for i := range keys {
+		keys[i] = "{slot}:" + strconv.Itoa(i)
+	}
+	slot := cluster.Slot([]byte("{slot}"))
+	load := startThrottleLoad(t, addrsOf(nodes), keys, 8, 4000)
+	load.waitFor(t, 1000)
+
+	cmd := exec.Command(buildBinary(t), "cluster", "reshard", "--from", a.Addr, "--to", b.Addr, "--slots", strconv.Itoa(slot))
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	moving := "[" + strconv.Itoa(slot) + "->-" + b.id + "]"
+	require.Eventually(t, func() bool {
+		nodesText, err := a.rdb.Do(ctx(t), "CLUSTER", "NODES").Text()
+		return err == nil && strings.Contains(nodesText, moving)
+	}, 10*time.Second, 100*time.Microsecond, "the migration starts")
+	require.NoError(t, b.cmd.Process.Kill())
+	<-b.done
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "reshard: %s", stdout.String())
+	require.Equal(t, 1, exit.ExitCode())
+	require.Regexp(t, fmt.Sprintf(`^redcell cluster reshard: slot %d stays on %s: %s \(%s\): CLUSTERX MIGRATE %d %s SYNC: ERR slot %d to %s at %s: .+\n$`,
+		slot, regexp.QuoteMeta(a.Addr), regexp.QuoteMeta(a.Addr), a.id, slot, b.id, slot, b.id, regexp.QuoteMeta(b.Addr)), stderr.String())
+	load.waitFor(t, 1000)
+	load.end()
+
+	load.mu.Lock()
+	errs := load.errs
+	load.mu.Unlock()
+	require.Empty(t, errs, "errors reached the application (of %d decisions)", load.total.Load())
+	peeks, err := a.rdb.Pipelined(ctx(t), func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Do(ctx(t), "CL.THROTTLE", k, 1000, 1, 3600, 0)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	for i, k := range keys {
+		v, err := peeks[i].(*redis.Cmd).Int64Slice()
+		require.NoError(t, err, "%s on A", k)
+		require.Equal(t, load.allowed[i].Load(), v[1]-v[2], "%s: the decisions the application saw allowed", k)
+	}
+	requireKeys(t, a, []int{slot}, perSlot)
+	nodesText, err := a.rdb.Do(ctx(t), "CLUSTER", "NODES").Text()
+	require.NoError(t, err)
+	require.NotContains(t, nodesText, moving, "the move is over")
+	t.Logf("reshard: %s", stderr.String())
+}
