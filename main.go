@@ -2,7 +2,8 @@
 // replacement for the redis-cell module's CL.THROTTLE.
 //
 // main reads the configuration (package config), handles the signals and
-// the exit status, and runs the server (package daemon).
+// the exit status, and runs the server (package daemon); `redcell cluster
+// ...` is an operator's command instead (package clusteradmin).
 package main
 
 import (
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"redcell/clock"
+	"redcell/clusteradmin"
 	"redcell/config"
 	"redcell/daemon"
 )
@@ -33,6 +35,9 @@ var newClock = clock.New
 func main() {
 	if commit != "" {
 		config.Commit = commit
+	}
+	if len(os.Args) > 1 && os.Args[1] == "cluster" {
+		os.Exit(clusteradmin.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	cfg, err := config.Parse(os.Args[1:], os.LookupEnv, os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {

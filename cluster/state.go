@@ -39,9 +39,50 @@ type Move struct {
 	Slot int
 	Peer Node // the other node
 	Out  bool
-	// Phase says how far it went; Route reads it.
+	// Phase says how far it went; Route reads it. Freeze and Thaw enter and
+	// leave Frozen.
 	Phase atomic.Int32
+
+	mu     sync.Mutex
+	thawed chan struct{} // closed as the Frozen phase ends
 }
+
+// Freeze enters the Frozen phase.
+func (m *Move) Freeze() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.thawed = make(chan struct{})
+	m.Phase.Store(Frozen)
+}
+
+// Thaw leaves the Frozen phase for phase, waking those that wait for it
+// (Thawed).
+func (m *Move) Thaw(phase int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.Phase.Store(phase)
+	if m.thawed != nil {
+		close(m.thawed)
+		m.thawed = nil
+	}
+}
+
+// Thawed returns a channel closed once the move is not Frozen: at once
+// when it is not.
+func (m *Move) Thawed() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.thawed == nil {
+		return closed
+	}
+	return m.thawed
+}
+
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // Phases of a Move out of this node.
 const (

@@ -68,12 +68,21 @@ func TestRoute(t *testing.T) {
 	require.Error(t, s.StartMove(&Move{Slot: 100}), "one move a slot")
 	r, _ = s.Route(100, false, false, false)
 	require.Equal(t, Local, r, "copying: still served here")
-	m.Phase.Store(Frozen)
+	requireClosed(t, m.Thawed(), "not frozen yet")
+	m.Freeze()
+	thawed := m.Thawed()
+	select {
+	case <-thawed:
+		t.Fatal("Thawed is closed while frozen")
+	default:
+	}
 	r, _ = s.Route(100, false, false, false)
 	require.Equal(t, TryAgain, r)
 	r, _ = s.Route(100, false, false, true)
 	require.Equal(t, Local, r, "a read is answered while frozen")
-	m.Phase.Store(Asking)
+	m.Thaw(Asking)
+	requireClosed(t, thawed, "the freeze ended")
+	requireClosed(t, m.Thawed(), "after the freeze")
 	r, n = s.Route(100, false, false, false)
 	require.Equal(t, Ask, r)
 	require.Equal(t, 30002, n.Port)
@@ -124,4 +133,13 @@ func TestEmulatedStateServesEverySlot(t *testing.T) {
 	require.Equal(t, int64(-1), top.Version)
 	require.Equal(t, 6379, me.Port)
 	require.NoError(t, s.SetTopology(threeNodes(t, 0), false), "any pushed version replaces the emulated one")
+}
+
+func requireClosed(t *testing.T, c <-chan struct{}, msg string) {
+	t.Helper()
+	select {
+	case <-c:
+	default:
+		t.Fatal("not closed: " + msg)
+	}
 }

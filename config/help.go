@@ -19,6 +19,7 @@ func usage(fs *flag.FlagSet, w io.Writer) {
 SYNOPSIS
     redcell [--bind addr] [--port n] [--dir path | --in-memory] [option ...]
     redcell --healthcheck [option ...]
+    redcell cluster reshard --from host:port --to host:port --slots list
     redcell --version | --help
 
 DESCRIPTION
@@ -71,6 +72,7 @@ EXAMPLES
 
 SEE ALSO
     README.md (configuration, Docker, clients, HTTP header mapping),
+    redcell cluster --help (moving slots between cluster nodes),
     https://github.com/brandur/redis-cell
 `)
 }

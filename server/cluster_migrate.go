@@ -24,8 +24,9 @@ import (
 //     until little does. Clients are served here meanwhile.
 //  2. Frozen: the source freezes the slot and copies it a last time in the
 //     same hold of its shard's lock, so nothing changes it after; writes
-//     to it are answered TRYAGAIN (clients retry) for the moment it takes
-//     to send that last difference.
+//     to it wait (awaitThaw) for the moment it takes to send that last
+//     difference, then are routed: sent on with ASK, or run here if the
+//     destination was given up on.
 //  3. Asking: the destination has the slot's last state; clients are sent
 //     -ASK there, and the destination serves them after ASKING.
 //  4. A topology that gives the slot to the destination (CLUSTERX SETSLOT
@@ -43,7 +44,42 @@ const (
 	migrateMaxPasses = 10 // copies before freezing, however much changes
 	migrateSmallDiff = 64 // a difference this small is sent frozen
 	migrateTimeout   = 10 * time.Second
+	// migrateFrozenTimeout bounds the freeze, the last copy and DONE's
+	// reply, unless the copy before it took longer (then twice that): a
+	// destination slower than that is given up on and the slot thaws
+	// here. The slot's commands wait for the freeze to end (awaitThaw),
+	// and a freeze takes well under a millisecond on one host.
+	migrateFrozenTimeout = 20 * time.Millisecond
+	// migrateAbortTimeout bounds the ABORT sent to a destination given up
+	// on: its slot is served here meanwhile.
+	migrateAbortTimeout = time.Second
+	// migrateFrozenWait bounds how long a command on a frozen slot waits
+	// for it to thaw (awaitThaw) before it is answered TRYAGAIN.
+	migrateFrozenWait = 100 * time.Millisecond
 )
+
+// awaitThaw waits, up to migrateFrozenWait, for slot's freeze to end, and
+// reports whether it ended. A command on a frozen slot waits so (route)
+// rather than being answered TRYAGAIN, as a command waits for a shard lock
+// held: clients retry TRYAGAIN only a few times, each retry counted with
+// the MOVED and ASK redirects that may precede it (go-redis's four
+// attempts in all), and a freeze lasts well under a millisecond, or
+// migrateFrozenTimeout at most, for which the client's event loop waits
+// with it.
+func (s *Server) awaitThaw(slot int) bool {
+	m := s.cluster.Move(slot)
+	if m == nil {
+		return true
+	}
+	t := time.NewTimer(migrateFrozenWait)
+	defer t.Stop()
+	select {
+	case <-m.Thawed():
+		return true
+	case <-t.C:
+		return false
+	}
+}
 
 // CLUSTERX MIGRATE slot destination-id [SYNC]
 //
@@ -94,69 +130,100 @@ func cmdClusterxMigrate(c *client, args [][]byte, _ time.Time) {
 // migrate runs m to its Asking step, or undoes it.
 func (s *Server) migrate(m *cluster.Move) (err error) {
 	start := time.Now()
+	var frozen time.Duration
 	p, err := dialPeer(m.Peer, s.cfg.RequirePass)
 	if err == nil {
 		defer p.close()
-		err = s.migrateTo(p, m)
+		frozen, err = s.migrateTo(p, m)
 	}
 	if err != nil {
+		err = fmt.Errorf("cluster: slot %d to %s at %s: %w", m.Slot, m.Peer.ID, net.JoinHostPort(m.Peer.IP, strconv.Itoa(m.Peer.Port)), err)
 		s.cfg.Logger.Warn("cluster: slot migration failed; the slot stays here", "slot", m.Slot, "to", m.Peer.ID, "err", err)
-		if p != nil {
-			_ = p.call("CLUSTERX", "IMPORT", strconv.Itoa(m.Slot), "ABORT")
-		}
+		// Served here again first, then the destination told, after what
+		// it was sent before (on the same connection, so in order); the
+		// move ends last, so that no second migration starts before.
 		s.store.Freeze(m.Slot, false)
+		m.Thaw(cluster.Copying)
+		if p != nil {
+			p.deadline = time.Now().Add(migrateAbortTimeout)
+			p.send("CLUSTERX", "IMPORT", strconv.Itoa(m.Slot), "ABORT")
+			_ = p.replies(p.pending)
+		}
 		s.cluster.EndMove(m.Slot)
 		return err
 	}
 	s.cfg.Logger.Info("cluster: slot migrated; clients are sent ASK until a topology gives it to its destination",
-		"slot", m.Slot, "to", m.Peer.ID, "took", time.Since(start))
+		"slot", m.Slot, "to", m.Peer.ID, "took", time.Since(start), "frozen", frozen)
 	return nil
 }
 
-func (s *Server) migrateTo(p *peer, m *cluster.Move) error {
+// migrateTo runs m's passes over p, to its Asking step, and returns how
+// long the slot was frozen.
+func (s *Server) migrateTo(p *peer, m *cluster.Move) (time.Duration, error) {
 	slot := strconv.Itoa(m.Slot)
 	if err := p.call("CLUSTERX", "IMPORT", slot, "START", s.cluster.MyID()); err != nil {
-		return err
+		return 0, err
 	}
 	sent := map[string]storage.Change{}
 	var buf []storage.Change
+	var last time.Duration // the last pass's
 	for pass := 0; ; pass++ {
+		began := time.Now()
 		buf = s.store.CopySlot(m.Slot, gcra.InstantOf(s.now()), false, buf[:0])
 		n, err := s.sendDiff(p, slot, sent, buf)
 		if err != nil {
-			return err
+			return 0, err
 		}
+		last = time.Since(began)
 		if n <= migrateSmallDiff || pass+1 >= migrateMaxPasses {
 			break
 		}
 	}
-	m.Phase.Store(cluster.Frozen)
+	// The last difference and DONE in one round trip, within a bound.
+	m.Freeze()
+	frozen := time.Now()
+	p.deadline = frozen.Add(max(migrateFrozenTimeout, 2*last))
 	buf = s.store.CopySlot(m.Slot, gcra.InstantOf(s.now()), true, buf[:0])
-	if _, err := s.sendDiff(p, slot, sent, buf); err != nil {
-		m.Phase.Store(cluster.Copying)
-		return err
+	n := s.queueDiff(p, slot, sent, buf)
+	p.send("CLUSTERX", "IMPORT", slot, "DONE")
+	if err := p.replies(n + 1); err != nil {
+		return 0, fmt.Errorf("frozen for %v: %w", time.Since(frozen).Round(time.Microsecond), err)
 	}
-	if err := p.call("CLUSTERX", "IMPORT", slot, "DONE"); err != nil {
-		m.Phase.Store(cluster.Copying)
-		return err
-	}
-	m.Phase.Store(cluster.Asking)
-	return nil
+	m.Thaw(cluster.Asking)
+	return time.Since(frozen), nil
 }
 
 // sendDiff sends what of now differs from sent (changed or new keys, and
 // keys gone), pipelined, updates sent, and returns how many it sent.
 func (s *Server) sendDiff(p *peer, slot string, sent map[string]storage.Change, now []storage.Change) (int, error) {
-	seen := make(map[string]bool, len(now))
-	n := 0
+	n := s.queueDiff(p, slot, sent, now)
+	return n, p.replies(n)
+}
+
+// queueDiff is sendDiff without the flush and the replies. It costs one
+// lookup a key of now: the last pass runs frozen, and its cost is the
+// freeze's. Keys gone, which are rare (a key expired, or deleted), are
+// looked for only when some are.
+func (s *Server) queueDiff(p *peer, slot string, sent map[string]storage.Change, now []storage.Change) int {
+	n, before, kept := 0, len(sent), 0
 	for _, ch := range now {
-		seen[ch.Key] = true
-		if old, ok := sent[ch.Key]; ok && old == ch {
-			continue
+		old, ok := sent[ch.Key]
+		if ok {
+			kept++
+			if old == ch {
+				continue
+			}
 		}
 		p.send("CLUSTERX", "IMPORT", slot, "KEY", ch.Key, string(replication.EncodeValue(ch)))
 		sent[ch.Key] = ch
 		n++
+	}
+	if kept == before {
+		return n
+	}
+	seen := make(map[string]bool, len(now))
+	for _, ch := range now {
+		seen[ch.Key] = true
 	}
 	for k := range sent {
 		if !seen[k] {
@@ -165,7 +232,7 @@ func (s *Server) sendDiff(p *peer, slot string, sent map[string]storage.Change, 
 			n++
 		}
 	}
-	return n, p.replies(n)
+	return n
 }
 
 // CLUSTERX IMPORT slot START source-id | KEY key value | DONE | ABORT
@@ -246,7 +313,10 @@ type peer struct {
 	conn    net.Conn
 	r       *bufio.Reader
 	w       *bufio.Writer
-	pending int
+	pending int // commands sent whose replies are yet to be read
+	// deadline bounds the replies read from now on; zero: each read of
+	// replies has migrateTimeout.
+	deadline time.Time
 }
 
 func dialPeer(n cluster.Node, pass string) (*peer, error) {
@@ -278,7 +348,11 @@ func (p *peer) send(args ...string) {
 // replies flushes the queued commands and reads n replies, each +OK; the
 // first error reply is returned.
 func (p *peer) replies(n int) error {
-	_ = p.conn.SetDeadline(time.Now().Add(migrateTimeout))
+	d := p.deadline
+	if d.IsZero() {
+		d = time.Now().Add(migrateTimeout)
+	}
+	_ = p.conn.SetDeadline(d)
 	if err := p.w.Flush(); err != nil {
 		return err
 	}

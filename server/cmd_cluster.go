@@ -106,13 +106,18 @@ func (c *client) route(spec *command, args [][]byte) bool {
 // routeAny is route for any command.
 func (c *client) routeAny(spec *command, args [][]byte) bool {
 	c.slot = -1
-	if spec.subcommands != nil && len(args) > 1 {
-		if sub := spec.subcommand(args[1]); sub != nil {
-			spec = sub
-		}
-	}
+	spec = spec.resolve(args)
 	asking := c.asking
-	c.asking = false // ASKING is for the next command only
+	// ASKING is for the next command only, or, as Redis's, for the whole
+	// transaction that MULTI next begins, until EXEC or DISCARD: a client
+	// follows an ASK with ASKING, MULTI, ..., EXEC (go-redis does).
+	inTx := c.tx != nil && spec.name != "exec" && spec.name != "discard"
+	if !inTx && !(c.tx == nil && spec.name == "multi") {
+		c.asking = false
+	}
+	if spec.name == "exec" && c.tx != nil && !c.tx.aborted && c.tx.slot >= 0 {
+		return c.routeExec(asking)
+	}
 	if spec.firstKey == 0 {
 		return true
 	}
@@ -133,8 +138,10 @@ func (c *client) routeAny(spec *command, args [][]byte) bool {
 	if slot < 0 {
 		return true
 	}
-	read := spec.readonly || (spec.peekArg > 0 && len(args) > spec.peekArg && string(args[spec.peekArg]) == "0")
-	r, node := c.srv.cluster.Route(slot, asking, c.readOnly, read)
+	r, node := c.srv.cluster.Route(slot, asking, c.readOnly, spec.reads(args))
+	if r == cluster.TryAgain && c.srv.awaitThaw(slot) {
+		r, node = c.srv.cluster.Route(slot, asking, c.readOnly, spec.reads(args))
+	}
 	if r == cluster.Local {
 		if c.tx != nil && !spec.txControl {
 			// Every command of a transaction must be in one slot. Redis
@@ -150,6 +157,52 @@ func (c *client) routeAny(spec *command, args [][]byte) bool {
 		return true
 	}
 	c.flagTransaction()
+	c.writeRoute(r, slot, node)
+	return false
+}
+
+// routeExec routes EXEC by its transaction's slot, again, as Redis's EXEC
+// does: the slot may have moved, or be moving, since the commands were
+// queued, and run here they would decide on a copy the slot's owner never
+// sees. A transaction sent elsewhere is discarded, as Redis discards it.
+func (c *client) routeExec(asking bool) bool {
+	read := true
+	for _, q := range c.tx.queue {
+		read = read && q.spec.resolve(q.args).reads(q.args)
+	}
+	slot := c.tx.slot
+	r, node := c.srv.cluster.Route(slot, asking, c.readOnly, read)
+	if r == cluster.TryAgain && c.srv.awaitThaw(slot) {
+		r, node = c.srv.cluster.Route(slot, asking, c.readOnly, read)
+	}
+	if r == cluster.Local {
+		return true
+	}
+	c.tx = nil
+	c.regate()
+	c.watched = nil
+	c.writeRoute(r, slot, node)
+	return false
+}
+
+// resolve returns the subcommand args name, or spec itself.
+func (spec *command) resolve(args [][]byte) *command {
+	if spec.subcommands != nil && len(args) > 1 {
+		if sub := spec.subcommand(args[1]); sub != nil {
+			return sub
+		}
+	}
+	return spec
+}
+
+// reads reports whether spec run with args only reads: a read-only
+// command, or a decision's peek (quantity 0).
+func (spec *command) reads(args [][]byte) bool {
+	return spec.readonly || (spec.peekArg > 0 && len(args) > spec.peekArg && string(args[spec.peekArg]) == "0")
+}
+
+// writeRoute answers the error of route r (not Local) for slot.
+func (c *client) writeRoute(r cluster.Route, slot int, node *cluster.Node) {
 	switch r {
 	case cluster.Moved:
 		c.writeError(errMoved("MOVED", slot, node))
@@ -162,7 +215,6 @@ func (c *client) routeAny(spec *command, args [][]byte) bool {
 	default:
 		c.writeError(errNotInCluster)
 	}
-	return false
 }
 
 // clusterOn answers the error of a server without cluster mode and reports
