@@ -384,15 +384,14 @@ func cmdClusterNodes(c *client, _ [][]byte, _ time.Time) {
 		epoch := strconv.FormatInt(max(top.Version, 0), 10)
 		for k := range top.Nodes {
 			n := &top.Nodes[k]
-			flags, master := "master", "-"
+			flags := "master"
 			if n.IsReplica() {
-				flags, master = "slave", n.MasterID
+				flags = "slave"
 			}
 			if n == me {
 				flags = "myself," + flags
 			}
-			b.WriteString(n.ID + " " + n.IP + ":" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(n.Port+10000) + " " +
-				flags + " " + master + " 0 0 " + epoch + " connected")
+			b.WriteString(nodeLine(n, flags, epoch))
 			for _, r := range n.Slots {
 				b.WriteString(" " + r.String())
 			}
@@ -434,9 +433,34 @@ func cmdClusterReplicas(c *client, args [][]byte, _ time.Time) {
 	c.writeArray(len(reps))
 	epoch := strconv.FormatInt(max(top.Version, 0), 10)
 	for _, n := range reps {
-		c.writeBulkString(n.ID + " " + n.IP + ":" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(n.Port+10000) +
-			" slave " + n.MasterID + " 0 0 " + epoch + " connected")
+		c.writeBulkString(nodeLine(n, "slave", epoch))
 	}
+}
+
+// nodeLine is a node's line of CLUSTER NODES (and REPLICAS), up to its
+// slots: id, ip:port@cport, flags, master, ping-sent, pong-recv,
+// config-epoch, link-state.
+func nodeLine(n *cluster.Node, flags, epoch string) string {
+	master := "-"
+	if n.IsReplica() {
+		master = n.MasterID
+	}
+	return n.ID + " " + n.IP + ":" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(n.Port+10000) + " " +
+		flags + " " + master + " 0 0 " + epoch + " connected"
+}
+
+// topologyOrNone returns the topology in force, or answers for there being
+// none (an error without cluster mode, an empty array before any push) and
+// returns nil.
+func (c *client) topologyOrNone() *cluster.Topology {
+	if !c.clusterOn() {
+		return nil
+	}
+	top, _ := c.srv.cluster.Topology()
+	if top == nil {
+		c.writeArray(0)
+	}
+	return top
 }
 
 // CLUSTER SLOTS
@@ -444,12 +468,8 @@ func cmdClusterReplicas(c *client, args [][]byte, _ time.Time) {
 // Redis 7's reply: for each range of slots, its start, its end, its master
 // and then its replicas, each as ip, port, id and a map of metadata (empty).
 func cmdClusterSlots(c *client, _ [][]byte, _ time.Time) {
-	if !c.clusterOn() {
-		return
-	}
-	top, _ := c.srv.cluster.Topology()
+	top := c.topologyOrNone()
 	if top == nil {
-		c.writeArray(0)
 		return
 	}
 	type block struct {
@@ -484,12 +504,8 @@ func cmdClusterSlots(c *client, _ [][]byte, _ time.Time) {
 // Redis 7's reply: one map a master with slots, its slot ranges as pairs of
 // integers and its nodes (the master, then its replicas) each a map.
 func cmdClusterShards(c *client, _ [][]byte, _ time.Time) {
-	if !c.clusterOn() {
-		return
-	}
-	top, _ := c.srv.cluster.Topology()
+	top := c.topologyOrNone()
 	if top == nil {
-		c.writeArray(0)
 		return
 	}
 	var masters []*cluster.Node
