@@ -23,6 +23,10 @@ type ReshardOptions struct {
 // DefaultTimeout is ReshardOptions.Timeout's default.
 const DefaultTimeout = time.Minute
 
+// migrateAttempts is how many times a slot's migration is tried when it
+// gives up, each time leaving the slot where it was.
+const migrateAttempts = 3
+
 // NodeError is a command a node refused or did not answer.
 type NodeError struct {
 	Node    string // address, and ID when known
@@ -211,7 +215,20 @@ func (s *session) move(p *Plan, slot int, version int64) (int64, time.Duration, 
 		return 0, 0, err
 	}
 	start := time.Now()
-	if _, err := s.call(p.From.Addr, p.From.String(), "CLUSTERX", "MIGRATE", sl, p.To.ID, "SYNC"); err != nil {
+	for attempt := 1; ; attempt++ {
+		_, err := s.call(p.From.Addr, p.From.String(), "CLUSTERX", "MIGRATE", sl, p.To.ID, "SYNC")
+		if err == nil {
+			break
+		}
+		// A migration that gave up (the destination slow to answer while
+		// the slot was frozen, a connection lost) left the slot on the
+		// source with its state: it is tried again, a few times.
+		if attempt < migrateAttempts && strings.Contains(err.Error(), "ERR slot "+sl+" to ") {
+			fmt.Fprintf(s.o.Out, "slot %d: migration gave up, the slot stays on %s (%v); trying again (%d/%d)\n",
+				slot, p.From.Addr, err, attempt+1, migrateAttempts)
+			time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
+			continue
+		}
 		return 0, 0, fmt.Errorf("slot %d stays on %s: %w", slot, p.From.Addr, err)
 	}
 	var failed []string

@@ -49,7 +49,7 @@ const (
 	// destination slower than that is given up on and the slot thaws
 	// here. The slot's commands wait for the freeze to end (awaitThaw),
 	// and a freeze takes well under a millisecond on one host.
-	migrateFrozenTimeout = 20 * time.Millisecond
+	migrateFrozenTimeout = 50 * time.Millisecond
 	// migrateAbortTimeout bounds the ABORT sent to a destination given up
 	// on: its slot is served here meanwhile.
 	migrateAbortTimeout = time.Second
