@@ -185,6 +185,26 @@ func (c *client) routeExec(asking bool) bool {
 	return false
 }
 
+// rerouteExec routes tx, whose slot froze while its EXEC was taking its
+// locks, once the freeze ends: true to run it here, or false with the
+// redirect answered (or TRYAGAIN, past the longest wait).
+func (c *client) rerouteExec(tx *multiState) bool {
+	read := true
+	for _, q := range tx.queue {
+		read = read && q.spec.resolve(q.args).reads(q.args)
+	}
+	c.srv.awaitThaw(tx.slot)
+	r, node := c.srv.cluster.Route(tx.slot, false, c.readOnly, read)
+	if r == cluster.Local && !c.srv.store.Frozen(tx.slot) {
+		return true
+	}
+	if r == cluster.Local {
+		r = cluster.TryAgain
+	}
+	c.writeRoute(r, tx.slot, node)
+	return false
+}
+
 // resolve returns the subcommand args name, or spec itself.
 func (spec *command) resolve(args [][]byte) *command {
 	if spec.subcommands != nil && len(args) > 1 {

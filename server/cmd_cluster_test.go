@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"net"
 	"strconv"
@@ -183,4 +184,39 @@ func BenchmarkConnBatchCluster(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16), "ns/command")
+}
+
+// An EXEC whose slot froze after it was routed, before it took its locks
+// (a migration's last copy), is answered as a command on the frozen slot
+// would be once the wait for the thaw ends: TRYAGAIN for the whole EXEC,
+// which clients retry, never a TRYAGAIN inside EXEC's reply, which they do
+// not; and nothing of it runs.
+func TestClusterExecOnASlotThatFrozeIsRetriedWhole(t *testing.T) {
+	nodes := startClusterNodes(t, 1)
+	a := nodes[0]
+	_, err := a.do(t, "CLUSTERX", "SETNODES", topology(nodes), 1)
+	require.NoError(t, err)
+	conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(a.port))
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+	r := bufio.NewReader(conn)
+	line := func() string {
+		l, err := r.ReadString('\n')
+		require.NoError(t, err)
+		return l
+	}
+	_, err = conn.Write([]byte("MULTI\r\nCL.THROTTLE {t}k 10 1 3600\r\n"))
+	require.NoError(t, err)
+	require.Equal(t, "+OK\r\n", line())
+	require.Equal(t, "+QUEUED\r\n", line())
+	slot := cluster.Slot([]byte("{t}k"))
+	a.srv.store.Freeze(slot, true) // frozen in the store, not yet in the routing
+	_, err = conn.Write([]byte("EXEC\r\n"))
+	require.NoError(t, err)
+	require.Equal(t, "-TRYAGAIN Multiple keys request during rehashing of slot\r\n", line(), "the whole EXEC, not a reply inside it")
+	a.srv.store.Freeze(slot, false)
+	res, err := a.do(t, "CL.THROTTLE", "{t}k", 10, 1, 3600, 0)
+	require.NoError(t, err)
+	require.Equal(t, int64(11), res.([]any)[2], "nothing of the transaction ran: a peek sees all 11 left")
 }

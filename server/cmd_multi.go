@@ -173,6 +173,15 @@ func cmdExec(c *client, _ [][]byte, now time.Time) {
 
 	keys, all := tx.keys(watched)
 	locked := c.srv.store.Lock(keys, all)
+	for c.srv.cluster != nil && tx.slot >= 0 && locked.SlotFrozen(tx.slot) {
+		// The slot froze between EXEC's routing and its locks: as a
+		// single command would, wait for it to thaw and route again.
+		locked.Unlock()
+		if !c.rerouteExec(tx) {
+			return
+		}
+		locked = c.srv.store.Lock(keys, all)
+	}
 	defer locked.Unlock()
 	at := gcra.InstantOf(now)
 	for _, w := range watched {
