@@ -165,7 +165,11 @@ func TestKeysCopiesOnlyWhatMatches(t *testing.T) {
 func TestRepliesWaitingForAllClientsAreBounded(t *testing.T) {
 	const total = 24 << 20
 	ts := startServer(t, func(c *server.Config) { c.Limits.MaxOutputTotal = total })
-	rdb := ts.goRedis(t)
+	// The pipelines of 10k decisions and INFO while 20 clients' 10 MiB
+	// replies are written may take longer than go-redis's 3 s on a loaded
+	// machine (seen: an i/o timeout under load average 7): the test bounds
+	// memory, not speed.
+	rdb := ts.goRedis(t, func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = 30*time.Second, 30*time.Second })
 	ctx := context.Background()
 	pad := strings.Repeat("x", 80)
 	for done := 0; done < 100_000; done += 10_000 {
