@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"redcell/internal/atomicfile"
 )
 
 // State is one node's view of the cluster: its ID, the topology pushed
@@ -326,7 +328,7 @@ func (s *State) Moves() []*Move {
 
 // The file a State persists in: "myid <id>", "version <n>", then the
 // topology's lines (Topology.Text), or no version and no lines before the
-// first push. It is written to a temporary file, synced and renamed.
+// first push. It is replaced whole (atomicfile).
 func (s *State) save(v *view) error {
 	if s.path == "" {
 		return nil
@@ -338,27 +340,8 @@ func (s *State) save(v *view) error {
 		b.WriteString("version " + strconv.FormatInt(v.top.Version, 10) + "\n")
 		b.WriteString(v.top.Text())
 	}
-	tmp := s.path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err = f.WriteString(b.String()); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, s.path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	if err := atomicfile.Write(s.path, []byte(b.String())); err != nil {
 		return fmt.Errorf("cluster: saving %s: %w", s.path, err)
-	}
-	if d, err := os.Open(filepath.Dir(s.path)); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"redcell/config"
+	"redcell/internal/atomicfile"
 	"redcell/replication"
 	"redcell/server"
 	"redcell/storage"
@@ -75,28 +76,8 @@ func rewriteRole(cfg config.Config, node *replication.Node) error {
 	}
 	body := "# Written by CONFIG REWRITE: redcell starts with this role, over --replicaof.\n" +
 		line + "\nreplica-priority " + strconv.FormatInt(st.Priority, 10) + "\n"
-	path := filepath.Join(cfg.Dir, roleFile)
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err = f.WriteString(body); err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
+	if err := atomicfile.Write(filepath.Join(cfg.Dir, roleFile), []byte(body)); err != nil {
 		return fmt.Errorf("CONFIG REWRITE: %w", err)
-	}
-	if d, err := os.Open(cfg.Dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return nil
 }
