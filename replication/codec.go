@@ -36,33 +36,25 @@ func appendChange(b []byte, ch storage.Change) []byte {
 	b = append(b, "*5\r\n$3\r\nSET\r\n"...)
 	b = appendBulk(b, ch.Key)
 	var num [20]byte
-	if ch.Kind == storage.KindTAT {
-		b = appendBulk(b, string(strconv.AppendInt(num[:0], int64(ch.TAT), 10)))
-	} else {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(boxMagic)+9+len(ch.Value)), 10)
-		b = append(b, "\r\n"+boxMagic...)
-		b = append(b, byte(ch.Kind))
-		b = binary.BigEndian.AppendUint64(b, uint64(ch.TAT))
-		b = append(b, ch.Value...)
-		b = append(b, "\r\n"...)
-	}
+	b = appendBulk(b, appendValue(num[:0], ch))
 	b = append(b, "$4\r\nPXAT\r\n"...)
-	return appendBulk(b, string(strconv.AppendInt(num[:0], expireAtMs(ch.TAT), 10)))
+	return appendBulk(b, strconv.AppendInt(num[:0], expireAtMs(ch.TAT), 10))
 }
 
-// boxValue is a boxed state as the string a snapshot holds (appendChange's
-// value).
-func boxValue(ch storage.Change) []byte {
+// appendValue appends ch's state as the string a replica holds: a TAT key's
+// TAT in decimal, another kind's boxed state.
+func appendValue(b []byte, ch storage.Change) []byte {
 	if ch.Kind == storage.KindTAT {
-		return strconv.AppendInt(nil, int64(ch.TAT), 10)
+		return strconv.AppendInt(b, int64(ch.TAT), 10)
 	}
-	v := make([]byte, 0, len(boxMagic)+9+len(ch.Value))
-	v = append(v, boxMagic...)
-	v = append(v, byte(ch.Kind))
-	v = binary.BigEndian.AppendUint64(v, uint64(ch.TAT))
-	return append(v, ch.Value...)
+	b = append(b, boxMagic...)
+	b = append(b, byte(ch.Kind))
+	b = binary.BigEndian.AppendUint64(b, uint64(ch.TAT))
+	return append(b, ch.Value...)
 }
+
+// boxValue is ch's state as the string a snapshot holds (appendValue).
+func boxValue(ch storage.Change) []byte { return appendValue(nil, ch) }
 
 // expireAtMs is exp in Unix milliseconds, rounded up: a Redis replica keeps
 // the key until the state it holds has passed.
@@ -74,7 +66,7 @@ func expireAtMs(exp gcra.Instant) int64 {
 	return ms
 }
 
-func appendBulk(b []byte, s string) []byte {
+func appendBulk[T string | []byte](b []byte, s T) []byte {
 	b = append(b, '$')
 	b = strconv.AppendInt(b, int64(len(s)), 10)
 	b = append(b, "\r\n"...)

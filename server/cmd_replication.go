@@ -312,7 +312,7 @@ func (s *Server) infoReplication(_ storage.Keyspace, now time.Time) [][2]string 
 // not a peek (quantity 0) on a replica: a replica refuses every write, as
 // Redis's does, even one that would store nothing.
 func (c *client) writeOnReplica(quantity int64) bool {
-	if quantity != 0 && c.srv.repl != nil && c.srv.repl.IsReplica() {
+	if quantity != 0 && c.srv.replica.Load() {
 		c.writeError(errReadOnly)
 		return true
 	}
@@ -353,7 +353,7 @@ func (s *Server) replicaOfParam() string {
 // writeRefusal is the error for a write the server cannot take now: a
 // replica's READONLY, or durable mode's MISCONF while the disk fails.
 func (s *Server) writeRefusal() replyError {
-	if s.repl != nil && s.repl.IsReplica() {
+	if s.replica.Load() {
 		return errReadOnly
 	}
 	return errMisconf

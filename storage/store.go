@@ -92,7 +92,7 @@ type Store struct {
 	// slot's count kept under its shard's lock (slots.go).
 	bySlot   bool
 	slotKeys []int32
-	frozen   [cluster.Slots]bool // each guarded by its slot's shard lock
+	frozen   []bool // by slot, with slotKeys; each guarded by its slot's shard lock
 }
 
 type shard struct {
@@ -122,7 +122,7 @@ func New(cfg Config) *Store {
 	n = 1 << bits.Len(uint(n-1)) // the next power of two
 	s := &Store{shards: make([]shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed(), bySlot: cfg.BySlot}
 	if cfg.BySlot {
-		s.slotKeys = make([]int32, cluster.Slots)
+		s.slotKeys, s.frozen = make([]int32, cluster.Slots), make([]bool, cluster.Slots)
 	}
 	s.mem.limit, s.mem.policy = cfg.MaxMemory, cfg.Eviction
 	for i := range s.shards {
