@@ -54,10 +54,17 @@ func (s *Store) CopyShard(i int, now gcra.Instant, buf []Change) []Change {
 	sh := &s.shards[i]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	t := &sh.t
+	return sh.t.copyLive(now, nil, buf)
+}
+
+// copyLive appends to buf every live key at now that keep accepts (nil:
+// every one) with its state, the keys' and states' bytes copied into one
+// allocation, so that the Changes stay valid once the lock is released.
+func (t *table) copyLive(now gcra.Instant, keep func(key []byte) bool, buf []Change) []Change {
+	live := func(e *entry) bool { return e.exp > now && (keep == nil || keep(t.keyOf(e))) }
 	size := 0
 	for j := range t.entries {
-		if e := &t.entries[j]; e.exp > now {
+		if e := &t.entries[j]; live(e) {
 			size += e.keyLen()
 			if e.boxed() {
 				size += len(t.value(e))
@@ -67,7 +74,7 @@ func (s *Store) CopyShard(i int, now gcra.Instant, buf []Change) []Change {
 	data := make([]byte, 0, size)
 	for j := range t.entries {
 		e := &t.entries[j]
-		if e.exp <= now {
+		if !live(e) {
 			continue
 		}
 		off := len(data)

@@ -35,15 +35,22 @@ func (s *Store) Freeze(slot int, on bool) bool {
 	sh := &s.shards[slot&int(s.mask)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if s.frozen[slot] != on {
-		s.frozen[slot] = on
-		if on {
-			sh.frozen++
-		} else {
-			sh.frozen--
-		}
-	}
+	s.setFrozen(sh, slot, on)
 	return true
+}
+
+// setFrozen freezes or thaws slot, whose shard sh is locked, keeping the
+// shard's count of frozen slots.
+func (s *Store) setFrozen(sh *shard, slot int, on bool) {
+	if s.frozen[slot] == on {
+		return
+	}
+	s.frozen[slot] = on
+	if on {
+		sh.frozen++
+	} else {
+		sh.frozen--
+	}
 }
 
 // Frozen reports whether slot is frozen.
@@ -80,24 +87,10 @@ func (s *Store) CopySlot(slot int, now gcra.Instant, freeze bool, buf []Change) 
 	sh := &s.shards[slot&int(s.mask)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if freeze && !s.frozen[slot] {
-		s.frozen[slot] = true
-		sh.frozen++
+	if freeze {
+		s.setFrozen(sh, slot, true)
 	}
-	t := &sh.t
-	for j := range t.entries {
-		e := &t.entries[j]
-		key := t.keyOf(e)
-		if e.exp <= now || cluster.Slot(key) != slot {
-			continue
-		}
-		ch := Change{Key: string(key), TAT: e.exp, Kind: e.kind()}
-		if e.boxed() {
-			ch.Value = string(t.value(e))
-		}
-		buf = append(buf, ch)
-	}
-	return buf
+	return sh.t.copyLive(now, func(key []byte) bool { return cluster.Slot(key) == slot }, buf)
 }
 
 // KeysInSlot calls fn with up to count live keys of slot, each a view valid
@@ -137,9 +130,6 @@ func (s *Store) DeleteSlot(slot int) int {
 		}
 		j++
 	}
-	if s.frozen[slot] {
-		s.frozen[slot] = false
-		sh.frozen--
-	}
+	s.setFrozen(sh, slot, false)
 	return n
 }
