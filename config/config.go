@@ -76,6 +76,7 @@ type Config struct {
 	MasterUser      string
 	MasterPass      string
 	ReplBacklogSize int64
+	ReplBufferLimit int64
 	ReplicaPriority int
 
 	// Cluster mode (cluster.go): ClusterEnabled is yes, no or emulated;

@@ -19,6 +19,10 @@ func addReplicationFlags(fs *flag.FlagSet, cfg *Config) {
 	cfg.ReplBacklogSize = replication.DefaultBacklogSize
 	fs.Var((*size)(&cfg.ReplBacklogSize), "repl-backlog-size",
 		"`bytes` of the replication stream kept, so that a replica back within them continues instead of resynchronizing in full")
+	cfg.ReplBufferLimit = replication.DefaultBufferLimit
+	fs.Var((*size)(&cfg.ReplBufferLimit), "repl-buffer-limit",
+		"the most `bytes` of the stream a replica may lack, the writes made during its full resynchronization included, "+
+			"before the master drops its link (Redis's client-output-buffer-limit replica hard limit)")
 	fs.IntVar(&cfg.ReplicaPriority, "replica-priority", replication.DefaultReplicaPriority,
 		"Sentinel promotes the replica with the lowest `priority` first; 0: never promote this one")
 }
@@ -48,6 +52,9 @@ func (c Config) validateReplication() error {
 	}
 	if c.ReplBacklogSize < 16<<10 || c.ReplBacklogSize > 1<<34 {
 		return fmt.Errorf("--repl-backlog-size %d: must be between 16kb and 16gb", c.ReplBacklogSize)
+	}
+	if c.ReplBufferLimit < c.ReplBacklogSize || c.ReplBufferLimit > 1<<36 {
+		return fmt.Errorf("--repl-buffer-limit %d: must be at least --repl-backlog-size (%d) and at most 64gb", c.ReplBufferLimit, c.ReplBacklogSize)
 	}
 	if c.ReplicaPriority < 0 {
 		return fmt.Errorf("--replica-priority %d: must not be negative", c.ReplicaPriority)

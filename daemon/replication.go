@@ -37,7 +37,8 @@ type savedRole struct {
 // role's master or of --replicaof's, or a master.
 func startReplication(cfg config.Config, store *storage.Store, port int, logger *slog.Logger) (*replication.Node, error) {
 	node := replication.New(replication.Config{Store: store, BacklogSize: int(cfg.ReplBacklogSize),
-		MasterUser: cfg.MasterUser, MasterAuth: cfg.MasterPass, ListeningPort: port, Logger: logger})
+		BufferLimit: int(cfg.ReplBufferLimit),
+		MasterUser:  cfg.MasterUser, MasterAuth: cfg.MasterPass, ListeningPort: port, Logger: logger})
 	node.SetPriority(int64(cfg.ReplicaPriority))
 	host, mport, replica := cfg.ReplicaOfAddr()
 	if !cfg.InMemory {

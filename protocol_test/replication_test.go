@@ -50,6 +50,11 @@ func withBacklog(size int) replOption {
 	return func(c *replication.Config) { c.BacklogSize = size }
 }
 
+// withBufferLimit sets the node's --repl-buffer-limit.
+func withBufferLimit(size int) replOption {
+	return func(c *replication.Config) { c.BufferLimit = size }
+}
+
 // withDial makes the node connect to its master through dial.
 func withDial(dial func(addr string) (net.Conn, error)) replOption {
 	return func(c *replication.Config) { c.Dial = dial }
@@ -647,38 +652,79 @@ func (c *stallingConn) Read(p []byte) (int, error) {
 	return c.Conn.Read(p)
 }
 
-// A replica that takes its snapshot slowly while the master's writes go on
-// falls further behind than the backlog holds before it streams: the
-// master drops it, and its next full resynchronization, with the writes
-// over, converges. Under writes that never stop, a link like this one
-// would start over for good (the backlog is the only buffer a link has).
-func TestReplicationFullSyncOutrunByWrites(t *testing.T) {
-	clock := newManualClock(t0)
-	release := make(chan struct{})
+// stalledReplica starts a master with a 64 KiB backlog (and opts) holding
+// keys, and a replica of it whose first connection stops reading once it
+// has sent PSYNC, until release is called (or the test ends): a replica
+// slow to take its snapshot.
+func stalledReplica(t *testing.T, clock *manualClock, keys []string, opts ...replOption) (m, r *replServer, release func()) {
+	t.Helper()
+	released := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(released) }) }
 	var dials atomic.Int64
 	dial := func(addr string) (net.Conn, error) {
 		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil || dials.Add(1) > 1 {
 			return conn, err
 		}
-		return &stallingConn{Conn: conn, release: release}, nil
+		return &stallingConn{Conn: conn, release: released}, nil
 	}
-	m := startReplServer(t, clock.Now, withBacklog(64<<10))
-	r := startReplServer(t, clock.Now, withDial(dial))
-	keys := keyNames("user:", 20000)
+	m = startReplServer(t, clock.Now, append([]replOption{withBacklog(64 << 10)}, opts...)...)
+	r = startReplServer(t, clock.Now, withDial(dial))
+	t.Cleanup(release) // registered after the servers', so run before them
 	m.throttleAll(t, keys, func(int) int { return 1 })
 	require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", m.Port))
 	require.Eventually(t, func() bool { return m.info(t, "connected_slaves") == "1" }, 10*time.Second, 5*time.Millisecond)
+	return m, r, release
+}
 
-	// Writes while the replica does not read, until the master gives up
-	// on it: the kernel's buffers hold some, the backlog 64 KiB more.
+// A replica that takes its snapshot slowly while the master's writes go on
+// falls further behind than the backlog holds: the master keeps the stream
+// it lacks (up to --repl-buffer-limit), and once it reads again it
+// converges from that one full resynchronization.
+func TestReplicationFullSyncKeepsTheWritesMadeDuringIt(t *testing.T) {
+	clock := newManualClock(t0)
+	keys := keyNames("user:", 20000)
+	m, r, release := stalledReplica(t, clock, keys)
+	// Writes while the replica does not read, until the stream kept for
+	// it is 4 times the backlog (the kernel's buffers take some first).
 	rounds := 0
 	require.Eventually(t, func() bool {
 		rounds++
 		m.throttleAll(t, keys[:5000], func(int) int { return 1 })
-		return strings.Contains(m.log.String(), "more than the backlog holds")
+		m.Node.Sync()
+		return m.Node.Status().BacklogLen > 4*64<<10
+	}, 60*time.Second, time.Millisecond)
+	release()
+	caughtUp(t, m, r)
+	requireConverged(t, m, keys, r)
+	require.Equal(t, int64(1), m.Node.Status().SyncFull, "after %d rounds of writes", rounds)
+	require.NotContains(t, m.log.String(), "link to replica lost")
+	// Caught up, the master's stream goes back to its backlog's size.
+	m.throttleAll(t, keys[:10], func(int) int { return 1 })
+	m.Node.Sync()
+	require.LessOrEqual(t, m.Node.Status().BacklogLen, int64(64<<10))
+}
+
+// A replica that falls further behind than --repl-buffer-limit while it
+// takes its snapshot is dropped, and its next full resynchronization, with
+// the writes over, converges. Under writes that never stop, a link like
+// this one would start over for good, as a Redis replica past its
+// client-output-buffer-limit does.
+func TestReplicationFullSyncOutrunByWrites(t *testing.T) {
+	clock := newManualClock(t0)
+	keys := keyNames("user:", 20000)
+	m, r, release := stalledReplica(t, clock, keys, withBufferLimit(256<<10))
+
+	// Writes while the replica does not read, until the master gives up
+	// on it: the kernel's buffers hold some, the buffer limit 256 KiB more.
+	rounds := 0
+	require.Eventually(t, func() bool {
+		rounds++
+		m.throttleAll(t, keys[:5000], func(int) int { return 1 })
+		return strings.Contains(m.log.String(), "more than the replica buffer limit of 262144 bytes holds")
 	}, 60*time.Second, time.Millisecond, "the master's log:\n%s", m.log)
-	close(release)
+	release()
 	caughtUp(t, m, r)
 	requireConverged(t, m, keys, r)
 	require.Equal(t, int64(2), m.Node.Status().SyncFull, "after %d rounds of writes", rounds)

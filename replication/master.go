@@ -150,7 +150,7 @@ func (n *Node) PSync(conn net.Conn, ip string, port int, replID string, offset i
 		n.store.SetFeed(true)
 		n.startFeedLocked()
 	}
-	from, full := n.continueFrom(replID, offset)
+	h, full := n.continueFrom(l, replID, offset)
 	n.mu.Unlock()
 	switch {
 	case !full:
@@ -166,9 +166,9 @@ func (n *Node) PSync(conn net.Conn, ip string, port int, replID string, offset i
 		go l.fullSync(replID != "")
 	} else {
 		l.state.Store("online")
-		l.acked.Store(from)
+		l.acked.Store(h.off)
 		reply := "+CONTINUE " + n.currentID() + "\r\n"
-		go l.stream(from, []byte(reply))
+		go l.stream(h, []byte(reply))
 	}
 	return l, nil
 }
@@ -206,16 +206,17 @@ func (n *Node) currentID() string {
 // continueFrom decides whether a replica asking to continue
 // replID's stream after offset-1 can: the id is this stream's (or the
 // previous master's, up to offset2) and the backlog still holds offset.
-func (n *Node) continueFrom(replID string, offset int64) (from int64, full bool) {
+// If it can, it returns the link's hold on the stream from there.
+func (n *Node) continueFrom(l *Link, replID string, offset int64) (h *hold, full bool) {
 	n.streamMu.Lock()
 	defer n.streamMu.Unlock()
 	first, end := n.backlog.offsets()
 	idOK := replID == n.replID || (replID == n.replID2 && offset <= n.offset2+1)
-	from = offset - 1 // PSYNC names the first byte it lacks; offsets count bytes
+	from := offset - 1 // PSYNC names the first byte it lacks; offsets count bytes
 	if !idOK || !n.backlog.active() || from < first || from > end {
-		return 0, true
+		return nil, true
 	}
-	return from, false
+	return n.backlog.hold(from, l.lost), false
 }
 
 // fullSync sends +FULLRESYNC and a snapshot, then the stream from the
@@ -228,7 +229,9 @@ func (l *Link) fullSync(psync bool) {
 	// too is applied twice, harmlessly.
 	n.streamMu.Lock()
 	_, off := n.backlog.offsets()
-	n.backlog.append(nil) // allocated: the link holds off from now on
+	n.backlog.append(nil) // allocated: the link reads from off on
+	h := n.backlog.hold(off, l.lost)
+	defer n.backlog.release(h)
 	now := gcra.InstantOf(n.cfg.Now())
 	var keys []storage.Change
 	for i := 0; i < n.store.Shards(); i++ {
@@ -259,7 +262,7 @@ func (l *Link) fullSync(psync bool) {
 	n.log.Info("replication: full resynchronization sent", "replica", addr(l.ip, l.port), "bytes", snap.Len(), "offset", off)
 	l.state.Store("online")
 	l.acked.Store(off)
-	l.stream(off, nil)
+	l.stream(h, nil)
 }
 
 // writeSnapshot writes keys as an RDB a real redis-server loads.
@@ -287,9 +290,10 @@ func writeSnapshot(w io.Writer, keys []storage.Change, replID string, offset int
 	return wr.Close()
 }
 
-// stream sends first, then the backlog from off on, until the link closes
-// or falls behind the backlog.
-func (l *Link) stream(off int64, first []byte) {
+// stream sends first, then the stream from h on, until the link closes or
+// falls behind by more than the backlog holds for it; it releases h.
+func (l *Link) stream(h *hold, first []byte) {
+	defer l.n.backlog.release(h)
 	if len(first) > 0 {
 		if err := l.write(first); err != nil {
 			l.fail(err)
@@ -298,9 +302,9 @@ func (l *Link) stream(off int64, first []byte) {
 	}
 	buf := make([]byte, 64<<10)
 	for {
-		k, end, grown, ok := l.n.backlog.readAt(off, buf)
+		k, grown, ok, behind := l.n.backlog.read(h, buf)
 		if !ok {
-			l.fail(fmt.Errorf("the replica fell %d bytes behind, more than the backlog holds", end-off))
+			l.lost(behind)
 			return
 		}
 		if k > 0 {
@@ -308,7 +312,6 @@ func (l *Link) stream(off int64, first []byte) {
 				l.fail(err)
 				return
 			}
-			off += int64(k)
 			continue
 		}
 		select {
@@ -317,6 +320,13 @@ func (l *Link) stream(off int64, first []byte) {
 			return
 		}
 	}
+}
+
+// lost drops a link whose replica fell behind by more than the backlog
+// keeps for it.
+func (l *Link) lost(behind int64) {
+	l.fail(fmt.Errorf("the replica fell %d bytes behind, more than the replica buffer limit of %d bytes holds",
+		behind, l.n.backlog.limit))
 }
 
 func (l *Link) write(p []byte) error {

@@ -31,6 +31,12 @@ const (
 	// stream of a pipelined load at a million decisions a second (Redis's
 	// 1 MiB would hold 12 ms of it).
 	DefaultBacklogSize = 64 << 20
+	// DefaultBufferLimit is how far a replica may fall behind the stream
+	// (the writes made during its full resynchronization included) before
+	// the master drops it: Redis's client-output-buffer-limit replica hard
+	// limit, 256 MiB. At 200k decisions a second, some 60 B each, a
+	// snapshot may take 20 s to send.
+	DefaultBufferLimit = 256 << 20
 	// DefaultFeedInterval is how often a master takes the store's changes
 	// into the stream: the floor of the replication lag.
 	DefaultFeedInterval = time.Millisecond
@@ -52,6 +58,10 @@ type Config struct {
 	// BacklogSize is the backlog's size in bytes; 0 means
 	// DefaultBacklogSize.
 	BacklogSize int
+	// BufferLimit is the most bytes of the stream a replica may lack
+	// before its link is dropped (at least BacklogSize); 0 means
+	// DefaultBufferLimit.
+	BufferLimit int
 	// FeedInterval, PingInterval and Timeout: 0 means their defaults.
 	FeedInterval, PingInterval, Timeout time.Duration
 	// MasterUser and MasterAuth authenticate a replica to its master.
@@ -117,6 +127,9 @@ func New(cfg Config) *Node {
 	if cfg.BacklogSize == 0 {
 		cfg.BacklogSize = DefaultBacklogSize
 	}
+	if cfg.BufferLimit == 0 {
+		cfg.BufferLimit = DefaultBufferLimit
+	}
 	if cfg.FeedInterval == 0 {
 		cfg.FeedInterval = DefaultFeedInterval
 	}
@@ -132,7 +145,7 @@ func New(cfg Config) *Node {
 	if cfg.Dial == nil {
 		cfg.Dial = func(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, 5*time.Second) }
 	}
-	n := &Node{cfg: cfg, store: cfg.Store, log: cfg.Logger, backlog: newBacklog(cfg.BacklogSize),
+	n := &Node{cfg: cfg, store: cfg.Store, log: cfg.Logger, backlog: newBacklog(cfg.BacklogSize, cfg.BufferLimit),
 		replID: newReplID(), offset2: -1, links: map[*Link]struct{}{}, acked: make(chan struct{})}
 	n.priority.Store(DefaultReplicaPriority)
 	return n
