@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 
 	"redcell/gcra"
@@ -74,20 +75,24 @@ func appendBulk[T string | []byte](b []byte, s T) []byte {
 	return append(b, "\r\n"...)
 }
 
-// appendCommand appends args as a multibulk command: how a replica forwards
-// what it applied to its own replicas, byte for byte what a master sends.
-func appendCommand(b []byte, args [][]byte) []byte {
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(args)), 10)
-	b = append(b, "\r\n"...)
+// commandLen is how many bytes args take as a multibulk command as a master
+// writes it: what a replica checks each command of its master's stream
+// against, so that its offset counts what it applied.
+func commandLen(args [][]byte) int {
+	n := 1 + digits(len(args)) + 2
 	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, "\r\n"...)
-		b = append(b, a...)
-		b = append(b, "\r\n"...)
+		n += 1 + digits(len(a)) + 2 + len(a) + 2
 	}
-	return b
+	return n
+}
+
+// digits is how many decimal digits n >= 0 has.
+func digits(n int) int {
+	d := 1
+	for ; n >= 10; n /= 10 {
+		d++
+	}
+	return d
 }
 
 // errNotAState is a value that is neither a decimal TAT nor a boxed state: a
@@ -113,11 +118,31 @@ func decodeValue(value []byte) (storage.Kind, gcra.Instant, []byte, error) {
 		}
 		return kind, exp, rest[9:], nil
 	}
-	tat, err := strconv.ParseInt(string(value), 10, 64)
-	if err != nil || tat <= 0 {
+	tat, ok := parseTAT(value)
+	if !ok {
 		return 0, 0, nil, fmt.Errorf("%w: %.40q", errNotAState, value)
 	}
-	return storage.KindTAT, gcra.Instant(tat), nil, nil
+	return storage.KindTAT, tat, nil, nil
+}
+
+// parseTAT reads a TAT written in decimal (a positive int64, without sign
+// or leading zero, as appendChange and redis-cell write it) without the
+// allocation strconv's error would cost the stream per command.
+func parseTAT(b []byte) (gcra.Instant, bool) {
+	if len(b) == 0 || len(b) > 19 || b[0] == '0' {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if n > math.MaxInt64 {
+		return 0, false
+	}
+	return gcra.Instant(n), true
 }
 
 // EncodeValue is a key's state as the string replication sends for it (a

@@ -2,7 +2,6 @@ package replication
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -244,14 +243,14 @@ func (u *upstream) session() error {
 }
 
 func (u *upstream) send(conn net.Conn, args ...string) error {
-	b := make([][]byte, len(args))
-	for i, a := range args {
-		b[i] = []byte(a)
+	b := fmt.Appendf(nil, "*%d\r\n", len(args))
+	for _, a := range args {
+		b = appendBulk(b, a)
 	}
 	u.writeMu.Lock()
 	defer u.writeMu.Unlock()
 	_ = conn.SetWriteDeadline(time.Now().Add(u.n.cfg.Timeout))
-	_, err := conn.Write(appendCommand(nil, b))
+	_, err := conn.Write(b)
 	return err
 }
 
@@ -363,39 +362,32 @@ func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
 		}
 	}()
 	// The commands of one read are applied, then appended to the backlog
-	// together. Applying first keeps the order a snapshot for this node's
-	// own replicas relies on (fullSync): what the backlog holds before a
-	// snapshot's offset is in the snapshot; a command applied but not yet
-	// appended is in both, and applying a state twice is harmless.
-	src := &streamTee{r: br}
-	rd := resp.NewReader(src, resp.Limits{})
-	var raw, batch []byte
+	// together, as the master sent them. Applying first keeps the order a
+	// snapshot for this node's own replicas relies on (fullSync): what the
+	// backlog holds before a snapshot's offset is in the snapshot; a
+	// command applied but not yet appended is in both, and applying a
+	// state twice is harmless.
+	rd := resp.NewReader(br, resp.Limits{})
 	getAck := false
 	for {
+		used := len(rd.Used())
 		args, err := rd.Next(true)
 		if err != nil {
 			return fmt.Errorf("the master's stream: %w", err)
 		}
-		raw = raw[:0]
-		if args != nil {
-			raw = appendCommand(raw, args)
-		}
-		// The offset counts the bytes the master sent, and what this node
-		// forwards is raw: they are the same only for a multibulk command
-		// as a master writes it. Anything else (an inline command, an
-		// empty one or a blank line, which Next skips) would make the
-		// offsets part, and a later +CONTINUE resume in the middle of a
-		// command.
-		pending, _ := rd.Pending()
-		if !src.take(len(src.buf)-src.off-pending, raw) {
+		// The offset counts the bytes the master sent. Anything but a
+		// multibulk command as a master writes it (an inline command, an
+		// empty one or a blank line, which Next skips) is not what a
+		// master sends: a +CONTINUE could resume inside it.
+		if cmd := rd.Used()[used:]; args == nil && len(cmd) > 0 ||
+			args != nil && (cmd[0] != '*' || len(cmd) != commandLen(args)) {
 			return errors.New("the master's stream: bytes that are not a multibulk command as a master sends one")
 		}
 		if args != nil {
 			getAck = u.applyCommand(args) || getAck
-			batch = append(batch, raw...)
 			continue
 		}
-		n.appendStream(batch)
+		n.appendStream(rd.Used())
 		if getAck {
 			_, end := n.backlog.offsets()
 			if err := u.send(conn, "REPLCONF", "ACK", strconv.FormatInt(end, 10)); err != nil {
@@ -403,11 +395,6 @@ func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
 			}
 			getAck = false
 		}
-		if cap(batch) > 1<<20 {
-			batch, raw = nil, nil // a burst's buffers are not kept
-		}
-		batch = batch[:0]
-		src.compact()
 		_ = conn.SetReadDeadline(time.Now().Add(n.cfg.Timeout))
 		if err := rd.Fill(); err != nil {
 			return err
@@ -420,19 +407,29 @@ func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
 // REPLCONF GETACK.
 func (u *upstream) applyCommand(args [][]byte) (getAck bool) {
 	n := u.n
-	name := strings.ToLower(string(args[0]))
-	switch name {
+	var lower [8]byte // the longest name below, REPLCONF
+	name := args[0]
+	if len(name) <= len(lower) {
+		for i, c := range name {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			lower[i] = c
+		}
+		name = lower[:len(name)]
+	}
+	switch string(name) {
 	case "set":
 		if len(args) < 3 {
 			break
 		}
 		kind, exp, state, err := decodeValue(args[2])
 		if err != nil {
-			u.ignore(name, err)
+			u.ignore(string(name), err)
 			return false
 		}
 		if err := n.store.Apply(args[1], kind, exp, state); err != nil {
-			u.ignore(name, err)
+			u.ignore(string(name), err)
 		}
 		return false
 	case "del", "unlink":
@@ -449,7 +446,7 @@ func (u *upstream) applyCommand(args [][]byte) (getAck bool) {
 	case "ping", "select", "multi", "exec":
 		return false
 	}
-	u.ignore(name, errors.New("not a command redcell replicates"))
+	u.ignore(string(name), errors.New("not a command redcell replicates"))
 	return false
 }
 
@@ -475,38 +472,4 @@ func (d *deadlineReader) Read(p []byte) (int, error) {
 		d.lastIO.Store(time.Now().UnixNano())
 	}
 	return n, err
-}
-
-// streamTee keeps the bytes read through it until the commands they make
-// are taken: what a replica checks its forwarded commands against.
-type streamTee struct {
-	r   io.Reader
-	buf []byte // buf[off:] is what was read and not taken yet
-	off int
-}
-
-func (s *streamTee) Read(p []byte) (int, error) {
-	n, err := s.r.Read(p)
-	s.buf = append(s.buf, p[:n]...)
-	return n, err
-}
-
-// take takes the next n bytes read, and reports whether they are cmd.
-func (s *streamTee) take(n int, cmd []byte) bool {
-	if n != len(cmd) || !bytes.Equal(s.buf[s.off:s.off+n], cmd) {
-		return false
-	}
-	s.off += n
-	return true
-}
-
-// compact drops what was taken, once the reader holds no whole command.
-func (s *streamTee) compact() {
-	rest := len(s.buf) - s.off
-	if cap(s.buf) > 1<<20 && rest < 64<<10 {
-		s.buf = append([]byte(nil), s.buf[s.off:]...)
-	} else {
-		s.buf = s.buf[:copy(s.buf, s.buf[s.off:])]
-	}
-	s.off = 0
 }

@@ -10,6 +10,13 @@ func (r *Reader) Pending() (n int, sinceLastFill bool) {
 	return r.w - r.r, r.r >= r.fillFrom
 }
 
+// Used returns the input Next has used since the last Fill: the whole
+// commands it returned and the empty ones it skipped, valid until the next
+// Fill. Multibulk commands are there byte for byte as they came (what a
+// replica forwards to its own replicas); an inline command's bytes are its
+// arguments' once Next has split it in place.
+func (r *Reader) Used() []byte { return r.buf[r.usedFrom:r.r] }
+
 // errFull is Fill's answer when called with whole commands still buffered
 // and no room left for more: Next must be called until it returns nil.
 var errFull = errors.New("resp: Fill called with the buffer full of commands Next has not returned")
@@ -29,7 +36,7 @@ func (r *Reader) Fill() error {
 	} else if err := r.makeRoom(); err != nil {
 		return err
 	}
-	r.fillFrom = r.w
+	r.fillFrom, r.usedFrom = r.w, r.r
 	n, err := r.src.Read(r.buf[r.w:])
 	r.w += n
 	if err != nil {

@@ -111,8 +111,9 @@ type Reader struct {
 	// need is the least the buffer must hold, from r, for the command at r
 	// to make progress: what Fill grows it to.
 	need int
-	// fillFrom is where the bytes of the last Fill begin in buf.
-	fillFrom int
+	// fillFrom is where the bytes of the last Fill begin in buf;
+	// usedFrom where the input Next has used since then begins (Used).
+	fillFrom, usedFrom int
 
 	args    [][]byte // the command's arguments, reused
 	err     error    // the read error, returned once what came with it is used

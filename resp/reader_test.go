@@ -426,6 +426,35 @@ func TestReaderPending(t *testing.T) {
 	require.False(t, fresh, "the command began before the last Fill")
 }
 
+// Used gives back, however the input is split, every byte of the multibulk
+// commands Next returned since the last Fill, the empty ones it skipped
+// among them and a command begun before that Fill whole: concatenated, the
+// input up to what is still pending.
+func TestReaderUsedIsTheInputAsItCame(t *testing.T) {
+	in := "*1\r\n$4\r\nPING\r\n\r\n*0\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\n12\r\n*1\r\n$4\r\nPI"
+	for _, sizes := range [][]int{{1}, {3, 7}, {5, 100}, {1000}} {
+		r := NewReader(&splitReader{in: []byte(in), sizes: sizes}, Limits{})
+		var got []byte
+		var cmds int
+		for r.Fill() == nil {
+			require.Empty(t, r.Used(), "nothing used right after a Fill")
+			for {
+				args, err := r.Next(true)
+				require.NoError(t, err)
+				if args == nil {
+					break
+				}
+				cmds++
+			}
+			got = append(got, r.Used()...)
+		}
+		pending, _ := r.Pending()
+		require.Equal(t, 3, cmds, "sizes %v", sizes)
+		require.Equal(t, in[:len(in)-len("*1\r\n$4\r\nPI")], string(got), "sizes %v", sizes)
+		require.Equal(t, len("*1\r\n$4\r\nPI"), pending)
+	}
+}
+
 // loopReader returns the same batch from every read: a client pipelining
 // forever.
 type loopReader struct{ batch []byte }
