@@ -104,7 +104,13 @@ func cmdRole(c *client, _ [][]byte, _ time.Time) {
 		c.writeBulkString(st.MasterHost)
 		c.writeInt(int64(st.MasterPort))
 		c.writeBulkString(st.State)
-		c.writeInt(st.Offset)
+		// As Redis: the offset of the stream it follows, -1 until the
+		// link is up (while it connects or loads a snapshot).
+		off := st.Offset
+		if !st.LinkUp {
+			off = -1
+		}
+		c.writeInt(off)
 		return
 	}
 	c.writeArray(3)
