@@ -244,6 +244,26 @@ func TestReplicaDropsACorruptStreamAndReconnects(t *testing.T) {
 	}
 }
 
+// A snapshot streamed as Redis's diskless sync sends it ("$EOF:<mark>", the
+// RDB, the mark) loads, and the stream that follows the mark applies.
+func TestReplicaLoadsAStreamedSnapshot(t *testing.T) {
+	tat := t0.Add(time.Hour)
+	clock := newManualClock(t0)
+	fm := startFakeMaster(t)
+	r := startReplServer(t, clock.Now)
+	require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", fm.Port))
+	l := fm.next(t)
+	const mark = "fedcba9876543210fedcba9876543210fedcba98"
+	after := setTAT("c", tat)
+	l.write(t, fmt.Appendf(nil, "+FULLRESYNC %s 300\r\n\n$EOF:%s\r\n%s%s%s", fakeReplID, mark,
+		snapshot(t, tat, "a", "b"), mark, after))
+	r.waitLinkUp(t)
+	require.Eventually(t, func() bool { return r.Node.Status().Offset == 300+int64(len(after)) }, 10*time.Second, 5*time.Millisecond)
+	want := strconv.FormatInt(tat.UnixNano(), 10)
+	require.Equal(t, []string{want, want, want}, r.gets(t, []string{"a", "b", "c"}))
+	require.Contains(t, r.log.String(), "streamed=true")
+}
+
 // A snapshot cut short or corrupt: the replica, which had begun replacing
 // its keys, asks for a full resynchronization next (PSYNC ? -1), not to
 // continue a stream its store no longer holds, and serves the next
@@ -265,7 +285,15 @@ func TestReplicaResyncsInFullAfterABrokenSnapshot(t *testing.T) {
 			return fmt.Sprintf("$%d\r\n%s", len(snap), bytes.Repeat([]byte{0xfe}, len(snap)))
 		}},
 		{name: "a huge length", send: func([]byte) string { return "$99999999999999999999\r\n" }},
-		{name: "an EOF-marked snapshot", send: func([]byte) string { return "$EOF:" + fakeReplID + "\r\n" }},
+		{name: "a streamed snapshot cut short", send: func(snap []byte) string {
+			return "$EOF:" + fakeReplID + "\r\n" + string(snap[:len(snap)/2])
+		}},
+		{name: "a streamed snapshot with a wrong end mark", send: func(snap []byte) string {
+			return "$EOF:" + fakeReplID + "\r\n" + string(snap) + strings.Repeat("x", 40)
+		}},
+		{name: "a streamed snapshot's mark too short", send: func(snap []byte) string {
+			return "$EOF:abc\r\n" + string(snap) + "abc"
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -300,14 +328,15 @@ func TestReplicaResyncsInFullAfterABrokenSnapshot(t *testing.T) {
 	}
 }
 
-// fakeReplica shakes hands with m as a replica up to PSYNC ? -1 and reads
-// the +FULLRESYNC line and the snapshot's length.
+// fakeReplica shakes hands with m as a replica that reads only a snapshot
+// sent with its length (no capa eof, as before Redis 2.8.18) up to PSYNC ?
+// -1, and reads the +FULLRESYNC line and the snapshot's length.
 func fakeReplica(t *testing.T, m *replServer) (c *rawConn, size int) {
 	t.Helper()
 	c = m.raw(t)
 	require.Equal(t, "+PONG\r\n", c.do("PING"))
 	require.Equal(t, ok, c.do("REPLCONF", "listening-port", "7777"))
-	require.Equal(t, ok, c.do("REPLCONF", "capa", "eof", "capa", "psync2"))
+	require.Equal(t, ok, c.do("REPLCONF", "capa", "psync2"))
 	c.write(command("PSYNC", "?", "-1"))
 	require.NoError(t, c.conn.SetReadDeadline(time.Now().Add(10*time.Second)))
 	line, err := c.rd.ReadString('\n')
@@ -318,6 +347,58 @@ func fakeReplica(t *testing.T, m *replServer) (c *rawConn, size int) {
 	size, err = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, "$"), "\r\n"))
 	require.NoError(t, err, "%q", line)
 	return c, size
+}
+
+// A replica that said capa eof (every Redis since 2.8.18, and redcell) gets
+// its snapshot streamed as the master writes it: "$EOF:<40-byte mark>", the
+// RDB, the mark, then the stream, as Redis's diskless sync sends it.
+func TestMasterStreamsTheSnapshotToAReplicaThatReadsEOF(t *testing.T) {
+	clock := newManualClock(t0)
+	m := startReplServer(t, clock.Now)
+	keys := keyNames("user:", 20000)
+	m.throttleAll(t, keys, func(int) int { return 1 })
+	c := m.raw(t)
+	require.Equal(t, ok, c.do("REPLCONF", "listening-port", "7777"))
+	require.Equal(t, ok, c.do("REPLCONF", "capa", "eof", "capa", "psync2"))
+	c.write(command("PSYNC", "?", "-1"))
+	require.NoError(t, c.conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	line, err := c.rd.ReadString('\n')
+	require.NoError(t, err)
+	require.Regexp(t, `^\+FULLRESYNC [0-9a-f]{40} \d+\r\n$`, line)
+	line, err = c.rd.ReadString('\n')
+	require.NoError(t, err)
+	require.Regexp(t, `^\$EOF:[0-9a-f]{40}\r\n$`, line)
+	mark := line[len("$EOF:") : len(line)-2]
+
+	rd, err := rdb.NewReader(c.rd, rdb.ReaderOptions{})
+	require.NoError(t, err)
+	n := 0
+	for {
+		e, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err)
+		require.Equal(t, "user:", string(e.Key[:5]))
+		n++
+	}
+	require.Equal(t, len(keys), n)
+	got := make([]byte, len(mark))
+	_, err = io.ReadFull(c.rd, got)
+	require.NoError(t, err)
+	require.Equal(t, mark, string(got), "the RDB ends with its mark")
+	require.Regexp(t, `bytes=\d+ offset=\d+ streamed=true`, m.log.String())
+
+	// The stream follows the mark.
+	m.do(t, "CL.THROTTLE", "after", 10, 1, 60)
+	for {
+		args, err := readCommand(c.rd)
+		require.NoError(t, err)
+		if args[0] == "SET" {
+			require.Equal(t, "after", args[1])
+			break
+		}
+	}
 }
 
 // A replica that sends garbage after PSYNC, or leaves in the middle of the

@@ -36,6 +36,7 @@ func TestRedisServerReplicatesFromRedcell(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return redisInfo("master_link_status") == "up" }, 20*time.Second, 10*time.Millisecond,
 		"redis-server's master_link_status:up; redcell's log:\n%s", m.log)
+	require.Contains(t, m.log.String(), "streamed=true", "redis-server said capa eof: its snapshot came as Redis's diskless sync sends one")
 	redisGets := func(keys []string) []string {
 		cmds, err := replica.Pipelined(c, func(p redis.Pipeliner) error {
 			for _, k := range keys {

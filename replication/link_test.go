@@ -22,7 +22,7 @@ func TestLinkCloseWhileTheNodeDropsItsLinks(t *testing.T) {
 		for j := range 4 {
 			conn, peer := net.Pipe()
 			t.Cleanup(func() { _ = peer.Close() })
-			l, err := n.PSync(conn, "127.0.0.1", 7000+j, "?", -1)
+			l, err := n.PSync(conn, Replica{IP: "127.0.0.1", Port: 7000 + j}, "?", -1)
 			require.NoError(t, err)
 			links = append(links, l)
 		}

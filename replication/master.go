@@ -1,6 +1,7 @@
 package replication
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -117,6 +118,7 @@ type Link struct {
 	conn net.Conn
 	ip   string
 	port int
+	eof  bool // the snapshot is streamed, ended by a mark ($EOF:)
 
 	state   atomic.Value // string: wait_bgsave, send_bulk, online
 	acked   atomic.Int64 // the offset the replica last acknowledged
@@ -125,16 +127,26 @@ type Link struct {
 	done    chan struct{}
 }
 
+// Replica is what a replica told its master of itself before PSYNC.
+type Replica struct {
+	// IP and Port are where Sentinel finds it (its address, or REPLCONF
+	// ip-address, and REPLCONF listening-port).
+	IP   string
+	Port int
+	// EOF: it reads a snapshot streamed without its length, ended by a
+	// mark (REPLCONF capa eof), as Redis's diskless sync sends one.
+	EOF bool
+}
+
 // PSync serves PSYNC replid offset on conn, a replica's connection that the
 // caller hands over: the link writes the reply (+FULLRESYNC and the
 // snapshot, or +CONTINUE) and then the stream, from a goroutine of its own,
 // until Close or a write fails. The connection goes on reading the
-// replica's REPLCONF ACKs, which the caller passes to Ack. ip and port are
-// where Sentinel finds the replica (its address and REPLCONF
-// listening-port). An empty replID is the old SYNC: a full resynchronization
-// whose snapshot comes without the +FULLRESYNC line.
-func (n *Node) PSync(conn net.Conn, ip string, port int, replID string, offset int64) (*Link, error) {
-	l := &Link{n: n, conn: conn, ip: ip, port: port, done: make(chan struct{})}
+// replica's REPLCONF ACKs, which the caller passes to Ack. An empty replID
+// is the old SYNC: a full resynchronization whose snapshot comes without
+// the +FULLRESYNC line.
+func (n *Node) PSync(conn net.Conn, r Replica, replID string, offset int64) (*Link, error) {
+	l := &Link{n: n, conn: conn, ip: r.IP, port: r.Port, eof: r.EOF && replID != "", done: make(chan struct{})}
 	l.ackedAt.Store(n.cfg.Now().UnixNano())
 	n.mu.Lock()
 	if n.closed {
@@ -233,40 +245,68 @@ func (l *Link) fullSync(psync bool) {
 	h := n.backlog.hold(off, l.lost)
 	defer n.backlog.release(h)
 	now := gcra.InstantOf(n.cfg.Now())
-	var keys []storage.Change
-	for i := 0; i < n.store.Shards(); i++ {
-		keys = n.store.CopyShard(i, now, keys)
+	shards := make([][]storage.Change, n.store.Shards())
+	keys := 0
+	for i := range shards {
+		shards[i] = n.store.CopyShard(i, now, nil)
+		keys += len(shards[i])
 	}
 	id := n.replID
 	n.streamMu.Unlock()
-	// Second phase: write the RDB.
+	// Second phase: write the RDB, each shard's copy let go once written.
+	// A replica that reads a streamed snapshot (every redcell and Redis
+	// replica of version 2.8.18 on) gets it as it is written, after
+	// "$EOF:<mark>" and ended by the mark, so that the master never holds
+	// the whole RDB; the old SYNC gets it with its length, which needs it
+	// whole first.
 	l.state.Store("send_bulk")
-	var snap bytes.Buffer
-	if err := writeSnapshot(&snap, keys, id, off, n.cfg.Now()); err != nil {
-		l.fail(err)
-		return
-	}
-	keys = nil
-	head := fmt.Appendf(nil, "$%d\r\n", snap.Len())
+	head := []byte{}
 	if psync {
-		head = fmt.Appendf(nil, "+FULLRESYNC %s %d\r\n%s", id, off, head)
+		head = fmt.Appendf(head, "+FULLRESYNC %s %d\r\n", id, off)
 	}
-	if err := l.write(head); err != nil {
-		l.fail(err)
-		return
+	var sent int64
+	if l.eof {
+		mark := newReplID()
+		w := bufio.NewWriterSize(linkWriter{l}, 64<<10)
+		c := &countingWriter{w: w}
+		_, _ = fmt.Fprintf(w, "%s$EOF:%s\r\n", head, mark)
+		err := writeSnapshot(c, shards, keys, id, off, n.cfg.Now())
+		if err == nil {
+			_, _ = w.WriteString(mark)
+			err = w.Flush()
+		}
+		if err != nil {
+			l.fail(err)
+			return
+		}
+		sent = c.n
+	} else {
+		var snap bytes.Buffer
+		if err := writeSnapshot(&snap, shards, keys, id, off, n.cfg.Now()); err != nil {
+			l.fail(err)
+			return
+		}
+		head = fmt.Appendf(head, "$%d\r\n", snap.Len())
+		if err := l.write(head); err != nil {
+			l.fail(err)
+			return
+		}
+		if err := l.write(snap.Bytes()); err != nil {
+			l.fail(err)
+			return
+		}
+		sent = int64(snap.Len())
 	}
-	if err := l.write(snap.Bytes()); err != nil {
-		l.fail(err)
-		return
-	}
-	n.log.Info("replication: full resynchronization sent", "replica", addr(l.ip, l.port), "bytes", snap.Len(), "offset", off)
+	n.log.Info("replication: full resynchronization sent", "replica", addr(l.ip, l.port), "bytes", sent, "offset", off,
+		"streamed", l.eof)
 	l.state.Store("online")
 	l.acked.Store(off)
 	l.stream(h, nil)
 }
 
-// writeSnapshot writes keys as an RDB a real redis-server loads.
-func writeSnapshot(w io.Writer, keys []storage.Change, replID string, offset int64, now time.Time) error {
+// writeSnapshot writes the keys of shards (keys in all) as an RDB a real
+// redis-server loads, letting each shard's copy go once written.
+func writeSnapshot(w io.Writer, shards [][]storage.Change, keys int, replID string, offset int64, now time.Time) error {
 	aux := []rdb.Aux{
 		{Key: "redis-ver", Value: "7.2.0"},
 		{Key: "redis-bits", Value: "64"},
@@ -277,17 +317,41 @@ func writeSnapshot(w io.Writer, keys []storage.Change, replID string, offset int
 		{Key: "repl-offset", Value: strconv.FormatInt(offset, 10)},
 		{Key: "aof-base", Value: "0"},
 	}
-	wr, err := rdb.NewWriter(w, aux, len(keys), len(keys))
+	wr, err := rdb.NewWriter(w, aux, keys, keys)
 	if err != nil {
 		return err
 	}
-	for _, ch := range keys {
-		e := rdb.Entry{Key: []byte(ch.Key), Value: boxValue(ch), ExpireAtMs: expireAtMs(ch.TAT)}
-		if err := wr.Write(e); err != nil {
-			return err
+	for i, shard := range shards {
+		for _, ch := range shard {
+			e := rdb.Entry{Key: []byte(ch.Key), Value: boxValue(ch), ExpireAtMs: expireAtMs(ch.TAT)}
+			if err := wr.Write(e); err != nil {
+				return err
+			}
 		}
+		shards[i] = nil
 	}
 	return wr.Close()
+}
+
+// linkWriter writes to a link's connection, each write with the link's
+// timeout.
+type linkWriter struct{ l *Link }
+
+func (w linkWriter) Write(p []byte) (int, error) {
+	_ = w.l.conn.SetWriteDeadline(time.Now().Add(w.l.n.cfg.Timeout))
+	return w.l.conn.Write(p)
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n += int64(k)
+	return k, err
 }
 
 // stream sends first, then the stream from h on, until the link closes or

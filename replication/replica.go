@@ -158,12 +158,14 @@ func (u *upstream) session() error {
 	u.mu.Unlock()
 	defer conn.Close()
 
-	br := bufio.NewReaderSize(conn, 64<<10)
+	// Every read from the master gets the link's timeout and notes that
+	// bytes came, whoever reads (the handshake, the snapshot, the stream).
+	br := bufio.NewReaderSize(&deadlineReader{r: conn, conn: conn, timeout: n.cfg.Timeout, lastIO: &u.lastIO}, 64<<10)
 	call := func(args ...string) (string, error) {
 		if err := u.send(conn, args...); err != nil {
 			return "", err
 		}
-		return u.readLine(conn, br)
+		return u.readLine(br)
 	}
 	if _, err := call("PING"); err != nil {
 		return err // an error reply (-NOAUTH) is a line, not an error
@@ -256,9 +258,8 @@ func (u *upstream) send(conn net.Conn, args ...string) error {
 
 // readLine reads one reply line, skipping the empty lines a master sends to
 // keep the link alive while it prepares a snapshot.
-func (u *upstream) readLine(conn net.Conn, br *bufio.Reader) (string, error) {
+func (u *upstream) readLine(br *bufio.Reader) (string, error) {
 	for {
-		_ = conn.SetReadDeadline(time.Now().Add(u.n.cfg.Timeout))
 		line, err := br.ReadSlice('\n')
 		if err != nil {
 			if errors.Is(err, bufio.ErrBufferFull) {
@@ -266,7 +267,6 @@ func (u *upstream) readLine(conn net.Conn, br *bufio.Reader) (string, error) {
 			}
 			return "", err
 		}
-		u.lastIO.Store(time.Now().UnixNano())
 		s := strings.TrimRight(string(line), "\r\n")
 		if s != "" {
 			return s, nil
@@ -278,19 +278,32 @@ func (u *upstream) readLine(conn net.Conn, br *bufio.Reader) (string, error) {
 // whole content, the stream beginning at start under id.
 func (u *upstream) load(conn net.Conn, br *bufio.Reader, id string, start int64) error {
 	n := u.n
-	head, err := u.readLine(conn, br)
+	head, err := u.readLine(br)
 	if err != nil {
 		return err
 	}
-	if !strings.HasPrefix(head, "$") || strings.HasPrefix(head, "$EOF:") {
-		return fmt.Errorf("a snapshot announced as %.60q (redcell reads one sent with its length)", head)
+	// The snapshot comes with its length ($<bytes>), or streamed as it is
+	// written and ended by a mark ($EOF:<40 bytes>), as Redis's diskless
+	// sync and a redcell master send it to a replica that said capa eof.
+	// Either way its reader reads br itself, and no further than the RDB
+	// goes, so that what follows is the stream (or the mark).
+	var body io.Reader = br
+	var mark string
+	size := int64(-1)
+	if m, ok := strings.CutPrefix(head, "$EOF:"); ok {
+		if len(m) != eofMarkLen {
+			return fmt.Errorf("a snapshot announced as %.60q: its end mark must be %d bytes", head, eofMarkLen)
+		}
+		mark = m
+	} else {
+		if !strings.HasPrefix(head, "$") {
+			return fmt.Errorf("a snapshot announced as %.60q", head)
+		}
+		if size, err = strconv.ParseInt(head[1:], 10, 64); err != nil || size < 0 {
+			return fmt.Errorf("a snapshot announced as %.60q", head)
+		}
+		body = io.LimitReader(br, size)
 	}
-	size, err := strconv.ParseInt(head[1:], 10, 64)
-	if err != nil || size < 0 {
-		return fmt.Errorf("a snapshot announced as %.60q", head)
-	}
-	_ = conn.SetReadDeadline(time.Time{})
-	body := &deadlineReader{r: io.LimitReader(br, size), conn: conn, timeout: n.cfg.Timeout, lastIO: &u.lastIO}
 	rd, err := rdb.NewReader(body, rdb.ReaderOptions{})
 	if err != nil {
 		return err
@@ -324,7 +337,15 @@ func (u *upstream) load(conn net.Conn, br *bufio.Reader, id string, start int64)
 		}
 		keys++
 	}
-	if _, err := io.Copy(io.Discard, body); err != nil {
+	if mark != "" {
+		got := make([]byte, len(mark))
+		if _, err := io.ReadFull(br, got); err != nil {
+			return err
+		}
+		if string(got) != mark {
+			return fmt.Errorf("a streamed snapshot ended with %.60q, not its mark", got)
+		}
+	} else if _, err := io.Copy(io.Discard, body); err != nil {
 		return err
 	}
 	n.streamMu.Lock()
@@ -335,7 +356,7 @@ func (u *upstream) load(conn net.Conn, br *bufio.Reader, id string, start int64)
 	n.hasStream.Store(true)
 	u.linked.Store(true)
 	n.log.Info("replication: loaded the master's snapshot", "master", addr(u.host, u.port),
-		"keys", keys, "skipped", skipped, "bytes", size, "offset", start)
+		"keys", keys, "skipped", skipped, "bytes", size, "streamed", mark != "", "offset", start)
 	return nil
 }
 
@@ -395,11 +416,9 @@ func (u *upstream) apply(conn net.Conn, br *bufio.Reader) error {
 			}
 			getAck = false
 		}
-		_ = conn.SetReadDeadline(time.Now().Add(n.cfg.Timeout))
 		if err := rd.Fill(); err != nil {
 			return err
 		}
-		u.lastIO.Store(time.Now().UnixNano())
 	}
 }
 
@@ -455,6 +474,10 @@ func (u *upstream) ignore(name string, err error) {
 		u.n.log.Warn("replication: a command of the master's stream was not applied (logged once)", "command", name, "err", err)
 	}
 }
+
+// eofMarkLen is the length of a streamed snapshot's end mark (Redis's
+// RDB_EOF_MARK_SIZE).
+const eofMarkLen = 40
 
 // deadlineReader reads from r, giving each read from conn the link's
 // timeout, and notes when bytes came.

@@ -91,7 +91,9 @@ type client struct {
 
 	// replLink is the replication link once the client, a replica, has
 	// sent PSYNC (cmd_replication.go); replIP and replPort are where it
-	// said it listens (REPLCONF ip-address, listening-port). isReplica is
+	// said it listens (REPLCONF ip-address, listening-port), replEOF that
+	// it reads a snapshot streamed without its length (REPLCONF capa eof).
+	// isReplica is
 	// replLink != nil, for CLIENT LIST and KILL from other goroutines.
 	// readOnly (READONLY) lets a cluster replica answer the client's reads
 	// of its master's slots; asking (ASKING) lets the next command run on a
@@ -104,6 +106,7 @@ type client struct {
 	replLink  *replication.Link
 	replIP    string
 	replPort  int
+	replEOF   bool
 	isReplica atomic.Bool
 }
 

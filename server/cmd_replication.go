@@ -189,7 +189,9 @@ func cmdReplconf(c *client, args [][]byte, _ time.Time) {
 			c.replPort = int(port)
 		case equalFold(opt, "ip-address"):
 			c.replIP = string(val)
-		case equalFold(opt, "capa"), equalFold(opt, "rdb-only"), equalFold(opt, "rdb-filter-only"),
+		case equalFold(opt, "capa"):
+			c.replEOF = c.replEOF || equalFold(val, "eof")
+		case equalFold(opt, "rdb-only"), equalFold(opt, "rdb-filter-only"),
 			equalFold(opt, "getack"), equalFold(opt, "rdb-channel"):
 		default:
 			c.writeError(errUnrecognizedReplconf(opt))
@@ -242,7 +244,7 @@ func cmdPsync(c *client, args [][]byte, _ time.Time) {
 		ip, _, _ = net.SplitHostPort(c.addr)
 	}
 	port := c.replPort
-	link, err := n.PSync(c.conn.NetConn(), ip, port, id, off)
+	link, err := n.PSync(c.conn.NetConn(), replication.Replica{IP: ip, Port: port, EOF: c.replEOF}, id, off)
 	if err != nil {
 		c.writeError(errReplication(err))
 		return
