@@ -72,14 +72,14 @@ type client struct {
 	feed        *feed
 	monitorLine []byte
 
-	// channels and patterns are the client's subscriptions (pubsub.go),
-	// touched by its own goroutine only, under the registry's lock when
-	// they change; subCount and psubCount count them for CLIENT LIST and
-	// KILL on other goroutines. selfPushes are the messages the client
-	// published to itself, sent after its command's reply (pubsub.go).
-	channels, patterns  map[string]struct{}
-	subCount, psubCount atomic.Int32
-	selfPushes          []byte
+	// subs are the client's subscriptions by kind (pubsub.go), touched by
+	// its own goroutine only, under the registry's lock when they change;
+	// subCounts count them for CLIENT LIST and KILL on other goroutines.
+	// selfPushes are the messages the client published to itself, sent
+	// after its command's reply (pubsub.go).
+	subs       [subKinds]map[string]struct{}
+	subCounts  [subKinds]atomic.Int32
+	selfPushes []byte
 
 	// ks is where the client's commands read and change keys: the store,
 	// or inside EXEC the transaction holding its keys' locks (cmd_multi.go).
@@ -181,10 +181,12 @@ func (c *client) info(now time.Time) string {
 	b = append(b, " flags="...)
 	b = append(b, c.flags()...)
 	b = append(b, " db=0 sub="...)
-	b = strconv.AppendInt(b, int64(c.subCount.Load()), 10)
+	b = strconv.AppendInt(b, int64(c.subCounts[subChannel].Load()), 10)
 	b = append(b, " psub="...)
-	b = strconv.AppendInt(b, int64(c.psubCount.Load()), 10)
-	b = append(b, " ssub=0 multi=-1 cmd="...)
+	b = strconv.AppendInt(b, int64(c.subCounts[subPattern].Load()), 10)
+	b = append(b, " ssub="...)
+	b = strconv.AppendInt(b, int64(c.subCounts[subShard].Load()), 10)
+	b = append(b, " multi=-1 cmd="...)
 	if cmd := c.lastCmd.Load(); cmd != nil {
 		b = append(b, cmd.name...)
 	} else {

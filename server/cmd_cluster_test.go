@@ -220,3 +220,44 @@ func TestClusterExecOnASlotThatFrozeIsRetriedWhole(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(11), res.([]any)[2], "nothing of the transaction ran: a peek sees all 11 left")
 }
+
+// Shard channels live in their name's slot, as keys do: SPUBLISH and
+// SSUBSCRIBE elsewhere are MOVED, channels of two slots are CROSSSLOT, and
+// go-redis's ClusterClient subscribes and publishes on the slot's node.
+func TestClusterShardChannelsLiveInTheirSlot(t *testing.T) {
+	nodes := startClusterNodes(t, 2)
+	top := topology(nodes)
+	for _, n := range nodes {
+		_, err := n.do(t, "CLUSTERX", "SETNODES", top, 1)
+		require.NoError(t, err)
+	}
+	a, b := nodes[0], nodes[1] // "bar" hashes to slot 5061 (a), "foo" to 12182 (b)
+	_, err := b.do(t, "SPUBLISH", "bar", "x")
+	require.EqualError(t, err, "MOVED 5061 127.0.0.1:"+strconv.Itoa(a.port))
+	_, err = b.do(t, "SSUBSCRIBE", "bar")
+	require.EqualError(t, err, "MOVED 5061 127.0.0.1:"+strconv.Itoa(a.port))
+	_, err = a.do(t, "SSUBSCRIBE", "bar", "foo")
+	require.EqualError(t, err, "CROSSSLOT Keys in request don't hash to the same slot")
+
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:" + strconv.Itoa(a.port)}, Protocol: 2})
+	defer cc.Close()
+	ps := cc.SSubscribe(ctx, "foo")
+	defer ps.Close()
+	got, err := ps.Receive(ctx)
+	require.NoError(t, err)
+	require.Equal(t, &redis.Subscription{Kind: "ssubscribe", Channel: "foo", Count: 1}, got)
+	numsub, err := b.do(t, "PUBSUB", "SHARDNUMSUB", "foo")
+	require.NoError(t, err)
+	require.Equal(t, []any{"foo", int64(1)}, numsub, "subscribed on foo's node")
+	n, err := cc.SPublish(ctx, "foo", "hi").Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), n)
+	select {
+	case msg := <-ps.Channel():
+		require.Equal(t, "foo", msg.Channel)
+		require.Equal(t, "hi", msg.Payload)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no smessage within 10 s")
+	}
+}

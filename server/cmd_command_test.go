@@ -112,7 +112,9 @@ func TestCommandGetKeysForEveryKeyedCommand(t *testing.T) {
 			continue
 		}
 		args := []string{"COMMAND", "GETKEYS", name}
-		n := max(cmd.arity, -cmd.arity)
+		// The fewest arguments, but one at least: SUNSUBSCRIBE's channels
+		// are its keys, and it may have none.
+		n := max(cmd.arity, -cmd.arity, 2)
 		for i := 1; i < n; i++ {
 			args = append(args, "a"+strings.Repeat("x", i))
 		}

@@ -29,6 +29,17 @@ func pubsubFamily() []*command {
 			group: "pubsub", since: "2.0.0", complexity: "O(N) where N is the number of patterns to unsubscribe.", summary: "Stops listening to messages published to channels that match one or more patterns.", run: cmdPunsubscribe},
 		{name: "publish", arity: 3, mayReplicate: true, flags: []string{"pubsub", "loading", "stale", "fast"}, acl: []string{"@pubsub", "@fast"},
 			group: "pubsub", since: "2.0.0", complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).", summary: "Posts a message to a channel.", run: cmdPublish},
+		// Sharded Pub/Sub: the channel is a key (not_key: no key is read),
+		// so that in a cluster it is routed to its slot's node, as Redis's.
+		{name: "ssubscribe", arity: -2, offLoop: true, inSubscribed: true, flags: subFlags, acl: subACL,
+			firstKey: 1, lastKey: -1, step: 1, keyFlags: []string{"not_key"},
+			group: "pubsub", since: "7.0.0", complexity: "O(N) where N is the number of shard channels to subscribe to.", summary: "Listens for messages published to shard channels.", run: cmdSsubscribe},
+		{name: "sunsubscribe", arity: -1, inSubscribed: true, flags: subFlags, acl: subACL,
+			firstKey: 1, lastKey: -1, step: 1, keyFlags: []string{"not_key"},
+			group: "pubsub", since: "7.0.0", complexity: "O(N) where N is the number of shard channels to unsubscribe.", summary: "Stops listening to messages posted to shard channels.", run: cmdSunsubscribe},
+		{name: "spublish", arity: 3, mayReplicate: true, flags: []string{"pubsub", "loading", "stale", "fast"}, acl: []string{"@pubsub", "@fast"},
+			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"not_key"},
+			group: "pubsub", since: "7.0.0", complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.", summary: "Post a message to a shard channel", run: cmdSpublish},
 		{name: "pubsub", arity: -2, flags: []string{}, acl: []string{"@slow"},
 			group: "pubsub", since: "2.8.0", complexity: "Depends on subcommand.", summary: "A container for Pub/Sub commands.",
 			subcommands: pubsubSubcommands()},
@@ -48,98 +59,125 @@ func pubsubSubcommands() []*command {
 			summary:    "Returns a count of subscribers to channels.", run: cmdPubsubNumsub},
 		{name: "pubsub|numpat", arity: 2, flags: flags, acl: acl, group: "pubsub", since: "2.8.0",
 			complexity: "O(1)", summary: "Returns a count of unique pattern subscriptions.", run: cmdPubsubNumpat},
+		{name: "pubsub|shardchannels", arity: -2, flags: flags, acl: acl, group: "pubsub", since: "7.0.0",
+			complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+			summary:    "Returns the active shard channels.", run: cmdPubsubShardchannels},
+		{name: "pubsub|shardnumsub", arity: -2, flags: flags, acl: acl, group: "pubsub", since: "7.0.0",
+			complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
+			summary:    "Returns the count of subscribers of shard channels.", run: cmdPubsubShardnumsub},
 		help,
 	}
 }
 
 // SUBSCRIBE channel [channel ...]
-func cmdSubscribe(c *client, args [][]byte, _ time.Time) { c.subscribe("SUBSCRIBE", args[1:], false) }
+func cmdSubscribe(c *client, args [][]byte, _ time.Time) {
+	c.subscribe("SUBSCRIBE", args[1:], subChannel)
+}
 
 // PSUBSCRIBE pattern [pattern ...]
 func cmdPsubscribe(c *client, args [][]byte, _ time.Time) {
-	c.subscribe("PSUBSCRIBE", args[1:], true)
+	c.subscribe("PSUBSCRIBE", args[1:], subPattern)
+}
+
+// SSUBSCRIBE shardchannel [shardchannel ...]
+//
+// In a cluster the channels must share a slot this node serves (route).
+func cmdSsubscribe(c *client, args [][]byte, _ time.Time) {
+	c.subscribe("SSUBSCRIBE", args[1:], subShard)
 }
 
 // UNSUBSCRIBE [channel ...]
-func cmdUnsubscribe(c *client, args [][]byte, _ time.Time) { c.unsubscribe(args[1:], false) }
+func cmdUnsubscribe(c *client, args [][]byte, _ time.Time) { c.unsubscribe(args[1:], subChannel) }
 
 // PUNSUBSCRIBE [pattern ...]
-func cmdPunsubscribe(c *client, args [][]byte, _ time.Time) { c.unsubscribe(args[1:], true) }
+func cmdPunsubscribe(c *client, args [][]byte, _ time.Time) { c.unsubscribe(args[1:], subPattern) }
 
-// subscribe subscribes the client to names, channels or patterns, answering
-// each. Its feed holds what is published to it until these replies are
-// sent, so that no message comes before the confirmation of its channel.
-func (c *client) subscribe(command string, names [][]byte, pattern bool) {
+// SUNSUBSCRIBE [shardchannel ...]
+func cmdSunsubscribe(c *client, args [][]byte, _ time.Time) { c.unsubscribe(args[1:], subShard) }
+
+// subscriptionReplies are the kinds' (un)subscription replies.
+var subscriptionReplies = [subKinds][2]string{
+	subChannel: {"subscribe", "unsubscribe"},
+	subPattern: {"psubscribe", "punsubscribe"},
+	subShard:   {"ssubscribe", "sunsubscribe"},
+}
+
+// subscribe subscribes the client to names of kind, answering each. Its
+// feed holds what is published to it until these replies are sent, so that
+// no message comes before the confirmation of its channel.
+func (c *client) subscribe(command string, names [][]byte, kind subKind) {
 	f := c.startFeed()
 	if f == nil {
 		c.writeError(errNoNetwork(command))
 		return
 	}
 	f.hold()
-	kind := "subscribe"
-	if pattern {
-		kind = "psubscribe"
-	}
 	ps := &c.srv.pubsub
 	ps.mu.Lock()
 	for _, name := range names {
-		ps.add(c, string(name), pattern)
-		c.writeSubscription(kind, name)
+		ps.add(c, string(name), kind)
+		c.writeSubscription(subscriptionReplies[kind][0], name, kind)
 	}
 	ps.mu.Unlock()
 	c.regate()
 }
 
-// unsubscribe unsubscribes the client from names, or from all its channels
-// or patterns if none are named, answering each; with none to name, one
-// reply with a null name, as Redis's.
-func (c *client) unsubscribe(names [][]byte, pattern bool) {
-	kind := "unsubscribe"
-	if pattern {
-		kind = "punsubscribe"
-	}
+// unsubscribe unsubscribes the client from names of kind, or from all its
+// names of that kind if none are named, answering each; with none to name,
+// one reply with a null name, as Redis's.
+func (c *client) unsubscribe(names [][]byte, kind subKind) {
+	reply := subscriptionReplies[kind][1]
 	if len(names) == 0 {
-		names = c.subscriptionNames(pattern)
+		names = c.subscriptionNames(kind)
 		if len(names) == 0 {
-			c.writeSubscription(kind, nil)
+			c.writeSubscription(reply, nil, kind)
 			return
 		}
 	}
 	if c.subscriptions() == 0 {
 		for _, name := range names {
-			c.writeSubscription(kind, name)
+			c.writeSubscription(reply, name, kind)
 		}
 		return
 	}
 	ps := &c.srv.pubsub
 	ps.mu.Lock()
 	for _, name := range names {
-		ps.remove(c, string(name), pattern)
-		c.writeSubscription(kind, name)
+		ps.remove(c, string(name), kind)
+		c.writeSubscription(reply, name, kind)
 	}
 	ps.mu.Unlock()
 	c.regate()
 }
 
-// writeSubscription writes one (un)subscription reply: kind, the channel or
-// pattern (nil: a null), and the client's count of subscriptions after it.
-func (c *client) writeSubscription(kind string, name []byte) {
+// writeSubscription writes one (un)subscription reply: what it is, the
+// name (nil: a null), and the client's count of subscriptions of its kind
+// after it.
+func (c *client) writeSubscription(reply string, name []byte, kind subKind) {
 	c.writePush(3)
-	c.writeBulkString(kind)
+	c.writeBulkString(reply)
 	if name == nil {
 		c.writeNull()
 	} else {
 		c.writeBulk(name)
 	}
-	c.writeInt(int64(c.subscriptions()))
+	c.writeInt(int64(c.subscriptionCount(kind)))
 }
 
 // PUBLISH channel message
 //
 // Answers how many subscriptions it reached (publish). A message to the
 // publisher itself follows this reply, or EXEC's inside a transaction.
-func cmdPublish(c *client, args [][]byte, _ time.Time) {
-	c.writeInt(c.srv.publish(c, args[1], args[2]))
+func cmdPublish(c *client, args [][]byte, _ time.Time) { c.publish(args[1], args[2], subChannel) }
+
+// SPUBLISH shardchannel message
+//
+// PUBLISH to a shard channel's subscribers (not to patterns); in a cluster
+// it runs on the node serving the channel's slot (route).
+func cmdSpublish(c *client, args [][]byte, _ time.Time) { c.publish(args[1], args[2], subShard) }
+
+func (c *client) publish(channel, message []byte, kind subKind) {
+	c.writeInt(c.srv.publish(c, channel, message, kind))
 	if !c.inExec() {
 		c.sendSelfPushes()
 	}
@@ -149,15 +187,22 @@ func cmdPublish(c *client, args [][]byte, _ time.Time) {
 //
 // The channels with a subscriber, in byte order (Redis's: its hash
 // table's), those that match pattern if given.
-func cmdPubsubChannels(c *client, args [][]byte, _ time.Time) {
+func cmdPubsubChannels(c *client, args [][]byte, _ time.Time) { c.pubsubChannels(args, subChannel) }
+
+// PUBSUB SHARDCHANNELS [pattern]
+//
+// CHANNELS of the shard channels.
+func cmdPubsubShardchannels(c *client, args [][]byte, _ time.Time) { c.pubsubChannels(args, subShard) }
+
+func (c *client) pubsubChannels(args [][]byte, kind subKind) {
 	if len(args) > 3 {
 		c.writeError(errSubcommandSyntax(args[1], "PUBSUB"))
 		return
 	}
 	ps := &c.srv.pubsub
 	ps.mu.RLock()
-	names := make([]string, 0, len(ps.channels))
-	for name := range ps.channels {
+	names := make([]string, 0, len(ps.subs[kind]))
+	for name := range ps.subs[kind] {
 		if len(args) == 2 || globMatch(args[2], name) {
 			names = append(names, name)
 		}
@@ -174,14 +219,25 @@ func cmdPubsubChannels(c *client, args [][]byte, _ time.Time) {
 //
 // Each channel and its count of subscribers, patterns not counted, in one
 // flat array under either protocol, as Redis's.
-func cmdPubsubNumsub(c *client, args [][]byte, _ time.Time) {
+func cmdPubsubNumsub(c *client, args [][]byte, _ time.Time) { c.pubsubNumsub(args, subChannel) }
+
+// PUBSUB SHARDNUMSUB [shardchannel ...]
+//
+// NUMSUB of shard channels.
+func cmdPubsubShardnumsub(c *client, args [][]byte, _ time.Time) { c.pubsubNumsub(args, subShard) }
+
+func (c *client) pubsubNumsub(args [][]byte, kind subKind) {
 	ps := &c.srv.pubsub
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
 	c.writeArray(2 * (len(args) - 2))
 	for _, name := range args[2:] {
 		c.writeBulk(name)
-		c.writeInt(int64(len(ps.channels[string(name)])))
+		n := 0
+		if subs := ps.subs[kind][string(name)]; subs != nil {
+			n = len(subs.clients)
+		}
+		c.writeInt(int64(n))
 	}
 }
 
@@ -189,12 +245,11 @@ func cmdPubsubNumsub(c *client, args [][]byte, _ time.Time) {
 //
 // The count of patterns with a subscriber.
 func cmdPubsubNumpat(c *client, _ [][]byte, _ time.Time) {
-	_, patterns, _ := c.srv.pubsubCounts()
+	_, patterns, _, _ := c.srv.pubsubCounts()
 	c.writeInt(int64(patterns))
 }
 
-// pubsubHelp is Redis 7's PUBSUB HELP, without the subcommands redcell does
-// not serve (SHARDCHANNELS, SHARDNUMSUB).
+// pubsubHelp is Redis 7's PUBSUB HELP.
 var pubsubHelp = []string{
 	"PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"CHANNELS [<pattern>]",
@@ -204,6 +259,10 @@ var pubsubHelp = []string{
 	"NUMSUB [<channel> ...]",
 	"    Return the number of subscribers for the specified channels, excluding",
 	"    pattern subscriptions(default: no channels).",
+	"SHARDCHANNELS [<pattern>]",
+	"    Return the currently active shard level channels matching a <pattern> (default: '*').",
+	"SHARDNUMSUB [<shardchannel> ...]",
+	"    Return the number of subscribers for the specified shard level channel(s)",
 	"HELP",
 	"    Print this help.",
 }

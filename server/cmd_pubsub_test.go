@@ -389,3 +389,65 @@ func TestMonitorMayNotPublish(t *testing.T) {
 	m.send(t, "PUBLISH ch x")
 	m.read(t, errReply(errMonitorKeyspace))
 }
+
+// Sharded Pub/Sub (Redis 7's SSUBSCRIBE, SPUBLISH, SUNSUBSCRIBE): shard
+// channels are apart from channels of the same name and from patterns;
+// their replies count shard channels only, their messages are smessages,
+// and PUBSUB SHARDCHANNELS, SHARDNUMSUB, INFO and CLIENT LIST count them.
+func TestShardedPubsub(t *testing.T) {
+	srv := newPubsubServer(Config{})
+	s2, s3 := newSubscriber(t, srv), newSubscriber(t, srv)
+	s2.send(t, "SUBSCRIBE news")
+	s2.read(t, sub(2, "subscribe", "news", 1))
+	s2.send(t, "PSUBSCRIBE n*")
+	s2.read(t, sub(2, "psubscribe", "n*", 2))
+	s2.send(t, "SSUBSCRIBE news sport")
+	s2.read(t, sub(2, "ssubscribe", "news", 1)+sub(2, "ssubscribe", "sport", 2))
+	s3.send(t, "HELLO 3")
+	s3.read(t, strings.Replace(hello3, num(1), num(2), 1))
+	s3.send(t, "SSUBSCRIBE news")
+	s3.read(t, sub(3, "ssubscribe", "news", 1))
+
+	p := publisher(t, srv)
+	require.Equal(t, num(2), p.do("SPUBLISH", "news", "hi"), "the shard channel's two subscribers, no pattern")
+	s2.read(t, frame(2, bulkReply("smessage"), bulkReply("news"), bulkReply("hi")))
+	s3.read(t, frame(3, bulkReply("smessage"), bulkReply("news"), bulkReply("hi")))
+	require.Equal(t, num(2), p.do("PUBLISH", "news", "plain"), "the channel's subscriber and the pattern's")
+	s2.read(t, frame(2, bulkReply("message"), bulkReply("news"), bulkReply("plain")))
+	s2.read(t, frame(2, bulkReply("pmessage"), bulkReply("n*"), bulkReply("news"), bulkReply("plain")))
+	require.Equal(t, num(0), p.do("SPUBLISH", "nothing", "x"))
+
+	require.Equal(t, "*2\r\n"+bulkReply("news")+bulkReply("sport"), p.do("PUBSUB", "SHARDCHANNELS"))
+	require.Equal(t, "*1\r\n"+bulkReply("sport"), p.do("PUBSUB", "SHARDCHANNELS", "s*"))
+	require.Equal(t, "*1\r\n"+bulkReply("news"), p.do("PUBSUB", "CHANNELS"))
+	require.Equal(t, "*4\r\n"+bulkReply("news")+num(2)+bulkReply("x")+num(0), p.do("PUBSUB", "SHARDNUMSUB", "news", "x"))
+	require.Equal(t, "*2\r\n"+bulkReply("news")+num(1), p.do("PUBSUB", "NUMSUB", "news"))
+	info := p.do("INFO", "stats", "clients")
+	require.Contains(t, info, "\r\npubsub_channels:1\r\npubsub_patterns:1\r\npubsubshard_channels:2\r\n")
+	require.Contains(t, info, "\r\npubsub_clients:2\r\n")
+	require.Contains(t, p.do("CLIENT", "LIST"), "id=1 addr=pipe laddr=pipe fd=-1 name= age=0 idle=0 flags=P db=0 sub=1 psub=1 ssub=2 ")
+
+	// SUNSUBSCRIBE without names drops every shard channel, and leaves
+	// the channels and patterns; a client with shard channels only is
+	// still in subscribed mode under RESP2.
+	s2.send(t, "SUNSUBSCRIBE")
+	s2.read(t, sub(2, "sunsubscribe", "news", 1)+sub(2, "sunsubscribe", "sport", 0))
+	s2.send(t, "UNSUBSCRIBE")
+	s2.read(t, sub(2, "unsubscribe", "news", 1))
+	s2.send(t, "PUNSUBSCRIBE")
+	s2.read(t, sub(2, "punsubscribe", "n*", 0))
+	s2.send(t, "SSUBSCRIBE a")
+	s2.read(t, sub(2, "ssubscribe", "a", 1))
+	s2.send(t, "GET k")
+	s2.read(t, subscribedError("get"))
+	s2.send(t, "SUNSUBSCRIBE a b")
+	s2.read(t, sub(2, "sunsubscribe", "a", 0)+sub(2, "sunsubscribe", "b", 0))
+	s2.send(t, "GET k")
+	s2.read(t, "$-1\r\n")
+	require.Equal(t, num(1), p.do("SPUBLISH", "news", "s3"))
+	s3.read(t, frame(3, bulkReply("smessage"), bulkReply("news"), bulkReply("s3")))
+	require.NoError(t, s3.conn.Close())
+	<-s3.served
+	require.Contains(t, p.do("INFO", "stats"), "\r\npubsubshard_channels:0\r\n")
+	require.Equal(t, errReply(errWrongArgs("spublish")), p.do("SPUBLISH", "news"))
+}

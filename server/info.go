@@ -125,7 +125,7 @@ func (s *Server) infoClients(ks storage.Keyspace, _ time.Time) [][2]string {
 		}
 	}
 	s.mu.Unlock()
-	_, _, subscribers := s.pubsubCounts()
+	_, _, _, subscribers := s.pubsubCounts()
 	return [][2]string{
 		{"connected_clients", strconv.Itoa(n)},
 		{"maxclients", strconv.Itoa(s.limits.MaxClients)},
@@ -208,7 +208,7 @@ func (s *Server) infoPersistence(ks storage.Keyspace, now time.Time) [][2]string
 
 func (s *Server) infoStats(ks storage.Keyspace, _ time.Time) [][2]string {
 	c := s.counters()
-	channels, patterns, _ := s.pubsubCounts()
+	channels, patterns, shardChannels, _ := s.pubsubCounts()
 	repl := s.replicaStatus()
 	return [][2]string{
 		{"total_connections_received", itoa(c.connections)},
@@ -221,6 +221,7 @@ func (s *Server) infoStats(ks storage.Keyspace, _ time.Time) [][2]string {
 		{"keyspace_misses", itoa(c.misses)},
 		{"pubsub_channels", strconv.Itoa(channels)},
 		{"pubsub_patterns", strconv.Itoa(patterns)},
+		{"pubsubshard_channels", strconv.Itoa(shardChannels)},
 		{"sync_full", itoa(repl.SyncFull)},
 		{"sync_partial_ok", itoa(repl.SyncPartialOK)},
 		{"sync_partial_err", itoa(repl.SyncPartialErr)},

@@ -19,34 +19,58 @@ import (
 // off its event loop (command.offLoop), and the checks a subscriber's
 // commands need are made only for a gated client (client.gate).
 type pubsub struct {
-	mu       sync.RWMutex
-	channels map[string]map[*client]struct{}
-	patterns map[string]*patternSubscribers
-	clients  int // clients with a subscription: INFO's pubsub_clients
+	mu sync.RWMutex
+	// subs are the subscribers of each channel, pattern and shard channel
+	// (SSUBSCRIBE), by kind.
+	subs    [subKinds]map[string]*subscribers
+	clients int // clients with a subscription: INFO's pubsub_clients
 }
 
-// patternSubscribers are the clients subscribed to one pattern, with the
-// pattern as glob matching takes it.
-type patternSubscribers struct {
-	pattern []byte
+// subKind is what a subscription names: a channel (SUBSCRIBE), a pattern
+// of channels (PSUBSCRIBE) or a shard channel (SSUBSCRIBE, Redis 7's
+// sharded Pub/Sub: channels apart from the others, which in a cluster live
+// in their name's slot, as keys do).
+type subKind int
+
+const (
+	subChannel subKind = iota
+	subPattern
+	subShard
+	subKinds
+)
+
+// subscribers are the clients subscribed to one name, with the name as
+// glob matching takes it (for a pattern).
+type subscribers struct {
+	name    []byte
 	clients map[*client]struct{}
 }
 
-// subscriptions counts the client's channels and patterns, on its own
-// goroutine: the count each (un)subscription reply carries, as Redis's.
-func (c *client) subscriptions() int { return len(c.channels) + len(c.patterns) }
+// subscriptions counts the client's subscriptions of every kind, on its own
+// goroutine: whether it is in subscribed mode.
+func (c *client) subscriptions() int {
+	return len(c.subs[subChannel]) + len(c.subs[subPattern]) + len(c.subs[subShard])
+}
+
+// subscriptionCount is the count an (un)subscription reply of kind carries,
+// as Redis's: channels and patterns together, shard channels apart.
+func (c *client) subscriptionCount(kind subKind) int {
+	if kind == subShard {
+		return len(c.subs[subShard])
+	}
+	return len(c.subs[subChannel]) + len(c.subs[subPattern])
+}
 
 // subscribed reports, from any goroutine, whether the client has a
 // subscription: Redis's pubsub client type and CLIENT LIST's flag P.
-func (c *client) subscribed() bool { return c.subCount.Load()+c.psubCount.Load() > 0 }
+func (c *client) subscribed() bool {
+	return c.subCounts[subChannel].Load()+c.subCounts[subPattern].Load()+c.subCounts[subShard].Load() > 0
+}
 
-// add subscribes c to name, a channel or a pattern, and reports whether it
-// was not already. The caller holds mu, and runs on c's goroutine.
-func (ps *pubsub) add(c *client, name string, pattern bool) bool {
-	own := &c.channels
-	if pattern {
-		own = &c.patterns
-	}
+// add subscribes c to name, of kind, and reports whether it was not
+// already. The caller holds mu, and runs on c's goroutine.
+func (ps *pubsub) add(c *client, name string, kind subKind) bool {
+	own := &c.subs[kind]
 	if _, dup := (*own)[name]; dup {
 		return false
 	}
@@ -57,73 +81,45 @@ func (ps *pubsub) add(c *client, name string, pattern bool) bool {
 		*own = make(map[string]struct{})
 	}
 	(*own)[name] = struct{}{}
-	if pattern {
-		p := ps.patterns[name]
-		if p == nil {
-			if ps.patterns == nil {
-				ps.patterns = make(map[string]*patternSubscribers)
-			}
-			p = &patternSubscribers{pattern: []byte(name), clients: make(map[*client]struct{})}
-			ps.patterns[name] = p
-		}
-		p.clients[c] = struct{}{}
-		c.psubCount.Add(1)
-		return true
-	}
-	subs := ps.channels[name]
+	subs := ps.subs[kind][name]
 	if subs == nil {
-		if ps.channels == nil {
-			ps.channels = make(map[string]map[*client]struct{})
+		if ps.subs[kind] == nil {
+			ps.subs[kind] = make(map[string]*subscribers)
 		}
-		subs = make(map[*client]struct{})
-		ps.channels[name] = subs
+		subs = &subscribers{name: []byte(name), clients: make(map[*client]struct{})}
+		ps.subs[kind][name] = subs
 	}
-	subs[c] = struct{}{}
-	c.subCount.Add(1)
+	subs.clients[c] = struct{}{}
+	c.subCounts[kind].Add(1)
 	return true
 }
 
-// remove unsubscribes c from name, a channel or a pattern, and reports
-// whether it was subscribed. A channel or pattern left without subscribers
-// is forgotten, as in Redis, so that subscribing to many cannot make the
-// server hold them. The caller holds mu, and runs on c's goroutine.
-func (ps *pubsub) remove(c *client, name string, pattern bool) bool {
-	own := c.channels
-	if pattern {
-		own = c.patterns
-	}
+// remove unsubscribes c from name, of kind, and reports whether it was
+// subscribed. A name left without subscribers is forgotten, as in Redis, so
+// that subscribing to many cannot make the server hold them. The caller
+// holds mu, and runs on c's goroutine.
+func (ps *pubsub) remove(c *client, name string, kind subKind) bool {
+	own := c.subs[kind]
 	if _, ok := own[name]; !ok {
 		return false
 	}
 	delete(own, name)
-	if pattern {
-		p := ps.patterns[name]
-		delete(p.clients, c)
-		if len(p.clients) == 0 {
-			delete(ps.patterns, name)
-		}
-		c.psubCount.Add(-1)
-	} else {
-		subs := ps.channels[name]
-		delete(subs, c)
-		if len(subs) == 0 {
-			delete(ps.channels, name)
-		}
-		c.subCount.Add(-1)
+	subs := ps.subs[kind][name]
+	delete(subs.clients, c)
+	if len(subs.clients) == 0 {
+		delete(ps.subs[kind], name)
 	}
+	c.subCounts[kind].Add(-1)
 	if c.subscriptions() == 0 {
 		ps.clients--
 	}
 	return true
 }
 
-// subscriptionNames lists c's channels, or its patterns, in byte order: UNSUBSCRIBE
+// subscriptionNames lists c's names of kind in byte order: UNSUBSCRIBE
 // without arguments answers them in that order (Redis in its hash table's).
-func (c *client) subscriptionNames(pattern bool) [][]byte {
-	own := c.channels
-	if pattern {
-		own = c.patterns
-	}
+func (c *client) subscriptionNames(kind subKind) [][]byte {
+	own := c.subs[kind]
 	names := make([][]byte, 0, len(own))
 	for name := range own {
 		names = append(names, []byte(name))
@@ -140,11 +136,10 @@ func (s *Server) unsubscribeAll(c *client) {
 	}
 	ps := &s.pubsub
 	ps.mu.Lock()
-	for name := range c.channels {
-		ps.remove(c, name, false)
-	}
-	for name := range c.patterns {
-		ps.remove(c, name, true)
+	for kind := range subKinds {
+		for name := range c.subs[kind] {
+			ps.remove(c, name, kind)
+		}
 	}
 	ps.mu.Unlock()
 	c.regate()
@@ -153,28 +148,29 @@ func (s *Server) unsubscribeAll(c *client) {
 // publish sends message on channel to its subscribers and to those of every
 // pattern that matches it, and returns how many it was sent to, counted as
 // Redis counts them: a client subscribed to the channel and to a matching
-// pattern gets it, and counts, twice.
-func (s *Server) publish(from *client, channel, message []byte) int64 {
+// pattern gets it, and counts, twice. A shard channel's message (SPUBLISH)
+// reaches its subscribers only.
+func (s *Server) publish(from *client, channel, message []byte, kind subKind) int64 {
 	ps := &s.pubsub
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
 	var n int64
-	if subs := ps.channels[string(channel)]; len(subs) > 0 {
-		msg := appendMessage(nil, nil, channel, message)
-		for to := range subs {
+	if subs := ps.subs[kind][string(channel)]; subs != nil {
+		msg := appendMessage(nil, kind, nil, channel, message)
+		for to := range subs.clients {
 			deliver(from, to, msg)
 		}
-		n += int64(len(subs))
+		n += int64(len(subs.clients))
 	}
-	if len(ps.patterns) == 0 {
+	if kind == subShard || len(ps.subs[subPattern]) == 0 {
 		return n
 	}
 	name := string(channel)
-	for _, p := range ps.patterns {
-		if !globMatch(p.pattern, name) {
+	for _, p := range ps.subs[subPattern] {
+		if !globMatch(p.name, name) {
 			continue
 		}
-		msg := appendMessage(nil, p.pattern, channel, message)
+		msg := appendMessage(nil, subPattern, p.name, channel, message)
 		for to := range p.clients {
 			deliver(from, to, msg)
 		}
@@ -184,14 +180,17 @@ func (s *Server) publish(from *client, channel, message []byte) int64 {
 }
 
 // appendMessage appends a message as Redis sends it, a RESP2 array:
-// "message" channel payload, or with a pattern "pmessage" pattern channel
-// payload.
-func appendMessage(b, pattern, channel, message []byte) []byte {
-	if pattern == nil {
-		b = append(b, "*3\r\n$7\r\nmessage\r\n"...)
-	} else {
+// "message" channel payload, "smessage" for a shard channel, or for a
+// pattern "pmessage" pattern channel payload.
+func appendMessage(b []byte, kind subKind, pattern, channel, message []byte) []byte {
+	switch kind {
+	case subPattern:
 		b = append(b, "*4\r\n$8\r\npmessage\r\n"...)
 		b = appendBulk(b, pattern)
+	case subShard:
+		b = append(b, "*3\r\n$8\r\nsmessage\r\n"...)
+	default:
+		b = append(b, "*3\r\n$7\r\nmessage\r\n"...)
 	}
 	b = appendBulk(b, channel)
 	return appendBulk(b, message)
@@ -242,11 +241,11 @@ func (c *client) sendSelfPushes() {
 	}
 }
 
-// pubsubCounts are INFO's pubsub_channels, pubsub_patterns and
-// pubsub_clients.
-func (s *Server) pubsubCounts() (channels, patterns, clients int) {
+// pubsubCounts are INFO's pubsub_channels, pubsub_patterns,
+// pubsubshard_channels and pubsub_clients.
+func (s *Server) pubsubCounts() (channels, patterns, shardChannels, clients int) {
 	ps := &s.pubsub
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
-	return len(ps.channels), len(ps.patterns), ps.clients
+	return len(ps.subs[subChannel]), len(ps.subs[subPattern]), len(ps.subs[subShard]), ps.clients
 }
