@@ -1,0 +1,139 @@
+package replication
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"redcell/gcra"
+	"redcell/rdb"
+	"redcell/storage"
+	"strconv"
+	"time"
+)
+
+// A full resynchronization: the snapshot a master sends a replica that
+// cannot continue its stream, as an RDB a real redis-server loads.
+
+// fullSync sends +FULLRESYNC and a snapshot, then the stream from the
+// snapshot's offset.
+func (l *Link) fullSync(psync bool) {
+	n := l.n
+	// First phase: copy every shard under its lock, with nothing taken
+	// into the stream meanwhile, so that a change the copy missed is in
+	// the stream after off. The stream carries states, so one the copy has
+	// too is applied twice, harmlessly.
+	n.streamMu.Lock()
+	_, off := n.backlog.offsets()
+	n.backlog.append(nil) // allocated: the link reads from off on
+	h := n.backlog.hold(off, l.lost)
+	defer n.backlog.release(h)
+	now := gcra.InstantOf(n.cfg.Now())
+	shards := make([][]storage.Change, n.store.Shards())
+	keys := 0
+	for i := range shards {
+		shards[i] = n.store.CopyShard(i, now, nil)
+		keys += len(shards[i])
+	}
+	id := n.replID
+	n.streamMu.Unlock()
+	// Second phase: write the RDB, each shard's copy let go once written.
+	// A replica that reads a streamed snapshot (every redcell and Redis
+	// replica of version 2.8.18 on) gets it as it is written, after
+	// "$EOF:<mark>" and ended by the mark, so that the master never holds
+	// the whole RDB; the old SYNC gets it with its length, which needs it
+	// whole first.
+	l.state.Store("send_bulk")
+	head := []byte{}
+	if psync {
+		head = fmt.Appendf(head, "+FULLRESYNC %s %d\r\n", id, off)
+	}
+	var sent int64
+	if l.eof {
+		mark := newReplID()
+		w := bufio.NewWriterSize(linkWriter{l}, 64<<10)
+		c := &countingWriter{w: w}
+		_, _ = fmt.Fprintf(w, "%s$EOF:%s\r\n", head, mark)
+		err := writeSnapshot(c, shards, keys, id, off, n.cfg.Now())
+		if err == nil {
+			_, _ = w.WriteString(mark)
+			err = w.Flush()
+		}
+		if err != nil {
+			l.fail(err)
+			return
+		}
+		sent = c.n
+	} else {
+		var snap bytes.Buffer
+		if err := writeSnapshot(&snap, shards, keys, id, off, n.cfg.Now()); err != nil {
+			l.fail(err)
+			return
+		}
+		head = fmt.Appendf(head, "$%d\r\n", snap.Len())
+		if err := l.write(head); err != nil {
+			l.fail(err)
+			return
+		}
+		if err := l.write(snap.Bytes()); err != nil {
+			l.fail(err)
+			return
+		}
+		sent = int64(snap.Len())
+	}
+	n.log.Info("replication: full resynchronization sent", "replica", addr(l.ip, l.port), "bytes", sent, "offset", off,
+		"streamed", l.eof)
+	l.state.Store("online")
+	l.acked.Store(off)
+	l.stream(h, nil)
+}
+
+// writeSnapshot writes the keys of shards (keys in all) as an RDB a real
+// redis-server loads, letting each shard's copy go once written.
+func writeSnapshot(w io.Writer, shards [][]storage.Change, keys int, replID string, offset int64, now time.Time) error {
+	aux := []rdb.Aux{
+		{Key: "redis-ver", Value: "7.2.0"},
+		{Key: "redis-bits", Value: "64"},
+		{Key: "ctime", Value: strconv.FormatInt(now.Unix(), 10)},
+		{Key: "used-mem", Value: "0"},
+		{Key: "repl-stream-db", Value: "0"},
+		{Key: "repl-id", Value: replID},
+		{Key: "repl-offset", Value: strconv.FormatInt(offset, 10)},
+		{Key: "aof-base", Value: "0"},
+	}
+	wr, err := rdb.NewWriter(w, aux, keys, keys)
+	if err != nil {
+		return err
+	}
+	for i, shard := range shards {
+		for _, ch := range shard {
+			e := rdb.Entry{Key: []byte(ch.Key), Value: boxValue(ch), ExpireAtMs: expireAtMs(ch.TAT)}
+			if err := wr.Write(e); err != nil {
+				return err
+			}
+		}
+		shards[i] = nil
+	}
+	return wr.Close()
+}
+
+// linkWriter writes to a link's connection, each write with the link's
+// timeout.
+type linkWriter struct{ l *Link }
+
+func (w linkWriter) Write(p []byte) (int, error) {
+	_ = w.l.conn.SetWriteDeadline(time.Now().Add(w.l.n.cfg.Timeout))
+	return w.l.conn.Write(p)
+}
+
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n += int64(k)
+	return k, err
+}

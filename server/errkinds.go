@@ -1,0 +1,71 @@
+package server
+
+// What an error reply is: its kind, which the error counters count it under
+// (redcell_errors_total{kind}, INFO Errorstats) without reading its text,
+// and its text. Every text is in errors.go.
+
+// errKind is what an error reply is counted as.
+type errKind uint8
+
+// Error kinds, for redcell_errors_total{kind} and INFO Errorstats.
+const (
+	errKindUnknownCommand errKind = iota // ERR unknown command or subcommand
+	errKindWrongArity                    // ERR wrong number of arguments
+	errKindCommand                       // any other ERR from a command: bad arguments, refused settings
+	errKindProtocol                      // malformed RESP: the connection is closed
+	errKindNoAuth                        // NOAUTH
+	errKindWrongPass                     // WRONGPASS
+	errKindWrongType                     // WRONGTYPE
+	errKindNoProto                       // NOPROTO
+	errKindExecAbort                     // EXECABORT
+	errKindMisconf                       // MISCONF
+	errKindOOM                           // OOM
+	errKindReadOnly                      // READONLY: a write to a replica
+	errKindNoMasterLink                  // NOMASTERLINK
+	errKindMoved                         // MOVED, ASK, TRYAGAIN, CLUSTERDOWN, CROSSSLOT: cluster mode's
+	errKindAsk
+	errKindTryAgain
+	errKindClusterDown
+	errKindCrossSlot
+	errKindOther // any other prefix
+	numErrorKinds
+)
+
+// errorKinds names each kind for redcell_errors_total, and gives the prefix
+// INFO Errorstats counts it under; the other kind is not shown there.
+var errorKinds = [numErrorKinds]struct{ name, prefix string }{
+	errKindUnknownCommand: {"unknown_command", "ERR"},
+	errKindWrongArity:     {"wrong_arity", "ERR"},
+	errKindCommand:        {"command", "ERR"},
+	errKindProtocol:       {"protocol", "ERR"},
+	errKindNoAuth:         {"noauth", "NOAUTH"},
+	errKindWrongPass:      {"wrongpass", "WRONGPASS"},
+	errKindWrongType:      {"wrongtype", "WRONGTYPE"},
+	errKindNoProto:        {"noproto", "NOPROTO"},
+	errKindExecAbort:      {"execabort", "EXECABORT"},
+	errKindMisconf:        {"misconf", "MISCONF"},
+	errKindOOM:            {"oom", "OOM"},
+	errKindReadOnly:       {"readonly", "READONLY"},
+	errKindNoMasterLink:   {"nomasterlink", "NOMASTERLINK"},
+	errKindMoved:          {"moved", "MOVED"},
+	errKindAsk:            {"ask", "ASK"},
+	errKindTryAgain:       {"tryagain", "TRYAGAIN"},
+	errKindClusterDown:    {"clusterdown", "CLUSTERDOWN"},
+	errKindCrossSlot:      {"crossslot", "CROSSSLOT"},
+	errKindOther:          {"other", ""},
+}
+
+// replyError is one error reply: the text sent (without the leading '-'
+// and the CRLF) and the kind it is counted as. The zero value is no error,
+// which the helpers that may find one return when they find none.
+type replyError struct {
+	kind errKind
+	text string
+}
+
+// none reports whether e is the zero value: no error.
+func (e replyError) none() bool { return e.text == "" }
+
+// commandError is an ERR reply of a command that ran: bad arguments, or a
+// request refused as things stand.
+func commandError(text string) replyError { return replyError{errKindCommand, text} }

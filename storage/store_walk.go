@@ -1,0 +1,94 @@
+package storage
+
+import "redcell/gcra"
+
+// The Store's operations over every shard: counting, clearing, expiring,
+// and walking the keys (SCAN, KEYS, a snapshot).
+
+// Len returns the number of keys held, including expired keys not yet swept.
+func (s *Store) Len() int { return s.length(nil) }
+
+func (s *Store) length(tx *Txn) int {
+	n := 0
+	s.forShards(tx, func(sh *shard) { n += sh.t.len() })
+	return n
+}
+
+// Expired returns how many keys have been removed because their TAT passed.
+func (s *Store) Expired() int64 { return s.expired.Load() }
+
+// Clear deletes every key.
+func (s *Store) Clear() { s.forShards(nil, func(sh *shard) { sh.t.clear() }) }
+
+// ExpireSome examines at most perShard keys in every shard, resuming where
+// the previous call stopped, deletes those whose TAT is <= now, and returns
+// how many it deleted. Each shard's lock is held only for its own bounded
+// batch, so a pass never stalls decisions for long.
+func (s *Store) ExpireSome(now gcra.Instant, perShard int) int {
+	total := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		var n int
+		sh.cursor, n = sh.t.expire(sh.cursor, perShard, now)
+		sh.mu.Unlock()
+		total += n
+	}
+	s.expired.Add(int64(total))
+	return total
+}
+
+// Scan calls fn for live keys, at most count entries examined, starting at
+// cursor, and returns the cursor to pass next; 0 means the scan is complete.
+// As Redis's SCAN, a key present for the whole scan is returned at least once
+// unless it is moved by a concurrent deletion. fn runs under the key's shard
+// lock and gets a view of the key's bytes, valid only during the call: it
+// must copy what it keeps (nothing is copied for a key it passes over), be
+// quick, and not call the Store.
+func (s *Store) Scan(cursor uint64, count int, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) uint64 {
+	return s.scan(nil, cursor, count, now, fn)
+}
+
+func (s *Store) scan(tx *Txn, cursor uint64, count int, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) uint64 {
+	// The cursor is shard<<32 | index within the shard's entries.
+	si, idx := int(cursor>>32), int(cursor&0xffffffff)
+	for si < len(s.shards) && count > 0 {
+		sh := &s.shards[si]
+		held := tx.holds(si)
+		if !held {
+			sh.mu.Lock()
+		}
+		for idx < sh.t.len() && count > 0 {
+			if tat := sh.t.expAt(idx); tat > now {
+				fn(sh.t.viewAt(idx), tat)
+			}
+			idx++
+			count--
+		}
+		done := idx >= sh.t.len()
+		if !held {
+			sh.mu.Unlock()
+		}
+		if done {
+			si, idx = si+1, 0
+		}
+	}
+	if si >= len(s.shards) {
+		return 0
+	}
+	return uint64(si)<<32 | uint64(idx)
+}
+
+// Each calls fn for every live key, one whole shard at a time under its
+// lock, as Scan calls it: so a key present throughout is seen exactly once.
+func (s *Store) Each(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) { s.each(nil, now, fn) }
+
+func (s *Store) each(tx *Txn, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) {
+	s.forShards(tx, func(sh *shard) {
+		for j := 0; j < sh.t.len(); j++ {
+			if tat := sh.t.expAt(j); tat > now {
+				fn(sh.t.viewAt(j), tat)
+			}
+		}
+	})
+}
