@@ -13,6 +13,10 @@
 #    of the per-round ratios (the goal: >= 0.9x). The replica's CPU is
 #    shown beside: on one machine it takes cores the master and the load
 #    would otherwise have.
+#    The same for Redis, as the host's yardstick: a redis-server master
+#    with one redis-server replica (rm1, rr1) and one with none (rm0),
+#    persistence off, under the same pipelined load of SET key:<n> <a TAT>:
+#    what a replica costs Redis itself when the three share the cores.
 # 2. Lag: each round, the pipelined load once more against m1 under
 #    bench/repllag lag, which every 20 ms makes a decision on a fresh key on
 #    the master and times it from the master's reply until a GET on the
@@ -49,8 +53,8 @@ script=bench/replication.sh
 # The servers, by side: m1 the master with a replica, r1 its replica, m0 the
 # master alone; for the resync, big the filled master, fresh the replica
 # made for each resync, redis the redis-server replica.
-declare -A port=([m1]="" [r1]="" [m0]="" [big]="" [fresh]="" [redis]="") \
-	pid=([m1]="" [r1]="" [m0]="" [big]="" [fresh]="" [redis]="")
+declare -A port=([m1]="" [r1]="" [m0]="" [big]="" [fresh]="" [redis]="" [rm1]=6393 [rr1]=6394 [rm0]=6395) \
+	pid=([m1]="" [r1]="" [m0]="" [big]="" [fresh]="" [redis]="" [rm1]="" [rr1]="" [rm0]="")
 sides=(m1 r1 m0)
 # shellcheck source=bench/lib.sh
 source "$repo/bench/lib.sh"
@@ -113,6 +117,14 @@ start_redcell_side m0
 start_redcell_side r1 --replicaof "$HOST ${port[m1]}"
 linked m1 r1
 [[ $(field m0 connected_slaves) == 0 ]] || { log "$script: m0 has replicas"; exit 1; }
+if [[ $REDIS == 1 ]]; then
+	sides+=(rm1 rr1 rm0)
+	start_redis rm1
+	start_redis rm0
+	start_redis rr1 --replicaof "$HOST" "${port[rm1]}"
+	linked rm1 rr1
+fi
+set_tat="key:__rand_int__ 1764600000000000000"
 
 rand="key:__rand_int__ 100 10 1"
 for r in $(seq "$ROUNDS"); do
@@ -123,6 +135,15 @@ for r in $(seq "$ROUNDS"); do
 		# shellcheck disable=SC2086 # $rand's words are meant to split
 		cpu_of r1 rcpu.rand.$s "$N" bench rand.$s "" $s -P 16 -c 50 -r 100000 -n "$N" CL.THROTTLE $rand
 	done
+	if [[ $REDIS == 1 ]]; then
+		rturn=(rm1 rm0)
+		((r % 2)) || rturn=(rm0 rm1)
+		for s in "${rturn[@]}"; do
+			# shellcheck disable=SC2086 # $set_tat's words are meant to split
+			cpu_of rr1 rcpu.rand.$s "$N" bench rand.$s "" $s -P 16 -c 50 -r 100000 -n "$N" SET $set_tat
+		done
+		linked rm1 rr1
+	fi
 	for s in "${turn[@]}"; do
 		# shellcheck disable=SC2086
 		cpu_of r1 rcpu.lat.$s "$LAT_N" bench lat.$s "" $s -c 50 -r 100000 -n "$LAT_N" CL.THROTTLE $rand
@@ -233,6 +254,9 @@ maxof() { sort -g "$work/$1" | tail -1; }
 for s in m1 m0; do
 	for l in rand lat; do awk '{ print $4 }' "$work/$l.$s" >"$work/scpu.$l.$s"; done
 done
+if [[ $REDIS == 1 ]]; then
+	for s in rm1 rm0; do awk '{ print $4 }' "$work/rand.$s" >"$work/scpu.rand.$s"; done
+fi
 
 redis_version=$(redis-server --version 2>/dev/null | grep -o 'v=[0-9.]*' | cut -d= -f2 || true)
 echo
@@ -251,6 +275,12 @@ row "ops/s, unpipelined -c 50 -r 100000 -n $LAT_N" lat.m1 lat.m0 %.0f
 latrow "p50 / p99 ms, the same (ratio of p99)" lat.m1 lat.m0
 row "master CPU us/request, the same" scpu.lat.m1 scpu.lat.m0 %.2f
 row "the replica's CPU us/request, the same" rcpu.lat.m1 "" %.2f
+if [[ $REDIS == 1 ]]; then
+	echo "| **the host's yardstick: A: a redis-server $redis_version master with one redis-server replica; B: one with none** | | | |"
+	row "ops/s, -P 16 -c 50 -r 100000 -n $N SET $set_tat" rand.rm1 rand.rm0 %.0f
+	row "master CPU us/request, the same" scpu.rand.rm1 scpu.rand.rm0 %.2f
+	row "the replica's CPU us/request, the same" rcpu.rand.rm1 "" %.2f
+fi
 echo "| **lag of A's replica under the pipelined load (p50 / p99: medians of the rounds'; max: of all)** | | | |"
 printf '| probe lag ms, p50 / p99 / max (%s probes a round, %s missed in all) | %s / %s / %s | | |\n' \
 	"$(median lag.1 1)" "$(awk '{ s += $1 } END { print s }' "$work/lag.2")" \
@@ -279,6 +309,7 @@ echo "The probe lag is the time from the master's reply to CL.THROTTLE probe:<ru
 echo
 echo "Commands (redcell: $work/redcell --bind $HOST --port 0 --dir DIR, on a free port, a new one at each start;" \
 	"r1: the same with --replicaof \"$HOST <m1's port>\"; the fresh replica: the same, then REPLICAOF;" \
+	"rm1, rr1, rm0: redis-server --bind $HOST --port P --save '' --appendonly no, rr1 with --replicaof $HOST ${port[rm1]};" \
 	"redis-server replica: redis-server --port 0 --unixsocket SOCK --save '' --appendonly no --dir DIR, then REPLICAOF;" \
 	"CPU: user + system ticks from /proc/PID/stat around each run; fill: $fill_out (keys, seconds)):"
 for k in "${order[@]}"; do
