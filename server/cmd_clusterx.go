@@ -35,9 +35,8 @@ func cmdClusterxSetNodes(c *client, args [][]byte, _ time.Time) {
 		c.writeError(errSyntax)
 		return
 	}
-	version, ok := parseInt(args[3])
-	if !ok || version < 0 {
-		c.writeError(errInvalidVersion)
+	version, ok := c.parseVersion(args[3])
+	if !ok {
 		return
 	}
 	top, err := cluster.Parse(string(args[2]), version)
@@ -69,9 +68,8 @@ func cmdClusterxSetSlot(c *client, args [][]byte, _ time.Time) {
 		c.writeError(errSyntax)
 		return
 	}
-	version, ok := parseInt(args[5])
-	if !ok || version < 0 {
-		c.writeError(errInvalidVersion)
+	version, ok := c.parseVersion(args[5])
+	if !ok {
 		return
 	}
 	if err := c.srv.setSlot(slot, string(args[4]), version); err != nil {
@@ -148,4 +146,15 @@ func (s *Server) followTopology() {
 			s.cfg.Logger.Info("cluster: slot imported", "slot", m.Slot, "from", m.Peer.ID)
 		}
 	}
+}
+
+// parseVersion parses a topology version, answering Redis's error if it is
+// not one.
+func (c *client) parseVersion(b []byte) (int64, bool) {
+	version, ok := parseInt(b)
+	if !ok || version < 0 {
+		c.writeError(errInvalidVersion)
+		return 0, false
+	}
+	return version, true
 }

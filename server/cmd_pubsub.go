@@ -47,26 +47,28 @@ func pubsubFamily() []*command {
 }
 
 func pubsubSubcommands() []*command {
-	flags, acl := []string{"pubsub", "loading", "stale"}, []string{"@pubsub", "@slow"}
 	help := helpSubcommand("pubsub", "6.2.0", pubsubHelp)
 	help.group = "pubsub"
 	return []*command{
-		{name: "pubsub|channels", arity: -2, flags: flags, acl: acl, group: "pubsub", since: "2.8.0",
-			complexity: "O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
-			summary:    "Returns the active channels.", run: cmdPubsubChannels},
-		{name: "pubsub|numsub", arity: -2, flags: flags, acl: acl, group: "pubsub", since: "2.8.0",
-			complexity: "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
-			summary:    "Returns a count of subscribers to channels.", run: cmdPubsubNumsub},
-		{name: "pubsub|numpat", arity: 2, flags: flags, acl: acl, group: "pubsub", since: "2.8.0",
-			complexity: "O(1)", summary: "Returns a count of unique pattern subscriptions.", run: cmdPubsubNumpat},
-		{name: "pubsub|shardchannels", arity: -2, flags: flags, acl: acl, group: "pubsub", since: "7.0.0",
-			complexity: "O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
-			summary:    "Returns the active shard channels.", run: cmdPubsubShardchannels},
-		{name: "pubsub|shardnumsub", arity: -2, flags: flags, acl: acl, group: "pubsub", since: "7.0.0",
-			complexity: "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels",
-			summary:    "Returns the count of subscribers of shard channels.", run: cmdPubsubShardnumsub},
+		pubsubSubcommand("channels", -2, "2.8.0", "Returns the active channels.",
+			"O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)",
+			cmdPubsubChannels),
+		pubsubSubcommand("numsub", -2, "2.8.0", "Returns a count of subscribers to channels.",
+			"O(N) for the NUMSUB subcommand, where N is the number of requested channels", cmdPubsubNumsub),
+		pubsubSubcommand("numpat", 2, "2.8.0", "Returns a count of unique pattern subscriptions.", "O(1)", cmdPubsubNumpat),
+		pubsubSubcommand("shardchannels", -2, "7.0.0", "Returns the active shard channels.",
+			"O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels).",
+			cmdPubsubShardchannels),
+		pubsubSubcommand("shardnumsub", -2, "7.0.0", "Returns the count of subscribers of shard channels.",
+			"O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels", cmdPubsubShardnumsub),
 		help,
 	}
+}
+
+// pubsubSubcommand is a PUBSUB subcommand, with Redis 7.2's flags.
+func pubsubSubcommand(name string, arity int, since, summary, complexity string, run func(*client, [][]byte, time.Time)) *command {
+	return &command{name: "pubsub|" + name, arity: arity, flags: []string{"pubsub", "loading", "stale"},
+		acl: []string{"@pubsub", "@slow"}, group: "pubsub", since: since, complexity: complexity, summary: summary, run: run}
 }
 
 // SUBSCRIBE channel [channel ...]
