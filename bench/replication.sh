@@ -196,19 +196,36 @@ stop_side() {
 }
 
 # resync SIDE ADDR: one timed resync of the fresh replica SIDE at ADDR;
-# appends "up_s equal_s keys rdb_bytes bytes_per_key" to $work/resync.SIDE.
+# appends "up_s equal_s keys rdb_bytes bytes_per_key master_rss_growth_mb"
+# to $work/resync.SIDE, the last the most the master's RSS rose over its
+# RSS before the resync, sampled every 10 ms while it ran.
 resync() {
-	local side=$1 out bytes
+	local side=$1 out bytes base sampler
 	local run=("$work/repllag" resync -master "$HOST:${port[big]}" -replica "$2")
 	record "resync.$side" "${run[*]}"
+	base=$(rss "${pid[big]}")
+	echo "$base" >"$work/rss.peak"
+	(
+		peak=$base
+		while :; do
+			r=$(rss "${pid[big]}") || exit 0
+			((r > peak)) && peak=$r && echo "$peak" >"$work/rss.peak"
+			sleep 0.01
+		done
+	) &
+	sampler=$!
 	if ! out=$("${run[@]}" 2>"$work/resync.err"); then
+		kill "$sampler" 2>/dev/null || true
 		log "$script: the resync of $side failed: ${run[*]}"
 		cat "$work/resync.err" >&2
 		died "$side"
 	fi
+	kill "$sampler" 2>/dev/null || true
+	wait "$sampler" 2>/dev/null || true
 	bytes=$(grep 'full resynchronization sent' "$work/big.log" | tail -1 | grep -o ' bytes=[0-9]*' | cut -d= -f2)
 	[[ -n $bytes ]] || { log "$script: no \"full resynchronization sent\" line in the master's log"; died big; }
-	echo "$out $bytes" | awk '{ printf "%s %s %s %s %.1f\n", $1, $2, $3, $4, $4 / $3 }' >>"$work/resync.$side"
+	echo "$out $bytes $base $(cat "$work/rss.peak")" |
+		awk '{ printf "%s %s %s %s %.1f %.1f\n", $1, $2, $3, $4, $4 / $3, ($6 - $5) / 1048576 }' >>"$work/resync.$side"
 }
 
 reps=(fresh)
@@ -231,7 +248,7 @@ for r in $(seq "$RESYNC_ROUNDS"); do
 	done
 done
 for s in "${reps[@]}"; do
-	for c in 1 2 4 5; do awk -v c=$c '{ print $c }' "$work/resync.$s" >"$work/resync.$s.$c"; done
+	for c in 1 2 4 5 6; do awk -v c=$c '{ print $c }' "$work/resync.$s" >"$work/resync.$s.$c"; done
 done
 
 # row LABEL A B FORMAT: the medians of $work/A and $work/B and the median of
@@ -299,6 +316,7 @@ row "seconds from REPLICAOF to master_link_status:up" resync.fresh.1 "${b:+resyn
 row "seconds from REPLICAOF to DBSIZE equal to the master's" resync.fresh.2 "${b:+resync.redis.2}" %.3f
 row "RDB bytes sent (the master's log)" resync.fresh.4 "${b:+resync.redis.4}" %.0f
 row "RDB bytes per key" resync.fresh.5 "${b:+resync.redis.5}" %.1f
+row "the master's peak RSS growth during the resync, MiB" resync.fresh.6 "${b:+resync.redis.6}" %.1f
 echo
 echo "The probe lag is the time from the master's reply to CL.THROTTLE probe:<run>:<n> 1 1 3600 (a fresh key," \
 	"every 20 ms) until the replica's GET of that key, sent back to back, first finds it: the master's feed" \
