@@ -5,11 +5,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strconv"
+	"time"
+
 	"redcell/gcra"
 	"redcell/rdb"
 	"redcell/storage"
-	"strconv"
-	"time"
 )
 
 // A full resynchronization: the snapshot a master sends a replica that
@@ -19,25 +20,28 @@ import (
 // snapshot's offset.
 func (l *Link) fullSync(psync bool) {
 	n := l.n
-	// First phase: copy every shard under its lock, with nothing taken
-	// into the stream meanwhile, so that a change the copy missed is in
-	// the stream after off. The stream carries states, so one the copy has
-	// too is applied twice, harmlessly.
+	// The snapshot is of the store as it is from off on, written shard by
+	// shard in two phases: the shard copied under its lock, then written
+	// with the lock released, its copy let go before the next shard's is
+	// made. A change made after off, to a shard copied or not yet, is in
+	// the stream after off as well: the feed takes it after off, and a
+	// replica's own stream appends what it applied after. The stream
+	// carries states, so a key the copy has newer than a state of the
+	// stream is set to the older one and then to the newer again, as the
+	// replica catches up; its last state is the master's.
 	n.streamMu.Lock()
 	_, off := n.backlog.offsets()
 	n.backlog.append(nil) // allocated: the link reads from off on
 	h := n.backlog.hold(off, l.lost)
 	defer n.backlog.release(h)
-	now := gcra.InstantOf(n.cfg.Now())
-	shards := make([][]storage.Change, n.store.Shards())
-	keys := 0
-	for i := range shards {
-		shards[i] = n.store.CopyShard(i, now, nil)
-		keys += len(shards[i])
-	}
 	id := n.replID
 	n.streamMu.Unlock()
-	// Second phase: write the RDB, each shard's copy let go once written.
+	var buf []storage.Change
+	copyShard := func(i int) []storage.Change {
+		buf = n.store.CopyShard(i, gcra.InstantOf(n.cfg.Now()), buf[:0])
+		return buf
+	}
+	shards, keys := n.store.Shards(), n.store.Len() // keys: RESIZEDB's hint
 	// A replica that reads a streamed snapshot (every redcell and Redis
 	// replica of version 2.8.18 on) gets it as it is written, after
 	// "$EOF:<mark>" and ended by the mark, so that the master never holds
@@ -54,7 +58,7 @@ func (l *Link) fullSync(psync bool) {
 		w := bufio.NewWriterSize(linkWriter{l}, 64<<10)
 		c := &countingWriter{w: w}
 		_, _ = fmt.Fprintf(w, "%s$EOF:%s\r\n", head, mark)
-		err := writeSnapshot(c, shards, keys, id, off, n.cfg.Now())
+		err := writeSnapshot(c, shards, copyShard, keys, id, off, n.cfg.Now())
 		if err == nil {
 			_, _ = w.WriteString(mark)
 			err = w.Flush()
@@ -66,7 +70,7 @@ func (l *Link) fullSync(psync bool) {
 		sent = c.n
 	} else {
 		var snap bytes.Buffer
-		if err := writeSnapshot(&snap, shards, keys, id, off, n.cfg.Now()); err != nil {
+		if err := writeSnapshot(&snap, shards, copyShard, keys, id, off, n.cfg.Now()); err != nil {
 			l.fail(err)
 			return
 		}
@@ -88,9 +92,9 @@ func (l *Link) fullSync(psync bool) {
 	l.stream(h, nil)
 }
 
-// writeSnapshot writes the keys of shards (keys in all) as an RDB a real
-// redis-server loads, letting each shard's copy go once written.
-func writeSnapshot(w io.Writer, shards [][]storage.Change, keys int, replID string, offset int64, now time.Time) error {
+// writeSnapshot writes the keys copyShard copies of each of shards shards
+// as an RDB a real redis-server loads; keys is RESIZEDB's hint of how many.
+func writeSnapshot(w io.Writer, shards int, copyShard func(i int) []storage.Change, keys int, replID string, offset int64, now time.Time) error {
 	aux := []rdb.Aux{
 		{Key: "redis-ver", Value: "7.2.0"},
 		{Key: "redis-bits", Value: "64"},
@@ -105,14 +109,13 @@ func writeSnapshot(w io.Writer, shards [][]storage.Change, keys int, replID stri
 	if err != nil {
 		return err
 	}
-	for i, shard := range shards {
-		for _, ch := range shard {
+	for i := range shards {
+		for _, ch := range copyShard(i) {
 			e := rdb.Entry{Key: []byte(ch.Key), Value: boxValue(ch), ExpireAtMs: expireAtMs(ch.TAT)}
 			if err := wr.Write(e); err != nil {
 				return err
 			}
 		}
-		shards[i] = nil
 	}
 	return wr.Close()
 }

@@ -198,7 +198,7 @@ func FuzzChangeRoundTrip(f *testing.F) {
 
 		// The snapshot's entry.
 		var snap bytes.Buffer
-		if err := writeSnapshot(&snap, [][]storage.Change{{ch}}, 1, "0123456789abcdef0123456789abcdef01234567", 7, fuzzNow); err != nil {
+		if err := writeSnapshot(&snap, 1, func(int) []storage.Change { return []storage.Change{ch} }, 1, "0123456789abcdef0123456789abcdef01234567", 7, fuzzNow); err != nil {
 			t.Fatal(err)
 		}
 		r, err := rdb.NewReader(&snap, rdb.ReaderOptions{})
