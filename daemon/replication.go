@@ -40,6 +40,7 @@ func startReplication(cfg config.Config, store *storage.Store, port int, logger 
 		BufferLimit: int(cfg.ReplBufferLimit),
 		MasterUser:  cfg.MasterUser, MasterAuth: cfg.MasterPass, ListeningPort: port, Logger: logger})
 	node.SetPriority(int64(cfg.ReplicaPriority))
+	store.SetUncounted(node.BufferMemory)
 	host, mport, replica := cfg.ReplicaOfAddr()
 	if !cfg.InMemory {
 		saved, found, err := readRole(filepath.Join(cfg.Dir, roleFile))

@@ -216,3 +216,36 @@ func TestRepliesWaitingForAllClientsAreBounded(t *testing.T) {
 	require.LessOrEqual(t, open, 3, "about 24 MiB / 10 MiB clients may wait")
 	require.Equal(t, 20, open+closed)
 }
+
+// A replica attached to a master near its --maxmemory does not push the
+// master over it: the replication backlog (64 MiB here, allocated when the
+// first replica comes) is memory maxmemory does not count, as Redis's
+// mem_not_counted_for_evict. Before, the backlog alone put a master at
+// 48 MiB over its limit, and every new key was refused with OOM (under
+// volatile-ttl, limiter state would have been evicted).
+func TestReplicationBuffersAreNotCountedTowardMaxMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary; skipped with -short")
+	}
+	master := startBinary(t, nil, onLoopback("--in-memory", "--maxmemory", "48mb")...)
+	rdb := master.goRedis(t, func(o *redis.Options) { o.Protocol = 2 })
+	ctx := context.Background()
+	require.Zero(t, infoInt(t, rdb, "memory", "mem_not_counted_for_evict"))
+	replica := startBinary(t, nil, onLoopback("--in-memory", "--replicaof", "127.0.0.1 "+strconv.Itoa(master.Port))...)
+	rrdb := replica.goRedis(t, func(o *redis.Options) { o.Protocol = 2 })
+	require.Eventually(t, func() bool {
+		return strings.Contains(rrdb.Info(ctx, "replication").Val(), "master_link_status:up")
+	}, 20*time.Second, 10*time.Millisecond)
+
+	require.Equal(t, int64(64<<20), infoInt(t, rdb, "memory", "mem_not_counted_for_evict"))
+	require.Equal(t, int64(64<<20), infoInt(t, rdb, "memory", "mem_replication_backlog"))
+	used := infoInt(t, rdb, "memory", "used_memory")
+	require.Greater(t, used, int64(48<<20), "the backlog is measured: used_memory is over the limit")
+	time.Sleep(50 * time.Millisecond) // the memory watch measures every 10 ms
+	for i := range 100 {
+		r, err := rdb.Do(ctx, "CL.THROTTLE", "new:"+strconv.Itoa(i), 9, 1, 3600).Int64Slice()
+		require.NoError(t, err, "new key %d with used_memory %d", i, used)
+		require.Equal(t, []int64{0, 10, 9, -1, 3600}, r)
+	}
+	require.Zero(t, infoInt(t, rdb, "stats", "evicted_keys"))
+}

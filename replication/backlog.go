@@ -196,6 +196,13 @@ func (b *backlog) copyAt(off int64, p []byte) (n int, ok bool) {
 	return n, true
 }
 
+// allocated is the ring's size in bytes: 0 until a replica first used it.
+func (b *backlog) allocated() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return int64(len(b.buf))
+}
+
 // active reports whether the backlog has been used (repl_backlog_active).
 func (b *backlog) active() bool {
 	b.mu.Lock()

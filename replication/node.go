@@ -265,6 +265,12 @@ func (n *Node) promoteLocked() {
 	n.startFeedLocked()
 }
 
+// BufferMemory is the memory the replication stream holds: the backlog's
+// ring, grown for what the links have yet to send. The memory limit does
+// not count it (storage.Store.SetUncounted), as Redis's maxmemory does not
+// count its replication buffers.
+func (n *Node) BufferMemory() int64 { return n.backlog.allocated() }
+
 // Close stops every link and the feed.
 func (n *Node) Close() {
 	n.mu.Lock()

@@ -158,6 +158,10 @@ func (s *Server) infoMemory(ks storage.Keyspace, _ time.Time) [][2]string {
 		{"maxmemory_human", storage.BytesText(limit)},
 		{"maxmemory_policy", policy.String()},
 		{"mem_clients_normal", itoa(s.outputTotal.used.Load())},
+		// The replication stream's buffers, which maxmemory does not
+		// count (storage.Store.SetUncounted), as Redis's.
+		{"mem_replication_backlog", itoa(s.store.Uncounted())},
+		{"mem_not_counted_for_evict", itoa(s.store.Uncounted())},
 		{"mem_allocator", "go"},
 	}
 }

@@ -71,7 +71,28 @@ type memoryLimit struct {
 	over    atomic.Bool
 	used    atomic.Int64
 	evicted atomic.Int64
+	// uncounted reports memory the limit does not count (SetUncounted).
+	uncounted atomic.Pointer[func() int64]
 }
+
+// SetUncounted makes the bytes fn reports, measured with the rest, not
+// count toward the limit: a master's replication buffers (the backlog, and
+// the stream it keeps for a syncing replica), as Redis's
+// mem_not_counted_for_evict, so that attaching a replica neither evicts
+// limiter state nor refuses new keys. fn must be safe to call from any
+// goroutine.
+func (s *Store) SetUncounted(fn func() int64) { s.mem.uncounted.Store(&fn) }
+
+// Uncounted is what SetUncounted's function reports now; 0 without one.
+func (s *Store) Uncounted() int64 {
+	if fn := s.mem.uncounted.Load(); fn != nil {
+		return (*fn)()
+	}
+	return 0
+}
+
+// counted is used less what the limit does not count.
+func (s *Store) counted(used int64) int64 { return used - s.Uncounted() }
 
 // MemoryLimit returns the limit in bytes (0: none) and the policy.
 func (s *Store) MemoryLimit() (int64, EvictionPolicy) { return s.mem.limit, s.mem.policy }
@@ -103,7 +124,7 @@ func (s *Store) measureMemory(tx *Txn) int64 {
 	used := int64(samples[0].Value.Uint64() - samples[1].Value.Uint64())
 	s.forShards(tx, func(sh *shard) { used += sh.t.mappedInUse() })
 	s.mem.used.Store(used)
-	s.mem.over.Store(s.mem.limit > 0 && used > s.mem.limit)
+	s.mem.over.Store(s.mem.limit > 0 && s.counted(used) > s.mem.limit)
 	return used
 }
 
@@ -115,7 +136,7 @@ func (s *Store) RunMemoryWatch(ctx context.Context, interval time.Duration) {
 		return
 	}
 	every(ctx, interval, func() {
-		used := s.MeasureMemory()
+		used := s.counted(s.MeasureMemory())
 		if used <= s.mem.limit || s.mem.policy != VolatileTTL {
 			return
 		}

@@ -29,6 +29,40 @@ func TestOverTheMemoryLimitNoEvictionRefusesNewKeysOnly(t *testing.T) {
 	require.Zero(t, s.Evicted())
 }
 
+// The memory SetUncounted reports (a master's replication buffers) is
+// measured but not counted toward the limit, as Redis's
+// mem_not_counted_for_evict: a store over its limit only by it creates
+// keys and evicts nothing.
+func TestUncountedMemoryIsNotCountedTowardTheLimit(t *testing.T) {
+	s := New(Config{Shards: 1, MaxMemory: 1, Eviction: VolatileTTL})
+	r := mustRate(t, 9, 1, 60, 1)
+	_, err := s.Throttle([]byte("old"), r, t0)
+	require.NoError(t, err)
+	used := s.MeasureMemory()
+	require.Greater(t, used, int64(1))
+	_, err = s.Throttle([]byte("new"), r, t0)
+	require.NoError(t, err, "volatile-ttl: evicts old")
+	require.Equal(t, int64(1), s.Evicted())
+
+	s.SetUncounted(func() int64 { return used })
+	require.Equal(t, used, s.Uncounted())
+	require.Greater(t, s.MeasureMemory(), int64(1), "measured whole")
+	for i := range 10 {
+		_, err = s.Throttle(fmt.Appendf(nil, "k%d", i), r, t0)
+		require.NoError(t, err)
+	}
+	require.Equal(t, int64(1), s.Evicted(), "no eviction for the uncounted bytes")
+	require.Equal(t, 11, s.Len(), "new and the ten")
+
+	s = New(Config{Shards: 2, MaxMemory: 1})
+	_, err = s.Throttle([]byte("old"), r, t0)
+	require.NoError(t, err)
+	s.SetUncounted(func() int64 { return 1 << 40 })
+	s.MeasureMemory()
+	_, err = s.Throttle([]byte("new"), r, t0)
+	require.NoError(t, err, "noeviction: not over the limit once the uncounted bytes are left out")
+}
+
 // Under volatile-ttl a new key first evicts the key nearest its expiry (in
 // a shard of no more than the samples, exactly the nearest), and the change
 // is recorded for the flusher like any deletion.
