@@ -1,6 +1,9 @@
 package replication
 
-import "sync"
+import (
+	"runtime/debug"
+	"sync"
+)
 
 // backlog is the replication stream's recent past: a ring of at least its
 // last size bytes, by stream offset. The stream's one writer appends; each
@@ -115,9 +118,14 @@ func (b *backlog) fit(end int64) {
 }
 
 // resize moves the ring into one of n bytes, keeping as much of its end as
-// fits.
+// fits. A big old ring is handed back to the system at once: until it is,
+// the memory limit counts it (storage measures what the runtime holds), and
+// only the ring in use is left out of the count (Node.BufferMemory).
 func (b *backlog) resize(n int) {
 	old, ring := b.buf, int64(len(b.buf))
+	if ring >= 1<<20 {
+		defer func() { go debug.FreeOSMemory() }()
+	}
 	b.buf = make([]byte, n)
 	b.length = min(b.length, int64(n))
 	for off := b.end - b.length; off < b.end; {
