@@ -154,9 +154,9 @@ func (b *backlog) release(h *hold) {
 	b.mu.Unlock()
 }
 
-// read copies into p the bytes from h's offset on and moves the hold past
-// them, as readAt; behind is how far the hold was from the end when it was
-// lost.
+// read copies into p the bytes from h's offset on (copyAt) and moves the
+// hold past them, and returns a channel closed once more is appended;
+// behind is how far the hold was from the end when it was lost.
 func (b *backlog) read(h *hold, p []byte) (n int, grown <-chan struct{}, ok bool, behind int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -178,18 +178,9 @@ func (b *backlog) offsets() (first, end int64) {
 	return b.end - b.length, b.end
 }
 
-// readAt copies into p the bytes from off on, and returns how many, the
-// end, and a channel closed once more is appended. ok is false when off is
-// no longer held (the reader fell behind by more than the backlog) or is
-// beyond the end.
-func (b *backlog) readAt(off int64, p []byte) (n int, end int64, grown <-chan struct{}, ok bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	n, ok = b.copyAt(off, p)
-	return n, b.end, b.grown, ok
-}
-
-// copyAt is readAt's copy, b.mu held.
+// copyAt copies into p the bytes from off on, b.mu held, and returns how
+// many. ok is false when off is no longer held (the reader fell behind by
+// more than the ring keeps) or is beyond the end.
 func (b *backlog) copyAt(off int64, p []byte) (n int, ok bool) {
 	if off < b.end-b.length || off > b.end {
 		return 0, false

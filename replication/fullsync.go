@@ -52,40 +52,35 @@ func (l *Link) fullSync(psync bool) {
 	if psync {
 		head = fmt.Appendf(head, "+FULLRESYNC %s %d\r\n", id, off)
 	}
-	var sent int64
+	// Streamed, the RDB goes through a buffer to the connection, after
+	// its head; with its length, it is written whole first.
+	var whole bytes.Buffer
+	var bw *bufio.Writer
+	var w io.Writer = &whole
+	mark := ""
 	if l.eof {
-		mark := newReplID()
-		w := bufio.NewWriterSize(linkWriter{l}, 64<<10)
-		c := &countingWriter{w: w}
-		_, _ = fmt.Fprintf(w, "%s$EOF:%s\r\n", head, mark)
-		err := writeSnapshot(c, shards, copyShard, keys, id, off, n.cfg.Now())
-		if err == nil {
-			_, _ = w.WriteString(mark)
-			err = w.Flush()
-		}
-		if err != nil {
-			l.fail(err)
-			return
-		}
-		sent = c.n
-	} else {
-		var snap bytes.Buffer
-		if err := writeSnapshot(&snap, shards, copyShard, keys, id, off, n.cfg.Now()); err != nil {
-			l.fail(err)
-			return
-		}
-		head = fmt.Appendf(head, "$%d\r\n", snap.Len())
-		if err := l.write(head); err != nil {
-			l.fail(err)
-			return
-		}
-		if err := l.write(snap.Bytes()); err != nil {
-			l.fail(err)
-			return
-		}
-		sent = int64(snap.Len())
+		mark = newReplID()
+		bw = bufio.NewWriterSize(linkWriter{l}, 64<<10)
+		_, _ = fmt.Fprintf(bw, "%s$EOF:%s\r\n", head, mark)
+		w = bw
 	}
-	n.log.Info("replication: full resynchronization sent", "replica", addr(l.ip, l.port), "bytes", sent, "offset", off,
+	rdbBytes := &countingWriter{w: w}
+	err := writeSnapshot(rdbBytes, shards, copyShard, keys, id, off, n.cfg.Now())
+	switch {
+	case err != nil:
+	case l.eof:
+		_, _ = bw.WriteString(mark)
+		err = bw.Flush()
+	default:
+		if err = l.write(fmt.Appendf(head, "$%d\r\n", whole.Len())); err == nil {
+			err = l.write(whole.Bytes())
+		}
+	}
+	if err != nil {
+		l.fail(err)
+		return
+	}
+	n.log.Info("replication: full resynchronization sent", "replica", addr(l.ip, l.port), "bytes", rdbBytes.n, "offset", off,
 		"streamed", l.eof)
 	l.state.Store("online")
 	l.acked.Store(off)

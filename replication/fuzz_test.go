@@ -94,7 +94,7 @@ func FuzzApplyStream(f *testing.F) {
 			t.Fatalf("forwarded %d bytes of a stream of %d", end, len(stream))
 		}
 		fwd := make([]byte, end-first)
-		k, _, _, ok := n.backlog.readAt(first, fwd)
+		k, _, ok, _ := n.backlog.read(n.backlog.hold(first, nil), fwd)
 		if !ok || int64(k) != end-first {
 			t.Fatalf("the backlog holds [%d, %d) and read %d, %v", first, end, k, ok)
 		}

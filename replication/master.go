@@ -265,8 +265,7 @@ func (l *Link) lost(behind int64) {
 }
 
 func (l *Link) write(p []byte) error {
-	_ = l.conn.SetWriteDeadline(time.Now().Add(l.n.cfg.Timeout))
-	_, err := l.conn.Write(p)
+	_, err := linkWriter{l}.Write(p)
 	return err
 }
 

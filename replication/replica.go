@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -159,7 +158,7 @@ func (u *upstream) session() error {
 
 	// Every read from the master gets the link's timeout and notes that
 	// bytes came, whoever reads (the handshake, the snapshot, the stream).
-	br := bufio.NewReaderSize(&deadlineReader{r: conn, conn: conn, timeout: n.cfg.Timeout, lastIO: &u.lastIO}, 64<<10)
+	br := bufio.NewReaderSize(&deadlineReader{conn: conn, timeout: n.cfg.Timeout, lastIO: &u.lastIO}, 64<<10)
 	call := func(args ...string) (string, error) {
 		if err := u.send(conn, args...); err != nil {
 			return "", err
@@ -388,10 +387,9 @@ func (u *upstream) ignore(name string, err error) {
 	}
 }
 
-// deadlineReader reads from r, giving each read from conn the link's
-// timeout, and notes when bytes came.
+// deadlineReader reads from conn, giving each read the link's timeout, and
+// notes when bytes came.
 type deadlineReader struct {
-	r       io.Reader
 	conn    net.Conn
 	timeout time.Duration
 	lastIO  *atomic.Int64
@@ -399,7 +397,7 @@ type deadlineReader struct {
 
 func (d *deadlineReader) Read(p []byte) (int, error) {
 	_ = d.conn.SetReadDeadline(time.Now().Add(d.timeout))
-	n, err := d.r.Read(p)
+	n, err := d.conn.Read(p)
 	if n > 0 {
 		d.lastIO.Store(time.Now().UnixNano())
 	}

@@ -12,9 +12,9 @@ import (
 // under the locks it needs, or a Txn, whose calls run under the locks the
 // transaction holds.
 type Keyspace interface {
-	Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error)
-	// ThrottleSlot is Throttle given key's cluster slot, already computed
-	// (or -1): a store sharded by slot need not hash the key again.
+	// ThrottleSlot is a GCRA decision (Store.Throttle) given key's cluster
+	// slot, already computed (or -1): a store sharded by slot need not
+	// hash the key again.
 	ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant) (gcra.Result, error)
 	Preview(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, bool, error)
 	Reserve(key []byte, r gcra.Rate, now gcra.Instant, maxWait time.Duration, dry bool) (gcra.Reservation, bool, error)
@@ -98,12 +98,14 @@ func (tx *Txn) withShard(key []byte, fn func(sh *shard)) {
 	fn(sh)
 }
 
-// ThrottleSlot is Throttle: the transaction finds the key's shard itself.
-func (tx *Txn) ThrottleSlot(key []byte, _ int, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
-	return tx.Throttle(key, r, now)
+// Throttle is Store.Throttle inside the transaction.
+func (tx *Txn) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
+	return tx.ThrottleSlot(key, -1, r, now)
 }
 
-func (tx *Txn) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (res gcra.Result, err error) {
+// ThrottleSlot is Store.ThrottleSlot inside the transaction, which finds
+// the key's shard among those it holds.
+func (tx *Txn) ThrottleSlot(key []byte, _ int, r gcra.Rate, now gcra.Instant) (res gcra.Result, err error) {
 	tx.withShard(key, func(sh *shard) { res, err = tx.s.throttle(sh, key, r, now) })
 	return res, err
 }
