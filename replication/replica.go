@@ -243,10 +243,7 @@ func (u *upstream) session() error {
 }
 
 func (u *upstream) send(conn net.Conn, args ...string) error {
-	b := fmt.Appendf(nil, "*%d\r\n", len(args))
-	for _, a := range args {
-		b = appendBulk(b, a)
-	}
+	b := resp.AppendCommand(nil, args...)
 	u.writeMu.Lock()
 	defer u.writeMu.Unlock()
 	_ = conn.SetWriteDeadline(time.Now().Add(u.n.cfg.Timeout))

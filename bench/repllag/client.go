@@ -2,10 +2,8 @@ package main
 
 import (
 	"bufio"
-	"fmt"
-	"io"
 	"net"
-	"strconv"
+	"redcell/resp"
 	"strings"
 	"time"
 )
@@ -35,97 +33,31 @@ func dial(addr string) (*client, error) {
 
 func (c *client) close() { _ = c.conn.Close() }
 
-// send buffers a command; receive flushes and reads one reply.
-func (c *client) send(args ...string) {
-	fmt.Fprintf(c.w, "*%d\r\n", len(args))
-	for _, a := range args {
-		fmt.Fprintf(c.w, "$%d\r\n%s\r\n", len(a), a)
-	}
-}
+// send buffers a command; receive flushes and reads one reply
+// (resp.ReadReply), an error reply as a resp.ReplyError.
+func (c *client) send(args ...string) { _, _ = c.w.Write(resp.AppendCommand(nil, args...)) }
 
-func (c *client) receive() (reply, error) {
+func (c *client) receive() (any, error) {
 	if err := c.w.Flush(); err != nil {
-		return reply{}, err
+		return nil, err
 	}
 	_ = c.conn.SetReadDeadline(time.Now().Add(time.Minute))
-	return readReply(c.r)
+	return resp.ReadReply(c.r)
 }
 
-func (c *client) do(args ...string) (reply, error) {
+func (c *client) do(args ...string) (any, error) {
 	c.send(args...)
 	return c.receive()
 }
 
-// reply is a RESP2 reply: kind is its first byte (+ - : $ *); str holds a
-// simple string, an error or a bulk string, int an integer, arr an array's
-// elements; null is a nil bulk string or array.
-type reply struct {
-	kind byte
-	str  string
-	int  int64
-	arr  []reply
-	null bool
+// throttleReply is CL.THROTTLE's five integers, or false.
+func throttleReply(v any) ([]any, bool) {
+	a, ok := v.([]any)
+	return a, ok && len(a) == 5
 }
 
-func (r reply) String() string {
-	switch {
-	case r.null:
-		return "(nil)"
-	case r.kind == ':':
-		return strconv.FormatInt(r.int, 10)
-	case r.kind == '*':
-		s := make([]string, len(r.arr))
-		for i, e := range r.arr {
-			s[i] = e.String()
-		}
-		return "[" + strings.Join(s, " ") + "]"
-	}
-	return strconv.Quote(string(r.kind) + r.str)
-}
-
-func readReply(br *bufio.Reader) (reply, error) {
-	line, err := br.ReadString('\n')
-	if err != nil {
-		return reply{}, err
-	}
-	if len(line) < 3 || !strings.HasSuffix(line, "\r\n") {
-		return reply{}, fmt.Errorf("a reply line %q", line)
-	}
-	r := reply{kind: line[0], str: line[1 : len(line)-2]}
-	switch r.kind {
-	case '+', '-':
-		return r, nil
-	case ':':
-		r.int, err = strconv.ParseInt(r.str, 10, 64)
-		return r, err
-	case '$', '*':
-		n, err := strconv.Atoi(r.str)
-		if err != nil || n < -1 {
-			return reply{}, fmt.Errorf("a reply line %q", line)
-		}
-		r.str = ""
-		if n == -1 {
-			r.null = true
-			return r, nil
-		}
-		if r.kind == '*' {
-			r.arr = make([]reply, n)
-			for i := range r.arr {
-				if r.arr[i], err = readReply(br); err != nil {
-					return reply{}, err
-				}
-			}
-			return r, nil
-		}
-		b := make([]byte, n+2)
-		if _, err := io.ReadFull(br, b); err != nil {
-			return reply{}, err
-		}
-		if string(b[n:]) != "\r\n" {
-			return reply{}, fmt.Errorf("a bulk string of %d bytes not ended by CRLF", n)
-		}
-		r.str = string(b[:n])
-		return r, nil
-	}
-	return reply{}, fmt.Errorf("a reply line %q", line)
+// text is a string reply's text (INFO's), or "".
+func text(v any) string {
+	s, _ := v.(string)
+	return s
 }

@@ -105,8 +105,8 @@ func fill(args []string) error {
 				}
 				for range to - from {
 					r, err := c.receive()
-					if err == nil && (r.kind != '*' || len(r.arr) != 5) {
-						err = fmt.Errorf("CL.THROTTLE answered %s", r)
+					if _, ok := throttleReply(r); err == nil && !ok {
+						err = fmt.Errorf("CL.THROTTLE answered %v", r)
 					}
 					if err != nil {
 						errs <- err
@@ -206,20 +206,17 @@ func probe(master, replica *client, run string, every, timeout time.Duration, do
 		if err != nil {
 			return lags, missed, err
 		}
-		if r.kind != '*' || len(r.arr) != 5 || r.arr[0].int != 0 {
-			return lags, missed, fmt.Errorf("the master answered CL.THROTTLE %s 1 1 3600 with %s", key, r)
+		if a, ok := throttleReply(r); !ok || a[0] != int64(0) {
+			return lags, missed, fmt.Errorf("the master answered CL.THROTTLE %s 1 1 3600 with %v", key, r)
 		}
 		made := time.Now()
 		for {
 			r, err := replica.do("GET", key)
 			if err != nil {
-				return lags, missed, err
-			}
-			if r.kind == '-' {
-				return lags, missed, fmt.Errorf("the replica answered GET %s with %s", key, r)
+				return lags, missed, fmt.Errorf("the replica answered GET %s with %w", key, err)
 			}
 			d := time.Since(made)
-			if !r.null {
+			if r != nil {
 				lags = append(lags, d)
 				break
 			}
@@ -294,7 +291,7 @@ func offset(c *client, field string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	v, ok := infoField(r.str, field)
+	v, ok := infoField(text(r), field)
 	if !ok {
 		return 0, fmt.Errorf("INFO replication of %s has no %s", c.addr, field)
 	}
@@ -337,8 +334,8 @@ func resync(args []string) error {
 		return err
 	}
 	start := time.Now()
-	if r, err := rc.do("REPLICAOF", host, port); err != nil || r.kind != '+' {
-		return fmt.Errorf("REPLICAOF %s %s: %s %v", host, port, r, err)
+	if r, err := rc.do("REPLICAOF", host, port); err != nil || r != "OK" {
+		return fmt.Errorf("REPLICAOF %s %s: %v %v", host, port, r, err)
 	}
 	var up time.Duration
 	for up == 0 {
@@ -346,7 +343,7 @@ func resync(args []string) error {
 		if err != nil {
 			return err
 		}
-		if v, _ := infoField(r.str, "master_link_status"); v == "up" {
+		if v, _ := infoField(text(r), "master_link_status"); v == "up" {
 			up = time.Since(start)
 		} else if time.Since(start) > *timeout {
 			return fmt.Errorf("the replica's link is not up %v after REPLICAOF", *timeout)
@@ -359,15 +356,15 @@ func resync(args []string) error {
 		if err != nil {
 			return err
 		}
-		if r.int == want.int {
+		if r == want {
 			break
 		}
 		if time.Since(start) > *timeout {
-			return fmt.Errorf("the replica holds %d keys, the master %d, %v after REPLICAOF", r.int, want.int, *timeout)
+			return fmt.Errorf("the replica holds %v keys, the master %v, %v after REPLICAOF", r, want, *timeout)
 		}
 		time.Sleep(time.Millisecond)
 	}
-	fmt.Printf("%.3f %.3f %d\n", up.Seconds(), time.Since(start).Seconds(), want.int)
+	fmt.Printf("%.3f %.3f %v\n", up.Seconds(), time.Since(start).Seconds(), want)
 	return nil
 }
 

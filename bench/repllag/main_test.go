@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"strings"
 	"testing"
 )
 
@@ -59,24 +57,5 @@ func TestInfoField(t *testing.T) {
 	}
 	if got, ok := infoField(info, "repl_offset"); ok {
 		t.Errorf("infoField(repl_offset) = %q, true: a suffix of a field is no field", got)
-	}
-}
-
-func TestReadReply(t *testing.T) {
-	in := "+OK\r\n-ERR no\r\n:42\r\n$5\r\nab\r\nc\r\n$-1\r\n*2\r\n:0\r\n$1\r\nx\r\n*-1\r\n$0\r\n\r\n"
-	br := bufio.NewReader(strings.NewReader(in))
-	for i, want := range []string{`"+OK"`, `"-ERR no"`, "42", `"$ab\r\nc"`, "(nil)", `[0 "$x"]`, "(nil)", `"$"`} {
-		r, err := readReply(br)
-		if err != nil {
-			t.Fatalf("reply %d: %v", i, err)
-		}
-		if got := r.String(); got != want {
-			t.Errorf("reply %d = %s want %s", i, got, want)
-		}
-	}
-	for _, bad := range []string{"$3\r\nabcd\r\n", "?\r\n", ":x\r\n", "*-2\r\n", "+OK\n"} {
-		if r, err := readReply(bufio.NewReader(strings.NewReader(bad))); err == nil {
-			t.Errorf("readReply(%q) = %s, no error", bad, r)
-		}
 	}
 }
