@@ -3,13 +3,13 @@ package daemon
 import (
 	"bufio"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
 	"redcell/config"
+	"redcell/resp"
 )
 
 // HealthCheck sends PING (after AUTH when a password is set) to the server
@@ -34,12 +34,7 @@ func HealthCheck(cfg config.Config, timeout time.Duration) error {
 	}
 	rd := bufio.NewReader(conn)
 	send := func(args ...string) (string, error) {
-		var b strings.Builder
-		fmt.Fprintf(&b, "*%d\r\n", len(args))
-		for _, a := range args {
-			fmt.Fprintf(&b, "$%d\r\n%s\r\n", len(a), a)
-		}
-		if _, err := io.WriteString(conn, b.String()); err != nil {
+		if _, err := conn.Write(resp.AppendCommand(nil, args...)); err != nil {
 			return "", err
 		}
 		line, err := rd.ReadString('\n')
