@@ -596,6 +596,26 @@ func TestSentinelFailover(t *testing.T) {
 		30*time.Second, 10*time.Millisecond, "the replicas acknowledge the load")
 
 	var promoted, other *redcellNode
+	// elected reads Sentinel's master into promoted (and the replica left
+	// into other). Read again at each check, not once: two Sentinels may
+	// each start a failover before either hears of the other's, and then
+	// the master switches twice, the higher epoch's choice winning (seen
+	// in CI: r1 promoted at epoch 1, r2 at epoch 2 a second later).
+	elected := func() error {
+		addr, err := ss[0].masterAddr()
+		if err != nil {
+			return err
+		}
+		n := byAddr[addr]
+		if n == nil {
+			return fmt.Errorf("Sentinel names %s the master, not a replica that was", addr)
+		}
+		promoted, other = n, r1
+		if n == r1 {
+			other = r2
+		}
+		return nil
+	}
 	var killedAt, exitedAt time.Time
 	if !t.Run("failover under load", func(t *testing.T) {
 		addr, err := ss[0].masterAddr()
@@ -612,17 +632,9 @@ func TestSentinelFailover(t *testing.T) {
 		}
 
 		var last lastErr
-		require.Eventually(t, func() bool {
-			addr, err := ss[0].masterAddr()
-			last.set(err)
-			promoted = byAddr[addr]
-			return promoted != nil
-		}, sentinelDeadline, 50*time.Millisecond, "Sentinel promotes a replica: %v", &last)
+		require.Eventually(t, func() bool { return last.set(elected()) },
+			sentinelDeadline, 50*time.Millisecond, "Sentinel promotes a replica: %v", &last)
 		promotedAt := time.Now()
-		other = r1
-		if promoted == r1 {
-			other = r2
-		}
 		require.Eventually(t, func() bool {
 			n, _ := load.ackedSince(exitedAt)
 			last.set(load.lastError())
@@ -633,7 +645,7 @@ func TestSentinelFailover(t *testing.T) {
 		before, _ := load.ackedSince(exitedAt)
 		require.Eventually(t, func() bool { n, _ := load.ackedSince(exitedAt); return n >= before+foWorkers*foPerKey },
 			30*time.Second, 10*time.Millisecond)
-		require.Eventually(t, func() bool { return last.set(other.follows(promoted)) },
+		require.Eventually(t, func() bool { return last.set(elected()) && last.set(other.follows(promoted)) },
 			sentinelDeadline, 50*time.Millisecond, "the other replica follows the new master: %v", &last)
 		load.stop()
 
@@ -713,8 +725,9 @@ func TestSentinelFailover(t *testing.T) {
 	if !t.Run("old master rejoins as a replica", func(t *testing.T) {
 		master.restart()
 		var last lastErr
-		require.Eventually(t, func() bool { return last.set(master.follows(promoted)) },
-			sentinelDeadline, 100*time.Millisecond, "Sentinel makes the old master a replica of the new: %v", &last)
+		require.Eventually(t, func() bool {
+			return last.set(elected()) && last.set(master.follows(promoted)) && last.set(other.follows(promoted))
+		}, sentinelDeadline, 100*time.Millisecond, "Sentinel makes the old master a replica of the new: %v", &last)
 		keys := keysOf()
 		require.Eventually(t, func() bool {
 			a, b := peekAll(t, promoted, keys), peekAll(t, master, keys)
