@@ -28,6 +28,7 @@ func (r *Reader) Fill() error {
 	if r.err != nil {
 		return r.err
 	}
+	r.peek = peeked{}
 	if r.r == r.w {
 		r.r, r.w, r.p = 0, 0, 0
 		if len(r.buf) > InitialSize {

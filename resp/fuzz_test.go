@@ -61,6 +61,14 @@ func fuzzReader(t *testing.T, lim Limits, authed bool, data []byte, chunk, vary 
 	if fmt.Sprint(err) != fmt.Sprint(wantErr) {
 		t.Fatalf("reads of %d and %d ended with %v; the reference, %v", chunk, vary, err, wantErr)
 	}
+	peeking := NewReader(&splitReader{in: bytes.Clone(data), sizes: []int{int(chunk), int(vary)}}, lim)
+	gotPeeking, errPeeking := readAllPeeking(t, peeking, authed)
+	if errPeeking == io.EOF {
+		errPeeking = nil
+	}
+	if fmt.Sprintf("%q", gotPeeking) != fmt.Sprintf("%q", got) || fmt.Sprint(errPeeking) != fmt.Sprint(err) {
+		t.Fatalf("peeking, reads of %d and %d returned %q, %v; without, %q, %v", chunk, vary, gotPeeking, errPeeking, got, err)
+	}
 	if len(r.buf) > max(InitialSize, r.max) {
 		t.Fatalf("a buffer of %d bytes, beyond %d", len(r.buf), max(InitialSize, r.max))
 	}
@@ -191,4 +199,45 @@ func referenceInline(s string, lim Limits) (args []string, rest string, whole bo
 		args = append(args, string(a))
 	}
 	return args, s[end+1:], true, nil
+}
+
+// readAllPeeking is readAll calling PeekKeys before each Next, as a server's
+// batch loop does. A key PeekKeys returns must be the second argument of the
+// command Next returns next (or of the one after), unless Next refuses first.
+func readAllPeeking(t *testing.T, r *Reader, authed bool) ([]string, error) {
+	var cmds []string
+	var want []string // the keys the next commands must have; "" is none
+	for {
+		next, after := r.PeekKeys()
+		if next != nil {
+			want = []string{string(next), ""}
+			if after != nil {
+				want[1] = string(after)
+			}
+		}
+		args, err := r.Next(authed)
+		if err != nil {
+			return cmds, err
+		}
+		if args == nil {
+			if len(want) > 0 && want[0] != "" {
+				t.Fatalf("PeekKeys saw %q next, and Next found no whole command", want[0])
+			}
+			want = nil
+			if err := r.Fill(); err != nil {
+				return cmds, err
+			}
+			continue
+		}
+		if len(want) > 0 {
+			if want[0] != "" && (len(args) < 2 || string(args[1]) != want[0]) {
+				t.Fatalf("PeekKeys saw %q next; Next returned %q", want[0], args)
+			}
+			want = want[1:]
+		}
+		cmds = append(cmds, string(bytes.Join(args, []byte{0})))
+		if bytes.EqualFold(args[0], []byte("auth")) {
+			authed = true
+		}
+	}
 }

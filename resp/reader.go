@@ -118,6 +118,8 @@ type Reader struct {
 	args    [][]byte // the command's arguments, reused
 	err     error    // the read error, returned once what came with it is used
 	refusal error    // the refusal Next returned, returned ever after
+
+	peek peeked // what PeekKeys last read of the command after the next
 }
 
 // NewReader returns a Reader of the commands src sends, under lim.
