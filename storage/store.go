@@ -9,7 +9,6 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"math/bits"
 	"runtime"
 	"sync"
@@ -83,11 +82,13 @@ func (c Config) Validate() error {
 
 // Store is the sharded keyspace. It is safe for concurrent use.
 type Store struct {
-	shards  []shard
-	mask    uint64
-	seed    maphash.Seed
-	expired atomic.Int64 // keys removed because their TAT passed
-	mem     memoryLimit
+	shards []shard
+	mask   uint64
+	// indexBytes is the size of every table's index together (setSlots),
+	// which says whether prefetching pays (Prefetching).
+	indexBytes atomic.Int64
+	expired    atomic.Int64 // keys removed because their TAT passed
+	mem        memoryLimit
 	// bySlot: Config.BySlot; slotKeys[slot] counts a slot's keys, each
 	// slot's count kept under its shard's lock (slots.go).
 	bySlot   bool
@@ -120,7 +121,7 @@ func New(cfg Config) *Store {
 		n = DefaultShards()
 	}
 	n = 1 << bits.Len(uint(n-1)) // the next power of two
-	s := &Store{shards: make([]shard, n), mask: uint64(n - 1), seed: maphash.MakeSeed(), bySlot: cfg.BySlot}
+	s := &Store{shards: make([]shard, n), mask: uint64(n - 1), bySlot: cfg.BySlot}
 	if cfg.BySlot {
 		s.slotKeys, s.frozen = make([]int32, cluster.Slots), make([]bool, cluster.Slots)
 	}
@@ -128,6 +129,7 @@ func New(cfg Config) *Store {
 	for i := range s.shards {
 		s.shards[i].t = newTable(cfg.TrackChanges)
 		s.shards[i].t.slotKeys = s.slotKeys
+		s.shards[i].t.indexBytes = &s.indexBytes
 	}
 	return s
 }
@@ -144,9 +146,21 @@ func (s *Store) shardIndex(key []byte) int {
 	return s.hashIndex(key)
 }
 
-// hashIndex is the shard of key in a store not sharded by slot: small
-// enough to be inlined into the hot path.
-func (s *Store) hashIndex(key []byte) int { return int(maphash.Bytes(s.seed, key) & s.mask) }
+// locate returns key's shard and its table hash (hashKey) from one hash of
+// the key, given key's cluster slot, already computed, or -1.
+func (s *Store) locate(key []byte, slot int) (*shard, uint32) {
+	kh := keyHash(key)
+	if !s.bySlot {
+		return &s.shards[kh&s.mask], uint32(kh >> 32)
+	}
+	if slot < 0 {
+		slot = cluster.Slot(key)
+	}
+	return &s.shards[slot&int(s.mask)], uint32(kh >> 32)
+}
+
+// hashIndex is the shard of key in a store not sharded by slot.
+func (s *Store) hashIndex(key []byte) int { return int(keyHash(key) & s.mask) }
 
 // Throttle runs one GCRA decision for key at now, under the key's shard lock
 // and no other, and stores the new TAT when the decision says to. It does not
@@ -165,22 +179,13 @@ func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result
 // hashing the key again; -1, or any store not sharded by slot, hashes it.
 // It is the hot path in either mode.
 func (s *Store) ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
-	var sh *shard
-	switch {
-	case !s.bySlot:
-		sh = &s.shards[s.hashIndex(key)]
-	case slot >= 0:
-		sh = &s.shards[slot&int(s.mask)]
-	default:
-		sh = s.shardOf(key)
-	}
+	sh, h := s.locate(key, slot)
 	sh.mu.Lock()
 	if sh.frozen != 0 && s.isFrozen(key) {
 		sh.mu.Unlock()
 		return gcra.Result{}, ErrSlotFrozen
 	}
 	var tat gcra.Instant // an expired TAT is <= now: Decide treats it as absent
-	h := hashKey(key)
 	i := sh.t.lookupHashed(key, h)
 	if i >= 0 {
 		e := &sh.t.entries[i]

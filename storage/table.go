@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math"
+	"sync/atomic"
 	"unsafe"
 
 	"redcell/cluster"
@@ -50,6 +51,12 @@ type table struct {
 	// slotKeys is the store's count of keys per slot when it shards by
 	// slot (slots.go), else nil.
 	slotKeys []int32
+
+	// index is where slots is and how long, for prefetches made without
+	// the lock (prefetch.go); written under it by setSlots, which also
+	// keeps the store's count of index bytes, indexBytes (nil: none).
+	index      atomic.Uint64
+	indexBytes *atomic.Int64
 }
 
 // entry is one key: its kind, when it expires and its state. A TAT key (the
@@ -111,11 +118,16 @@ func (e *entry) keyOff() uint64 { return binary.LittleEndian.Uint64(e.key[:]) }
 // test can reach it without 4 billion keys.)
 var maxEntries = math.MaxUint32 - 1
 
-var tableSeed = maphash.MakeSeed()
+var keySeed = maphash.MakeSeed()
+
+// keyHash is a key's one hash: its low bits pick its shard in a store not
+// sharded by slot (Store.locate), its high 32 bits are the table's hash
+// (hashKey), so that a decision hashes its key once.
+func keyHash(key []byte) uint64 { return maphash.Bytes(keySeed, key) }
 
 // hashKey is the table's hash of a key: its low bits pick the home slot, all
 // 32 are kept in the slot to skip most mismatches without reading the entry.
-func hashKey(key []byte) uint32 { return uint32(maphash.Bytes(tableSeed, key)) }
+func hashKey(key []byte) uint32 { return uint32(keyHash(key) >> 32) }
 
 func newTable(track bool) table {
 	return table{mem: newTableMem(), log: changeLog{on: track, bit: dirtyBit}, feed: changeLog{bit: feedBit}}
@@ -306,7 +318,7 @@ func (t *table) resizeEntries(n int) {
 // resizeSlots rebuilds the index with n slots, a power of two.
 func (t *table) resizeSlots(n int) {
 	old, oldSlots := replaceRegion(&t.mem.slots, n*8), t.slots
-	t.slots = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(t.mem.slots.b))), n)
+	t.setSlots(unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(t.mem.slots.b))), n))
 	mask := n - 1
 	for _, s := range oldSlots {
 		if s == 0 {
@@ -389,8 +401,9 @@ func (t *table) deleteSlot(p int) {
 
 // release frees the table's memory; it must hold no key.
 func (t *table) release() {
+	t.setSlots(nil)
 	t.mem.free()
-	t.entries, t.slots, t.arena, t.garbage = nil, nil, nil, 0
+	t.entries, t.arena, t.garbage = nil, nil, 0
 	t.vals, t.valGarbage = nil, 0
 }
 
