@@ -25,7 +25,7 @@ func limiterCommand(name string, arity, maxArgs int, group, since, complexity, s
 		acl = []string{"@write", "@string", "@fast"}
 	}
 	return &command{name: name, arity: arity, maxArgs: maxArgs, flags: []string{"write", "denyoom", "fast"}, acl: acl,
-		firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "update"},
+		firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "update"}, prefetchKey: true,
 		group: group, since: since, complexity: complexity, summary: summary, run: run}
 }
 

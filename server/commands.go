@@ -49,6 +49,9 @@ type command struct {
 	// commands read or change keys beyond their key arguments (KEYS,
 	// FLUSHDB, INFO, ...): in a transaction they need every shard locked.
 	txControl, wholeKeyspace bool
+	// prefetchKey commands look their first argument up in the store at
+	// once: a pipeline of them has its keys prefetched (prefetch.go).
+	prefetchKey bool
 	// peekArg is the position of a limiter's quantity: with "0" there the
 	// command only reads, which a cluster replica may answer.
 	peekArg int

@@ -228,6 +228,9 @@ func (s *Server) runBatch(c *conn) error {
 		if !s.timed {
 			now = s.now()
 		}
+		if last := cl.lastCmd.Load(); last != nil && last.prefetchKey && !cl.gated && s.store.Prefetching() {
+			s.prefetchAhead(c.rd)
+		}
 		now = s.dispatch(cl, args, now)
 		if cl.leaveLoop {
 			// The command needs a goroutine of its own (dispatch): it

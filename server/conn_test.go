@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"redcell/gcra"
 	"redcell/storage"
 )
 
@@ -151,6 +153,64 @@ func TestConnBatchAllocatesNothing(t *testing.T) {
 // is one command of a batch of 16.
 func BenchmarkConnBatch(b *testing.B) {
 	srv, c, _ := newLoopConn(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := c.read(); err != nil {
+			b.Fatal(err)
+		}
+		if err := srv.runBatch(c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16), "ns/command")
+}
+
+// cycleConn is a net.Conn whose reads return its batches in turn, and that
+// throws replies away: a client pipelining forever over many keys.
+type cycleConn struct {
+	scriptConn
+	batches [][]byte
+	next    int
+}
+
+func (c *cycleConn) Read(p []byte) (int, error) {
+	b := c.batches[c.next]
+	c.next = (c.next + 1) % len(c.batches)
+	return copy(p, b), nil
+}
+func (c *cycleConn) Write(p []byte) (int, error) { return len(p), nil }
+
+// BenchmarkConnBatchManyKeys is BenchmarkConnBatch on keys drawn at random
+// among many, as redis-benchmark -r 100000 draws them: past a few tens of
+// thousands of keys the table no longer fits in the caches, and a decision's
+// lookup waits on memory unless the batch's keys were prefetched
+// (prefetch.go). An op is one command.
+func BenchmarkConnBatchManyKeys(b *testing.B) {
+	for _, keys := range []int{1000, 10_000, 30_000, 100_000, 1_000_000} {
+		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) { benchConnBatchKeys(b, keys) })
+	}
+}
+
+func benchConnBatchKeys(b *testing.B, keys int) {
+	srv := New(Config{}, storage.New(storage.Config{}))
+	rate, err := gcra.NewRate(100, 10, 1, 1)
+	require.NoError(b, err)
+	now := gcra.InstantOf(time.Now())
+	for i := range keys {
+		_, err := srv.store.ThrottleSlot(fmt.Appendf(nil, "key:%012d", i), -1, rate, now)
+		require.NoError(b, err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	cc := &cycleConn{batches: make([][]byte, 4096)}
+	for i := range cc.batches {
+		var batch []byte
+		for range 16 {
+			batch = append(batch, multibulk("CL.THROTTLE", fmt.Sprintf("key:%012d", rng.IntN(keys)), "100", "10", "1")...)
+		}
+		cc.batches[i] = batch
+	}
+	c := newConn(srv, cc)
+	require.True(b, srv.accept(c))
 	b.ReportAllocs()
 	for b.Loop() {
 		if err := c.read(); err != nil {
