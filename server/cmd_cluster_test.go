@@ -174,16 +174,7 @@ func BenchmarkConnBatchCluster(b *testing.B) {
 	require.NoError(b, err)
 	srv, c, lc := newLoopConnOn(b, New(Config{Cluster: st}, storage.New(storage.Config{BySlot: true})))
 	require.Positive(b, lc.written)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := c.read(); err != nil {
-			b.Fatal(err)
-		}
-		if err := srv.runBatch(c); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16), "ns/command")
+	benchBatches(b, srv, c)
 }
 
 // An EXEC whose slot froze after it was routed, before it took its locks

@@ -136,16 +136,29 @@ func newLoopConnOn(t testing.TB, srv *Server) (*Server, *conn, *loopConn) {
 func TestConnBatchAllocatesNothing(t *testing.T) {
 	srv, c, lc := newLoopConn(t)
 	before := lc.written
-	allocs := testing.AllocsPerRun(100, func() {
-		if err := c.read(); err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.runBatch(c); err != nil {
-			t.Fatal(err)
-		}
-	})
+	allocs := testing.AllocsPerRun(100, func() { serveBatch(t, srv, c) })
 	require.Zero(t, allocs, "allocations per batch of 16 CL.THROTTLE")
 	require.Greater(t, lc.written, before, "replies were sent")
+}
+
+// serveBatch reads c's next batch and runs it, as an event loop does.
+func serveBatch(tb testing.TB, srv *Server, c *conn) {
+	if err := c.read(); err != nil {
+		tb.Fatal(err)
+	}
+	if err := srv.runBatch(c); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// benchBatches serves c's batches of 16 commands for b, reporting each
+// command's time.
+func benchBatches(b *testing.B, srv *Server, c *conn) {
+	b.ReportAllocs()
+	for b.Loop() {
+		serveBatch(b, srv, c)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16), "ns/command")
 }
 
 // BenchmarkConnBatch is one pipelined CL.THROTTLE through the reader, the
@@ -153,16 +166,7 @@ func TestConnBatchAllocatesNothing(t *testing.T) {
 // is one command of a batch of 16.
 func BenchmarkConnBatch(b *testing.B) {
 	srv, c, _ := newLoopConn(b)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := c.read(); err != nil {
-			b.Fatal(err)
-		}
-		if err := srv.runBatch(c); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16), "ns/command")
+	benchBatches(b, srv, c)
 }
 
 // cycleConn is a net.Conn whose reads return its batches in turn, and that
@@ -211,16 +215,7 @@ func benchConnBatchKeys(b *testing.B, keys int) {
 	}
 	c := newConn(srv, cc)
 	require.True(b, srv.accept(c))
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := c.read(); err != nil {
-			b.Fatal(err)
-		}
-		if err := srv.runBatch(c); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16), "ns/command")
+	benchBatches(b, srv, c)
 }
 
 // A command of many arguments is served (that the reader does not keep the

@@ -69,14 +69,7 @@ func TestPrefetchedBatchAllocatesNothing(t *testing.T) {
 	lc := &loopConn{batch: []byte(batch.String())}
 	c := newConn(srv, lc)
 	require.True(t, srv.accept(c))
-	allocs := testing.AllocsPerRun(100, func() {
-		if err := c.read(); err != nil {
-			t.Fatal(err)
-		}
-		if err := srv.runBatch(c); err != nil {
-			t.Fatal(err)
-		}
-	})
+	allocs := testing.AllocsPerRun(100, func() { serveBatch(t, srv, c) })
 	require.Zero(t, allocs, "allocations per batch of 16 CL.THROTTLE")
 	require.Positive(t, lc.written)
 }
