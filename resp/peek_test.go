@@ -7,21 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func multibulk(args ...string) string {
-	var b strings.Builder
-	b.WriteString("*" + itoa(len(args)) + "\r\n")
-	for _, a := range args {
-		b.WriteString("$" + itoa(len(a)) + "\r\n" + a + "\r\n")
-	}
-	return b.String()
-}
-
-func itoa(n int) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
-}
+func multibulk(args ...string) string { return string(AppendCommand(nil, args...)) }
 
 // peekAll calls PeekKeys before each Next over input read whole, and
 // returns what it saw, each as next/after ("-" for nil).

@@ -139,11 +139,13 @@ func (s *Store) Shards() int { return len(s.shards) }
 
 func (s *Store) shardOf(key []byte) *shard { return &s.shards[s.shardIndex(key)] }
 
+// shardIndex is key's shard: by its slot in a store sharded by slot, else
+// by the low bits of its hash, as locate picks it.
 func (s *Store) shardIndex(key []byte) int {
 	if s.bySlot {
 		return cluster.Slot(key) & int(s.mask)
 	}
-	return s.hashIndex(key)
+	return int(keyHash(key) & s.mask)
 }
 
 // locate returns key's shard and its table hash (hashKey) from one hash of
@@ -158,9 +160,6 @@ func (s *Store) locate(key []byte, slot int) (*shard, uint32) {
 	}
 	return &s.shards[slot&int(s.mask)], uint32(kh >> 32)
 }
-
-// hashIndex is the shard of key in a store not sharded by slot.
-func (s *Store) hashIndex(key []byte) int { return int(keyHash(key) & s.mask) }
 
 // Throttle runs one GCRA decision for key at now, under the key's shard lock
 // and no other, and stores the new TAT when the decision says to. It does not
