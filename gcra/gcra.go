@@ -114,18 +114,14 @@ type Result struct {
 // be written: the call was limited, or it charged nothing (a peek). Decide
 // returns ErrOutOfRange, and stores nothing, when the new TAT would overflow.
 //
-// A TAT further ahead of now than the tolerance cannot come from this rate on
-// a clock that only moves forward: every allowed call leaves tat <= now +
-// tolerance. Such a TAT was stored under a wall clock that ran fast, or with
-// another rate, and is clamped to now + tolerance (the burst used up, never
-// more), then stored so: obeying it would limit the key for as long as the
-// clock was wrong.
+// The stored TAT is obeyed as it is, however far ahead of now it lies, as
+// redis-cell obeys it: a TAT further ahead than this call's tolerance was
+// left by a call with another limit (a lowered burst or rate, a CL.RESERVE
+// queue), and a decision never moves it because of its own parameters. A
+// wall clock that stepped is corrected for where instants cross the
+// process's edges (the store's load), not here.
 func Decide(r Rate, tat, now Instant) (res Result, newTAT Instant, store bool, err error) {
-	if tat < now {
-		tat = now
-	} else if int64(tat-now) > int64(r.Tolerance) {
-		return decideClamped(r, now)
-	}
+	tat = max(tat, now)
 	inc := int64(r.Increment)
 	if int64(tat) > math.MaxInt64-inc {
 		return Result{}, 0, false, ErrOutOfRange
@@ -152,19 +148,6 @@ func Decide(r Rate, tat, now Instant) (res Result, newTAT Instant, store bool, e
 	}
 	res.ResetAfter = time.Duration(ttl)
 	return res, newTAT, store, nil
-}
-
-// decideClamped is Decide for a TAT beyond the tolerance: decided as at now
-// + tolerance (which cannot overflow: it is less than the TAT), and that TAT
-// stored when the decision itself stores nothing (limited, or a peek). Kept
-// out of Decide so that the common path pays one comparison for it.
-func decideClamped(r Rate, now Instant) (Result, Instant, bool, error) {
-	clamped := now + Instant(r.Tolerance)
-	res, newTAT, store, err := Decide(r, clamped, now)
-	if err == nil && !store {
-		newTAT, store = clamped, true
-	}
-	return res, newTAT, store, err
 }
 
 // Ints returns the five integers of the CL.THROTTLE reply, as redis-cell

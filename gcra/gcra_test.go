@@ -12,45 +12,36 @@ import (
 // t0 is an arbitrary, realistic start instant for the vectors.
 var t0 = InstantOf(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))
 
-type step struct {
-	at       time.Duration // since t0
-	quantity int64
-	want     [5]int64 // limited, limit, remaining, retry_after, reset_after
-}
-
-// runVectors plays steps against one key, storing TATs as a server would.
-func runVectors(t *testing.T, maxBurst, count, period int64, steps []step) {
+// runVector plays v against one key, storing TATs as a server would, and
+// checks every step's five integers.
+func runVector(t *testing.T, v gcratest.Vector) {
 	t.Helper()
 	var tat Instant
-	for i, s := range steps {
-		r, err := NewRate(maxBurst, count, period, s.quantity)
+	for i, s := range v.Steps {
+		l := v.LimitAt(i)
+		r, err := NewRate(l.Burst, l.Count, l.Period, s.Quantity)
 		if err != nil {
 			t.Fatalf("step %d: NewRate: %v", i, err)
 		}
-		now := t0 + Instant(s.at)
-		res, newTAT, store, err := Decide(r, tat, now)
+		res, newTAT, store, err := Decide(r, tat, t0+Instant(s.At))
 		if err != nil {
 			t.Fatalf("step %d: Decide: %v", i, err)
 		}
 		if store {
 			tat = newTAT
 		}
-		if got := res.Ints(); got != s.want {
-			t.Errorf("step %d: at %v quantity %d = %v want %v", i, s.at, s.quantity, got, s.want)
+		if got := res.Ints(); got != s.Want {
+			t.Errorf("step %d: at %v %v quantity %d = %v want %v", i, s.At, l, s.Quantity, got, s.Want)
 		}
 	}
 }
 
-// Every reference vector (gcratest, shared with the server's tests).
-func TestSpecVectors(t *testing.T) {
-	for _, v := range gcratest.SpecVectors {
-		t.Run(v.Name, func(t *testing.T) {
-			steps := make([]step, len(v.Steps))
-			for i, s := range v.Steps {
-				steps[i] = step{s.At, s.Quantity, s.Want}
-			}
-			runVectors(t, v.Burst, v.Count, v.Period, steps)
-		})
+// Every reference vector (gcratest, shared with the server's tests): the
+// specification's, and the real redis-cell's replies on keys whose limit
+// changes while in use.
+func TestVectors(t *testing.T) {
+	for _, v := range gcratest.All() {
+		t.Run(v.Name, func(t *testing.T) { runVector(t, v) })
 	}
 }
 
@@ -129,37 +120,33 @@ func TestDecideNewTATOverflow(t *testing.T) {
 	}
 }
 
-// A clock that goes backwards (NTP step) must not panic, go negative, or grant
-// more than the burst: the stored TAT simply looks further away.
-// A TAT further ahead than the tolerance allows (stored under a clock that
-// ran fast) is clamped to now + tolerance: the burst used up, no more, and the
-// clamped TAT is stored.
-func TestTATBeyondTheToleranceIsClamped(t *testing.T) {
-	r, _ := NewRate(4, 1, 1, 1)
-	res, tat, _, _ := Decide(r, 0, t0)
-	if got := res.Ints(); got != [5]int64{0, 5, 4, -1, 1} {
-		t.Fatalf("first call = %v", got)
-	}
-	back := t0 - Instant(10*time.Second)
-	res, newTAT, store, err := Decide(r, tat, back)
+// A TAT further ahead than the calling limit's tolerance (left by a larger
+// burst or a slower rate, or a CL.RESERVE queue) is obeyed as it is, as
+// redis-cell obeys it: limited until TAT - tolerance, and never moved,
+// neither by a limited call nor by a peek.
+func TestATATBeyondTheToleranceIsObeyed(t *testing.T) {
+	big, _ := NewRate(11, 12, 60, 1) // ei 5 s, tolerance 60 s
+	tat := t0 + Instant(55*time.Second)
+	small, _ := NewRate(6, 12, 60, 1) // tolerance 35 s
+	res, _, store, err := Decide(small, tat, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// TAT is 11s ahead of the earlier clock, past the 5s tolerance: as if
-	// the whole burst were used at that instant, not limited for 11s.
-	if got := res.Ints(); got != [5]int64{1, 5, 0, 1, 5} || !store || newTAT != back+Instant(5*time.Second) {
-		t.Fatalf("call 10s in the past = %v store %v tat %d; want [1 5 0 1 5], the clamped TAT stored", got, store, newTAT-back)
+	if got := res.Ints(); got != [5]int64{1, 7, 0, 25, 55} || store {
+		t.Fatalf("lowered burst = %v store %v; want redis-cell's [1 7 0 25 55], nothing stored", got, store)
 	}
-	// A peek clamps and stores too, and reports the burst used up.
-	pr, _ := NewRate(4, 1, 1, 0)
-	res, newTAT, store, _ = Decide(pr, tat, back)
-	if got := res.Ints(); got != [5]int64{0, 5, 0, -1, 5} || !store || newTAT != back+Instant(5*time.Second) {
-		t.Fatalf("peek = %v store %v; want [0 5 0 -1 5], clamped and stored", got, store)
+	peek, _ := NewRate(6, 12, 60, 0)
+	if res, _, store, _ = Decide(peek, tat, t0); res.Ints() != [5]int64{1, 7, 0, 20, 55} || store {
+		t.Fatalf("peek = %v store %v; want [1 7 0 20 55], nothing stored", res.Ints(), store)
 	}
-	// Exactly at the tolerance nothing is clamped.
-	res, _, store, _ = Decide(r, back+Instant(5*time.Second), back)
-	if got := res.Ints(); got != [5]int64{1, 5, 0, 1, 5} || store {
-		t.Fatalf("TAT at the tolerance = %v store %v; want limited, nothing stored", got, store)
+	// 25 s later, as it said, the lowered limit allows, and stores TAT + ei.
+	res, newTAT, store, _ := Decide(small, tat, t0+Instant(25*time.Second))
+	if got := res.Ints(); got != [5]int64{0, 7, 0, -1, 35} || !store || newTAT != tat+Instant(5*time.Second) {
+		t.Fatalf("25 s later = %v store %v tat %v; want [0 7 0 -1 35], TAT + 5 s", got, store, time.Duration(newTAT-t0))
+	}
+	// The original limit still sees its own budget.
+	if res, _, _, _ = Decide(big, tat, t0); res.Ints() != [5]int64{0, 12, 0, -1, 60} {
+		t.Fatalf("original limit = %v", res.Ints())
 	}
 }
 
@@ -214,14 +201,14 @@ func checkInvariants(t *testing.T, maxBurst, count, period, quantity int64, tatO
 	if res.Limited && res.RetryAfter != -time.Second && res.RetryAfter <= 0 {
 		t.Fatalf("limited with retry_after %v", res.RetryAfter)
 	}
-	if res.Limited && store && newTAT != now+Instant(r.Tolerance) {
-		t.Fatalf("limited call asked to store %d, not the clamped TAT", newTAT-now)
+	if store && (res.Limited || quantity == 0) {
+		t.Fatalf("a limited call or a peek asked to store %d", newTAT-now)
 	}
-	if store && tat-now > Instant(r.Tolerance) && newTAT-now > Instant(r.Tolerance) {
-		t.Fatalf("a TAT %d ahead, past the tolerance %d, was obeyed", tat-now, r.Tolerance)
+	if store && (newTAT != max(tat, now)+Instant(r.Increment) || newTAT-now > Instant(r.Tolerance)) {
+		t.Fatalf("stored TAT %d: want max(tat, now) + inc, within the tolerance %d", newTAT-now, r.Tolerance)
 	}
-	if store && (newTAT <= now || newTAT-now > Instant(r.Tolerance)) {
-		t.Fatalf("stored TAT %d outside (now, now+dvt]", newTAT-now)
+	if !res.Limited && quantity > 0 && !store {
+		t.Fatalf("an allowed call stored nothing")
 	}
 }
 

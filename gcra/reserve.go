@@ -30,19 +30,13 @@ type Reservation struct {
 // actions (call time + wait) leave at exactly the rate, and at most
 // Limit + maxWait/EmissionInterval of them are ever queued.
 //
-// A TAT beyond what this call's own parameters allow (tolerance plus
-// maxWait: a clock that ran fast, or another rate) is clamped there and the
-// clamp stored, as Decide clamps to the tolerance alone. So CL.THROTTLE or
-// GCRA on a key holding reservations queued beyond its burst forgets the
-// queue, which errs toward allowing.
+// As Decide, Reserve obeys the stored TAT however far ahead it lies: a
+// reservation once granted is never moved by a later call, whatever its own
+// MAXWAIT or limit. A call with a shorter MAXWAIT than the queue ahead of it
+// is refused; it does not cut the queue.
 func Reserve(r Rate, tat, now Instant, maxWait time.Duration) (res Reservation, newTAT Instant, store bool, err error) {
 	dvt := int64(r.Tolerance)
-	clamped := false
-	if tat < now {
-		tat = now
-	} else if horizon := int64(tat - now); horizon > dvt && horizon-dvt > int64(maxWait) {
-		tat, clamped = now+Instant(dvt)+Instant(maxWait), true // < the old tat: no overflow
-	}
+	tat = max(tat, now)
 	inc := int64(r.Increment)
 	if int64(tat) > math.MaxInt64-inc {
 		return Reservation{}, 0, false, ErrOutOfRange
@@ -62,7 +56,6 @@ func Reserve(r Rate, tat, now Instant, maxWait time.Duration) (res Reservation, 
 			res.Wait = time.Duration(wait)
 		}
 		ttl = int64(tat - now)
-		newTAT, store = tat, clamped
 	}
 	if left := dvt - ttl; left > 0 {
 		res.Remaining = left / int64(r.EmissionInterval)

@@ -26,14 +26,14 @@ func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 	srv := startBinary(t, nil, onLoopback()...)
 
 	t.Run("vectors at t=0", func(t *testing.T) {
-		for _, v := range gcratest.SpecVectors {
+		for _, v := range gcratest.All() {
 			v.Key = "bin:" + strings.ReplaceAll(v.Name, " ", "-")
 			var stdin, want strings.Builder
-			for _, s := range v.Steps {
+			for i, s := range v.Steps {
 				if s.At != 0 {
 					break
 				}
-				stdin.WriteString(strings.Join(throttleArgs(v, s), " ") + "\n")
+				stdin.WriteString(strings.Join(v.Args(i), " ") + "\n")
 				want.WriteString(cliInts(s.Want))
 			}
 			require.Equal(t, want.String(), cli(t, srv.Port, stdin.String()), "vector %q", v.Name)
