@@ -122,3 +122,90 @@ func TestAStartWithTheClock48HoursFastDeletesNoLimit(t *testing.T) {
 	require.Contains(t, c.log(), "keys=300 stale_kept=0")
 	require.Equal(t, before, tats(t, c.client(t), keys))
 }
+
+// pttl is key's PTTL, which must be within (want - 10 s, want]: the time a
+// restart takes aside, exactly want.
+func requirePTTL(t *testing.T, rdb *redis.Client, key string, want time.Duration, msg string) {
+	t.Helper()
+	pttl, err := rdb.PTTL(context.Background(), key).Result()
+	require.NoError(t, err)
+	require.Greater(t, pttl, want-10*time.Second, msg)
+	require.LessOrEqual(t, pttl, want, msg)
+}
+
+// The wall clock stepped back an hour while the server was down: a key
+// limited for ten minutes at the save is limited for those ten minutes after
+// the start, not for an hour and ten (the store's last save is an hour ahead
+// of the clock, and every instant is moved back by the difference).
+func TestAClockSteppedBackAcrossARestartLimitsNoLonger(t *testing.T) {
+	dir := t.TempDir()
+	var right atomic.Int64
+	rdb, stop := runWithWall(t, dir, &right)
+	ctx := context.Background()
+	r, err := throttle(ctx, rdb, "k", 0, 1, 600)
+	require.NoError(t, err)
+	require.Equal(t, []int64{0, 1, 0, -1, 600}, r)
+	stop()
+
+	var back atomic.Int64
+	back.Store(int64(-time.Hour))
+	rdb, _ = runWithWall(t, dir, &back)
+	requirePTTL(t, rdb, "k", 600*time.Second, "ten minutes, not an hour and ten")
+	r, err = throttle(ctx, rdb, "k", 0, 1, 600)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), r[0], "still limited")
+	require.LessOrEqual(t, r[3], int64(600), "retry_after within the ten minutes")
+	r, err = throttle(ctx, rdb, "fresh", 0, 1, 600)
+	require.NoError(t, err)
+	require.Equal(t, []int64{0, 1, 0, -1, 600}, r)
+}
+
+// A server that ran with its wall clock 48 hours fast (and decided on it)
+// restarts on a clock put right: its keys are limited for what they were at
+// the save, not 48 hours more.
+func TestAClockFast48HoursThenCorrectedLimitsNoLonger(t *testing.T) {
+	dir := t.TempDir()
+	var fast atomic.Int64
+	fast.Store(int64(48 * time.Hour))
+	rdb, stop := runWithWall(t, dir, &fast)
+	ctx := context.Background()
+	r, err := throttle(ctx, rdb, "k", 0, 1, 600)
+	require.NoError(t, err)
+	require.Equal(t, []int64{0, 1, 0, -1, 600}, r)
+	stop()
+
+	var right atomic.Int64
+	rdb, _ = runWithWall(t, dir, &right)
+	requirePTTL(t, rdb, "k", 600*time.Second, "ten minutes, not 48 hours and ten")
+}
+
+// The wall clock stepped forward an hour while the server was down: that
+// cannot be told from an hour of downtime, so nothing is corrected. A key
+// limited for ten minutes has expired and one limited for two hours has one
+// left; neither is limited longer than it was. Put right before anything
+// was decided, the clock finds both limits as they were saved (the ten-minute
+// key was kept on disk, not deleted).
+func TestAClockSteppedForwardAcrossARestart(t *testing.T) {
+	dir := t.TempDir()
+	var right atomic.Int64
+	rdb, stop := runWithWall(t, dir, &right)
+	ctx := context.Background()
+	_, err := throttle(ctx, rdb, "short", 0, 1, 600)
+	require.NoError(t, err)
+	_, err = throttle(ctx, rdb, "long", 0, 1, 7200)
+	require.NoError(t, err)
+	stop()
+
+	var ahead atomic.Int64
+	ahead.Store(int64(time.Hour))
+	rdb, stop = runWithWall(t, dir, &ahead)
+	n, err := rdb.Exists(ctx, "short").Result()
+	require.NoError(t, err)
+	require.Zero(t, n, "ten minutes have passed on this clock")
+	requirePTTL(t, rdb, "long", time.Hour, "two hours less the hour the clock moved")
+	stop()
+
+	rdb, _ = runWithWall(t, dir, &right)
+	requirePTTL(t, rdb, "short", 600*time.Second, "the clock put right: the ten-minute limit is back")
+	requirePTTL(t, rdb, "long", 2*time.Hour, "and the two-hour one whole")
+}

@@ -78,6 +78,10 @@ const (
 // the monotonic clock, less than time.Now, which reads both clocks.
 func (c *Clock) Now() time.Time { return time.Unix(0, c.wall0+nanotime()-c.mono0) }
 
+// Wall reads the system's wall clock (or the one WithWall was given): what
+// instants written to disk are measured against.
+func (c *Clock) Wall() time.Time { return c.wall() }
+
 // WallOffset returns how far the system's wall clock is ahead of Now: zero
 // unless it has been stepped since the start. A saved instant i is a
 // wall-clock instant i + WallOffset().

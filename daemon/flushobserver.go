@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"redcell/gcra"
 	"redcell/storage"
 )
 
@@ -60,9 +61,9 @@ func newFlushObserver(b storage.Backend, interval time.Duration, logger *slog.Lo
 }
 
 // Apply is the flush's write: timed, counted, and logged when slow.
-func (o *flushObserver) Apply(changes []storage.Change, sync bool) error {
+func (o *flushObserver) Apply(changes []storage.Change, saved gcra.Instant, sync bool) error {
 	start := time.Now()
-	err := o.Backend.Apply(changes, sync)
+	err := o.Backend.Apply(changes, saved, sync)
 	d := time.Since(start)
 	o.duration.Observe(d.Seconds())
 	o.keys.Observe(float64(len(changes)))

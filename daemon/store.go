@@ -63,9 +63,14 @@ func openState(ctx context.Context, cfg config.Config, clk *clock.Clock, logger 
 		return nil, o.err
 	}
 	st.backend, st.loaded, st.loadTime = o.backend, o.stats.Loaded, time.Since(start)
+	if o.stats.Behind > 0 {
+		logger.Warn("the wall clock is behind the store's last save (stepped back while redcell was down, or fast before): every saved instant was moved back by the difference, so no key stays limited longer than it was at the save",
+			"dir", cfg.Dir, "behind", o.stats.Behind)
+	}
 	logger.Info("loaded state", "dir", cfg.Dir, "keys", o.stats.Loaded, "stale_kept", o.stats.Stale, "duration", st.loadTime)
 	st.flushes = newFlushObserver(st.backend, cfg.FlushInterval, logger)
 	st.flusher = storage.NewFlusher(st.store, st.flushes, storage.FlusherOptions{
+		Now:        clk.Wall,
 		WallOffset: clk.WallOffset,
 		Logger:     logger.With("dir", cfg.Dir),
 	})

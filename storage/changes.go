@@ -72,6 +72,20 @@ func (t *table) markDirty(i int) {
 	}
 }
 
+// markAllDirty records a write of every entry in the persister's log (not in
+// replication's: nothing changed for a replica).
+func (t *table) markAllDirty() {
+	if !t.log.on {
+		return
+	}
+	for i := range t.entries {
+		if e := &t.entries[i]; e.n&dirtyBit == 0 {
+			e.n |= dirtyBit
+			t.log.wrote(i)
+		}
+	}
+}
+
 // deleted records in each log that key is gone.
 func (t *table) deleted(key []byte) {
 	t.log.deleted(key)

@@ -22,6 +22,11 @@ const DefaultFlushInterval = time.Second
 // are deleted from disk (Flusher.CleanStale).
 const DefaultStaleGrace = time.Hour
 
+// frameStep is the least change of the wall clock's offset for which a flush
+// writes every key again (Flusher.frame): a step, not the time between two
+// clock reads.
+const frameStep = time.Second
+
 // maxRetryPause bounds the pause between flushes while they fail.
 const maxRetryPause = 5 * time.Second
 
@@ -57,6 +62,10 @@ type Flusher struct {
 
 	mu  sync.Mutex // one flush at a time
 	buf []Change
+	// frame is the wall clock's offset (FlusherOptions.WallOffset) the
+	// keys on disk were written with: every key is written again when it
+	// moves by frameStep or more.
+	frame time.Duration
 	// unsynced counts changes written without a sync since the last one
 	// that succeeded; taken counts them and those taken but not yet
 	// written, for Pending.
@@ -123,6 +132,14 @@ func (f *Flusher) Flush() error {
 	defer f.mu.Unlock()
 	start := time.Now()
 	offset := f.opts.WallOffset()
+	if d := offset - f.frame; d >= frameStep || d <= -frameStep {
+		// The wall clock stepped since the disk was last written in one
+		// frame: write every key again, in the new one, so that the
+		// saved instant (OpenPebble's correction) holds for them all.
+		f.store.MarkAllChanged()
+		f.frame = offset
+	}
+	saved := gcra.InstantOf(f.opts.Now())
 	var err error
 	written := 0
 	shards := f.store.Shards()
@@ -137,7 +154,7 @@ func (f *Flusher) Flush() error {
 			n := min(len(f.buf), flushBatch)
 			final := last && n == len(f.buf)
 			batch := f.buf[:n]
-			if err = f.backend.Apply(prepare(batch, offset), final); err != nil {
+			if err = f.backend.Apply(prepare(batch, offset), saved, final); err != nil {
 				break
 			}
 			written += n

@@ -117,12 +117,12 @@ type gateBackend struct {
 	entered, release chan struct{}
 }
 
-func (g *gateBackend) Apply(changes []Change, sync bool) error {
+func (g *gateBackend) Apply(changes []Change, saved gcra.Instant, sync bool) error {
 	if sync {
 		close(g.entered)
 		<-g.release
 	}
-	return g.MemoryBackend.Apply(changes, sync)
+	return g.MemoryBackend.Apply(changes, saved, sync)
 }
 
 // Flushes that keep failing keep each changed key once, with its latest
@@ -179,6 +179,62 @@ func TestFlushWritesWallClockInstants(t *testing.T) {
 	require.Equal(t, t0+sec(60), tat, "in memory the TAT is unchanged")
 }
 
+// Every write records the wall-clock instant of its save with the changes
+// (OpenPebble's correction for a clock found behind it), and a flush that
+// writes nothing records nothing: a start on a fast clock that decided
+// nothing leaves the store's frame as it was.
+func TestFlushRecordsTheInstantOfTheSave(t *testing.T) {
+	s := New(Config{Shards: 2, TrackChanges: true})
+	b := NewMemoryBackend()
+	wall := t0.Time()
+	f := NewFlusher(s, b, FlusherOptions{Now: func() time.Time { return wall }})
+	_, err := s.Throttle([]byte("k"), mustRate(t, 0, 1, 60, 1), t0)
+	require.NoError(t, err)
+	require.NoError(t, f.Flush())
+	require.Equal(t, t0, b.Saved)
+	wall = wall.Add(time.Hour)
+	require.NoError(t, f.Flush())
+	require.Equal(t, t0, b.Saved, "nothing written: the last save is still the one that wrote")
+}
+
+// After the wall clock steps (the offset moves by a second or more), a flush
+// writes every key again in the new frame, not only the changed ones: so the
+// keys on disk and the saved instant agree, and a later start corrects them
+// all alike. Offsets that move less write only what changed.
+func TestFlushRewritesEveryKeyWhenTheWallClockSteps(t *testing.T) {
+	s := New(Config{Shards: 4, TrackChanges: true})
+	b := &batchBackend{MemoryBackend: NewMemoryBackend()}
+	var offset time.Duration
+	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock, WallOffset: func() time.Duration { return offset }})
+	r := mustRate(t, 0, 1, 600, 1)
+	for i := range 10 {
+		_, err := s.Throttle(fmt.Appendf(nil, "k%d", i), r, t0)
+		require.NoError(t, err)
+	}
+	require.NoError(t, f.Flush())
+	offset = 900 * time.Millisecond
+	_, err := s.Throttle([]byte("k0"), mustRate(t, 1, 1, 600, 1), t0)
+	require.NoError(t, err)
+	before := b.keys()
+	require.NoError(t, f.Flush())
+	require.Equal(t, 1, b.keys()-before, "under a second: only the changed key")
+
+	offset = -time.Hour
+	before = b.keys()
+	require.NoError(t, f.Flush())
+	require.Equal(t, 10, b.keys()-before, "stepped back an hour: every key written again")
+	for i := range 10 {
+		want := t0 + sec(600) - sec(3600)
+		if i == 0 {
+			want += sec(600)
+		}
+		require.Equal(t, want, b.Snapshot()[fmt.Sprintf("k%d", i)], "k%d in the new frame", i)
+	}
+	before = b.keys()
+	require.NoError(t, f.Flush())
+	require.Equal(t, 0, b.keys()-before, "once")
+}
+
 // countingBackend counts Apply calls, slowly, so that Syncs pile up.
 type countingBackend struct {
 	*MemoryBackend
@@ -186,12 +242,12 @@ type countingBackend struct {
 	calls int
 }
 
-func (c *countingBackend) Apply(changes []Change, sync bool) error {
+func (c *countingBackend) Apply(changes []Change, saved gcra.Instant, sync bool) error {
 	c.mu.Lock()
 	c.calls++
 	c.mu.Unlock()
 	time.Sleep(2 * time.Millisecond) // a disk sync takes time; waiters gather meanwhile
-	return c.MemoryBackend.Apply(changes, sync)
+	return c.MemoryBackend.Apply(changes, saved, sync)
 }
 
 func TestGroupCommitSharesSyncsAndPersistsBeforeReturning(t *testing.T) {
@@ -266,12 +322,21 @@ type batchBackend struct {
 	failAt int
 }
 
-func (b *batchBackend) Apply(changes []Change, sync bool) error {
+func (b *batchBackend) Apply(changes []Change, saved gcra.Instant, sync bool) error {
 	b.sizes = append(b.sizes, len(changes))
 	if len(b.sizes) == b.failAt {
 		return errors.New("disk full")
 	}
-	return b.MemoryBackend.Apply(changes, sync)
+	return b.MemoryBackend.Apply(changes, saved, sync)
+}
+
+// keys is how many changes were written in all.
+func (b *batchBackend) keys() int {
+	n := 0
+	for _, size := range b.sizes {
+		n += size
+	}
+	return n
 }
 
 func TestFlushWritesInBoundedBatchesAndResumesAfterAFailure(t *testing.T) {
@@ -306,12 +371,12 @@ type syncBackend struct {
 	failSynced bool
 }
 
-func (b *syncBackend) Apply(changes []Change, sync bool) error {
+func (b *syncBackend) Apply(changes []Change, saved gcra.Instant, sync bool) error {
 	b.synced = append(b.synced, sync)
 	if sync && b.failSynced {
 		return errors.New("sync failed")
 	}
-	return b.MemoryBackend.Apply(changes, sync)
+	return b.MemoryBackend.Apply(changes, saved, sync)
 }
 
 func (b *syncBackend) Sync() error { b.syncs++; return nil }

@@ -9,13 +9,14 @@ import (
 var _ Backend = (*MemoryBackend)(nil)
 
 // MemoryBackend is a Backend in a map, for tests: Data holds every stored
-// key's TAT (or expiry), Boxed the whole change of the keys of boxed kinds.
-// Fail, when set, makes Apply and Sync return it without writing, to
-// simulate a failing disk.
+// key's TAT (or expiry), Boxed the whole change of the keys of boxed kinds,
+// Saved the instant of the last save. Fail, when set, makes Apply and Sync
+// return it without writing, to simulate a failing disk.
 type MemoryBackend struct {
 	mu    sync.Mutex
 	Data  map[string]gcra.Instant
 	Boxed map[string]Change
+	Saved gcra.Instant
 	Syncs int
 	Fail  error
 }
@@ -25,11 +26,14 @@ func NewMemoryBackend() *MemoryBackend {
 	return &MemoryBackend{Data: make(map[string]gcra.Instant), Boxed: make(map[string]Change)}
 }
 
-func (m *MemoryBackend) Apply(changes []Change, sync bool) error {
+func (m *MemoryBackend) Apply(changes []Change, saved gcra.Instant, sync bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.Fail != nil {
 		return m.Fail
+	}
+	if saved != 0 {
+		m.Saved = saved
 	}
 	for _, c := range changes {
 		delete(m.Boxed, c.Key)
@@ -50,11 +54,26 @@ func (m *MemoryBackend) Apply(changes []Change, sync bool) error {
 }
 
 // Load calls fn for every stored key whose TAT (or expiry) is after now, as
-// OpenPebble does, and leaves the others stored.
+// OpenPebble does, and leaves the others stored; as OpenPebble, it moves
+// every instant back when now is behind the last save, and keeps them so.
 func (m *MemoryBackend) Load(now gcra.Instant, fn Loader) (LoadStats, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var stats LoadStats
+	stats := LoadStats{Behind: clockCorrection(m.Saved, now)}
+	if stats.Behind > 0 {
+		for k, tat := range m.Data {
+			kind, value := KindTAT, []byte(nil)
+			if c, ok := m.Boxed[k]; ok {
+				kind, value = c.Kind, []byte(c.Value)
+			}
+			tat, value = shiftState(kind, tat, value, -stats.Behind, nil)
+			m.Data[k] = tat
+			if kind != KindTAT {
+				m.Boxed[k] = Change{Key: k, TAT: tat, Kind: kind, Value: string(value)}
+			}
+		}
+		m.Saved = now
+	}
 	for k, tat := range m.Data {
 		if tat <= now {
 			stats.Stale++

@@ -16,23 +16,29 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"redcell/gcra"
+	"redcell/window"
 )
 
-// On-disk format, version 2.
+// On-disk format, version 3.
 //
-//	"\x00format"   -> "redcell/2"             written when the store is created
+//	"\x00format"   -> "redcell/3"             written when the store is created
+//	"\x00saved"    -> the wall-clock instant of the last save that wrote
+//	                  changes: 8 bytes big-endian nanoseconds since the Unix
+//	                  epoch, written in the same batch as the changes
 //	"t" + key      -> a TAT key: its TAT, 8 bytes big-endian nanoseconds since
 //	                  the Unix epoch (a wall-clock instant)
 //	               -> a key of another kind: its expiry (8 bytes, likewise),
 //	                  its Kind (1 byte), then its state (package window's)
 //
-// Version 1 ("redcell/1") held TAT keys only, in the same form: it is read as
-// it is, and its marker is rewritten once the store has been read through. A
-// store whose format marker is missing (but which holds data) or names
-// another version is refused at open, never rewritten.
+// Versions 1 ("redcell/1": TAT keys only) and 2 (no saved instant) are read
+// as they are, and the marker is rewritten once the store has been read
+// through. A store whose format marker is missing (but which holds data) or
+// names another version is refused at open, never rewritten.
 const (
 	formatKey     = "\x00format"
-	formatVersion = "redcell/2"
+	savedKey      = "\x00saved"
+	formatVersion = "redcell/3"
+	formatV2      = "redcell/2"
 	formatV1      = "redcell/1"
 	tatPrefix     = 't'
 )
@@ -54,9 +60,10 @@ var (
 // MemoryBackend serves tests.
 type Backend interface {
 	// Apply writes changes atomically, in the order given (a later change
-	// to a key wins); sync makes it, and every Apply before it, durable
+	// to a key wins), with saved, the wall-clock instant of this save
+	// (none when zero); sync makes it, and every Apply before it, durable
 	// before returning.
-	Apply(changes []Change, sync bool) error
+	Apply(changes []Change, saved gcra.Instant, sync bool) error
 	// Sync makes every Apply so far durable.
 	Sync() error
 	// DeleteStale deletes every stored key whose TAT is at or before now, a
@@ -94,6 +101,10 @@ type LoadStats struct {
 	// Stale keys had a TAT at or before now: not loaded, and left on disk
 	// (Flusher.CleanStale removes them later; see there for why not now).
 	Stale int
+	// Behind is how far the wall clock at the open was behind the store's
+	// last save (zero when it was not): every instant the store held was
+	// moved back by it, as loaded and on disk (clockCorrection).
+	Behind time.Duration
 }
 
 // PebbleBackend stores TATs in a Pebble database. It is safe for concurrent
@@ -109,6 +120,14 @@ type PebbleBackend struct {
 
 // OpenPebble opens (or creates) the store in dir and calls load for every
 // key whose TAT is after now, in key order.
+//
+// now is the wall clock. Found behind the store's last save (the clock
+// stepped back while the process was down, or it ran fast before), every
+// instant the store holds is first moved back by the difference, so that
+// no key is limited for longer than it was at the save, and the store is
+// rewritten so (LoadStats.Behind). A clock found ahead is not corrected: it
+// cannot be told from the time the process was down, and it only lets keys
+// expire sooner.
 //
 // An existing store is first opened read-only and read through, every block
 // checked against its checksum, with its format marker; only a store read
@@ -163,11 +182,19 @@ func OpenPebble(dir string, opts PebbleOptions, now gcra.Instant, load Loader) (
 		return fail(err)
 	}
 	if !exists || version != formatVersion {
-		// A new store, or one of version 1 read through cleanly: this
-		// build writes version 2 (which version 1's builds refuse).
+		// A new store, or one of an earlier version read through
+		// cleanly: this build writes version 3 (which earlier builds
+		// refuse).
 		if err := db.Set([]byte(formatKey), []byte(formatVersion), pebble.Sync); err != nil {
 			_ = db.Close()
 			return fail(fmt.Errorf("write format marker: %w", err))
+		}
+	}
+	if stats.Behind > 0 {
+		err = d.doWithin(max(opts.StallTimeout, time.Minute), func() error { return shiftStore(db, -stats.Behind, now) })
+		if err != nil {
+			_ = db.Close()
+			return fail(fmt.Errorf("correct for the clock %v behind the last save: %w", stats.Behind, err))
 		}
 	}
 	return &PebbleBackend{db: db, dir: dir, disk: d}, stats, nil
@@ -254,20 +281,29 @@ func readThrough(dir string, opts PebbleOptions, lock *pebble.Lock, now gcra.Ins
 		return stats, version, err
 	}
 	marked := false
+	var shifted []byte // a state moved by the clock's correction, reused
 	for it.First(); it.Valid(); it.Next() {
 		k, v := it.Key(), it.Value()
 		switch {
 		case string(k) == formatKey:
-			if string(v) != formatVersion && string(v) != formatV1 {
+			if string(v) != formatVersion && string(v) != formatV2 && string(v) != formatV1 {
 				_ = it.Close()
-				return stats, version, fmt.Errorf("%w: %q, this build reads %q and %q", ErrUnknownFormat, v, formatV1, formatVersion)
+				return stats, version, fmt.Errorf("%w: %q, this build reads %q to %q", ErrUnknownFormat, v, formatV1, formatVersion)
 			}
 			version, marked = string(v), true
+		case string(k) == savedKey && len(v) == 8:
+			stats.Behind = clockCorrection(gcra.Instant(binary.BigEndian.Uint64(v)), now)
 		case len(k) > 0 && k[0] == tatPrefix:
 			kind, exp, value, ok := decodeValue(v)
 			if !ok {
 				_ = it.Close()
 				return stats, version, fmt.Errorf("key %q: a value of %d bytes that no kind has", k[1:], len(v))
+			}
+			if stats.Behind > 0 {
+				exp, value = shiftState(kind, exp, value, -stats.Behind, shifted[:0])
+				if kind != KindTAT {
+					shifted = value
+				}
 			}
 			if exp <= now {
 				stats.Stale++
@@ -293,6 +329,62 @@ func readThrough(dir string, opts PebbleOptions, lock *pebble.Lock, now gcra.Ins
 		return stats, version, fmt.Errorf("%w: no format marker", ErrUnknownFormat)
 	}
 	return stats, version, nil
+}
+
+// clockCorrection is how far the wall clock now is behind saved, the last
+// save's wall-clock instant: zero when it is not. The saved instant comes
+// before every key in the store's order, so the correction is known before
+// the first key is read.
+func clockCorrection(saved, now gcra.Instant) time.Duration {
+	return time.Duration(max(saved-now, 0))
+}
+
+// shiftState moves a stored state's instants by offset: its expiry (a TAT
+// key's TAT) and, for a window, the instants inside it (window.Shift,
+// appended to buf).
+func shiftState(kind Kind, exp gcra.Instant, value []byte, offset time.Duration, buf []byte) (gcra.Instant, []byte) {
+	if kind != KindTAT {
+		value = window.Shift(value, offset, buf)
+	}
+	return exp + gcra.Instant(offset), value
+}
+
+// shiftStore rewrites every key of db with its instants moved by offset, in
+// batches, and records now as the last save: the store is then in the frame
+// of the clock that opened it.
+func shiftStore(db *pebble.DB, offset time.Duration, now gcra.Instant) error {
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{tatPrefix}, UpperBound: []byte{tatPrefix + 1}})
+	if err != nil {
+		return err
+	}
+	b := db.NewBatch()
+	var buf, state []byte
+	for it.First(); it.Valid(); it.Next() {
+		kind, exp, value, ok := decodeValue(it.Value())
+		if !ok {
+			continue // readThrough has refused such a store
+		}
+		exp, state = shiftState(kind, exp, value, offset, state[:0])
+		buf = encodeValue(buf, Change{TAT: exp, Kind: kind, Value: string(state)})
+		if err := b.Set(it.Key(), buf, nil); err != nil {
+			_ = it.Close()
+			return err
+		}
+		if b.Count() >= flushBatch {
+			if err := b.Commit(pebble.NoSync); err != nil {
+				_ = it.Close()
+				return err
+			}
+			b.Reset()
+		}
+	}
+	if err := it.Close(); err != nil {
+		return err
+	}
+	if err := b.Set([]byte(savedKey), binary.BigEndian.AppendUint64(nil, uint64(now)), nil); err != nil {
+		return err
+	}
+	return b.Commit(pebble.Sync)
 }
 
 func tatKey(buf []byte, key string) []byte {
@@ -331,7 +423,7 @@ func decodeValue(v []byte) (kind Kind, exp gcra.Instant, value []byte, ok bool) 
 // disk it fails with ErrDiskFull and writes nothing. A write that takes
 // longer than the stall timeout fails with ErrStalled; one that makes Pebble
 // fail for good fails with ErrBroken, as does every call after it.
-func (p *PebbleBackend) Apply(changes []Change, sync bool) error {
+func (p *PebbleBackend) Apply(changes []Change, saved gcra.Instant, sync bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	size := 0
@@ -358,6 +450,12 @@ func (p *PebbleBackend) Apply(changes []Change, sync bool) error {
 			err = b.Set(k, v, nil)
 		}
 		if err != nil {
+			b.Reset()
+			return err
+		}
+	}
+	if saved != 0 {
+		if err := b.Set([]byte(savedKey), binary.BigEndian.AppendUint64(v[:0], uint64(saved)), nil); err != nil {
 			b.Reset()
 			return err
 		}

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"io/fs"
@@ -8,11 +9,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/require"
 
 	"redcell/gcra"
+	"redcell/window"
 )
 
 // noReserve opens stores without a reserve file: tests of other things.
@@ -47,7 +50,7 @@ func TestPebbleRoundTripAcrossReopen(t *testing.T) {
 		{Key: "gone"},                     // deleted later in the same batch
 		{Key: "a", TAT: t0 + sec(11)},     // the later change wins
 		{Key: "bin\x00\xff", TAT: t0 + 1}, // keys are binary-safe
-	}, true))
+	}, 0, true))
 	require.NoError(t, p.Close())
 
 	p, got = openPebble(t, dir)
@@ -60,9 +63,9 @@ func TestPebbleRoundTripAcrossReopen(t *testing.T) {
 func TestPebbleReusedBatchAndSync(t *testing.T) {
 	dir := t.TempDir()
 	p, _ := openPebble(t, dir)
-	require.NoError(t, p.Apply([]Change{{Key: "a", TAT: t0 + sec(10)}, {Key: "b", TAT: t0 + sec(10)}}, false))
-	require.NoError(t, p.Apply([]Change{{Key: "b"}, {Key: "c", TAT: t0 + sec(30)}}, false))
-	require.NoError(t, p.Apply(nil, false))
+	require.NoError(t, p.Apply([]Change{{Key: "a", TAT: t0 + sec(10)}, {Key: "b", TAT: t0 + sec(10)}}, 0, false))
+	require.NoError(t, p.Apply([]Change{{Key: "b"}, {Key: "c", TAT: t0 + sec(30)}}, 0, false))
+	require.NoError(t, p.Apply(nil, 0, false))
 	require.NoError(t, p.Sync())
 	require.NoError(t, p.Close())
 
@@ -77,7 +80,7 @@ func TestPebbleReusedBatchAndSync(t *testing.T) {
 func TestPebbleOpenLeavesStaleKeysOnDiskUntilDeleteStale(t *testing.T) {
 	dir := t.TempDir()
 	p, _ := openPebble(t, dir)
-	require.NoError(t, p.Apply([]Change{{Key: "old", TAT: t0 - 1}, {Key: "now", TAT: t0}, {Key: "new", TAT: t0 + 1}}, true))
+	require.NoError(t, p.Apply([]Change{{Key: "old", TAT: t0 - 1}, {Key: "now", TAT: t0}, {Key: "new", TAT: t0 + 1}}, 0, true))
 	require.NoError(t, p.Close())
 
 	fast := t0 + sec(48*3600)
@@ -126,7 +129,7 @@ func TestPebbleCorruptStoreFailsAndIsLeftAsFound(t *testing.T) {
 		t.Run(victim, func(t *testing.T) {
 			dir := t.TempDir()
 			p, _ := openPebble(t, dir)
-			require.NoError(t, p.Apply([]Change{{Key: "a", TAT: t0 + sec(10)}}, true))
+			require.NoError(t, p.Apply([]Change{{Key: "a", TAT: t0 + sec(10)}}, 0, true))
 			require.NoError(t, p.Close())
 
 			entries, err := os.ReadDir(dir)
@@ -241,9 +244,9 @@ func TestPebbleCorruptTableIsRefusedAndLeftAsFound(t *testing.T) {
 	for i := 0; i < 2000; i++ {
 		changes = append(changes, Change{Key: fmt.Sprintf("key:%d", i), TAT: t0 + sec(3600)})
 	}
-	require.NoError(t, p.Apply(changes, true))
+	require.NoError(t, p.Apply(changes, 0, true))
 	require.NoError(t, p.db.Flush()) // into a table file
-	require.NoError(t, p.Apply([]Change{{Key: "in-the-log", TAT: t0 + sec(60)}}, true))
+	require.NoError(t, p.Apply([]Change{{Key: "in-the-log", TAT: t0 + sec(60)}}, 0, true))
 	require.NoError(t, p.Close())
 
 	tables, err := filepath.Glob(filepath.Join(dir, "*.sst"))
@@ -265,4 +268,54 @@ func TestPebbleCorruptTableIsRefusedAndLeftAsFound(t *testing.T) {
 	require.Contains(t, err.Error(), "open store "+dir)
 	require.Contains(t, err.Error(), "checksum")
 	require.Equal(t, before, hashTree(t, dir), "a refused store is left byte for byte as it was")
+}
+
+// A store opened on a wall clock behind its last save (stepped back while
+// the process was down, or fast before it) moves every instant back by the
+// difference: no key is limited for longer than it was at the save. It is
+// rewritten so, and records the open as its last save: opened again on the
+// same clock, nothing moves twice. A clock ahead of the save is not
+// corrected: it cannot be told from the time the process was down.
+func TestPebbleCorrectsAClockBehindTheLastSave(t *testing.T) {
+	dir := t.TempDir()
+	p, _ := openPebble(t, dir)
+	ws := windowState(t, t0-sec(30))
+	require.NoError(t, p.Apply([]Change{
+		{Key: "tat", TAT: t0 + sec(600)},
+		{Key: "win", TAT: t0 + sec(30), Kind: KindWindow, Value: string(ws)},
+	}, t0, true))
+	require.NoError(t, p.Close())
+
+	back := t0 - sec(3600) + sec(5) // an hour back, five seconds down
+	p, got, stats := openPebbleAt(t, dir, noReserve, back)
+	require.Equal(t, LoadStats{Loaded: 2, Behind: 3595 * time.Second}, stats)
+	require.Equal(t, back+sec(600), got["tat"], "limited for the 600 s it was at the save, not an hour more")
+	require.Equal(t, back+sec(30), got["win"])
+	require.NoError(t, p.Close())
+
+	states := map[string][]byte{}
+	p, stats, err := OpenPebble(dir, noReserve, back+sec(1), func(k []byte, _ Kind, _ gcra.Instant, v []byte) error {
+		states[string(k)] = bytes.Clone(v)
+		return nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, LoadStats{Loaded: 2}, stats, "rewritten in the clock's frame: nothing to correct again")
+	require.Equal(t, window.Shift(ws, -3595*time.Second, nil), states["win"], "the window's instants moved with it")
+	require.NoError(t, p.Close())
+
+	ahead := back + sec(3600)
+	p, got, stats = openPebbleAt(t, dir, noReserve, ahead)
+	defer p.Close()
+	require.Equal(t, LoadStats{Stale: 2}, stats, "an hour ahead: both look expired, and are kept on disk")
+	require.Empty(t, got)
+}
+
+// windowState is an exact log's state holding one call at at.
+func windowState(t *testing.T, at gcra.Instant) []byte {
+	t.Helper()
+	spec, err := window.NewSpec(5, 60, 1, 0, window.DefaultLogMax)
+	require.NoError(t, err)
+	_, state, _, store := window.Decide(spec, nil, at, nil)
+	require.True(t, store)
+	return state
 }

@@ -328,6 +328,11 @@ func (s *Store) Restore(key []byte, kind Kind, exp gcra.Instant, value []byte) e
 	return sh.t.set(key, kind, exp, value)
 }
 
+// MarkAllChanged records every key as changed for the persister, so that the
+// next flush writes every key again. Each shard's lock is held for one pass
+// over its keys.
+func (s *Store) MarkAllChanged() { s.forShards(nil, func(sh *shard) { sh.t.markAllDirty() }) }
+
 // PendingChanges returns how many changes are recorded and not yet taken by
 // a flush: zero exactly when every change has been taken. (The Flusher adds
 // the ones it has taken and not yet synced: Flusher.Pending.)
