@@ -107,10 +107,12 @@ func TestEnvironmentErrorsNameTheVariable(t *testing.T) {
 		env  env
 		want string
 	}{
-		{env{"REDCELL_PORT": "abc"}, `REDCELL_PORT="abc": parse error`},
-		{env{"REDCELL_FLUSH_INTERVAL": "soon"}, `REDCELL_FLUSH_INTERVAL="soon": parse error`},
-		{env{"REDCELL_IN_MEMORY": "perhaps"}, `REDCELL_IN_MEMORY="perhaps": parse error`},
-		{env{"REDCELL_LOG_LEVEL": "loud"}, `REDCELL_LOG_LEVEL="loud": slog: level string "loud": unknown name`},
+		{env{"REDCELL_PORT": "abc"}, `invalid value "abc" for REDCELL_PORT: must be a whole number`},
+		{env{"REDCELL_FLUSH_INTERVAL": "soon"}, `invalid value "soon" for REDCELL_FLUSH_INTERVAL: a duration is a number and a unit, as 1s, 500ms or 1m30s`},
+		{env{"REDCELL_FLUSH_INTERVAL": "5"}, `invalid value "5" for REDCELL_FLUSH_INTERVAL: a duration needs a unit, as 1s or 500ms`},
+		{env{"REDCELL_IN_MEMORY": "perhaps"}, `invalid value "perhaps" for REDCELL_IN_MEMORY: must be true or false`},
+		{env{"REDCELL_LOG_LEVEL": "loud"}, `invalid value "loud" for REDCELL_LOG_LEVEL: slog: level string "loud": unknown name`},
+		{env{"REDCELL_TIMEOUT": "5x"}, `invalid value "5x" for REDCELL_TIMEOUT: must be whole seconds or a duration such as 90s or 5m`},
 		{env{"REDCELL_LOG_FORMAT": "xml"}, `--log-format "xml": must be text or json`},
 		{env{"REDCELL_PORT": "70000"}, `--port 70000: must be between 0 and 65535`},
 	} {
@@ -159,8 +161,62 @@ func TestHelp(t *testing.T) {
 	// A mistake prints nothing itself: main prints the error and a hint.
 	var quiet strings.Builder
 	_, err = Parse([]string{"--no-such-flag"}, env{}.lookup, &quiet)
-	require.EqualError(t, err, "flag provided but not defined: -no-such-flag")
+	require.EqualError(t, err, "unknown flag --no-such-flag")
 	require.Empty(t, quiet.String())
+}
+
+// A flag's error names it as --help and the README write it, with two
+// dashes, says what its value should look like, and suggests the flag
+// meant.
+func TestFlagErrorsNameFlagsAsTheManualDoes(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--datadir", "x"}, "unknown flag --datadir: did you mean --data-dir?"},
+		{[]string{"--flushinterval", "5s"}, "unknown flag --flushinterval: did you mean --flush-interval?"},
+		{[]string{"--port"}, "--port needs a value"},
+		{[]string{"--port", "abc"}, `invalid value "abc" for --port: must be a whole number`},
+		{[]string{"--in-memory=perhaps"}, `invalid value "perhaps" for --in-memory: must be true or false`},
+		{[]string{"--shards", "many"}, `invalid value "many" for --shards: must be a whole number`},
+		{[]string{"--window-log-max", "1e3"}, `invalid value "1e3" for --window-log-max: must be a whole number`},
+		{[]string{"--maxmemory", "lots"}, `invalid value "lots" for --maxmemory: must be a number of bytes, optionally with a unit: 64kb, 1mb, 1gb`},
+		{[]string{"--port", "1", "extra"}, `unexpected argument "extra"`},
+	} {
+		require.EqualError(t, parseErr(t, env{}, c.args...), c.want, "%v", c.args)
+	}
+}
+
+// Every duration-valued flag, on the command line and in the environment,
+// says that a duration needs a unit: --flush-interval 5 is not 5 s (nor
+// 5 ns). --timeout reads a bare number as seconds, as Redis's timeout does.
+func TestDurationFlagsSayWhatADurationIs(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  env
+		want string
+	}{
+		{[]string{"--flush-interval", "5"}, nil, `invalid value "5" for --flush-interval: a duration needs a unit, as 1s or 500ms`},
+		{[]string{"--flush-interval=soon"}, nil, `invalid value "soon" for --flush-interval: a duration is a number and a unit, as 1s, 500ms or 1m30s`},
+		{[]string{"--flush-interval", "1sec"}, nil, `invalid value "1sec" for --flush-interval: unknown unit "sec" in a duration: the units are ns, us, ms, s, m and h`},
+		{nil, env{"REDCELL_FLUSH_INTERVAL": "5"}, `invalid value "5" for REDCELL_FLUSH_INTERVAL: a duration needs a unit, as 1s or 500ms`},
+		{[]string{"--timeout", "soon"}, nil, `invalid value "soon" for --timeout: must be whole seconds or a duration such as 90s or 5m`},
+		{nil, env{"REDCELL_TIMEOUT": "soon"}, `invalid value "soon" for REDCELL_TIMEOUT: must be whole seconds or a duration such as 90s or 5m`},
+	} {
+		require.EqualError(t, parseErr(t, c.env, c.args...), c.want, "%v %v", c.args, c.env)
+	}
+	require.Equal(t, time.Duration(0), parseWith(t, env{}, "--flush-interval", "0").FlushInterval, "0 needs no unit")
+	require.Equal(t, 5*time.Second, parseWith(t, env{}, "--timeout", "5").Timeout)
+	var durations []string
+	fs := flagSet(&Config{})
+	fs.VisitAll(func(f *flag.Flag) {
+		if g, ok := f.Value.(flag.Getter); ok {
+			if _, ok := g.Get().(time.Duration); ok {
+				durations = append(durations, f.Name)
+			}
+		}
+	})
+	require.Equal(t, []string{"flush-interval"}, durations, "the flags this test covers; --timeout is of type seconds")
 }
 
 func TestVersionLine(t *testing.T) {
