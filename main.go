@@ -39,7 +39,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "cluster" {
 		os.Exit(clusteradmin.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
-	cfg, err := config.Parse(os.Args[1:], os.LookupEnv, os.Stderr)
+	cfg, err := config.ParseEnviron(os.Args[1:], os.Environ(), os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
@@ -53,6 +53,11 @@ func main() {
 		return
 	}
 	if cfg.HealthCheck {
+		// No log here: the warnings the server logs at its start go to
+		// stderr, for the health check that fails on a misspelled port.
+		for _, w := range cfg.Warnings() {
+			fmt.Fprintln(os.Stderr, "redcell: warning:", w.Text)
+		}
 		if err := daemon.HealthCheck(cfg, 3*time.Second); err != nil {
 			fmt.Fprintln(os.Stderr, "redcell: health check:", err)
 			os.Exit(1)

@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -21,4 +24,26 @@ func TestLogLevels(t *testing.T) {
 		logger := newLogger(config.Config{LogFormat: "text", LogLevel: c.level}, &out)
 		require.Equal(t, c.want, logger.Enabled(context.Background(), slog.LevelDebug))
 	}
+}
+
+// A misspelled REDCELL_ variable is named in a warning right after the
+// start-up line, with the variable meant; the server starts anyway. The
+// harness's own REDCELL_TEST_ variables are not warned about.
+func TestMisspelledVariableIsWarnedAbout(t *testing.T) {
+	c := startChildEnv(t, []string{"REDCELL_PROT=6555"}, "--in-memory")
+	lines := strings.Split(c.log(), "\n")
+	require.Contains(t, lines[0], `msg="starting redcell"`)
+	require.Equal(t, `level=WARN msg="REDCELL_PROT is not a redcell setting and is ignored; did you mean REDCELL_PORT?" setting=REDCELL_PROT`,
+		strings.TrimSpace(lines[1][strings.Index(lines[1], "level="):]))
+	require.NotContains(t, c.log(), "setting=REDCELL_TEST_")
+	require.Equal(t, "PONG", c.client(t).Ping(context.Background()).Val())
+
+	// --healthcheck logs nothing: it says so on stderr, and still checks.
+	_, port, err := net.SplitHostPort(c.addr)
+	require.NoError(t, err)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "REDCELL_TEST_CHILD=1", "REDCELL_TEST_ARGS=--healthcheck --port "+port, "REDCELL_PROT="+port)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Equal(t, "redcell: warning: REDCELL_PROT is not a redcell setting and is ignored; did you mean REDCELL_PORT?\n", string(out))
 }

@@ -3,9 +3,13 @@ package config
 import (
 	"flag"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -248,4 +252,85 @@ func TestSnake(t *testing.T) {
 		"RequirePass": "require_pass", "InMemory": "in_memory", "MaxClients": "max_clients", "TLSPort": "tls_port"} {
 		require.Equal(t, want, snake(in))
 	}
+}
+
+// A REDCELL_ variable that sets nothing is named in a warning, with the
+// variable meant when one is near; it does not stop the start, and the
+// variables that are set still apply.
+func TestUnknownEnvironmentVariablesAreWarnedAbout(t *testing.T) {
+	cfg, err := ParseEnviron(nil, []string{
+		"HOME=/root",
+		"REDCELL_PROT=6555",
+		"REDCELL_PORT=7000",
+		"REDCELL_FLUSHINTERVAL=5s",
+		"REDCELL_UNRELATED=1",
+		"REDCELL_log_level=debug",
+		"REDCELL_VERSION=1",
+		"REDCELL_TEST_CHILD=1",
+		"REDCELL_TEST_ARGS=--port 0",
+		"REDCELL_TEST_WALL_SHIFT=48h",
+		"REDCELL_RECORD_FUZZ_SEEDS=1",
+		"REDCELL_COMMIT=abc123",
+		"redcell_port=1",
+	}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, 7000, cfg.Port)
+	require.Equal(t, []Warning{
+		{"REDCELL_FLUSHINTERVAL", "REDCELL_FLUSHINTERVAL is not a redcell setting and is ignored; did you mean REDCELL_FLUSH_INTERVAL?"},
+		{"REDCELL_PROT", "REDCELL_PROT is not a redcell setting and is ignored; did you mean REDCELL_PORT?"},
+		{"REDCELL_UNRELATED", "REDCELL_UNRELATED is not a redcell setting and is ignored"},
+		{"REDCELL_log_level", "REDCELL_log_level is not a redcell setting and is ignored; did you mean REDCELL_LOG_LEVEL?"},
+	}, cfg.Warnings())
+
+	cfg, err = ParseEnviron([]string{"--port", "1"}, []string{"REDCELL_PORT=7000", "REDCELL_DIR=/x"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, 1, cfg.Port)
+	require.Equal(t, "/x", cfg.Dir)
+	require.Empty(t, cfg.Warnings())
+}
+
+// Every REDCELL_ variable the repository's tests, scripts, compose files
+// and Dockerfile set is known: the harnesses that run the server with them
+// must not make it warn. (This package's tests, which misspell on purpose,
+// are left out, and so is REDCELL_PROT, the misspelling the README and
+// main_test.go show.)
+func TestTheRepositorysVariablesAreKnown(t *testing.T) {
+	name := regexp.MustCompile(`REDCELL_[A-Za-z0-9_]*`)
+	seen := map[string]bool{}
+	err := filepath.WalkDir("..", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" || d.Name() == "node_modules" || path == filepath.Join("..", "config") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".yml", ".yaml", ".sh", ".md", ".toml", ".json":
+		default:
+			if d.Name() != "Dockerfile" {
+				return nil
+			}
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, n := range name.FindAllString(string(b), -1) {
+			if !strings.HasSuffix(n, "_") && n != "REDCELL_PROT" { // not a prefix, as REDCELL_ or REDCELL_TEST_
+				seen[n] = true
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.True(t, seen["REDCELL_TEST_WALL_SHIFT"] && seen["REDCELL_TEST_CHILD"] && seen["REDCELL_PORT"], "the walk found the harness's variables: %v", seen)
+	var names []string
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	require.Empty(t, unknownVariables(names))
 }

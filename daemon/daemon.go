@@ -35,13 +35,17 @@ type Options struct {
 
 // Run serves cfg until ctx is done or a client sends SHUTDOWN, then closes
 // every connection, makes the final save (unless SHUTDOWN NOSAVE) and
-// closes the store. It logs the start-up line with every setting, the load,
+// closes the store. It logs the start-up line with every setting, then the
+// configuration's warnings (config.Config.Warnings), the load,
 // "ready to accept connections" and the shutdown to logger. It returns an
 // error when the store cannot be opened, a listener cannot be opened, or
 // serving or the final save fails.
 func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Options) (err error) {
 	logger.Info("starting redcell", append([]any{"version", server.Version, "commit", config.BuildCommit(),
 		"go", runtime.Version(), "pid", os.Getpid()}, cfg.LogAttrs()...)...)
+	for _, w := range cfg.Warnings() {
+		logger.Warn(w.Text, "setting", w.Setting)
+	}
 	clk := opts.Clock
 	if clk == nil {
 		clk = clock.New()
