@@ -108,7 +108,7 @@ func parseReshard(args []string) (ReshardOptions, error) {
 	fs.StringVar(&slots, "slots", "", "")
 	fs.StringVar(&o.Password, "password", "", "")
 	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "")
-	rest, err := cliflag.Parse(fs, args)
+	_, rest, err := cliflag.Parse(fs, args)
 	if err != nil {
 		return o, err
 	}

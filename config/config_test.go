@@ -334,3 +334,32 @@ func TestTheRepositorysVariablesAreKnown(t *testing.T) {
 	sort.Strings(names)
 	require.Empty(t, unknownVariables(names))
 }
+
+// --in-memory writes nothing to disk: a --dir (or REDCELL_DIR), a
+// --disk-reserve or a --flush-interval set beside it is accepted with a
+// warning naming it, as the user set it. The defaults say nothing.
+func TestInMemoryWarnsOfTheDiskSettingsItIgnores(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		env  env
+		want []Warning
+	}{
+		{[]string{"--in-memory"}, nil, nil},
+		{[]string{"--dir", "x"}, nil, nil},
+		{[]string{"--in-memory", "--dir", "x"}, nil, []Warning{{"--dir", "--dir x is ignored: --in-memory keeps no state on disk"}}},
+		{[]string{"--data-dir=x", "--in-memory"}, nil, []Warning{{"--data-dir", "--data-dir x is ignored: --in-memory keeps no state on disk"}}},
+		{nil, env{"REDCELL_IN_MEMORY": "true", "REDCELL_DIR": "/data"},
+			[]Warning{{"REDCELL_DIR", "REDCELL_DIR=/data is ignored: --in-memory keeps no state on disk"}}},
+		{[]string{"--in-memory"}, env{"REDCELL_DATA_DIR": "/a", "REDCELL_DIR": "/b"},
+			[]Warning{{"REDCELL_DIR", "REDCELL_DIR=/b is ignored: --in-memory keeps no state on disk"}}},
+		{[]string{"--in-memory", "--dir", "x"}, env{"REDCELL_DIR": "/data"},
+			[]Warning{{"--dir", "--dir x is ignored: --in-memory keeps no state on disk"}}},
+		{[]string{"--in-memory", "--flush-interval", "0", "--disk-reserve", "1mb"}, nil, []Warning{
+			{"--disk-reserve", "--disk-reserve 1mb is ignored: --in-memory keeps no state on disk"},
+			{"--flush-interval", "--flush-interval 0s is ignored: --in-memory keeps no state on disk"},
+		}},
+		{[]string{"--in-memory=false", "--dir", "x"}, env{"REDCELL_IN_MEMORY": "true"}, nil},
+	} {
+		require.Equal(t, c.want, parseWith(t, c.env, c.args...).Warnings(), "%v %v", c.args, c.env)
+	}
+}

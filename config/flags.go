@@ -26,7 +26,7 @@ func Parse(args []string, lookup func(string) (string, bool), stderr io.Writer) 
 	if err := applyEnv(fs, lookup); err != nil {
 		return cfg, err
 	}
-	rest, err := cliflag.Parse(fs, args)
+	given, rest, err := cliflag.Parse(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(fs, stderr)
@@ -39,7 +39,13 @@ func Parse(args []string, lookup func(string) (string, bool), stderr io.Writer) 
 	if err := cfg.readPassword(); err != nil {
 		return cfg, err
 	}
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	if cfg.InMemory {
+		cfg.warnings = unusedInMemory(fs, given, lookup)
+	}
+	return cfg, nil
 }
 
 // flagSet registers every flag on a new flag set, each writing to its field

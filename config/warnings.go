@@ -3,6 +3,7 @@ package config
 import (
 	"flag"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -84,4 +85,44 @@ func unknownVariables(names []string) []Warning {
 		warnings = append(warnings, Warning{Setting: name, Text: text})
 	}
 	return warnings
+}
+
+// diskSettings are the settings --in-memory leaves unused, as it writes
+// nothing to disk: each a flag and its aliases, the one whose variable wins
+// in the environment last (REDCELL_DIR over REDCELL_DATA_DIR).
+var diskSettings = [][]string{{"data-dir", "dir"}, {"disk-reserve"}, {"flush-interval"}}
+
+// unusedInMemory warns of each of diskSettings set, by the flag given last
+// (given, as cliflag.Parse returns it) or else the variable that won, when
+// --in-memory makes it unused: "--dir ./x is ignored: ...". Refusing the
+// start instead would refuse the Docker image's REDCELL_DIR=/data with
+// --in-memory after the image name.
+func unusedInMemory(fs *flag.FlagSet, given []string, lookup func(string) (string, bool)) []Warning {
+	var warnings []Warning
+	const why = " is ignored: --in-memory keeps no state on disk"
+	for _, names := range diskSettings {
+		if name, ok := lastOf(given, names); ok {
+			setting := "--" + name
+			warnings = append(warnings, Warning{Setting: setting, Text: setting + " " + fs.Lookup(name).Value.String() + why})
+			continue
+		}
+		for i := len(names) - 1; i >= 0; i-- {
+			if v, ok := lookup(envName(names[i])); ok {
+				setting := envName(names[i])
+				warnings = append(warnings, Warning{Setting: setting, Text: setting + "=" + v + why})
+				break
+			}
+		}
+	}
+	return warnings
+}
+
+// lastOf returns the last of given that is one of names.
+func lastOf(given, names []string) (string, bool) {
+	for i := len(given) - 1; i >= 0; i-- {
+		if slices.Contains(names, given[i]) {
+			return given[i], true
+		}
+	}
+	return "", false
 }

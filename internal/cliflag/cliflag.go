@@ -12,47 +12,50 @@ import (
 	"strings"
 )
 
-// Parse sets the flags that args name and returns the arguments after them,
-// accepting what fs.Parse accepts: --name value, --name=value, one dash or
-// two, a boolean flag without a value (true), and "--" ending the flags.
-// -h and --help return flag.ErrHelp. Unlike fs.Parse it prints nothing,
-// whatever fs's output, and fs.Parsed stays false.
-func Parse(fs *flag.FlagSet, args []string) (rest []string, err error) {
+// Parse sets the flags that args name and returns their names, in the
+// order given, and the arguments after them. It accepts what fs.Parse
+// accepts: --name value, --name=value, one dash or two, a boolean flag
+// without a value (true), and "--" ending the flags. -h and --help return
+// flag.ErrHelp. Unlike fs.Parse it prints nothing, whatever fs's output,
+// and fs.Parsed stays false; unlike fs.Visit, given leaves out what was set
+// before (the environment's variables).
+func Parse(fs *flag.FlagSet, args []string) (given, rest []string, err error) {
 	for len(args) > 0 {
 		arg := args[0]
 		if arg == "--" {
-			return args[1:], nil
+			return given, args[1:], nil
 		}
 		if len(arg) < 2 || arg[0] != '-' {
-			return args, nil
+			return given, args, nil
 		}
 		args = args[1:]
 		name := strings.TrimPrefix(arg[1:], "-")
 		if name == "" || name[0] == '-' || name[0] == '=' {
-			return nil, fmt.Errorf("bad flag syntax: %s", arg)
+			return nil, nil, fmt.Errorf("bad flag syntax: %s", arg)
 		}
 		name, value, hasValue := strings.Cut(name, "=")
 		f := fs.Lookup(name)
 		if f == nil {
 			if name == "help" || name == "h" {
-				return nil, flag.ErrHelp
+				return nil, nil, flag.ErrHelp
 			}
-			return nil, unknown(fs, name)
+			return nil, nil, unknown(fs, name)
 		}
 		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() && !hasValue {
 			value, hasValue = "true", true
 		}
 		if !hasValue {
 			if len(args) == 0 {
-				return nil, fmt.Errorf("--%s needs a value", name)
+				return nil, nil, fmt.Errorf("--%s needs a value", name)
 			}
 			value, args = args[0], args[1:]
 		}
 		if err := Set(fs, name, value); err != nil {
-			return nil, fmt.Errorf("invalid value %q for --%s: %w", value, name, err)
+			return nil, nil, fmt.Errorf("invalid value %q for --%s: %w", value, name, err)
 		}
+		given = append(given, name)
 	}
-	return nil, nil
+	return given, nil, nil
 }
 
 // Set is fs.Set(name, value) for a flag fs has, with the flag package's

@@ -31,22 +31,29 @@ func newFlagSet(s *settings) *flag.FlagSet {
 // What flag.FlagSet.Parse accepts, Parse accepts alike.
 func TestParseAcceptsWhatTheFlagPackageDoes(t *testing.T) {
 	for _, c := range []struct {
-		args []string
-		want settings
-		rest []string
+		args  []string
+		want  settings
+		given []string
+		rest  []string
 	}{
-		{nil, settings{"./data", 6379, false, time.Second, 1}, nil},
-		{[]string{"--dir", "x", "-port=7", "--in-memory", "-flush-interval", "0"}, settings{"x", 7, true, 0, 1}, nil},
-		{[]string{"--in-memory=false", "--data-dir=y", "extra", "--port", "1"}, settings{"y", 6379, false, time.Second, 1}, []string{"extra", "--port", "1"}},
-		{[]string{"--port", "1", "--", "--dir"}, settings{"./data", 1, false, time.Second, 1}, []string{"--dir"}},
-		{[]string{"-", "--port", "1"}, settings{"./data", 6379, false, time.Second, 1}, []string{"-", "--port", "1"}},
-		{[]string{"--dir="}, settings{"", 6379, false, time.Second, 1}, nil},
+		{nil, settings{"./data", 6379, false, time.Second, 1}, nil, nil},
+		{[]string{"--dir", "x", "-port=7", "--in-memory", "-flush-interval", "0"}, settings{"x", 7, true, 0, 1},
+			[]string{"dir", "port", "in-memory", "flush-interval"}, nil},
+		{[]string{"--in-memory=false", "--data-dir=y", "extra", "--port", "1"}, settings{"y", 6379, false, time.Second, 1},
+			[]string{"in-memory", "data-dir"}, []string{"extra", "--port", "1"}},
+		{[]string{"--port", "1", "--", "--dir"}, settings{"./data", 1, false, time.Second, 1}, []string{"port"}, []string{"--dir"}},
+		{[]string{"-", "--port", "1"}, settings{"./data", 6379, false, time.Second, 1}, nil, []string{"-", "--port", "1"}},
+		{[]string{"--dir="}, settings{"", 6379, false, time.Second, 1}, []string{"dir"}, nil},
 	} {
 		var got, std settings
 		fs, stdfs := newFlagSet(&got), newFlagSet(&std)
-		rest, err := Parse(fs, c.args)
+		require.NoError(t, fs.Set("count", "2"), "set before, as the environment is")
+		require.NoError(t, stdfs.Set("count", "2"))
+		c.want.n = 2
+		given, rest, err := Parse(fs, c.args)
 		require.NoError(t, err, "%q", c.args)
 		require.Equal(t, c.want, got, "%q", c.args)
+		require.Equal(t, c.given, given, "%q", c.args)
 		require.Equal(t, c.rest, rest, "%q", c.args)
 		require.NoError(t, stdfs.Parse(c.args))
 		require.Equal(t, std, got, "%q: as flag.FlagSet.Parse", c.args)
@@ -83,7 +90,7 @@ func TestParseErrorsNameFlagsWithTwoDashes(t *testing.T) {
 		var out strings.Builder
 		fs := newFlagSet(&s)
 		fs.SetOutput(&out)
-		_, err := Parse(fs, c.args)
+		_, _, err := Parse(fs, c.args)
 		require.EqualError(t, err, c.want, "%q", c.args)
 		require.Empty(t, out.String(), "prints nothing: the caller prints the error once")
 	}
@@ -92,7 +99,7 @@ func TestParseErrorsNameFlagsWithTwoDashes(t *testing.T) {
 func TestParseHelp(t *testing.T) {
 	for _, arg := range []string{"-h", "--help", "-help"} {
 		var s settings
-		_, err := Parse(newFlagSet(&s), []string{"--port", "1", arg, "--bogus"})
+		_, _, err := Parse(newFlagSet(&s), []string{"--port", "1", arg, "--bogus"})
 		require.ErrorIs(t, err, flag.ErrHelp, arg)
 	}
 }
