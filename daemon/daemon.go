@@ -41,6 +41,9 @@ type Options struct {
 // error when the store cannot be opened, a listener cannot be opened, or
 // serving or the final save fails.
 func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Options) (err error) {
+	// Log what runs, not what was asked: --shards 0 (the default) is 16
+	// per CPU, and any count is rounded up to a power of two.
+	cfg.Shards = storage.Config{Shards: cfg.Shards}.EffectiveShards()
 	logger.Info("starting redcell", append([]any{"version", server.Version, "commit", config.BuildCommit(),
 		"go", runtime.Version(), "pid", os.Getpid()}, cfg.LogAttrs()...)...)
 	for _, w := range cfg.Warnings() {

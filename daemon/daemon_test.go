@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/config"
+	"redcell/storage"
 )
 
 // Run in-process: Ready reports the address, cancelling ctx stops it cleanly.
@@ -87,4 +89,32 @@ func (b *syncBuffer) String() string {
 func TestEventLoopsFlagReachesTheServer(t *testing.T) {
 	require.Equal(t, -1, eventLoops(0))
 	require.Equal(t, 3, eventLoops(3))
+}
+
+// The start-up line and the ready line give the shards that run: the
+// default (0: 16 per CPU) resolved, a count rounded up to a power of two.
+func TestStartAndReadyLogTheShardsThatRun(t *testing.T) {
+	for _, c := range []struct{ shards, want int }{{0, storage.DefaultShards()}, {10, 16}, {64, 64}} {
+		var logs syncBuffer
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan net.Addr, 1)
+		done := make(chan error, 1)
+		cfg := config.Config{Bind: "127.0.0.1", InMemory: true, Dir: "unused", Shards: c.shards}
+		go func() { done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)), Options{Ready: ready}) }()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("Run: %v", err)
+		}
+		cancel()
+		require.NoError(t, <-done)
+		var got []string
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, `msg="starting redcell"`) || strings.Contains(line, `msg="ready to accept connections"`) {
+				got = append(got, regexp.MustCompile(` shards=(\d+) `).FindStringSubmatch(line + " ")[1])
+			}
+		}
+		want := strconv.Itoa(c.want)
+		require.Equal(t, []string{want, want}, got, "--shards %d", c.shards)
+	}
 }
