@@ -79,10 +79,21 @@ func main() {
 }
 
 // newLogger builds the process's logger from --log-format and --log-level.
+// A duration reads as the flags write one, 1s, in JSON too, where slog
+// would write nanoseconds (1000000000).
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel, ReplaceAttr: durationAsText}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// durationAsText is a slog ReplaceAttr that writes a time.Duration as its
+// String (1.5s, 1h0m0s), as the text handler already does.
+func durationAsText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }

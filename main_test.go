@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -46,4 +48,25 @@ func TestMisspelledVariableIsWarnedAbout(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	require.Equal(t, "redcell: warning: REDCELL_PROT is not a redcell setting and is ignored; did you mean REDCELL_PORT?\n", string(out))
+}
+
+// Durations read as the flags write them, in JSON logs as in text ones:
+// "flush_interval":"1s", not 1000000000; every duration the start-up line
+// and the daemon's lines carry, at any depth.
+func TestLogsWriteDurationsAsTheFlagsDo(t *testing.T) {
+	cfg, err := config.Parse([]string{"--timeout", "90", "--flush-interval", "250ms"}, func(string) (string, bool) { return "", false }, io.Discard)
+	require.NoError(t, err)
+	for format, want := range map[string][]string{
+		"json": {`"flush_interval":"250ms"`, `"timeout":"1m30s"`, `"duration":"1.5s"`, `"g":{"after":"10s"}`, `"n":5`},
+		"text": {`flush_interval=250ms`, `timeout=1m30s`, `duration=1.5s`, `g.after=10s`, ` n=5`},
+	} {
+		cfg.LogFormat = format
+		var out strings.Builder
+		logger := newLogger(cfg, &out)
+		logger.Info("starting redcell", cfg.LogAttrs()...)
+		logger.Info("saved state", "duration", 1500*time.Millisecond, slog.Group("g", "after", 10*time.Second), "n", 5)
+		for _, w := range want {
+			require.Contains(t, out.String(), w, format)
+		}
+	}
 }
