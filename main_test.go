@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,4 +72,23 @@ func TestLogsWriteDurationsAsTheFlagsDo(t *testing.T) {
 			require.Contains(t, out.String(), w, format)
 		}
 	}
+}
+
+// A start on a port in use exits 1 with the bind error and leaves a fresh
+// --dir uncreated: it listens before it opens the store, as Redis does.
+func TestStartOnABusyPortLeavesNoDir(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	port := strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)
+	dir := filepath.Join(t.TempDir(), "data")
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "REDCELL_TEST_CHILD=1", "REDCELL_TEST_ARGS=--port "+port+" --dir "+dir)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 1, exit.ExitCode())
+	require.Contains(t, string(out), `level=ERROR msg="redcell stopped" err="listen on 127.0.0.1:`+port+`: listen tcp 127.0.0.1:`+port+`: bind: address already in use"`)
+	_, err = os.Stat(dir)
+	require.ErrorIs(t, err, fs.ErrNotExist, "--dir was not created:\n%s", out)
 }
