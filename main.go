@@ -39,7 +39,7 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "cluster" {
 		os.Exit(clusteradmin.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
-	cfg, err := config.Parse(os.Args[1:], os.LookupEnv, os.Stderr)
+	cfg, err := config.ParseEnviron(os.Args[1:], os.Environ(), os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}
@@ -53,6 +53,11 @@ func main() {
 		return
 	}
 	if cfg.HealthCheck {
+		// No log here: the warnings the server logs at its start go to
+		// stderr, for the health check that fails on a misspelled port.
+		for _, w := range cfg.Warnings() {
+			fmt.Fprintln(os.Stderr, "redcell: warning:", w.Text)
+		}
 		if err := daemon.HealthCheck(cfg, 3*time.Second); err != nil {
 			fmt.Fprintln(os.Stderr, "redcell: health check:", err)
 			os.Exit(1)
@@ -74,10 +79,21 @@ func main() {
 }
 
 // newLogger builds the process's logger from --log-format and --log-level.
+// A duration reads as the flags write one, 1s, in JSON too, where slog
+// would write nanoseconds (1000000000).
 func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: cfg.LogLevel}
+	opts := &slog.HandlerOptions{Level: cfg.LogLevel, ReplaceAttr: durationAsText}
 	if cfg.LogFormat == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// durationAsText is a slog ReplaceAttr that writes a time.Duration as its
+// String (1.5s, 1h0m0s), as the text handler already does.
+func durationAsText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }

@@ -10,6 +10,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+
+	"redcell/internal/cliflag"
 )
 
 const usageText = `NAME
@@ -106,12 +108,13 @@ func parseReshard(args []string) (ReshardOptions, error) {
 	fs.StringVar(&slots, "slots", "", "")
 	fs.StringVar(&o.Password, "password", "", "")
 	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "")
-	if err := fs.Parse(args); err != nil {
+	_, rest, err := cliflag.Parse(fs, args)
+	if err != nil {
 		return o, err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	case len(rest) > 0:
+		return o, fmt.Errorf("unexpected argument %q", rest[0])
 	case o.From == "":
 		return o, errors.New("--from host:port is required")
 	case o.To == "":
@@ -121,7 +124,6 @@ func parseReshard(args []string) (ReshardOptions, error) {
 	case o.Timeout <= 0:
 		return o, fmt.Errorf("--timeout %v: must be positive", o.Timeout)
 	}
-	var err error
 	o.Slots, err = ParseSlots(slots)
 	return o, err
 }

@@ -129,7 +129,8 @@ func TestParseReshard(t *testing.T) {
 		{[]string{"--from", "h:1", "--to", "h:2", "--slots", "1", "--timeout", "0s"}, "--timeout 0s: must be positive"},
 		{[]string{"--from", "h:1", "--to", "h:2", "--slots", "1", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--from", "h:1", "--to", "h:2", "--slots", "a"}, `--slots: slot "a": must be 0 to 16383, or a range from-to`},
-		{[]string{"--form", "h:1"}, "flag provided but not defined: -form"},
+		{[]string{"--form", "h:1"}, "unknown flag --form: did you mean --from?"},
+		{[]string{"--from", "h:1", "--to", "h:2", "--slots", "1", "--timeout", "5"}, `invalid value "5" for --timeout: a duration needs a unit, as 1s or 500ms`},
 	} {
 		_, err := parseReshard(c.args)
 		require.EqualError(t, err, c.want, "%q", c.args)

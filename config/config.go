@@ -88,6 +88,9 @@ type Config struct {
 	// configuration describes and exit 0 if it answers.
 	Version     bool
 	HealthCheck bool
+
+	// warnings are what Warnings returns.
+	warnings []Warning
 }
 
 // Defaults, as documented in the README and --help.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"redcell/internal/cliflag"
 	"redcell/server"
 	"redcell/storage"
 	"redcell/window"
@@ -17,26 +18,34 @@ import (
 // Parse reads the configuration from args (the command line without the
 // program's name) over the environment, read through lookup (os.LookupEnv
 // in main), over the defaults, and validates it. --help prints the manual
-// to stderr and returns flag.ErrHelp; an error is returned, never printed.
+// to stderr and returns flag.ErrHelp; an error is returned, never printed,
+// and names a flag as the manual does (--dir) or the variable that set it.
 func Parse(args []string, lookup func(string) (string, bool), stderr io.Writer) (Config, error) {
 	var cfg Config
 	fs := flagSet(&cfg)
 	if err := applyEnv(fs, lookup); err != nil {
 		return cfg, err
 	}
-	if err := fs.Parse(args); err != nil {
+	given, rest, err := cliflag.Parse(fs, args)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(fs, stderr)
 		}
 		return cfg, err
 	}
-	if fs.NArg() > 0 {
-		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	if len(rest) > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q", rest[0])
 	}
 	if err := cfg.readPassword(); err != nil {
 		return cfg, err
 	}
-	return cfg, cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	if cfg.InMemory {
+		cfg.warnings = unusedInMemory(fs, given, lookup)
+	}
+	return cfg, nil
 }
 
 // flagSet registers every flag on a new flag set, each writing to its field
@@ -44,7 +53,6 @@ func Parse(args []string, lookup func(string) (string, bool), stderr io.Writer) 
 func flagSet(cfg *Config) *flag.FlagSet {
 	fs := flag.NewFlagSet("redcell", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned, and main prints them once
-	fs.Usage = func() {}     // --help prints the manual; an error says to try it
 	fs.StringVar(&cfg.Bind, "bind", DefaultBind, "address to listen on")
 	fs.IntVar(&cfg.Port, "port", DefaultPort, "TCP port to listen on (0 picks a free one)")
 	fs.StringVar(&cfg.Dir, "dir", DefaultDir, "directory for persisted state (created if missing)")
@@ -154,12 +162,12 @@ func applyEnv(fs *flag.FlagSet, lookup func(string) (string, bool)) error {
 		if !ok {
 			return
 		}
-		if serr := fs.Set(f.Name, v); serr != nil {
+		if serr := cliflag.Set(fs, f.Name, v); serr != nil {
 			shown := strconv.Quote(v)
 			if f.Name == "requirepass" {
 				shown = "(hidden)"
 			}
-			err = fmt.Errorf("%s=%s: %w", name, shown, serr)
+			err = fmt.Errorf("invalid value %s for %s: %w", shown, name, serr)
 		}
 	})
 	return err

@@ -44,14 +44,14 @@ func TestLimitFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--proto-max-bulk-len", "lots"}, `invalid value "lots" for flag -proto-max-bulk-len: must be a number of bytes, optionally with a unit: 64kb, 1mb, 1gb`},
-		{[]string{"--proto-max-bulk-len", "-1"}, `invalid value "-1" for flag -proto-max-bulk-len: must be a number of bytes, optionally with a unit: 64kb, 1mb, 1gb`},
+		{[]string{"--proto-max-bulk-len", "lots"}, `invalid value "lots" for --proto-max-bulk-len: must be a number of bytes, optionally with a unit: 64kb, 1mb, 1gb`},
+		{[]string{"--proto-max-bulk-len", "-1"}, `invalid value "-1" for --proto-max-bulk-len: must be a number of bytes, optionally with a unit: 64kb, 1mb, 1gb`},
 		{[]string{"--proto-max-bulk-len", "0"}, "--proto-max-bulk-len 0: must be at least 1"},
-		{[]string{"--timeout", "-5"}, `invalid value "-5" for flag -timeout: must be whole seconds or a duration such as 90s or 5m`},
+		{[]string{"--timeout", "-5"}, `invalid value "-5" for --timeout: must be whole seconds or a duration such as 90s or 5m`},
 		{[]string{"--maxclients", "0"}, "--maxclients 0: must be at least 1"},
 		{[]string{"--max-args", "0"}, "--max-args 0: must be at least 1"},
 		{[]string{"--query-buffer-limit", "1kb"}, "--query-buffer-limit 1kb: must not be less than --proto-max-bulk-len 1mb"},
-		{[]string{"--protected-mode", "maybe"}, `invalid value "maybe" for flag -protected-mode: must be yes or no`},
+		{[]string{"--protected-mode", "maybe"}, `invalid value "maybe" for --protected-mode: must be yes or no`},
 		{[]string{"--maxmemory-policy", "allkeys-lru"}, `--maxmemory-policy: maxmemory policy "allkeys-lru": redcell serves noeviction and volatile-ttl`},
 		{[]string{"--max-key-len", "0"}, "--max-key-len 0: must be between 1 and 1gb"},
 		{[]string{"--window-log-max", "0"}, "--window-log-max 0: must be between 1 and 1000000"},

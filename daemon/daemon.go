@@ -31,21 +31,57 @@ type Options struct {
 	// Ready, if not nil, receives the RESP listener's address once
 	// connections are accepted.
 	Ready chan<- net.Addr
+	// listening, if not nil, is called with the RESP listener's address
+	// once it listens, before the store opens, and the start waits for it
+	// to return: tests hold the load with it.
+	listening func(net.Addr)
 }
 
 // Run serves cfg until ctx is done or a client sends SHUTDOWN, then closes
 // every connection, makes the final save (unless SHUTDOWN NOSAVE) and
-// closes the store. It logs the start-up line with every setting, the load,
+// closes the store. It logs the start-up line with every setting, then the
+// configuration's warnings (config.Config.Warnings), the load,
 // "ready to accept connections" and the shutdown to logger. It returns an
-// error when the store cannot be opened, a listener cannot be opened, or
-// serving or the final save fails.
+// error when a listener cannot be opened (before anything is written to
+// cfg.Dir), the store cannot be opened, or serving or the final save fails.
 func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Options) (err error) {
+	// Log what runs, not what was asked: --shards 0 (the default) is 16
+	// per CPU, and any count is rounded up to a power of two.
+	cfg.Shards = storage.Config{Shards: cfg.Shards}.EffectiveShards()
 	logger.Info("starting redcell", append([]any{"version", server.Version, "commit", config.BuildCommit(),
 		"go", runtime.Version(), "pid", os.Getpid()}, cfg.LogAttrs()...)...)
+	for _, w := range cfg.Warnings() {
+		logger.Warn(w.Text, "setting", w.Setting)
+	}
 	clk := opts.Clock
 	if clk == nil {
 		clk = clock.New()
 	}
+	// Every listener opens before the store, as Redis listens before it
+	// loads: a port in use stops the start before anything is written to
+	// --dir. A client that connects during the load waits in the kernel's
+	// backlog until Serve accepts it, once the state is whole.
+	ls, err := listen(cfg)
+	if err != nil {
+		return err
+	}
+	handedOver := false // to Serve, which closes the RESP listeners, and serveMetrics
+	defer func() {
+		if !handedOver {
+			ls.close()
+		}
+	}()
+	if cfg.PprofAddr != "" {
+		stopPprof, err := servePprof(cfg.PprofAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
+	if opts.listening != nil {
+		opts.listening(ls.plain.Addr())
+	}
+
 	st, err := openState(ctx, cfg, clk, logger)
 	if err != nil {
 		return err
@@ -58,22 +94,9 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		}
 	}()
 
-	if cfg.PprofAddr != "" {
-		stopPprof, err := servePprof(cfg.PprofAddr, logger)
-		if err != nil {
-			return err
-		}
-		defer stopPprof()
-	}
-	ls, err := listen(cfg)
-	if err != nil {
-		return err
-	}
-
 	port := ls.plain.Addr().(*net.TCPAddr).Port
 	repl, err := startReplication(cfg, st.store, port, logger)
 	if err != nil {
-		ls.close()
 		return err
 	}
 	defer repl.Close()
@@ -81,7 +104,6 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 	var cl *cluster.State
 	if cfg.ClusterMode() {
 		if cl, err = startCluster(cfg, port, logger); err != nil {
-			ls.close()
 			return err
 		}
 	}
@@ -112,12 +134,8 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		FlushInterval: cfg.FlushInterval,
 		Limits:        cfg.ServerLimits(logger),
 	}, st.store)
-	if cfg.MetricsAddr != "" {
-		stopMetrics, err := serveMetrics(cfg.MetricsAddr, registry(srv, st), logger)
-		if err != nil {
-			ls.close()
-			return err
-		}
+	if ls.metrics != nil {
+		stopMetrics := serveMetrics(ls.metrics, registry(srv, st), logger)
 		defer stopMetrics()
 	}
 
@@ -125,6 +143,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 	background := runBackground(ctx, cfg, st)
 	served := make(chan error, 2)
 	serving := 1
+	handedOver = true
 	go func() { served <- srv.Serve(ls.plain) }()
 	readyAttrs := []any{"addr", ls.plain.Addr().String(), "shards", st.store.Shards(), "dir", cfg.Dir, "flush_interval", cfg.FlushInterval}
 	if ls.tls != nil {

@@ -3,9 +3,14 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"io"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/config"
+	"redcell/storage"
 )
 
 // Run in-process: Ready reports the address, cancelling ctx stops it cleanly.
@@ -87,4 +93,92 @@ func (b *syncBuffer) String() string {
 func TestEventLoopsFlagReachesTheServer(t *testing.T) {
 	require.Equal(t, -1, eventLoops(0))
 	require.Equal(t, 3, eventLoops(3))
+}
+
+// The start-up line and the ready line give the shards that run: the
+// default (0: 16 per CPU) resolved, a count rounded up to a power of two.
+func TestStartAndReadyLogTheShardsThatRun(t *testing.T) {
+	for _, c := range []struct{ shards, want int }{{0, storage.DefaultShards()}, {10, 16}, {64, 64}} {
+		var logs syncBuffer
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan net.Addr, 1)
+		done := make(chan error, 1)
+		cfg := config.Config{Bind: "127.0.0.1", InMemory: true, Dir: "unused", Shards: c.shards}
+		go func() { done <- Run(ctx, cfg, slog.New(slog.NewTextHandler(&logs, nil)), Options{Ready: ready}) }()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("Run: %v", err)
+		}
+		cancel()
+		require.NoError(t, <-done)
+		var got []string
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, `msg="starting redcell"`) || strings.Contains(line, `msg="ready to accept connections"`) {
+				got = append(got, regexp.MustCompile(` shards=(\d+) `).FindStringSubmatch(line + " ")[1])
+			}
+		}
+		want := strconv.Itoa(c.want)
+		require.Equal(t, []string{want, want}, got, "--shards %d", c.shards)
+	}
+}
+
+// A start whose port is in use fails with the bind error before it opens the
+// store: a fresh --dir is not created, so no 16 MiB reserve is left behind.
+// Likewise for --metrics-addr and --pprof-addr.
+func TestAStartThatCannotBindLeavesTheDirUntouched(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	busyAddr := busy.Addr().String()
+	busyPort := busy.Addr().(*net.TCPAddr).Port
+	for _, c := range []struct {
+		name string
+		set  func(*config.Config)
+		want string
+	}{
+		{"port", func(c *config.Config) { c.Port = busyPort }, "listen on " + busyAddr + ": listen tcp " + busyAddr + ": bind: address already in use"},
+		{"metrics", func(c *config.Config) { c.MetricsAddr = busyAddr }, "--metrics-addr " + busyAddr + ": listen tcp " + busyAddr + ": bind: address already in use"},
+		{"pprof", func(c *config.Config) { c.PprofAddr = busyAddr }, "--pprof-addr " + busyAddr + ": listen tcp " + busyAddr + ": bind: address already in use"},
+	} {
+		dir := filepath.Join(t.TempDir(), "data")
+		cfg := config.Config{Bind: "127.0.0.1", Dir: dir, FlushInterval: time.Second, DiskReserve: 16 << 20}
+		c.set(&cfg)
+		var logs syncBuffer
+		err := Run(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)), Options{})
+		require.EqualError(t, err, c.want, c.name)
+		_, serr := os.Stat(dir)
+		require.ErrorIs(t, serr, fs.ErrNotExist, "%s: nothing in --dir", c.name)
+		require.NotContains(t, logs.String(), "loaded state", c.name)
+	}
+}
+
+// The listener is open while the store loads: a client that connects then
+// is not refused; it waits in the kernel's backlog, and is answered once the
+// state is loaded.
+func TestAClientConnectingDuringTheLoadIsAnsweredOnceLoaded(t *testing.T) {
+	for _, loops := range []int{0, 1} { // a goroutine per connection; an event loop
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan net.Addr, 1)
+		done := make(chan error, 1)
+		listening, load := make(chan net.Addr, 1), make(chan struct{})
+		opts := Options{Ready: ready, listening: func(addr net.Addr) { listening <- addr; <-load }}
+		cfg := config.Config{Bind: "127.0.0.1", Dir: t.TempDir(), FlushInterval: time.Second, EventLoops: loops}
+		go func() { done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), opts) }()
+
+		addr := <-listening // the store is not open yet
+		conn, err := net.Dial("tcp", addr.String())
+		require.NoError(t, err, "--event-loops %d: connected during the load", loops)
+		_, err = conn.Write([]byte("PING\r\n"))
+		require.NoError(t, err)
+		close(load)
+		require.Equal(t, addr, <-ready)
+		reply := make([]byte, 7)
+		_, err = io.ReadFull(conn, reply)
+		require.NoError(t, err)
+		require.Equal(t, "+PONG\r\n", string(reply), "--event-loops %d", loops)
+		require.NoError(t, conn.Close())
+		cancel()
+		require.NoError(t, <-done)
+	}
 }

@@ -11,16 +11,31 @@ import (
 )
 
 // listeners are the RESP listeners: plain TCP on --bind and --port, and
-// TLS on --tls-port when it is set (else tls is nil).
+// TLS on --tls-port when it is set (else tls is nil); and the metrics
+// listener on --metrics-addr when it is set (else metrics is nil).
 type listeners struct {
-	plain  net.Listener
-	tls    net.Listener
-	tlsCfg *tls.Config
+	plain   net.Listener
+	tls     net.Listener
+	tlsCfg  *tls.Config
+	metrics net.Listener
 }
 
 // listen opens the listeners cfg asks for, the TLS one with its
 // certificates loaded; on an error none is left open.
 func listen(cfg config.Config) (listeners, error) {
+	l, err := listenRESP(cfg)
+	if err != nil || cfg.MetricsAddr == "" {
+		return l, err
+	}
+	if l.metrics, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+		l.close()
+		return listeners{}, fmt.Errorf("--metrics-addr %s: %w", cfg.MetricsAddr, err)
+	}
+	return l, nil
+}
+
+// listenRESP opens the RESP listeners.
+func listenRESP(cfg config.Config) (listeners, error) {
 	addr := net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -43,10 +58,13 @@ func listen(cfg config.Config) (listeners, error) {
 }
 
 // close closes the listeners when serving does not begin; once Serve has
-// them, it closes them.
+// the RESP ones, it closes them, and serveMetrics's stop the metrics one.
 func (l listeners) close() {
 	_ = l.plain.Close()
 	if l.tls != nil {
 		_ = l.tls.Close()
+	}
+	if l.metrics != nil {
+		_ = l.metrics.Close()
 	}
 }

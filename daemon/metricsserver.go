@@ -12,13 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// serveMetrics serves reg at /metrics on addr (--metrics-addr) until the
-// returned stop is called, which waits for the HTTP server to end.
-func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
-	}
+// serveMetrics serves reg at /metrics on ln (listen's, on --metrics-addr)
+// until the returned stop is called, which closes ln and waits for the HTTP
+// server to end.
+func serveMetrics(ln net.Listener, reg *prometheus.Registry, logger *slog.Logger) (stop func()) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
@@ -35,5 +32,5 @@ func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (s
 		}
 	}()
 	logger.Info("serving metrics", "metrics", "http://"+ln.Addr().String()+"/metrics")
-	return func() { _ = hs.Close(); <-done }, nil
+	return func() { _ = hs.Close(); <-done }
 }

@@ -103,7 +103,7 @@ func TestBuiltBinaryEnvironmentAndLogs(t *testing.T) {
 		var exit *exec.ExitError
 		require.True(t, errors.As(err, &exit))
 		require.Equal(t, 2, exit.ExitCode())
-		require.Equal(t, "redcell: flag provided but not defined: -bogus\nTry 'redcell --help'.\n", string(out))
+		require.Equal(t, "redcell: unknown flag --bogus\nTry 'redcell --help'.\n", string(out))
 	})
 }
 

@@ -46,6 +46,16 @@ type Config struct {
 // contend for one lock.
 func DefaultShards() int { return runtime.GOMAXPROCS(0) * 16 }
 
+// EffectiveShards is the number of lock stripes a Store built from c has:
+// Shards, or DefaultShards() for 0, rounded up to a power of two.
+func (c Config) EffectiveShards() int {
+	n := c.Shards
+	if n == 0 {
+		n = DefaultShards()
+	}
+	return 1 << bits.Len(uint(n-1))
+}
+
 // ErrInvalidShards is returned by Validate for a negative shard count or one
 // above MaxShards.
 var ErrInvalidShards = errors.New("storage: shards must be between 1 and 65536")
@@ -116,11 +126,7 @@ func New(cfg Config) *Store {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	n := cfg.Shards
-	if n == 0 {
-		n = DefaultShards()
-	}
-	n = 1 << bits.Len(uint(n-1)) // the next power of two
+	n := cfg.EffectiveShards()
 	s := &Store{shards: make([]shard, n), mask: uint64(n - 1), bySlot: cfg.BySlot}
 	if cfg.BySlot {
 		s.slotKeys, s.frozen = make([]int32, cluster.Slots), make([]bool, cluster.Slots)
