@@ -11,7 +11,7 @@ import (
 
 	"redcell/cluster"
 	"redcell/gcra"
-	"redcell/replication"
+	"redcell/internal/statecodec"
 	"redcell/storage"
 )
 
@@ -214,7 +214,7 @@ func (s *Server) queueDiff(p *peer, slot string, sent map[string]storage.Change,
 				continue
 			}
 		}
-		p.send("CLUSTERX", "IMPORT", slot, "KEY", ch.Key, string(replication.EncodeValue(ch)))
+		p.send("CLUSTERX", "IMPORT", slot, "KEY", ch.Key, string(statecodec.Encode(ch)))
 		sent[ch.Key] = ch
 		n++
 	}
@@ -280,7 +280,7 @@ func cmdClusterxImport(c *client, args [][]byte, _ time.Time) {
 			c.writeOK()
 			return
 		}
-		kind, exp, state, err := replication.DecodeValue(args[5])
+		kind, exp, state, err := statecodec.Decode(args[5])
 		if err == nil {
 			err = s.store.Apply(args[4], kind, exp, state)
 		}
