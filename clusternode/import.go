@@ -17,8 +17,11 @@ import (
 func (m *Migrator) StartImport(slot int, id string) error {
 	st := m.cfg.State
 	top, me := st.Topology()
+	if me == nil { // no topology yet (top is nil), or one without this node
+		return ErrNotOwner
+	}
 	src := top.Node(id)
-	if me == nil || src == nil || top.Owner(slot) != src {
+	if src == nil || top.Owner(slot) != src {
 		return ErrNotOwner
 	}
 	if mv := st.Move(slot); mv != nil && !mv.Out {

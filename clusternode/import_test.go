@@ -18,6 +18,7 @@ import (
 // brought, and START again after a failed attempt starts afresh.
 func TestImport(t *testing.T) {
 	b := newTestNode(t, idB)
+	require.ErrorIs(t, b.m.StartImport(7, idA), ErrNotOwner, "no topology yet")
 	b.setTopology(t, 1, idA+" 7001 master - 0-16383", idB+" 7002 master -")
 	slot := cluster.Slot([]byte("bar"))
 	keys := slotKeys(slot, 3)

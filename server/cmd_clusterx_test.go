@@ -462,3 +462,15 @@ func TestClusterMigrationToADestinationThatHangsWhileFrozen(t *testing.T) {
 	t.Logf("a decision %v after the freeze began; MIGRATE answered %v", took, err)
 	require.Nil(t, a.srv.cluster.Move(slot))
 }
+
+// A node in cluster mode before its first topology refuses an import, as
+// one that does not serve the slot's source, and goes on serving (it
+// crashed: the import looked the source up in no topology).
+func TestClusterImportBeforeAnyTopologyIsRefused(t *testing.T) {
+	n := startClusterNodes(t, 1)[0]
+	_, err := n.do(t, "CLUSTERX", "IMPORT", 7, "START", strings.Repeat("b", 40))
+	require.EqualError(t, err, "ERR slot 7 is not served by this node")
+	v, err := n.do(t, "PING")
+	require.NoError(t, err)
+	require.Equal(t, "PONG", v)
+}
