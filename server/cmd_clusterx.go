@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"time"
 
 	"redcell/cluster"
@@ -75,32 +74,12 @@ func cmdClusterxSetSlot(c *client, args [][]byte, _ time.Time) {
 	if !ok {
 		return
 	}
-	if err := c.srv.setSlot(slot, string(args[4]), version); err != nil {
+	if err := c.srv.cluster.SetSlot(slot, string(args[4]), version); err != nil {
 		c.writeError(clusterError(err))
 		return
 	}
+	c.srv.follower.Follow()
 	c.writeOK()
-}
-
-// setSlot gives slot to the master id at version: the topology in force
-// with that one slot changed.
-func (s *Server) setSlot(slot int, id string, version int64) error {
-	top, _ := s.cluster.Topology()
-	if top == nil {
-		return errors.New("cluster: no topology yet")
-	}
-	if version != top.Version+1 {
-		return cluster.ErrStaleVersion
-	}
-	next, err := top.WithSlot(slot, id, version)
-	if err != nil {
-		return err
-	}
-	if err := s.cluster.SetTopology(next, false); err != nil {
-		return err
-	}
-	s.follower.Follow()
-	return nil
 }
 
 // CLUSTERX VERSION
