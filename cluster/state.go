@@ -102,6 +102,7 @@ const (
 var (
 	ErrStaleVersion = errors.New("cluster: the version is not newer than the topology's")
 	ErrNoNodeID     = errors.New("cluster: this node has no ID yet")
+	ErrNoTopology   = errors.New("cluster: no topology yet")
 )
 
 // NewState returns the state persisted in dir (nodes.conf), or a fresh one
@@ -197,6 +198,32 @@ func (s *State) SetTopology(t *Topology, force bool) error {
 	old := s.view.Load()
 	if !force && old.top != nil && t.Version <= old.top.Version {
 		return fmt.Errorf("%w: %d <= %d", ErrStaleVersion, t.Version, old.top.Version)
+	}
+	v := &view{myID: old.myID, top: t, me: indexOf(t, old.myID)}
+	if err := s.save(v); err != nil {
+		return err
+	}
+	s.view.Store(v)
+	return nil
+}
+
+// SetSlot gives slot to the master id at version, which must be the
+// topology's next (CLUSTERX SETSLOT, how a migration's end is pushed to
+// every node): the topology in force with that one slot changed, persisted
+// as SetTopology's is.
+func (s *State) SetSlot(slot int, id string, version int64) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.view.Load()
+	if old.top == nil {
+		return ErrNoTopology
+	}
+	if version != old.top.Version+1 {
+		return ErrStaleVersion
+	}
+	t, err := old.top.WithSlot(slot, id, version)
+	if err != nil {
+		return err
 	}
 	v := &view{myID: old.myID, top: t, me: indexOf(t, old.myID)}
 	if err := s.save(v); err != nil {

@@ -143,3 +143,35 @@ func requireClosed(t *testing.T, c <-chan struct{}, msg string) {
 		t.Fatal("not closed: " + msg)
 	}
 }
+
+// SetSlot moves one slot at the topology's next version, persisted; it
+// refuses before any topology, at any other version, and to a node that is
+// not a master.
+func TestStateSetSlot(t *testing.T) {
+	dir := t.TempDir()
+	s, err := NewState(dir, false, "127.0.0.1", 30001)
+	require.NoError(t, err)
+	require.NoError(t, s.SetNodeID(idA))
+	require.ErrorIs(t, s.SetSlot(100, idB, 1), ErrNoTopology)
+	require.NoError(t, s.SetTopology(threeNodes(t, 4), false))
+	require.ErrorIs(t, s.SetSlot(100, idB, 4), ErrStaleVersion)
+	require.ErrorIs(t, s.SetSlot(100, idB, 6), ErrStaleVersion, "not the next")
+	require.ErrorIs(t, s.SetSlot(100, idC, 5), ErrSyntax, "a replica")
+	require.Equal(t, int64(4), s.Version())
+
+	require.NoError(t, s.SetSlot(100, idB, 5))
+	want, err := threeNodes(t, 4).WithSlot(100, idB, 5)
+	require.NoError(t, err)
+	top, me := s.Topology()
+	require.Equal(t, want, top)
+	require.Equal(t, idA, me.ID)
+	require.Equal(t, idB, top.Owner(100).ID)
+	r, n := s.Route(100, false, false, false)
+	require.Equal(t, Moved, r)
+	require.Equal(t, idB, n.ID)
+
+	again, err := NewState(dir, false, "127.0.0.1", 30001)
+	require.NoError(t, err)
+	top, _ = again.Topology()
+	require.Equal(t, want, top)
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"redcell/gcra"
+	"redcell/internal/statecodec"
 	"redcell/rdb"
 	"redcell/storage"
 )
@@ -106,7 +107,7 @@ func writeSnapshot(w io.Writer, shards int, copyShard func(i int) []storage.Chan
 	}
 	for i := range shards {
 		for _, ch := range copyShard(i) {
-			e := rdb.Entry{Key: []byte(ch.Key), Value: boxValue(ch), ExpireAtMs: expireAtMs(ch.TAT)}
+			e := rdb.Entry{Key: []byte(ch.Key), Value: statecodec.Encode(ch), ExpireAtMs: expireAtMs(ch.TAT)}
 			if err := wr.Write(e); err != nil {
 				return err
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"redcell/gcra"
+	"redcell/internal/statecodec"
 	"redcell/rdb"
 	"redcell/resp"
 	"redcell/storage"
@@ -145,7 +146,7 @@ func FuzzApplyStream(f *testing.F) {
 }
 
 // A change through the stream and through a snapshot: appendChange's
-// command, re-encoded by a replica, is the same bytes, and decodeValue and
+// command, re-encoded by a replica, is the same bytes, and statecodec.Decode and
 // Apply give the change back, as the snapshot's entry does.
 func FuzzChangeRoundTrip(f *testing.F) {
 	tat := int64(gcra.InstantOf(fuzzNow.Add(time.Hour)))
@@ -191,8 +192,8 @@ func FuzzChangeRoundTrip(f *testing.F) {
 			string(args[4]) != strconv.FormatInt(expireAtMs(ch.TAT), 10) {
 			t.Fatalf("%+v sent as %q", ch, args)
 		}
-		if !bytes.Equal(args[2], boxValue(ch)) {
-			t.Fatalf("the stream's value %q, the snapshot's %q", args[2], boxValue(ch))
+		if !bytes.Equal(args[2], statecodec.Encode(ch)) {
+			t.Fatalf("the stream's value %q, the snapshot's %q", args[2], statecodec.Encode(ch))
 		}
 		checkDecoded(t, ch, args[2])
 
@@ -230,47 +231,8 @@ func FuzzChangeRoundTrip(f *testing.F) {
 
 func checkDecoded(t *testing.T, ch storage.Change, value []byte) {
 	t.Helper()
-	kind, exp, state, err := decodeValue(value)
+	kind, exp, state, err := statecodec.Decode(value)
 	if err != nil || kind != ch.Kind || exp != ch.TAT || string(state) != ch.Value {
 		t.Fatalf("%+v decoded as kind %d, %d, %q, %v", ch, kind, exp, state, err)
 	}
-}
-
-// decodeValue on arbitrary bytes never panics, and what it accepts is a
-// state with an expiry ahead of the epoch that encodes back to an equal
-// one: a boxed value to the very bytes.
-func FuzzDecodeValue(f *testing.F) {
-	f.Add([]byte("1764590000000000000"))
-	f.Add([]byte("+5"))
-	f.Add([]byte("-5"))
-	f.Add(boxValue(storage.Change{Key: "w", TAT: 1, Kind: storage.KindWindow, Value: string(windowState(0, 1))}))
-	f.Add([]byte(boxMagic + "\x02"))
-	f.Add([]byte(boxMagic + "\x07\x00\x00\x00\x00\x00\x00\x00\x01"))
-	f.Add([]byte(boxMagic + "\x02\xff\xff\xff\xff\xff\xff\xff\xff"))
-	f.Fuzz(func(t *testing.T, value []byte) {
-		kind, exp, state, err := decodeValue(value)
-		if err != nil {
-			if !errors.Is(err, errNotAState) {
-				t.Fatalf("%q: %v, not errNotAState", value, err)
-			}
-			return
-		}
-		if exp <= 0 {
-			t.Fatalf("%q: expiry %d accepted", value, exp)
-		}
-		again := boxValue(storage.Change{TAT: exp, Kind: kind, Value: string(state)})
-		switch kind {
-		case storage.KindTAT:
-			if len(state) != 0 {
-				t.Fatalf("%q: a TAT with a state %q", value, state)
-			}
-			checkDecoded(t, storage.Change{TAT: exp, Kind: kind}, again)
-		case storage.KindWindow:
-			if !bytes.Equal(again, value) {
-				t.Fatalf("%q encodes back as %q", value, again)
-			}
-		default:
-			t.Fatalf("%q: kind %d accepted", value, kind)
-		}
-	})
 }

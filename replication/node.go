@@ -3,7 +3,7 @@
 // of commands, REPLCONF ACK), so that a real redis-server can be a replica
 // of redcell and real Redis Sentinel can drive failover.
 //
-// What replicates is state, not commands (codec.go): a decision's stored TAT
+// What replicates is state, not commands (appendChange): a decision's stored TAT
 // as SET key <tat> PXAT <ms>, whatever the replica's clock says. A Node is
 // one process's replication: the master side (the feed taken from the store
 // into the backlog, the links to its replicas: master.go) and, while it is a

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"redcell/gcra"
+	"redcell/internal/statecodec"
 	"redcell/resp"
 )
 
@@ -351,7 +352,7 @@ func (u *upstream) applyCommand(args [][]byte) (getAck bool) {
 		if len(args) < 3 {
 			break
 		}
-		kind, exp, state, err := decodeValue(args[2])
+		kind, exp, state, err := statecodec.Decode(args[2])
 		if err != nil {
 			u.ignore(string(name), err)
 			return false

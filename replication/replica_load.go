@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"redcell/gcra"
+	"redcell/internal/statecodec"
 	"redcell/rdb"
 	"strconv"
 	"strings"
@@ -68,7 +69,7 @@ func (u *upstream) load(conn net.Conn, br *bufio.Reader, id string, start int64)
 		if err != nil {
 			return err
 		}
-		kind, exp, state, err := decodeValue(e.Value)
+		kind, exp, state, err := statecodec.Decode(e.Value)
 		if err != nil || exp <= now {
 			skipped++
 			continue

@@ -8,8 +8,9 @@ import (
 	"strconv"
 )
 
-// The client's side, for redcell's own tools (clusteradmin, bench/repllag):
-// a command written and a RESP2 reply read back.
+// The client's side, for redcell's own tools (clusteradmin, bench/repllag)
+// and a node's connection to another (clusternode): a command written and
+// a RESP2 reply read back.
 
 // AppendCommand appends args as a multibulk command.
 func AppendCommand(b []byte, args ...string) []byte {

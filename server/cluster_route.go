@@ -4,7 +4,7 @@ import "redcell/cluster"
 
 // How a command finds the node that serves its keys in cluster mode: route
 // on the hot path, routeAny for every other command, and EXEC's routing by
-// its transaction's slot (cmd_cluster.go has the CLUSTER commands).
+// its transaction's slot (clusterFamily has the CLUSTER commands).
 
 // route sends a keyed command where its keys are served: it answers MOVED,
 // ASK, TRYAGAIN, CLUSTERDOWN or CROSSSLOT and returns false, or returns true
@@ -59,7 +59,7 @@ func (c *client) routeAny(spec *command, args [][]byte) bool {
 		return true
 	}
 	r, node := c.srv.cluster.Route(slot, asking, c.readOnly, spec.reads(args))
-	if r == cluster.TryAgain && c.srv.awaitThaw(slot) {
+	if r == cluster.TryAgain && c.srv.migrator.AwaitThaw(slot) {
 		r, node = c.srv.cluster.Route(slot, asking, c.readOnly, spec.reads(args))
 	}
 	if r == cluster.Local {
@@ -92,7 +92,7 @@ func (c *client) routeExec(asking bool) bool {
 	}
 	slot := c.tx.slot
 	r, node := c.srv.cluster.Route(slot, asking, c.readOnly, read)
-	if r == cluster.TryAgain && c.srv.awaitThaw(slot) {
+	if r == cluster.TryAgain && c.srv.migrator.AwaitThaw(slot) {
 		r, node = c.srv.cluster.Route(slot, asking, c.readOnly, read)
 	}
 	if r == cluster.Local {
@@ -113,7 +113,7 @@ func (c *client) rerouteExec(tx *multiState) bool {
 	for _, q := range tx.queue {
 		read = read && q.spec.resolve(q.args).reads(q.args)
 	}
-	c.srv.awaitThaw(tx.slot)
+	c.srv.migrator.AwaitThaw(tx.slot)
 	r, node := c.srv.cluster.Route(tx.slot, false, c.readOnly, read)
 	if r == cluster.Local && !c.srv.store.Frozen(tx.slot) {
 		return true

@@ -1,14 +1,16 @@
 package server
 
 import (
-	"errors"
-	"redcell/cluster"
 	"time"
+
+	"redcell/cluster"
 )
 
 // CLUSTERX, kvrocks's commands by which an operator (or redcell cluster
-// reshard) pushes the topology to each node, and how a node follows
-// topology changes (cmd_cluster.go has CLUSTER and the family's table).
+// reshard) pushes the topology to each node and moves slots between nodes
+// (clusterFamily has CLUSTER and the family's table). Each parses its
+// arguments and calls package cluster (the topology) or clusternode (moving
+// slots, following the topology).
 
 // CLUSTERX SETNODEID id
 func cmdClusterxSetNodeID(c *client, args [][]byte, _ time.Time) {
@@ -19,7 +21,7 @@ func cmdClusterxSetNodeID(c *client, args [][]byte, _ time.Time) {
 		c.writeError(clusterError(err))
 		return
 	}
-	c.srv.followTopology()
+	c.srv.follower.Follow()
 	c.writeOK()
 }
 
@@ -48,7 +50,7 @@ func cmdClusterxSetNodes(c *client, args [][]byte, _ time.Time) {
 		return
 	}
 	c.srv.cfg.Logger.Info("cluster topology set", "version", version, "nodes", len(top.Nodes), "client", c.addr)
-	c.srv.followTopology()
+	c.srv.follower.Follow()
 	c.writeOK()
 }
 
@@ -72,32 +74,12 @@ func cmdClusterxSetSlot(c *client, args [][]byte, _ time.Time) {
 	if !ok {
 		return
 	}
-	if err := c.srv.setSlot(slot, string(args[4]), version); err != nil {
+	if err := c.srv.cluster.SetSlot(slot, string(args[4]), version); err != nil {
 		c.writeError(clusterError(err))
 		return
 	}
+	c.srv.follower.Follow()
 	c.writeOK()
-}
-
-// setSlot gives slot to the master id at version: the topology in force
-// with that one slot changed.
-func (s *Server) setSlot(slot int, id string, version int64) error {
-	top, _ := s.cluster.Topology()
-	if top == nil {
-		return errors.New("cluster: no topology yet")
-	}
-	if version != top.Version+1 {
-		return cluster.ErrStaleVersion
-	}
-	next, err := top.WithSlot(slot, id, version)
-	if err != nil {
-		return err
-	}
-	if err := s.cluster.SetTopology(next, false); err != nil {
-		return err
-	}
-	s.followTopology()
-	return nil
 }
 
 // CLUSTERX VERSION
@@ -108,44 +90,81 @@ func cmdClusterxVersion(c *client, _ [][]byte, _ time.Time) {
 }
 
 // FollowTopology makes the node what the persisted topology says it is, at
-// start (followTopology).
+// start (clusternode.Follower.Follow).
 func (s *Server) FollowTopology() {
 	if s.cluster != nil {
-		s.followTopology()
+		s.follower.Follow()
 	}
 }
 
-// followTopology makes the node what the topology in force says: a replica
-// of its master, or a master; and drops the keys of slots that moved away
-// from it (their state lives on the new owner now).
-func (s *Server) followTopology() {
-	top, me := s.cluster.Topology()
-	if top == nil || me == nil {
+// CLUSTERX MIGRATE slot destination-id [SYNC]
+//
+// Moves slot's keys, with their state, to the master destination-id
+// (clusternode.Migrator.Migrate). With SYNC the reply comes once the
+// destination serves the slot to ASKING clients (or with the error that
+// stopped it); without, at once.
+func cmdClusterxMigrate(c *client, args [][]byte, _ time.Time) {
+	if !c.slotsOn() {
 		return
 	}
-	if s.repl != nil {
-		if me.IsReplica() {
-			if m := top.Node(me.MasterID); m != nil {
-				if _, err := s.repl.ReplicaOf(m.IP, m.Port); err != nil {
-					s.logError("cluster: following the topology's master", err)
-				}
-			}
-		} else if s.repl.IsReplica() {
-			if _, err := s.repl.ReplicaOf("", 0); err != nil {
-				s.logError("cluster: becoming the topology's master", err)
-			}
-		}
+	slot, ok := c.parseSlot(args[2])
+	if !ok {
+		return
 	}
-	for _, m := range s.cluster.Moves() {
-		if owner := top.Owner(m.Slot); m.Out && owner != nil && owner.ID == m.Peer.ID {
-			n := s.store.DeleteSlot(m.Slot)
-			s.cluster.EndMove(m.Slot)
-			s.cfg.Logger.Info("cluster: slot moved away", "slot", m.Slot, "to", m.Peer.ID, "keys_dropped", n)
-		} else if !m.Out && owner != nil && owner.ID == s.cluster.MyID() {
-			s.cluster.EndMove(m.Slot)
-			s.cfg.Logger.Info("cluster: slot imported", "slot", m.Slot, "from", m.Peer.ID)
-		}
+	sync := len(args) == 5 && equalFold(args[4], "sync")
+	if len(args) == 5 && !sync {
+		c.writeError(errSyntax)
+		return
 	}
+	done, err := c.srv.migrator.Migrate(slot, string(args[3]))
+	if err == nil && sync {
+		err = <-done
+	}
+	if err != nil {
+		c.writeError(migrationError(err, slot, args[3]))
+		return
+	}
+	c.writeOK()
+}
+
+// CLUSTERX IMPORT slot START source-id | KEY key value | DONE | ABORT
+//
+// The destination's side of a migration, which only a migrating node sends
+// (clusternode.Migrator.StartImport, ImportKey, EndImport, AbortImport):
+// START clears what the node holds of the slot, KEY stores a key's state
+// (an empty value deletes it), DONE makes the slot served to ASKING
+// clients, ABORT forgets it all.
+func cmdClusterxImport(c *client, args [][]byte, _ time.Time) {
+	if !c.slotsOn() {
+		return
+	}
+	slot, ok := c.parseSlot(args[2])
+	if !ok {
+		return
+	}
+	m := c.srv.migrator
+	op := args[3]
+	var err error
+	switch {
+	case equalFold(op, "start") && len(args) == 5:
+		err = m.StartImport(slot, string(args[4]))
+	case equalFold(op, "key") && len(args) == 6:
+		if err = m.ImportKey(slot, args[4], args[5]); err == nil {
+			c.changed()
+		}
+	case equalFold(op, "done") && len(args) == 4:
+		err = m.EndImport(slot)
+	case equalFold(op, "abort") && len(args) == 4:
+		m.AbortImport(slot)
+	default:
+		c.writeError(errSyntax)
+		return
+	}
+	if err != nil {
+		c.writeError(migrationError(err, slot, nil))
+		return
+	}
+	c.writeOK()
 }
 
 // parseVersion parses a topology version, answering Redis's error if it is

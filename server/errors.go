@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"redcell/cluster"
+	"redcell/clusternode"
 	"redcell/gcra"
 	"redcell/replication"
 	"redcell/storage"
@@ -366,7 +367,7 @@ func errRewrite(err error) replyError {
 	return commandError("ERR Rewriting config file: " + err.Error())
 }
 
-// Redis Cluster (cmd_cluster.go), in Redis's words.
+// Redis Cluster (clusterFamily), in Redis's words.
 var (
 	errCrossSlot       = replyError{errKindCrossSlot, "CROSSSLOT Keys in request don't hash to the same slot"}
 	errTryAgain        = replyError{errKindTryAgain, "TRYAGAIN Multiple keys request during rehashing of slot"}
@@ -397,6 +398,20 @@ func errUnknownNode(id []byte) replyError {
 // clusterError is a refused topology change as a reply.
 func clusterError(err error) replyError {
 	return commandError("ERR " + strings.TrimPrefix(err.Error(), "cluster: "))
+}
+
+// migrationError is a refused or failed migration or import of slot (to
+// the node id, for a migration) as a reply.
+func migrationError(err error, slot int, id []byte) replyError {
+	switch {
+	case errors.Is(err, clusternode.ErrNotOwner):
+		return errNotMySlot(slot)
+	case errors.Is(err, clusternode.ErrUnknownNode):
+		return errUnknownNode(id)
+	case errors.Is(err, clusternode.ErrNotImporting):
+		return errNotImporting(slot)
+	}
+	return clusterError(err)
 }
 
 // errNotMySlot refuses to migrate a slot this node does not serve.

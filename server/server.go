@@ -16,6 +16,7 @@ import (
 
 	"redcell/clock"
 	"redcell/cluster"
+	"redcell/clusternode"
 	"redcell/replication"
 	"redcell/storage"
 )
@@ -67,8 +68,9 @@ type Config struct {
 	// refused and INFO reports a master without replicas.
 	Replication *replication.Node
 	// Cluster, when set, is cluster mode: keyed commands are routed by
-	// slot (cmd_cluster.go). The store must then be sharded by slot
-	// (storage.Config.BySlot).
+	// slot (client.route), slots move with CLUSTERX MIGRATE and the node
+	// follows the topology pushed to it (package clusternode). The store
+	// must then be sharded by slot (storage.Config.BySlot).
 	Cluster *cluster.State
 	// RewriteConfig, when set, is CONFIG REWRITE: it persists the
 	// replication role and settings so a restarted node comes back as
@@ -101,6 +103,8 @@ type Persistence interface {
 
 var _ Persistence = (*storage.Flusher)(nil)
 
+var _ clusternode.Replication = (*replication.Node)(nil)
+
 // Server is a RESP server over one Store. It is safe for concurrent use.
 type Server struct {
 	cfg   Config
@@ -108,8 +112,12 @@ type Server struct {
 	repl  *replication.Node // nil: no replication
 	// replica is repl's role flag (replication.Node.ReplicaFlag), or a
 	// flag never set without replication: one load tells the hot path.
-	replica  *atomic.Bool
-	cluster  *cluster.State // nil: not in cluster mode
+	replica *atomic.Bool
+	cluster *cluster.State // nil: not in cluster mode
+	// migrator and follower are cluster mode's work with other nodes and
+	// with the topology; nil outside cluster mode.
+	migrator *clusternode.Migrator
+	follower *clusternode.Follower
 	now      func() time.Time
 	started  time.Time
 	commands commandTable // commands.go
@@ -179,6 +187,14 @@ func New(cfg Config, store *storage.Store) *Server {
 	}
 	if cfg.Replication != nil {
 		s.replica = cfg.Replication.ReplicaFlag()
+	}
+	if cfg.Cluster != nil {
+		nc := clusternode.Config{State: cfg.Cluster, Store: store, Password: cfg.RequirePass, Now: cfg.Now, Logger: cfg.Logger}
+		if cfg.Replication != nil {
+			nc.Replication = cfg.Replication
+		}
+		s.migrator = clusternode.NewMigrator(nc)
+		s.follower = clusternode.NewFollower(nc, s.migrator)
 	}
 	s.started = s.now()
 	s.commands = newCommandTable()

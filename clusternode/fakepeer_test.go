@@ -1,0 +1,158 @@
+package clusternode
+
+import (
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"redcell/cluster"
+	"redcell/gcra"
+	"redcell/resp"
+)
+
+// fakePeer is another node that speaks just enough of CLUSTERX IMPORT for a
+// test: each command read is sent on got, then answered with what answer
+// returns for it, "" closing the connection instead (a process killed:
+// the migrator reads EOF at once).
+type fakePeer struct {
+	id   string
+	port int
+	got  chan []string
+}
+
+func startFakePeer(t *testing.T, id string, answer func(args []string) string) *fakePeer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	f := &fakePeer{id: id, port: ln.Addr().(*net.TCPAddr).Port, got: make(chan []string, 1<<12)}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				rd := resp.NewReader(conn, resp.Limits{})
+				for {
+					cmd, err := rd.Next(true)
+					if err != nil {
+						return
+					}
+					if cmd == nil {
+						if rd.Fill() != nil {
+							return
+						}
+						continue
+					}
+					args := make([]string, len(cmd))
+					for i, a := range cmd {
+						args[i] = string(a)
+					}
+					f.got <- args
+					reply := answer(args)
+					if reply == "" {
+						return
+					}
+					if _, err := conn.Write([]byte(reply)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return f
+}
+
+// drain returns the commands f has read so far.
+func (f *fakePeer) drain() [][]string {
+	var out [][]string
+	for len(f.got) > 0 {
+		out = append(out, <-f.got)
+	}
+	return out
+}
+
+// ok answers +OK to every command.
+func ok([]string) string { return "+OK\r\n" }
+
+var (
+	idA = strings.Repeat("a", 40)
+	idB = strings.Repeat("b", 40)
+	idF = strings.Repeat("f", 40)
+)
+
+// t0 is the tests' clock: the copies are made at it, and every key set
+// expires an hour after.
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+func later(d time.Duration) gcra.Instant { return gcra.InstantOf(t0.Add(d)) }
+
+// testNode is a node's Migrator and Follower over a fresh cluster.State and
+// memStore, the node being id.
+type testNode struct {
+	m     *Migrator
+	f     *Follower
+	st    *cluster.State
+	store *memStore
+	repl  *fakeReplication
+}
+
+func newTestNode(t *testing.T, id string) *testNode {
+	t.Helper()
+	st, err := cluster.NewState("", false, "127.0.0.1", 0)
+	require.NoError(t, err)
+	require.NoError(t, st.SetNodeID(id))
+	n := &testNode{st: st, store: newMemStore(), repl: &fakeReplication{}}
+	cfg := Config{State: st, Store: n.store, Now: func() time.Time { return t0 }, Replication: n.repl}
+	n.m = NewMigrator(cfg)
+	n.f = NewFollower(cfg, n.m)
+	return n
+}
+
+// setTopology sets the topology of lines ("<id> <port> master|slave
+// <master id|-> <slots>", at 127.0.0.1) at version.
+func (n *testNode) setTopology(t *testing.T, version int64, lines ...string) {
+	t.Helper()
+	var b strings.Builder
+	for _, l := range lines {
+		f := strings.SplitN(l, " ", 2)
+		b.WriteString(f[0] + " 127.0.0.1 " + f[1] + "\n")
+	}
+	top, err := cluster.Parse(b.String(), version)
+	require.NoError(t, err)
+	require.NoError(t, n.st.SetTopology(top, false))
+}
+
+// slotKeys returns n keys of slot.
+func slotKeys(slot, n int) []string {
+	var keys []string
+	for i := 0; len(keys) < n; i++ {
+		if k := "key" + strconv.Itoa(i); cluster.Slot([]byte(k)) == slot {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// fakeReplication is Replication's twin: it records ReplicaOf's calls.
+type fakeReplication struct {
+	replica bool
+	calls   []string
+}
+
+var _ Replication = (*fakeReplication)(nil)
+
+func (r *fakeReplication) ReplicaOf(host string, port int) (bool, error) {
+	r.calls = append(r.calls, host+":"+strconv.Itoa(port))
+	already := r.replica == (host != "")
+	r.replica = host != ""
+	return already, nil
+}
+
+func (r *fakeReplication) IsReplica() bool { return r.replica }

@@ -1,0 +1,91 @@
+package clusternode
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"strconv"
+	"time"
+
+	"redcell/cluster"
+	"redcell/resp"
+)
+
+// peer is a connection to another node, for a migration: commands are
+// queued (send), then flushed and their replies read in one round trip
+// (replies).
+type peer struct {
+	conn    net.Conn
+	r       *bufio.Reader
+	w       *bufio.Writer
+	cmd     []byte // send's encoding, reused
+	pending int    // commands sent whose replies are yet to be read
+	// deadline bounds the replies read from now on; zero: each read of
+	// replies has peerTimeout.
+	deadline time.Time
+}
+
+// Timeouts of a peer's connection.
+const (
+	peerDialTimeout = 5 * time.Second
+	peerTimeout     = 10 * time.Second
+)
+
+// dialPeer connects to n and authenticates with password, if not empty.
+func dialPeer(n cluster.Node, password string) (*peer, error) {
+	conn, err := net.DialTimeout("tcp", net.JoinHostPort(n.IP, strconv.Itoa(n.Port)), peerDialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	p := &peer{conn: conn, r: bufio.NewReader(conn), w: bufio.NewWriter(conn)}
+	if password != "" {
+		if err := p.call("AUTH", password); err != nil {
+			p.close()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *peer) close() { _ = p.conn.Close() }
+
+// send queues a command. A write that fails is reported by the next
+// replies.
+func (p *peer) send(args ...string) {
+	p.cmd = resp.AppendCommand(p.cmd[:0], args...)
+	_, _ = p.w.Write(p.cmd)
+	p.pending++
+}
+
+// replies flushes the queued commands and reads n replies; the first error
+// reply (a resp.ReplyError) is returned once all n are read, any other
+// error at once.
+func (p *peer) replies(n int) error {
+	d := p.deadline
+	if d.IsZero() {
+		d = time.Now().Add(peerTimeout)
+	}
+	_ = p.conn.SetDeadline(d)
+	if err := p.w.Flush(); err != nil {
+		return err
+	}
+	var first error
+	for ; n > 0; n-- {
+		_, err := resp.ReadReply(p.r)
+		var re resp.ReplyError
+		if err != nil && !errors.As(err, &re) {
+			return err
+		}
+		p.pending--
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// call sends one command and reads its reply.
+func (p *peer) call(args ...string) error {
+	p.send(args...)
+	return p.replies(1)
+}
