@@ -175,3 +175,140 @@ func TestStateSetSlot(t *testing.T) {
 	top, _ = again.Topology()
 	require.Equal(t, want, top)
 }
+
+// A failover Sentinel reports (SetMaster) makes the shard's replica its
+// master in the topology in force: its slots, the old master its replica.
+// The pushed topology and its version stay the operator's; the epoch orders
+// failovers: an older report changes nothing, and a report of the epoch
+// recorded naming the old master does not flip it back.
+func TestSetMasterAppliesSentinelsFailovers(t *testing.T) {
+	s, err := NewState("", false, "127.0.0.1", 30002)
+	require.NoError(t, err)
+	require.NoError(t, s.SetNodeID(idB))
+	require.NoError(t, s.SetTopology(threeNodes(t, 3), false))
+
+	changed, err := s.SetMaster(idA, 0)
+	require.NoError(t, err)
+	require.False(t, changed, "the master pushed, at epoch 0: nothing to do")
+	changed, err = s.SetMaster(idC, 4)
+	require.NoError(t, err)
+	require.True(t, changed)
+	top, _ := s.Topology()
+	require.Equal(t, idC, top.Owner(0).ID, "the promoted replica serves the shard's slots")
+	require.Equal(t, idC, top.Node(idA).MasterID, "the old master is its replica")
+	require.Empty(t, top.Node(idA).Slots)
+	require.Equal(t, idB, top.Owner(10000).ID, "the other shard is as it was")
+	require.Equal(t, int64(3), s.Version(), "the operator's version")
+	require.Equal(t, int64(4), s.Epoch(idA))
+	require.Equal(t, int64(4), s.Epoch(idC))
+	require.Equal(t, int64(4), s.CurrentEpoch())
+	r, n := s.Route(0, false, false, false)
+	require.Equal(t, Moved, r)
+	require.Equal(t, 30003, n.Port)
+
+	for _, stale := range []struct {
+		id    string
+		epoch int64
+	}{{idA, 3}, {idA, 4}, {idC, 2}} {
+		changed, err = s.SetMaster(stale.id, stale.epoch)
+		require.NoError(t, err)
+		require.False(t, changed, "%s at %d", stale.id, stale.epoch)
+		top, _ = s.Topology()
+		require.Equal(t, idC, top.Owner(0).ID)
+	}
+	// Failed back at a later epoch.
+	changed, err = s.SetMaster(idA, 7)
+	require.NoError(t, err)
+	require.True(t, changed)
+	top, _ = s.Topology()
+	require.Equal(t, idA, top.Owner(0).ID)
+	require.Equal(t, idA, top.Node(idC).MasterID)
+
+	_, err = s.SetMaster("ffffffffffffffffffffffffffffffffffffffff", 9)
+	require.ErrorContains(t, err, "not in the topology")
+}
+
+// A promotion this node is told of (REPLICAOF, which Sentinel sends before it
+// reports the switch) is pending: reports of the epoch it was made at, which
+// still name the old master, do not undo it; a later epoch confirms it.
+func TestPromoteStandsUntilSentinelReports(t *testing.T) {
+	s, err := NewState("", false, "127.0.0.1", 30003)
+	require.NoError(t, err)
+	require.NoError(t, s.SetNodeID(idC))
+	require.NoError(t, s.SetTopology(threeNodes(t, 1), false))
+	changed, err := s.SetMaster(idA, 2)
+	require.NoError(t, err)
+	require.False(t, changed)
+
+	changed, err = s.Promote(idC)
+	require.NoError(t, err)
+	require.True(t, changed)
+	r, _ := s.Route(0, false, false, false)
+	require.Equal(t, Local, r, "REPLICAOF NO ONE: this node serves the shard's slots at once")
+	require.True(t, s.Failovers()[idA].Pending)
+
+	changed, err = s.SetMaster(idA, 2)
+	require.NoError(t, err)
+	require.False(t, changed, "the old master at the old epoch: the promotion stands")
+	changed, err = s.SetMaster(idC, 3)
+	require.NoError(t, err)
+	require.False(t, changed, "confirmed: the same master")
+	require.Equal(t, Failover{Master: idC, Epoch: 3}, s.Failovers()[idA])
+}
+
+// A node with Sentinels is held from its start until it has heard them:
+// it answers CLUSTERDOWN for the slots it would serve as master, and still
+// redirects the others. Its Sentinels and the failovers they reported are
+// persisted; a pending promotion is not (Sentinel has not said it).
+func TestAStateWithSentinelsIsHeldFromItsStart(t *testing.T) {
+	dir := t.TempDir()
+	s, err := NewState(dir, false, "127.0.0.1", 30001)
+	require.NoError(t, err)
+	require.NoError(t, s.SetNodeID(idA))
+	require.NoError(t, s.SetTopology(threeNodes(t, 1), false))
+	require.NoError(t, s.SetSentinels([]string{"127.0.0.1:26379", "127.0.0.1:26380"}))
+	require.False(t, s.Held(), "Sentinels set on a running node: it serves on")
+	_, err = s.SetMaster(idC, 5)
+	require.NoError(t, err)
+
+	again, err := NewState(dir, false, "127.0.0.1", 30001)
+	require.NoError(t, err)
+	require.True(t, again.Held())
+	require.Equal(t, []string{"127.0.0.1:26379", "127.0.0.1:26380"}, again.Sentinels())
+	require.Equal(t, map[string]Failover{idA: {Master: idC, Epoch: 5}}, again.Failovers())
+	r, n := again.Route(0, false, false, false)
+	require.Equal(t, Moved, r, "the failover persisted: slot 0 is the promoted replica's")
+	require.Equal(t, 30003, n.Port)
+	_, err = again.SetMaster(idA, 6)
+	require.NoError(t, err)
+	r, _ = again.Route(0, false, false, false)
+	require.Equal(t, Held, r, "its own slot, before the Sentinels are heard")
+	require.False(t, again.Mine(0))
+	r, _ = again.Route(10000, false, false, false)
+	require.Equal(t, Moved, r)
+	again.Release()
+	r, _ = again.Route(0, false, false, false)
+	require.Equal(t, Local, r)
+	require.True(t, again.Mine(0))
+
+	_, err = again.Promote(idC)
+	require.NoError(t, err)
+	third, err := NewState(dir, false, "127.0.0.1", 30001)
+	require.NoError(t, err)
+	require.Equal(t, map[string]Failover{idA: {Master: idA, Epoch: 6}}, third.Failovers(), "the pending promotion is not saved")
+}
+
+// SETSLOT may name the shard's master by a failover: the slot goes to the
+// shard.
+func TestSetSlotToAPromotedMaster(t *testing.T) {
+	s, err := NewState("", false, "127.0.0.1", 30002)
+	require.NoError(t, err)
+	require.NoError(t, s.SetNodeID(idB))
+	require.NoError(t, s.SetTopology(threeNodes(t, 1), false))
+	_, err = s.SetMaster(idC, 1)
+	require.NoError(t, err)
+	require.NoError(t, s.SetSlot(9000, idC, 2))
+	top, _ := s.Topology()
+	require.Equal(t, idC, top.Owner(9000).ID)
+	require.Equal(t, idA, s.Pushed().Owner(9000).ID, "pushed to the shard's master as pushed")
+}

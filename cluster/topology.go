@@ -185,6 +185,16 @@ func (t *Topology) Node(id string) *Node {
 	return nil
 }
 
+// NodeAt returns the node at ip:port, or nil.
+func (t *Topology) NodeAt(ip string, port int) *Node {
+	for i := range t.Nodes {
+		if t.Nodes[i].IP == ip && t.Nodes[i].Port == port {
+			return &t.Nodes[i]
+		}
+	}
+	return nil
+}
+
 // ReplicasOf lists the replicas of the master id, in the topology's order.
 func (t *Topology) ReplicasOf(id string) []*Node {
 	var out []*Node
@@ -276,4 +286,53 @@ func Emulated(id, ip string, port int) *Topology {
 		t.owner[i] = 0
 	}
 	return t
+}
+
+// ShardOf returns the master of the shard node id belongs to (id itself for
+// a master), or nil when id is not in t.
+func (t *Topology) ShardOf(id string) *Node {
+	n := t.Node(id)
+	if n == nil {
+		return nil
+	}
+	return t.MasterOf(n)
+}
+
+// WithMaster returns a copy of t in which id, a replica of its shard,
+// serves the shard's slots as its master: the old master and the other
+// replicas become its replicas (a failover, as Sentinel makes one). The
+// version stays t's: it is the operator's, and a failover is ordered by its
+// epoch instead (State.SetMaster). A master id returns t itself.
+func (t *Topology) WithMaster(id string) (*Topology, error) {
+	n := t.Node(id)
+	if n == nil {
+		return nil, fmt.Errorf("%w: %s is not in the topology", ErrSyntax, id)
+	}
+	if !n.IsReplica() {
+		return t, nil
+	}
+	old := n.MasterID
+	c := &Topology{Version: t.Version, Nodes: make([]Node, len(t.Nodes))}
+	copy(c.Nodes, t.Nodes)
+	next := -1
+	for i := range c.Nodes {
+		switch m := &c.Nodes[i]; {
+		case m.ID == id:
+			m.MasterID, next = "", i
+		case m.ID == old:
+			m.MasterID, m.Slots = id, nil
+		case m.MasterID == old:
+			m.MasterID = id
+		}
+	}
+	prev := indexOf(t, old)
+	for s, o := range t.owner {
+		if int(o) == prev {
+			c.owner[s] = int16(next)
+		} else {
+			c.owner[s] = o
+		}
+	}
+	c.Nodes[next].Slots = c.rangesOf(next)
+	return c, nil
 }

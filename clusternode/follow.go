@@ -48,3 +48,15 @@ func (f *Follower) Follow() {
 	}
 	f.migrator.settle(top)
 }
+
+// Promote records that master, a node of this node's shard, is the shard's
+// master now (itself for REPLICAOF NO ONE), as Sentinel's REPLICAOF says
+// during a failover before Sentinel reports it (cluster.State.Promote), and
+// makes the node follow it: a replica of it, or the master.
+func (f *Follower) Promote(master string) error {
+	if _, err := f.cfg.State.Promote(master); err != nil {
+		return err
+	}
+	f.Follow()
+	return nil
+}

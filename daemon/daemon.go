@@ -141,6 +141,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 
 	srv.FollowTopology()
 	background := runBackground(ctx, cfg, st)
+	background.Go(func() { srv.WatchSentinels(ctx) })
 	served := make(chan error, 2)
 	serving := 1
 	handedOver = true

@@ -152,6 +152,8 @@ func (c *client) writeRoute(r cluster.Route, slot int, node *cluster.Node) {
 		c.writeError(errTryAgain)
 	case cluster.Unserved:
 		c.writeError(errSlotUnserved)
+	case cluster.Held:
+		c.writeError(errClusterHeld)
 	default:
 		c.writeError(errNotInCluster)
 	}

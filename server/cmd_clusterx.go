@@ -1,6 +1,9 @@
 package server
 
 import (
+	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"redcell/cluster"
@@ -80,6 +83,48 @@ func cmdClusterxSetSlot(c *client, args [][]byte, _ time.Time) {
 	}
 	c.srv.follower.Follow()
 	c.writeOK()
+}
+
+// CLUSTERX SETSENTINELS [host:port ...]
+//
+// The Redis Sentinels that decide this cluster's failovers (one Sentinel
+// master name per shard), persisted; none leaves failovers to the operator.
+// The node follows what they report (clusternode.SentinelWatch), and after a
+// restart serves no slot as master until it has heard them.
+func cmdClusterxSetSentinels(c *client, args [][]byte, _ time.Time) {
+	if !c.slotsOn() {
+		return
+	}
+	addrs := make([]string, 0, len(args)-2)
+	for _, a := range args[2:] {
+		host, port, err := net.SplitHostPort(string(a))
+		if n, perr := strconv.Atoi(port); err != nil || host == "" || perr != nil || n < 1 || n > 65535 {
+			c.writeError(errInvalidSentinelAddr(a))
+			return
+		}
+		addrs = append(addrs, string(a))
+	}
+	if err := c.srv.cluster.SetSentinels(addrs); err != nil {
+		c.writeError(clusterError(err))
+		return
+	}
+	c.srv.cfg.Logger.Info("cluster Sentinels set", "sentinels", strings.Join(addrs, ","), "client", c.addr)
+	if c.srv.sentinels != nil {
+		c.srv.sentinels.Reconfigure()
+	}
+	c.writeOK()
+}
+
+// CLUSTERX SENTINELS
+func cmdClusterxSentinels(c *client, _ [][]byte, _ time.Time) {
+	if !c.clusterOn() {
+		return
+	}
+	addrs := c.srv.cluster.Sentinels()
+	c.writeArray(len(addrs))
+	for _, a := range addrs {
+		c.writeBulkString(a)
+	}
 }
 
 // CLUSTERX VERSION

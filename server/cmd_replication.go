@@ -54,6 +54,10 @@ func cmdReplicaOf(c *client, args [][]byte, _ time.Time) {
 		c.writeError(errNoReplication)
 		return
 	}
+	if c.srv.cluster != nil {
+		c.replicaOfInCluster(args)
+		return
+	}
 	if equalFold(args[1], "no") && equalFold(args[2], "one") {
 		if _, err := n.ReplicaOf("", 0); err != nil {
 			c.writeError(errReplication(err))
@@ -79,6 +83,45 @@ func cmdReplicaOf(c *client, args [][]byte, _ time.Time) {
 		return
 	}
 	c.srv.cfg.Logger.Info("REPLICAOF: this node is a replica", "master", net.JoinHostPort(host, strconv.Itoa(int(port))), "client", c.addr)
+	c.writeOK()
+}
+
+// replicaOfInCluster is REPLICAOF in cluster mode. The topology decides a
+// node's role, so as Redis does it is refused, unless Sentinels decide the
+// cluster's failovers: then it is how Sentinel promotes a replica and points
+// the shard's other nodes at it, and it is taken as a failover of this
+// node's shard (clusternode.Follower.Promote) that Sentinel's reports then
+// confirm: the node serves, or stops serving, the shard's slots at once.
+func (c *client) replicaOfInCluster(args [][]byte) {
+	st := c.srv.cluster
+	if len(st.Sentinels()) == 0 {
+		c.writeError(errReplicaOfInCluster)
+		return
+	}
+	top, me := st.Topology()
+	if me == nil {
+		c.writeError(errNotInCluster)
+		return
+	}
+	master := me.ID
+	if !(equalFold(args[1], "no") && equalFold(args[2], "one")) {
+		port, ok := parseInt(args[2])
+		if !ok || port < 0 || port > 65535 {
+			c.writeError(errInvalidMasterPort)
+			return
+		}
+		n := top.NodeAt(string(args[1]), int(port))
+		if n == nil || top.ShardOf(n.ID) != top.ShardOf(me.ID) {
+			c.writeError(errReplicaOfNotInShard(args[1], args[2]))
+			return
+		}
+		master = n.ID
+	}
+	if err := c.srv.follower.Promote(master); err != nil {
+		c.writeError(clusterError(err))
+		return
+	}
+	c.srv.cfg.Logger.Info("REPLICAOF in cluster mode: following the shard's master Sentinel chose", "master", master, "client", c.addr)
 	c.writeOK()
 }
 

@@ -369,16 +369,23 @@ func errRewrite(err error) replyError {
 
 // Redis Cluster (clusterFamily), in Redis's words.
 var (
-	errCrossSlot       = replyError{errKindCrossSlot, "CROSSSLOT Keys in request don't hash to the same slot"}
-	errTryAgain        = replyError{errKindTryAgain, "TRYAGAIN Multiple keys request during rehashing of slot"}
-	errSlotUnserved    = replyError{errKindClusterDown, "CLUSTERDOWN Hash slot not served"}
-	errNotInCluster    = replyError{errKindClusterDown, "CLUSTERDOWN This node is not part of the cluster topology (CLUSTERX SETNODES)"}
+	errCrossSlot    = replyError{errKindCrossSlot, "CROSSSLOT Keys in request don't hash to the same slot"}
+	errTryAgain     = replyError{errKindTryAgain, "TRYAGAIN Multiple keys request during rehashing of slot"}
+	errSlotUnserved = replyError{errKindClusterDown, "CLUSTERDOWN Hash slot not served"}
+	errNotInCluster = replyError{errKindClusterDown, "CLUSTERDOWN This node is not part of the cluster topology (CLUSTERX SETNODES)"}
+	// errClusterHeld is Redis's text for a cluster that is down, which
+	// clients retry: this node has yet to hear its Sentinels say whether
+	// it still serves the slot (cluster.Held).
+	errClusterHeld     = replyError{errKindClusterDown, "CLUSTERDOWN The cluster is down"}
 	errClusterDisabled = commandError("ERR This instance has cluster support disabled")
 	errInvalidSlot     = commandError("ERR Invalid or out of range slot")
 	errInvalidKeyCount = commandError("ERR Invalid slot or number of keys")
 	errNotAMaster      = commandError("ERR The specified node is not a master")
 	errInvalidVersion  = commandError("ERR Invalid cluster version")
 	errSlotsInExec     = commandError("ERR this CLUSTER subcommand cannot run inside a transaction")
+	// errReplicaOfInCluster is Redis's refusal, where no Sentinel decides
+	// failovers: the topology pushed says who replicates whom.
+	errReplicaOfInCluster = commandError("ERR REPLICAOF not allowed in cluster mode.")
 )
 
 // errMoved is a redirect, MOVED or ASK, of slot to node.
@@ -388,6 +395,18 @@ func errMoved(kind string, slot int, node *cluster.Node) replyError {
 		k = errKindAsk
 	}
 	return replyError{k, kind + " " + strconv.Itoa(slot) + " " + node.IP + ":" + strconv.Itoa(node.Port)}
+}
+
+// errInvalidSentinelAddr is CLUSTERX SETSENTINELS's answer for an address
+// that is not host:port.
+func errInvalidSentinelAddr(addr []byte) replyError {
+	return commandError("ERR Invalid Sentinel address '" + string(addr) + "': want host:port")
+}
+
+// errReplicaOfNotInShard is REPLICAOF, in a cluster whose failovers
+// Sentinel decides, of a node that is not of this node's shard.
+func errReplicaOfNotInShard(host, port []byte) replyError {
+	return commandError("ERR " + string(host) + ":" + string(port) + " is not a node of this node's shard in the cluster topology")
 }
 
 // errUnknownNode is CLUSTER REPLICAS's answer for an ID not in the topology.

@@ -118,6 +118,9 @@ type Server struct {
 	// with the topology; nil outside cluster mode.
 	migrator *clusternode.Migrator
 	follower *clusternode.Follower
+	// sentinels follows the Sentinels that decide failovers, when the
+	// cluster has them; nil outside cluster mode.
+	sentinels *clusternode.SentinelWatch
 	now      func() time.Time
 	started  time.Time
 	commands commandTable // commands.go
@@ -195,12 +198,22 @@ func New(cfg Config, store *storage.Store) *Server {
 		}
 		s.migrator = clusternode.NewMigrator(nc)
 		s.follower = clusternode.NewFollower(nc, s.migrator)
+		s.sentinels = clusternode.NewSentinelWatch(nc, s.follower)
 	}
 	s.started = s.now()
 	s.commands = newCommandTable()
 	s.limits = cfg.Limits.withDefaults()
 	s.outputTotal.limit = s.limits.MaxOutputTotal
 	return s
+}
+
+// WatchSentinels follows the Sentinels that decide the cluster's failovers
+// (clusternode.SentinelWatch) until ctx ends; outside cluster mode it
+// returns at once.
+func (s *Server) WatchSentinels(ctx context.Context) {
+	if s.sentinels != nil {
+		s.sentinels.Run(ctx)
+	}
 }
 
 // Serve accepts connections on ln until Close. When it returns, every
