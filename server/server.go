@@ -121,10 +121,10 @@ type Server struct {
 	// sentinels follows the Sentinels that decide failovers, when the
 	// cluster has them; nil outside cluster mode.
 	sentinels *clusternode.SentinelWatch
-	now      func() time.Time
-	started  time.Time
-	commands commandTable // commands.go
-	limits   Limits       // cfg.Limits with the defaults filled in
+	now       func() time.Time
+	started   time.Time
+	commands  commandTable // commands.go
+	limits    Limits       // cfg.Limits with the defaults filled in
 	// outputTotal counts the replies waiting for all clients against
 	// Limits.MaxOutputTotal (conn.room).
 	outputTotal outputTotal
