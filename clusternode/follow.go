@@ -47,6 +47,9 @@ func (f *Follower) Follow() {
 		}
 	}
 	f.migrator.settle(top)
+	if !me.IsReplica() && !f.cfg.State.Held() {
+		f.migrator.dropStrays(top, me)
+	}
 }
 
 // Promote records that master, a node of this node's shard, is the shard's

@@ -85,6 +85,18 @@ func (s *memStore) Delete(key []byte, now gcra.Instant) bool {
 	return ch.TAT > now
 }
 
+func (s *memStore) CountInSlot(slot int) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for k := range s.keys {
+		if cluster.Slot([]byte(k)) == slot {
+			n++
+		}
+	}
+	return n
+}
+
 // decide stands for a decision on key: it sets its TAT, unless its slot is
 // frozen (storage.ErrSlotFrozen).
 func (s *memStore) decide(key string, tat gcra.Instant) error {

@@ -295,16 +295,53 @@ func (m *Migrator) AwaitThaw(slot int) bool {
 // 4): a slot moved out that top gives to its destination is dropped here,
 // its state living there now; a slot moved in that top gives to this node
 // is served as any other.
+//
+// A failover ends a move too, so that a slot stays whole on one node, to be
+// moved again to the shard's new master: an import whose source no longer
+// serves the slot is dropped (AbortImport); a slot that reached its
+// destination (Asking) whose shard then failed over, or whose own shard
+// did, is no longer sent there. A move still copying needs nothing here:
+// its peer is gone, and the migration gives up and aborts on its own.
 func (m *Migrator) settle(top *cluster.Topology) {
 	st := m.cfg.State
+	myID := st.MyID()
 	for _, mv := range st.Moves() {
-		if owner := top.Owner(mv.Slot); mv.Out && owner != nil && owner.ID == mv.Peer.ID {
+		owner := top.Owner(mv.Slot)
+		switch {
+		case mv.Out && owner != nil && owner.ID == mv.Peer.ID:
 			n := m.cfg.Store.DeleteSlot(mv.Slot)
 			st.EndMove(mv.Slot)
 			m.cfg.Logger.Info("cluster: slot moved away", "slot", mv.Slot, "to", mv.Peer.ID, "keys_dropped", n)
-		} else if !mv.Out && owner != nil && owner.ID == st.MyID() {
+		case !mv.Out && owner != nil && owner.ID == myID:
 			st.EndMove(mv.Slot)
 			m.cfg.Logger.Info("cluster: slot imported", "slot", mv.Slot, "from", mv.Peer.ID)
+		case !mv.Out && (owner == nil || owner.ID != mv.Peer.ID):
+			m.AbortImport(mv.Slot)
+			m.cfg.Logger.Warn("cluster: import abandoned: its source no longer serves the slot (a failover)", "slot", mv.Slot, "from", mv.Peer.ID)
+		case mv.Out && mv.Phase.Load() == cluster.Asking && (!isMaster(top, mv.Peer.ID) || owner == nil || owner.ID != myID):
+			st.EndMove(mv.Slot)
+			m.cfg.Logger.Warn("cluster: migration ended by a failover; the slot is served by its shard's master, to be moved again",
+				"slot", mv.Slot, "to", mv.Peer.ID)
 		}
+	}
+}
+
+// isMaster reports whether id is a master of top.
+func isMaster(top *cluster.Topology, id string) bool {
+	n := top.Node(id)
+	return n != nil && !n.IsReplica()
+}
+
+// dropStrays deletes the keys this node holds of slots it does not serve
+// and is not importing: a replica promoted by a failover may hold the part
+// of a slot its old master was importing when it failed, which no one
+// serves, or will.
+func (m *Migrator) dropStrays(top *cluster.Topology, me *cluster.Node) {
+	for slot := range cluster.Slots {
+		if owner := top.Owner(slot); owner == me || m.cfg.State.Move(slot) != nil || m.cfg.Store.CountInSlot(slot) == 0 {
+			continue
+		}
+		n := m.cfg.Store.DeleteSlot(slot)
+		m.cfg.Logger.Info("cluster: dropped the keys of a slot this node does not serve", "slot", slot, "keys", n)
 	}
 }

@@ -51,6 +51,7 @@ type SentinelWatch struct {
 	follower *Follower
 	poke     chan struct{}
 	reconf   chan struct{}
+	every    time.Duration // sentinelPoll; tests lengthen it
 
 	mu       sync.Mutex
 	answered map[string]time.Time // each Sentinel's last answer
@@ -60,7 +61,7 @@ type SentinelWatch struct {
 // the node follow what they report through f.
 func NewSentinelWatch(cfg Config, f *Follower) *SentinelWatch {
 	return &SentinelWatch{cfg: cfg.withDefaults(), follower: f, poke: make(chan struct{}, 1),
-		reconf: make(chan struct{}, 1), answered: map[string]time.Time{}}
+		reconf: make(chan struct{}, 1), every: sentinelPoll, answered: map[string]time.Time{}}
 }
 
 // Reconfigure tells the watch that the Sentinels changed.
@@ -92,7 +93,7 @@ func (w *SentinelWatch) Run(ctx context.Context) {
 		}
 	}
 	subscribe()
-	tick := time.NewTicker(sentinelPoll)
+	tick := time.NewTicker(w.every)
 	defer tick.Stop()
 	for {
 		w.poll(ctx)

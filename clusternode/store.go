@@ -26,6 +26,8 @@ type Store interface {
 	Apply(key []byte, kind storage.Kind, exp gcra.Instant, value []byte) error
 	// Delete deletes key.
 	Delete(key []byte, now gcra.Instant) bool
+	// CountInSlot counts the keys of slot, expired or not.
+	CountInSlot(slot int) int
 }
 
 var _ Store = (*storage.Store)(nil)

@@ -197,42 +197,102 @@ func cmdClusterGetKeys(c *client, args [][]byte, now time.Time) {
 }
 
 // CLUSTER INFO
+//
+// Redis's fields, where the failovers Sentinel decides tell the truth about
+// a master that does not answer: its slots are pfail while a Sentinel finds
+// it down and fail once a quorum does, and the state is fail while a slot is
+// unserved or failed, or while this node waits to hear its Sentinels. The
+// epochs are Sentinel's (config-epoch in CLUSTER NODES); without Sentinels,
+// the topology's version, as before. redcell adds where the topology comes
+// from.
 func cmdClusterInfo(c *client, _ [][]byte, _ time.Time) {
 	if !c.clusterOn() {
 		return
 	}
-	top, me := c.srv.cluster.Topology()
-	state, assigned, known, size, epoch := "fail", 0, 0, 0, int64(0)
+	st := c.srv.cluster
+	top, me := st.Topology()
+	state, assigned, pfail, fail, known, size := "fail", 0, 0, 0, 0, 0
+	var current, mine int64
 	if top != nil {
-		assigned, known, epoch = top.Assigned(), len(top.Nodes), max(top.Version, 0)
-		for i := range top.Nodes {
-			if len(top.Nodes[i].Slots) > 0 {
-				size++
+		assigned, known = top.Assigned(), len(top.Nodes)
+		for k := range top.Nodes {
+			n := &top.Nodes[k]
+			current = max(current, c.configEpoch(n))
+			if len(n.Slots) == 0 {
+				continue
+			}
+			size++
+			slots := 0
+			for _, r := range n.Slots {
+				slots += r.To - r.From + 1
+			}
+			switch h := st.Health(n.ID); {
+			case h.Down:
+				fail += slots
+			case h.Suspect:
+				pfail += slots
 			}
 		}
-		if me != nil && assigned == cluster.Slots {
+		if me != nil {
+			mine = c.configEpoch(me)
+		}
+		if me != nil && assigned == cluster.Slots && fail == 0 && !st.Held() {
 			state = "ok"
 		}
 	}
-	i := strconv.Itoa
+	sentinels, up := c.srv.sentinels.Sentinels()
+	reachable := 0
+	for _, u := range up {
+		if u {
+			reachable++
+		}
+	}
+	decides := "operator"
+	if len(sentinels) > 0 {
+		decides = "sentinel"
+	}
+	i, i64 := strconv.Itoa, func(n int64) string { return strconv.FormatInt(n, 10) }
 	var b strings.Builder
 	for _, kv := range [][2]string{
 		{"cluster_state", state},
 		{"cluster_slots_assigned", i(assigned)},
-		{"cluster_slots_ok", i(assigned)},
-		{"cluster_slots_pfail", "0"},
-		{"cluster_slots_fail", "0"},
+		{"cluster_slots_ok", i(assigned - pfail - fail)},
+		{"cluster_slots_pfail", i(pfail)},
+		{"cluster_slots_fail", i(fail)},
 		{"cluster_known_nodes", i(known)},
 		{"cluster_size", i(size)},
-		{"cluster_current_epoch", strconv.FormatInt(epoch, 10)},
-		{"cluster_my_epoch", strconv.FormatInt(epoch, 10)},
+		{"cluster_current_epoch", i64(current)},
+		{"cluster_my_epoch", i64(mine)},
 		{"cluster_stats_messages_sent", "0"},
 		{"cluster_stats_messages_received", "0"},
 		{"total_cluster_links_buffer_limit_exceeded", "0"},
+		{"cluster_topology_version", i64(st.Version())},
+		{"cluster_failovers_decided_by", decides},
+		{"cluster_sentinels", i(len(sentinels))},
+		{"cluster_sentinels_reachable", i(reachable)},
+		{"cluster_waiting_for_sentinels", boolInt(st.Held())},
 	} {
 		b.WriteString(kv[0] + ":" + kv[1] + "\r\n")
 	}
 	c.writeVerbatim(b.String())
+}
+
+// configEpoch is node n's config epoch for CLUSTER NODES and INFO: its
+// shard's epoch as Sentinel reported it when Sentinels decide failovers,
+// else the topology's version (every push orders the whole topology).
+func (c *client) configEpoch(n *cluster.Node) int64 {
+	st := c.srv.cluster
+	if len(st.Sentinels()) > 0 {
+		return st.Epoch(n.ID)
+	}
+	return max(st.Version(), 0)
+}
+
+func boolInt(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // CLUSTER NODES
@@ -251,7 +311,6 @@ func cmdClusterNodes(c *client, _ [][]byte, _ time.Time) {
 	top, me := c.srv.cluster.Topology()
 	var b strings.Builder
 	if top != nil {
-		epoch := strconv.FormatInt(max(top.Version, 0), 10)
 		for k := range top.Nodes {
 			n := &top.Nodes[k]
 			flags := "master"
@@ -261,7 +320,7 @@ func cmdClusterNodes(c *client, _ [][]byte, _ time.Time) {
 			if n == me {
 				flags = "myself," + flags
 			}
-			b.WriteString(nodeLine(n, flags, epoch))
+			b.WriteString(c.nodeLine(n, flags))
 			for _, r := range n.Slots {
 				b.WriteString(" " + r.String())
 			}
@@ -301,22 +360,30 @@ func cmdClusterReplicas(c *client, args [][]byte, _ time.Time) {
 	}
 	reps := top.ReplicasOf(m.ID)
 	c.writeArray(len(reps))
-	epoch := strconv.FormatInt(max(top.Version, 0), 10)
 	for _, n := range reps {
-		c.writeBulkString(nodeLine(n, "slave", epoch))
+		c.writeBulkString(c.nodeLine(n, "slave"))
 	}
 }
 
 // nodeLine is a node's line of CLUSTER NODES (and REPLICAS), up to its
 // slots: id, ip:port@cport, flags, master, ping-sent, pong-recv,
-// config-epoch, link-state.
-func nodeLine(n *cluster.Node, flags, epoch string) string {
+// config-epoch, link-state. A node Sentinel finds down is flagged as Redis
+// Cluster flags one: fail? while a Sentinel does, fail once a quorum does,
+// and its link disconnected.
+func (c *client) nodeLine(n *cluster.Node, flags string) string {
 	master := "-"
 	if n.IsReplica() {
 		master = n.MasterID
 	}
+	link := "connected"
+	switch h := c.srv.cluster.Health(n.ID); {
+	case h.Down:
+		flags, link = flags+",fail", "disconnected"
+	case h.Suspect:
+		flags, link = flags+",fail?", "disconnected"
+	}
 	return n.ID + " " + n.IP + ":" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(n.Port+10000) + " " +
-		flags + " " + master + " 0 0 " + epoch + " connected"
+		flags + " " + master + " 0 0 " + strconv.FormatInt(c.configEpoch(n), 10) + " " + link
 }
 
 // topologyOrNone returns the topology in force, or answers for there being

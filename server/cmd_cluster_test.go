@@ -252,3 +252,62 @@ func TestClusterShardChannelsLiveInTheirSlot(t *testing.T) {
 		t.Fatal("no smessage within 10 s")
 	}
 }
+
+// REPLICAOF in cluster mode: refused as Redis refuses it while the topology
+// pushed decides roles; with Sentinels set, accepted as Sentinel's failover
+// of the node's shard, which the node then serves (or stops serving) at
+// once, and refused for a node of another shard.
+func TestReplicaOfInClusterMode(t *testing.T) {
+	nodes := startClusterNodes(t, 3)
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	text := a.id + " 127.0.0.1 " + strconv.Itoa(a.port) + " master - 0-8191\n" +
+		b.id + " 127.0.0.1 " + strconv.Itoa(b.port) + " slave " + a.id + "\n" +
+		c.id + " 127.0.0.1 " + strconv.Itoa(c.port) + " master - 8192-16383\n"
+	for _, n := range nodes {
+		_, err := n.do(t, "CLUSTERX", "SETNODES", text, "1")
+		require.NoError(t, err)
+	}
+	_, err := b.do(t, "REPLICAOF", "NO", "ONE")
+	require.EqualError(t, err, "ERR REPLICAOF not allowed in cluster mode.")
+
+	_, err = b.do(t, "CLUSTERX", "SETSENTINELS", "127.0.0.1")
+	require.EqualError(t, err, "ERR Invalid Sentinel address '127.0.0.1': want host:port")
+	got, err := b.do(t, "CLUSTERX", "SENTINELS")
+	require.NoError(t, err)
+	require.Empty(t, got)
+	_, err = b.do(t, "CLUSTERX", "SETSENTINELS", "127.0.0.1:1", "127.0.0.1:2")
+	require.NoError(t, err)
+	got, err = b.do(t, "CLUSTERX", "SENTINELS")
+	require.NoError(t, err)
+	require.Equal(t, []any{"127.0.0.1:1", "127.0.0.1:2"}, got)
+
+	_, err = b.do(t, "REPLICAOF", "127.0.0.1", strconv.Itoa(c.port))
+	require.EqualError(t, err, "ERR 127.0.0.1:"+strconv.Itoa(c.port)+" is not a node of this node's shard in the cluster topology")
+	_, err = b.do(t, "REPLICAOF", "NO", "ONE")
+	require.NoError(t, err)
+	nodesText, err := b.do(t, "CLUSTER", "NODES")
+	require.NoError(t, err)
+	require.Contains(t, nodesText, b.id+" 127.0.0.1:"+strconv.Itoa(b.port)+"@"+strconv.Itoa(b.port+10000)+" myself,master - 0 0 0 connected 0-8191\n")
+	require.Contains(t, nodesText, a.id+" 127.0.0.1:"+strconv.Itoa(a.port)+"@"+strconv.Itoa(a.port+10000)+" slave "+b.id+" 0 0 0 connected\n")
+	info, err := b.do(t, "CLUSTER", "INFO")
+	require.NoError(t, err)
+	for _, line := range []string{"cluster_state:ok", "cluster_topology_version:1", "cluster_failovers_decided_by:sentinel",
+		"cluster_sentinels:2", "cluster_sentinels_reachable:0", "cluster_waiting_for_sentinels:0"} {
+		require.Contains(t, info, line+"\r\n")
+	}
+	_, err = b.do(t, "CL.THROTTLE", "{"+keyInSlot(100)+"}", "1", "1", "1")
+	require.NoError(t, err, "the promoted node serves its shard's slots")
+	_, err = b.do(t, "REPLICAOF", "127.0.0.1", strconv.Itoa(a.port))
+	require.NoError(t, err, "and follows its shard's old master again when told to")
+	_, err = b.do(t, "CL.THROTTLE", "{"+keyInSlot(100)+"}", "1", "1", "1")
+	require.ErrorContains(t, err, "MOVED 100 127.0.0.1:"+strconv.Itoa(a.port))
+}
+
+// keyInSlot returns a key of slot.
+func keyInSlot(slot int) string {
+	for i := 0; ; i++ {
+		if k := "k" + strconv.Itoa(i); cluster.Slot([]byte(k)) == slot {
+			return k
+		}
+	}
+}

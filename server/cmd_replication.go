@@ -49,13 +49,13 @@ func replicationFamily() []*command {
 // background; pointing a replica at its own master again is "+OK Already
 // connected to specified master".
 func cmdReplicaOf(c *client, args [][]byte, _ time.Time) {
+	if c.srv.cluster != nil {
+		c.replicaOfInCluster(args)
+		return
+	}
 	n := c.srv.repl
 	if n == nil {
 		c.writeError(errNoReplication)
-		return
-	}
-	if c.srv.cluster != nil {
-		c.replicaOfInCluster(args)
 		return
 	}
 	if equalFold(args[1], "no") && equalFold(args[2], "one") {
