@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +41,7 @@ type sentinel struct {
 	endpoint
 	conf, logPath string
 	client        *redis.SentinelClient
+	process       *os.Process
 }
 
 // Log returns what the Sentinel has logged so far.
@@ -52,19 +54,23 @@ func (s *sentinel) Log() string {
 }
 
 // sentinelConf is a Sentinel's config file monitoring the master at
-// 127.0.0.1:masterPort with a quorum of two.
+// 127.0.0.1:masterPort with a quorum of two, or nothing for masterPort 0.
 func sentinelConf(port, masterPort int, dir, logPath string) string {
-	return strings.Join([]string{
+	lines := []string{
 		"port " + strconv.Itoa(port),
 		"bind 127.0.0.1",
 		"dir " + dir,
 		"logfile " + logPath,
 		"sentinel resolve-hostnames no",
-		fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2", sentinelMaster, masterPort),
-		"sentinel down-after-milliseconds " + sentinelMaster + " 1000",
-		"sentinel failover-timeout " + sentinelMaster + " 5000",
-		"sentinel parallel-syncs " + sentinelMaster + " 1",
-	}, "\n") + "\n"
+	}
+	if masterPort != 0 { // 0: none yet, SENTINEL MONITOR adds them
+		lines = append(lines,
+			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2", sentinelMaster, masterPort),
+			"sentinel down-after-milliseconds "+sentinelMaster+" 1000",
+			"sentinel failover-timeout "+sentinelMaster+" 5000",
+			"sentinel parallel-syncs "+sentinelMaster+" 1")
+	}
+	return strings.Join(lines, "\n") + "\n"
 }
 
 // needSentinel returns the path of redis-server, which runs Sentinel with
@@ -130,6 +136,7 @@ func startSentinel(t *testing.T, path string, masterPort int) *sentinel {
 			continue
 		default:
 		}
+		s.process = cmd.Process
 		s.client = redis.NewSentinelClient(&redis.Options{Addr: s.Addr, Protocol: 2})
 		t.Cleanup(func() { _ = s.client.Close() })
 		return s
@@ -352,6 +359,9 @@ const (
 	foWorkers = 4
 )
 
+// loads numbers the loads started, for their keys' prefixes.
+var loads atomic.Int64
+
 // ack is one decision the client saw allowed.
 type ack struct {
 	key        string
@@ -362,6 +372,7 @@ type ack struct {
 type failoverLoad struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	prefix string // of its keys: each load's are its own
 
 	mu     sync.Mutex
 	acks   []ack
@@ -372,9 +383,9 @@ type failoverLoad struct {
 	lastErr error
 }
 
-func startFailoverLoad(t *testing.T, fc *redis.Client) *failoverLoad {
+func startFailoverLoad(t *testing.T, fc redis.UniversalClient) *failoverLoad {
 	c, cancel := context.WithCancel(context.Background())
-	l := &failoverLoad{cancel: cancel, keys: map[string]int{}}
+	l := &failoverLoad{cancel: cancel, keys: map[string]int{}, prefix: "fo:" + strconv.FormatInt(loads.Add(1), 10) + ":"}
 	for w := 0; w < foWorkers; w++ {
 		l.wg.Add(1)
 		go l.work(c, fc, w)
@@ -383,10 +394,10 @@ func startFailoverLoad(t *testing.T, fc *redis.Client) *failoverLoad {
 	return l
 }
 
-func (l *failoverLoad) work(c context.Context, fc *redis.Client, w int) {
+func (l *failoverLoad) work(c context.Context, fc redis.UniversalClient, w int) {
 	defer l.wg.Done()
 	for k := 0; c.Err() == nil; k++ {
-		key := "fo:" + strconv.Itoa(w) + ":" + strconv.Itoa(k)
+		key := l.prefix + strconv.Itoa(w) + ":" + strconv.Itoa(k)
 		for n := 0; n < foPerKey && c.Err() == nil; n++ {
 			sent := time.Now()
 			r, err := fc.Do(c, "CL.THROTTLE", key, foBurst, 1, foPeriod).Int64Slice()
@@ -530,12 +541,12 @@ func (n *redcellNode) acknowledgedPast(off int64, replicas int) bool {
 	return acked == replicas
 }
 
-// peekAll returns each key's remaining on n, by a peek (quantity 0).
-func peekAll(t *testing.T, n *redcellNode, keys []string) map[string]int64 {
+// peekAll returns each key's remaining through rdb, by a peek (quantity 0).
+func peekAll(t *testing.T, rdb redis.UniversalClient, keys []string) map[string]int64 {
 	t.Helper()
 	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmds, err := n.rdb.Pipelined(c, func(p redis.Pipeliner) error {
+	cmds, err := rdb.Pipelined(c, func(p redis.Pipeliner) error {
 		for _, k := range keys {
 			p.Do(c, "CL.THROTTLE", k, foBurst, 1, foPeriod, 0)
 		}
@@ -659,7 +670,7 @@ func TestSentinelFailover(t *testing.T) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		remaining := peekAll(t, promoted, keys)
+		remaining := peekAll(t, promoted.rdb, keys)
 		byKey := map[string][]ack{}
 		for _, a := range acks {
 			byKey[a.key] = append(byKey[a.key], a)
@@ -730,7 +741,7 @@ func TestSentinelFailover(t *testing.T) {
 		}, sentinelDeadline, 100*time.Millisecond, "Sentinel makes the old master a replica of the new: %v", &last)
 		keys := keysOf()
 		require.Eventually(t, func() bool {
-			a, b := peekAll(t, promoted, keys), peekAll(t, master, keys)
+			a, b := peekAll(t, promoted.rdb, keys), peekAll(t, master.rdb, keys)
 			for _, k := range keys {
 				if a[k] != b[k] {
 					return last.set(fmt.Errorf("%s: remaining %d on the new master, %d on the old", k, a[k], b[k]))
@@ -759,13 +770,13 @@ func TestSentinelFailover(t *testing.T) {
 			require.NoError(t, s.client.Remove(context.Background(), sentinelMaster).Err())
 		}
 		keys := keysOf()
-		before := peekAll(t, promoted, keys)
+		before := peekAll(t, promoted.rdb, keys)
 		require.NoError(t, promoted.stop(syscall.SIGTERM))
 		promoted.restart() // its --replicaof names the first master; replication.conf wins
 		info, err := promoted.info()
 		require.NoError(t, err)
 		require.Equal(t, "master", info["role"])
-		require.Equal(t, before, peekAll(t, promoted, keys))
+		require.Equal(t, before, peekAll(t, promoted.rdb, keys))
 		var last lastErr
 		require.Eventually(t, func() bool {
 			return last.set(other.follows(promoted)) && last.set(master.follows(promoted))
