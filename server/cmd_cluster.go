@@ -204,84 +204,107 @@ func cmdClusterGetKeys(c *client, args [][]byte, now time.Time) {
 // unserved or failed, or while this node waits to hear its Sentinels. The
 // epochs are Sentinel's (config-epoch in CLUSTER NODES); without Sentinels,
 // the topology's version, as before. redcell adds where the topology comes
-// from.
+// from (clusterFacts).
 func cmdClusterInfo(c *client, _ [][]byte, _ time.Time) {
 	if !c.clusterOn() {
 		return
 	}
-	st := c.srv.cluster
+	f := c.srv.clusterFacts()
+	i, i64 := strconv.Itoa, func(n int64) string { return strconv.FormatInt(n, 10) }
+	var b strings.Builder
+	for _, kv := range append([][2]string{
+		{"cluster_state", f.state},
+		{"cluster_slots_assigned", i(f.assigned)},
+		{"cluster_slots_ok", i(f.assigned - f.pfail - f.fail)},
+		{"cluster_slots_pfail", i(f.pfail)},
+		{"cluster_slots_fail", i(f.fail)},
+		{"cluster_known_nodes", i(f.known)},
+		{"cluster_size", i(f.size)},
+		{"cluster_current_epoch", i64(f.currentEpoch)},
+		{"cluster_my_epoch", i64(f.myEpoch)},
+		{"cluster_stats_messages_sent", "0"},
+		{"cluster_stats_messages_received", "0"},
+		{"total_cluster_links_buffer_limit_exceeded", "0"},
+	}, f.redcell()...) {
+		b.WriteString(kv[0] + ":" + kv[1] + "\r\n")
+	}
+	c.writeVerbatim(b.String())
+}
+
+// clusterFacts is what CLUSTER INFO, INFO's Cluster section and the metrics
+// say of the cluster, as this node sees it.
+type clusterFacts struct {
+	state                              string
+	assigned, pfail, fail, known, size int
+	currentEpoch, myEpoch, version     int64
+	sentinels, reachable               int
+	held                               bool
+}
+
+func (s *Server) clusterFacts() clusterFacts {
+	st := s.cluster
 	top, me := st.Topology()
-	state, assigned, pfail, fail, known, size := "fail", 0, 0, 0, 0, 0
-	var current, mine int64
+	f := clusterFacts{state: "fail", version: st.Version(), held: st.Held()}
 	if top != nil {
-		assigned, known = top.Assigned(), len(top.Nodes)
+		f.assigned, f.known = top.Assigned(), len(top.Nodes)
 		for k := range top.Nodes {
 			n := &top.Nodes[k]
-			current = max(current, c.configEpoch(n))
+			f.currentEpoch = max(f.currentEpoch, s.configEpoch(n))
 			if len(n.Slots) == 0 {
 				continue
 			}
-			size++
+			f.size++
 			slots := 0
 			for _, r := range n.Slots {
 				slots += r.To - r.From + 1
 			}
 			switch h := st.Health(n.ID); {
 			case h.Down:
-				fail += slots
+				f.fail += slots
 			case h.Suspect:
-				pfail += slots
+				f.pfail += slots
 			}
 		}
 		if me != nil {
-			mine = c.configEpoch(me)
+			f.myEpoch = s.configEpoch(me)
 		}
-		if me != nil && assigned == cluster.Slots && fail == 0 && !st.Held() {
-			state = "ok"
+		if me != nil && f.assigned == cluster.Slots && f.fail == 0 && !f.held {
+			f.state = "ok"
 		}
 	}
-	sentinels, up := c.srv.sentinels.Sentinels()
-	reachable := 0
+	addrs, up := s.sentinels.Sentinels()
+	f.sentinels = len(addrs)
 	for _, u := range up {
 		if u {
-			reachable++
+			f.reachable++
 		}
 	}
+	return f
+}
+
+// redcell is the fields redcell adds to CLUSTER INFO and INFO's Cluster
+// section: the topology's version (the operator's pushes), who decides
+// failovers (operator or sentinel), the Sentinels and how many answer, and
+// whether this node still waits to hear them.
+func (f clusterFacts) redcell() [][2]string {
 	decides := "operator"
-	if len(sentinels) > 0 {
+	if f.sentinels > 0 {
 		decides = "sentinel"
 	}
-	i, i64 := strconv.Itoa, func(n int64) string { return strconv.FormatInt(n, 10) }
-	var b strings.Builder
-	for _, kv := range [][2]string{
-		{"cluster_state", state},
-		{"cluster_slots_assigned", i(assigned)},
-		{"cluster_slots_ok", i(assigned - pfail - fail)},
-		{"cluster_slots_pfail", i(pfail)},
-		{"cluster_slots_fail", i(fail)},
-		{"cluster_known_nodes", i(known)},
-		{"cluster_size", i(size)},
-		{"cluster_current_epoch", i64(current)},
-		{"cluster_my_epoch", i64(mine)},
-		{"cluster_stats_messages_sent", "0"},
-		{"cluster_stats_messages_received", "0"},
-		{"total_cluster_links_buffer_limit_exceeded", "0"},
-		{"cluster_topology_version", i64(st.Version())},
+	return [][2]string{
+		{"cluster_topology_version", strconv.FormatInt(f.version, 10)},
 		{"cluster_failovers_decided_by", decides},
-		{"cluster_sentinels", i(len(sentinels))},
-		{"cluster_sentinels_reachable", i(reachable)},
-		{"cluster_waiting_for_sentinels", boolInt(st.Held())},
-	} {
-		b.WriteString(kv[0] + ":" + kv[1] + "\r\n")
+		{"cluster_sentinels", strconv.Itoa(f.sentinels)},
+		{"cluster_sentinels_reachable", strconv.Itoa(f.reachable)},
+		{"cluster_waiting_for_sentinels", boolInt(f.held)},
 	}
-	c.writeVerbatim(b.String())
 }
 
 // configEpoch is node n's config epoch for CLUSTER NODES and INFO: its
 // shard's epoch as Sentinel reported it when Sentinels decide failovers,
 // else the topology's version (every push orders the whole topology).
-func (c *client) configEpoch(n *cluster.Node) int64 {
-	st := c.srv.cluster
+func (s *Server) configEpoch(n *cluster.Node) int64 {
+	st := s.cluster
 	if len(st.Sentinels()) > 0 {
 		return st.Epoch(n.ID)
 	}
@@ -383,7 +406,7 @@ func (c *client) nodeLine(n *cluster.Node, flags string) string {
 		flags, link = flags+",fail?", "disconnected"
 	}
 	return n.ID + " " + n.IP + ":" + strconv.Itoa(n.Port) + "@" + strconv.Itoa(n.Port+10000) + " " +
-		flags + " " + master + " 0 0 " + strconv.FormatInt(c.configEpoch(n), 10) + " " + link
+		flags + " " + master + " 0 0 " + strconv.FormatInt(c.srv.configEpoch(n), 10) + " " + link
 }
 
 // topologyOrNone returns the topology in force, or answers for there being

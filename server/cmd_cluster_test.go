@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -310,4 +311,41 @@ func keyInSlot(slot int) string {
 			return k
 		}
 	}
+}
+
+// A node's view of the cluster in CLUSTER INFO, INFO's Cluster section and
+// the metrics: its topology's version, who decides failovers, its Sentinels.
+func TestClusterFactsInInfoAndMetrics(t *testing.T) {
+	nodes := startClusterNodes(t, 2)
+	for _, n := range nodes {
+		_, err := n.do(t, "CLUSTERX", "SETNODES", topology(nodes), "7")
+		require.NoError(t, err)
+	}
+	a := nodes[0]
+	_, err := a.do(t, "CLUSTERX", "SETSENTINELS", "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3")
+	require.NoError(t, err)
+	info, err := a.rdb.Info(context.Background(), "cluster").Result()
+	require.NoError(t, err)
+	for _, line := range []string{"cluster_enabled:1", "cluster_state:ok", "cluster_current_epoch:0", "cluster_topology_version:7",
+		"cluster_failovers_decided_by:sentinel", "cluster_sentinels:3", "cluster_sentinels_reachable:0", "cluster_waiting_for_sentinels:0"} {
+		require.Contains(t, info, line+"\r\n")
+	}
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(a.srv.Collector()))
+	text := gatherText(t, reg)
+	for _, line := range []string{
+		`redcell_cluster_topology_version 7`,
+		`redcell_cluster_current_epoch 0`,
+		`redcell_cluster_slots{state="ok"} 16384`,
+		`redcell_cluster_slots{state="fail"} 0`,
+		`redcell_cluster_sentinels{state="unreachable"} 3`,
+		`redcell_cluster_waiting_for_sentinels 0`,
+	} {
+		require.Contains(t, text, "\n"+line+"\n")
+	}
+	b := nodes[1]
+	info, err = b.rdb.Info(context.Background(), "cluster").Result()
+	require.NoError(t, err)
+	require.Contains(t, info, "cluster_current_epoch:7\r\n", "without Sentinels, the topology's version")
+	require.Contains(t, info, "cluster_failovers_decided_by:operator\r\n")
 }

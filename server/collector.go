@@ -37,12 +37,24 @@ var (
 		"Client connections accepted.", nil, nil)
 	descRejectedConns = prometheus.NewDesc("redcell_rejected_connections_total",
 		"Client connections refused (maxclients).", nil, nil)
+
+	// Cluster mode's, only in cluster mode.
+	descTopologyVersion = prometheus.NewDesc("redcell_cluster_topology_version",
+		"The version of the topology the operator pushed last (CLUSTERX SETNODES, SETSLOT); -1 before any.", nil, nil)
+	descCurrentEpoch = prometheus.NewDesc("redcell_cluster_current_epoch",
+		"The highest config epoch of the cluster's shards: Sentinel's failover epoch when Sentinels decide failovers, else the topology's version.", nil, nil)
+	descSlotsFail = prometheus.NewDesc("redcell_cluster_slots",
+		"Slots by state: ok, pfail (their master down to one Sentinel) and fail (down to a quorum).", []string{"state"}, nil)
+	descSentinels = prometheus.NewDesc("redcell_cluster_sentinels",
+		"The Sentinels that decide failovers, by whether they answered within the last 3 s: reachable or unreachable.", []string{"state"}, nil)
+	descWaiting = prometheus.NewDesc("redcell_cluster_waiting_for_sentinels",
+		"1 while this node, restarted with Sentinels, has yet to hear a majority of them and serves no slot as master.", nil, nil)
 )
 
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDecisions, descHits, descMisses, descErrors, descCommands,
 		descRejected, descFailed, descLatency, descKeys, descExpired, descPending, descConnected,
-		descConnections, descRejectedConns} {
+		descConnections, descRejectedConns, descTopologyVersion, descCurrentEpoch, descSlotsFail, descSentinels, descWaiting} {
 		ch <- d
 	}
 }
@@ -84,6 +96,21 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descConnected, c.connectedClients)
 	counter(descConnections, c.connections)
 	counter(descRejectedConns, c.rejectedConns)
+	if s.cluster != nil {
+		f := s.clusterFacts()
+		gauge(descTopologyVersion, f.version)
+		gauge(descCurrentEpoch, f.currentEpoch)
+		for state, n := range map[string]int{"ok": f.assigned - f.pfail - f.fail, "pfail": f.pfail, "fail": f.fail} {
+			ch <- prometheus.MustNewConstMetric(descSlotsFail, prometheus.GaugeValue, float64(n), state)
+		}
+		ch <- prometheus.MustNewConstMetric(descSentinels, prometheus.GaugeValue, float64(f.reachable), "reachable")
+		ch <- prometheus.MustNewConstMetric(descSentinels, prometheus.GaugeValue, float64(f.sentinels-f.reachable), "unreachable")
+		waiting := int64(0)
+		if f.held {
+			waiting = 1
+		}
+		gauge(descWaiting, waiting)
+	}
 }
 
 // pendingChanges counts the changes not yet durable: those the flusher has

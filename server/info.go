@@ -36,7 +36,9 @@ var infoSections = []infoSection{
 	{"Latencystats", false, (*Server).infoLatencystats},
 	{"Cluster", true, func(s *Server, _ storage.Keyspace, _ time.Time) [][2]string {
 		if s.cluster != nil {
-			return [][2]string{{"cluster_enabled", "1"}}
+			f := s.clusterFacts()
+			return append([][2]string{{"cluster_enabled", "1"}, {"cluster_state", f.state},
+				{"cluster_current_epoch", strconv.FormatInt(f.currentEpoch, 10)}}, f.redcell()...)
 		}
 		return [][2]string{{"cluster_enabled", "0"}}
 	}},
