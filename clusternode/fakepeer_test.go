@@ -144,6 +144,7 @@ func slotKeys(slot, n int) []string {
 type fakeReplication struct {
 	replica bool
 	calls   []string
+	offset  int64
 }
 
 var _ Replication = (*fakeReplication)(nil)
@@ -156,3 +157,5 @@ func (r *fakeReplication) ReplicaOf(host string, port int) (bool, error) {
 }
 
 func (r *fakeReplication) IsReplica() bool { return r.replica }
+
+func (r *fakeReplication) Offset() int64 { return r.offset }

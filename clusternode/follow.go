@@ -8,6 +8,9 @@ type Replication interface {
 	ReplicaOf(host string, port int) (already bool, err error)
 	// IsReplica reports whether the node is a replica now.
 	IsReplica() bool
+	// Offset is the end of the replication stream the node holds: what it
+	// has applied, as a replica.
+	Offset() int64
 }
 
 // Follower makes the node what the topology in force (Config.State) says

@@ -37,7 +37,7 @@ func dialPeer(n cluster.Node, password string) (*peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &peer{conn: conn, r: bufio.NewReader(conn), w: bufio.NewWriter(conn)}
+	p := newPeer(conn)
 	if password != "" {
 		if err := p.call("AUTH", password); err != nil {
 			p.close()
@@ -45,6 +45,11 @@ func dialPeer(n cluster.Node, password string) (*peer, error) {
 		}
 	}
 	return p, nil
+}
+
+// newPeer is a peer over conn.
+func newPeer(conn net.Conn) *peer {
+	return &peer{conn: conn, r: bufio.NewReader(conn), w: bufio.NewWriter(conn)}
 }
 
 func (p *peer) close() { _ = p.conn.Close() }
@@ -88,4 +93,16 @@ func (p *peer) replies(n int) error {
 func (p *peer) call(args ...string) error {
 	p.send(args...)
 	return p.replies(1)
+}
+
+// value sends one command and returns its reply (an error reply as a
+// resp.ReplyError error), within peerTimeout.
+func (p *peer) value(args ...string) (any, error) {
+	p.send(args...)
+	_ = p.conn.SetDeadline(time.Now().Add(peerTimeout))
+	if err := p.w.Flush(); err != nil {
+		return nil, err
+	}
+	p.pending--
+	return resp.ReadReply(p.r)
 }

@@ -327,12 +327,28 @@ func TestClusterHealsItselfUnderSentinel(t *testing.T) {
 			sentinelDeadline, 50*time.Millisecond, "%v", &last)
 	})
 
+	t.Run("CLUSTER FAILOVER asks Sentinel for a planned switch", func(t *testing.T) {
+		load := startFailoverLoad(t, cc)
+		require.Eventually(t, func() bool { return load.acked() >= 500 }, 30*time.Second, 10*time.Millisecond)
+		err := c.nodes[5].rdb.Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err()
+		require.EqualError(t, err, "ERR TAKEOVER would bypass the Sentinels that decide this cluster's failovers; use CLUSTER FAILOVER (or FORCE), which asks them")
+		require.NoError(t, c.nodes[5].rdb.Do(ctx, "CLUSTER", "FAILOVER").Err())
+		require.Eventually(t, func() bool { return last.set(c.agree([]int{0, 1, 2, 3, 4, 5}, [healShards]int{3, 1, 5})) },
+			sentinelDeadline, 20*time.Millisecond, "every node serves the replica switched to: %v", &last)
+		before := load.acked()
+		require.Eventually(t, func() bool { return load.acked() >= before+foWorkers*foPerKey }, 30*time.Second, 10*time.Millisecond,
+			"the client carries on; its last error: %v", load.lastError())
+		load.stop()
+		lost, acked := lostOnShard(t, load, cc, 2, time.Now(), time.Now(), time.Nanosecond)
+		require.Zero(t, lost, "a planned switch loses nothing of the %d decisions acknowledged", acked)
+	})
+
 	t.Run("two shards fail over at once", func(t *testing.T) {
 		load := startFailoverLoad(t, cc)
 		require.Eventually(t, func() bool { return load.acked() >= 500 }, 30*time.Second, 10*time.Millisecond)
 		_ = c.nodes[3].stop(syscall.SIGKILL)
 		_ = c.nodes[1].stop(syscall.SIGKILL)
-		require.Eventually(t, func() bool { return last.set(c.agree([]int{0, 2, 4, 5}, [healShards]int{0, 4, 2})) },
+		require.Eventually(t, func() bool { return last.set(c.agree([]int{0, 2, 4, 5}, [healShards]int{0, 4, 5})) },
 			sentinelDeadline, 20*time.Millisecond, "both shards heal: %v", &last)
 		before := load.acked()
 		require.Eventually(t, func() bool { return load.acked() >= before+foWorkers*foPerKey }, 30*time.Second, 10*time.Millisecond,
@@ -386,4 +402,70 @@ func (c *healingCluster) infoField(t *testing.T, i int, field string) string {
 	}
 	t.Fatalf("CLUSTER INFO has no %s:\n%s", field, text)
 	return ""
+}
+
+// CLUSTER FAILOVER on a replica, where the operator decides failovers: the
+// master's writes pause until the replica has applied all of them, then the
+// replica pushes the topology with itself as the shard's master to every
+// node; under a cluster client's load nothing acknowledged is lost. FORCE
+// switches without waiting for the master.
+func TestClusterFailoverWithoutSentinel(t *testing.T) {
+	var nodes []*redcellNode
+	for i := range 3 {
+		dir := t.TempDir()
+		n := &redcellNode{binaryServer: startBinary(t, nil, onLoopback("--dir", dir, "--cluster-enabled", "yes")...), dir: dir}
+		n.rdb = redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: 2, MaxRetries: -1})
+		t.Cleanup(func() {
+			_ = n.rdb.Close()
+			if t.Failed() {
+				t.Logf("redcell node %d on port %d, its log:\n%s", i, n.Port, n.Log())
+			}
+		})
+		require.NoError(t, n.rdb.Do(context.Background(), "CLUSTERX", "SETNODEID", nodeID(i)).Err())
+		nodes = append(nodes, n)
+	}
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	text := fmt.Sprintf("%s 127.0.0.1 %d master - 0-16383\n%s 127.0.0.1 %d slave %s\n%s 127.0.0.1 %d slave %s\n",
+		nodeID(0), a.Port, nodeID(1), b.Port, nodeID(0), nodeID(2), c.Port, nodeID(0))
+	ctx := context.Background()
+	for _, n := range nodes {
+		require.NoError(t, n.rdb.Do(ctx, "CLUSTERX", "SETNODES", text, "3").Err())
+	}
+	var last lastErr
+	require.Eventually(t, func() bool { return last.set(b.follows(a)) && last.set(c.follows(a)) }, 30*time.Second, 20*time.Millisecond, "%v", &last)
+	masterIs := func(m *redcellNode, version string) error {
+		for i, n := range nodes {
+			text, err := n.rdb.Do(ctx, "CLUSTER", "NODES").Text()
+			if err != nil {
+				return err
+			}
+			for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+				f := strings.Fields(line)
+				master := slices.Contains(strings.Split(f[2], ","), "master")
+				if master != (f[1] == m.Addr+"@"+strconv.Itoa(m.Port+10000)) || master && strings.Join(f[3:], " ") != "- 0 0 "+version+" connected 0-16383" {
+					return fmt.Errorf("node %d: CLUSTER NODES\n%s", i, text)
+				}
+			}
+		}
+		return nil
+	}
+	cc := goRedisCluster(t, []string{a.Addr, b.Addr, c.Addr}, func(o *redis.ClusterOptions) { o.ClusterStateReloadInterval = time.Second })
+	load := startFailoverLoad(t, cc)
+	require.Eventually(t, func() bool { return load.acked() >= 500 }, 30*time.Second, 10*time.Millisecond)
+
+	_, err := a.rdb.Do(ctx, "CLUSTER", "FAILOVER").Result()
+	require.EqualError(t, err, "ERR You should send CLUSTER FAILOVER to a replica")
+	require.NoError(t, b.rdb.Do(ctx, "CLUSTER", "FAILOVER").Err())
+	require.Eventually(t, func() bool { return last.set(masterIs(b, "4")) }, 30*time.Second, 20*time.Millisecond, "%v", &last)
+	require.Eventually(t, func() bool { return last.set(a.follows(b)) && last.set(c.follows(b)) }, 30*time.Second, 20*time.Millisecond, "%v", &last)
+	before := load.acked()
+	require.Eventually(t, func() bool { return load.acked() >= before+foWorkers*foPerKey }, 30*time.Second, 10*time.Millisecond,
+		"the client carries on; its last error: %v", load.lastError())
+	load.stop()
+	lost, acked := lostOnShard(t, load, cc, 0, time.Now(), time.Now(), time.Nanosecond)
+	require.Zero(t, lost, "a planned switch loses nothing of the %d decisions acknowledged", acked)
+
+	require.NoError(t, c.rdb.Do(ctx, "CLUSTER", "FAILOVER", "FORCE").Err())
+	require.Eventually(t, func() bool { return last.set(masterIs(c, "5")) }, 30*time.Second, 20*time.Millisecond, "%v", &last)
+	require.Eventually(t, func() bool { return last.set(a.follows(c)) && last.set(b.follows(c)) }, 30*time.Second, 20*time.Millisecond, "%v", &last)
 }

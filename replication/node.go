@@ -325,6 +325,15 @@ type ReplicaStatus struct {
 	Lag    time.Duration
 }
 
+// Offset is the end of the stream this node holds: what it has applied as a
+// replica, master_repl_offset as a master.
+func (n *Node) Offset() int64 {
+	n.streamMu.Lock()
+	defer n.streamMu.Unlock()
+	_, end := n.backlog.offsets()
+	return end
+}
+
 // Status returns the node's replication status at now.
 func (n *Node) Status() Status {
 	n.mu.Lock()

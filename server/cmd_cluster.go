@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"redcell/cluster"
+	"redcell/clusternode"
 	"redcell/gcra"
 )
 
@@ -30,6 +31,7 @@ func clusterFamily() []*command {
 			complexity: "Depends on subcommand.", summary: "A container for Redis Cluster commands.",
 			subcommands: []*command{
 				sub("cluster|countkeysinslot", 3, stale, "Returns the number of keys in a hash slot.", cmdClusterCountKeys),
+				sub("cluster|failover", -2, admin, "Forces a replica to perform a manual failover of its master.", cmdClusterFailover),
 				sub("cluster|getkeysinslot", 4, stale, "Returns the key names in a hash slot.", cmdClusterGetKeys),
 				withGroup(helpSubcommand("cluster", "5.0.0", clusterHelp), "cluster"),
 				sub("cluster|info", 2, stale, "Returns information about the state of a node.", cmdClusterInfo),
@@ -146,6 +148,33 @@ func cmdClusterKeySlot(c *client, args [][]byte, _ time.Time) {
 }
 
 // CLUSTER MYID
+// CLUSTER FAILOVER [FORCE|TAKEOVER]
+//
+// A planned switch of this replica's shard to it (clusternode.Follower.
+// Failover): answered at once, as Redis answers it, the switch following.
+func cmdClusterFailover(c *client, args [][]byte, _ time.Time) {
+	if !c.slotsOn() {
+		return
+	}
+	mode := clusternode.FailoverDefault
+	switch {
+	case len(args) == 2:
+	case len(args) == 3 && equalFold(args[2], "force"):
+		mode = clusternode.FailoverForce
+	case len(args) == 3 && equalFold(args[2], "takeover"):
+		mode = clusternode.FailoverTakeover
+	default:
+		c.writeError(errSyntax)
+		return
+	}
+	if err := c.srv.follower.Failover(mode); err != nil {
+		c.writeError(clusterError(err))
+		return
+	}
+	c.srv.cfg.Logger.Info("CLUSTER FAILOVER: switching this replica's shard to it", "mode", string(args[len(args)-1]), "client", c.addr)
+	c.writeOK()
+}
+
 func cmdClusterMyID(c *client, _ [][]byte, _ time.Time) {
 	if c.clusterOn() {
 		c.writeBulkString(c.srv.cluster.MyID())
