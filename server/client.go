@@ -65,11 +65,11 @@ type client struct {
 	// them as Redis does: flags=b and flags=O.
 	waiting    atomic.Bool
 	monitoring atomic.Bool
-	// feed is the connection's feed once started (feed.go): set by the
+	// outbox is the connection's outbox once started (startOutbox): set by the
 	// client's own goroutine before anything that pushes to it can find
 	// it. monitorLine, the client's own, is where the lines of its
 	// commands are built while anyone monitors.
-	feed        *feed
+	outbox      *outbox
 	monitorLine []byte
 
 	// subs are the client's subscriptions by kind (pubsub.go), touched by

@@ -13,7 +13,7 @@ import (
 // PING answers an array; under RESP3 it may run anything.
 
 // pubsubFamily is Pub/Sub's commands, with Redis 7.2's flags, for the
-// command table (commands.go). SUBSCRIBE and PSUBSCRIBE start a feed, so
+// command table (commands.go). SUBSCRIBE and PSUBSCRIBE start an outbox, so
 // they run off the event loops; the others need not.
 func pubsubFamily() []*command {
 	subFlags := []string{"pubsub", "noscript", "loading", "stale"}
@@ -105,10 +105,10 @@ var subscriptionReplies = [subKinds][2]string{
 }
 
 // subscribe subscribes the client to names of kind, answering each. Its
-// feed holds what is published to it until these replies are sent, so that
+// outbox holds what is published to it until these replies are sent, so that
 // no message comes before the confirmation of its channel.
 func (c *client) subscribe(command string, names [][]byte, kind subKind) {
-	f := c.startFeed()
+	f := c.startOutbox()
 	if f == nil {
 		c.writeError(errNoNetwork(command))
 		return

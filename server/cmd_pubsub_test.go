@@ -295,7 +295,7 @@ func TestPubsubSlowSubscriberIsDisconnected(t *testing.T) {
 }
 
 // MONITOR and SUBSCRIBE on one connection, as Redis allows: lines and
-// messages come through one feed, in the order they happened, and the
+// messages come through one outbox, in the order they happened, and the
 // client shows both flags.
 func TestPubsubAndMonitorOnOneConnection(t *testing.T) {
 	srv := newPubsubServer(Config{})
@@ -351,7 +351,7 @@ func (s *Server) clientByID(id int64) *client {
 	return nil
 }
 
-// Without a network a connection cannot be fed: SUBSCRIBE says so.
+// Without a network a connection cannot have an outbox: SUBSCRIBE says so.
 func TestSubscribeNeedsANetwork(t *testing.T) {
 	tc := newTestClient(t, Config{})
 	require.Equal(t, errReply(errNoNetwork("SUBSCRIBE")), tc.do("SUBSCRIBE", "a"))

@@ -38,7 +38,7 @@ type command struct {
 	mayReplicate bool
 	// offLoop commands run on a goroutine of the connection's own, never
 	// on an event loop (loop_linux.go): admin commands, which may wait,
-	// and those that start a feed (SUBSCRIBE). register sets it for admin
+	// and those that start an outbox (SUBSCRIBE). register sets it for admin
 	// commands.
 	offLoop bool
 	// inSubscribed commands are the ones a client subscribed under RESP2

@@ -48,12 +48,12 @@ type connection interface {
 	// (reject). It reports false if the connection has no such goroutine:
 	// the caller closes it.
 	refuseLater(reply string) bool
-	// startFeed hands the connection's writing over to a feed (feed.go),
-	// or returns the one it has: the replies queued so far are the feed's
+	// startOutbox hands the connection's writing over to an outbox, or
+	// returns the one it has: the replies queued so far are the outbox's
 	// first bytes, and every later batch goes to it in turn. limit is the
-	// feed's backlog. Only a connection with a network (NetConn) can be
-	// fed: others return nil.
-	startFeed(limit int) *feed
+	// outbox's backlog. Only a connection with a network (NetConn) can
+	// have one: others return nil.
+	startOutbox(limit int) *outbox
 	// mute discards every later reply: the connection is a replica's,
 	// whose writing package replication took over after PSYNC.
 	mute()
@@ -100,9 +100,9 @@ type conn struct {
 	// roomLeft is the reply size room accepts at a glance (setRoomLeft).
 	roomLeft int64
 	closed   bool
-	// feed, once started (client.startFeed), takes the replies instead of
+	// outbox, once started (client.startOutbox), takes the replies instead of
 	// the connection: its writer sends them in order with what others push.
-	feed *feed
+	outbox *outbox
 	// muted: replies are discarded (mute).
 	muted bool
 
@@ -272,16 +272,16 @@ func (s *Server) runBatch(c *conn) error {
 	return c.refuseInput(refused)
 }
 
-// flush writes the queued replies, or hands them to the feed, which also
-// lets through what it held aside while they were queued (feed.hold).
+// flush writes the queued replies, or hands them to the outbox, which also
+// lets through what it held aside while they were queued (outbox.hold).
 func (c *conn) flush() error {
 	var err error
 	switch {
 	case c.muted:
 		c.out = c.out[:0]
 		return nil
-	case c.feed != nil:
-		c.feed.pushReplies(c.out)
+	case c.outbox != nil:
+		c.outbox.pushReplies(c.out)
 	case len(c.out) == 0:
 		return nil
 	default:
@@ -322,11 +322,11 @@ func (c *conn) Close() error {
 	}
 	_ = c.flush()
 	c.closed = true
-	if c.feed != nil {
-		// A fed connection's replies are written by its feed: let it send
-		// them (QUIT's +OK) before the connection closes under it.
-		c.feed.stop()
-		c.feed.wait()
+	if c.outbox != nil {
+		// With an outbox, the connection's replies are written by it: let
+		// it send them (QUIT's +OK) before the connection closes under it.
+		c.outbox.stop()
+		c.outbox.wait()
 	}
 	if c.loop != nil {
 		return nil // its loop closes the socket once the batch ends

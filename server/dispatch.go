@@ -55,7 +55,7 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 	hooked := s.hooks.Load() != 0
 	if c.onLoop && (spec.offLoop || hooked) {
 		// Admin commands (SAVE, SHUTDOWN, MONITOR, ...), blocking ones
-		// (WAIT) and a pause may wait, and a feed writes through the
+		// (WAIT) and a pause may wait, and an outbox writes through the
 		// netpoller (SUBSCRIBE): not on an event loop, which serves other
 		// clients.
 		c.leaveLoop = true

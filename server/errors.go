@@ -144,7 +144,7 @@ var (
 )
 
 // errNoNetwork refuses a command that streams to its connection (MONITOR,
-// SUBSCRIBE) on one without a network, which cannot be fed: only tests make
+// SUBSCRIBE) on one without a network, which cannot have an outbox: only tests make
 // such connections.
 func errNoNetwork(command string) replyError {
 	return commandError("ERR " + command + " needs a network connection")

@@ -28,7 +28,7 @@ import (
 // leave the loop for a goroutine of its own (promote), which it keeps from
 // then on, as before loops existed. It leaves for an admin command (SAVE,
 // BGSAVE, SHUTDOWN, MONITOR, SLOWLOG, LATENCY), for SUBSCRIBE and
-// PSUBSCRIBE, whose feed others write to (command.offLoop), while a pause
+// PSUBSCRIBE, whose outbox others write to (command.offLoop), while a pause
 // or a monitor is in force (dispatch), for a reply the socket does not take
 // whole, and for a refusal of its input. TLS connections, durable mode and the
 // maxclients refusal never use a loop.

@@ -15,7 +15,7 @@ import (
 // running (unknown, wrong arity, NOAUTH) and admin commands (SHUTDOWN, SAVE,
 // CLIENT KILL, MONITOR itself, ...) are not fed, as in Redis.
 //
-// A monitor's lines go through its connection's feed (feed.go), whose
+// A monitor's lines go through its connection's outbox, whose
 // goroutine writes them, so a monitor that reads slowly never holds up a
 // command, and one that leaves more than its backlog unread is disconnected.
 // What the command path pays: with no monitor, nothing but the load of
@@ -49,7 +49,7 @@ func cmdMonitor(c *client, _ [][]byte, _ time.Time) {
 	}
 	// +OK goes before any line, held back until it is sent: the client,
 	// once it has read +OK, sees every command that runs after.
-	f := c.startFeed()
+	f := c.startOutbox()
 	f.hold()
 	c.monitoring.Store(true)
 	c.srv.addMonitor(f)
@@ -57,20 +57,20 @@ func cmdMonitor(c *client, _ [][]byte, _ time.Time) {
 }
 
 // addMonitor starts feeding f the monitor lines.
-func (s *Server) addMonitor(f *feed) {
+func (s *Server) addMonitor(f *outbox) {
 	s.monMu.Lock()
 	defer s.monMu.Unlock()
-	list := append(append([]*feed(nil), s.monitorList()...), f)
+	list := append(append([]*outbox(nil), s.monitorList()...), f)
 	s.monitors.Store(&list)
 	s.hooks.Or(hookMonitor)
 }
 
 // removeMonitor stops feeding f; it is a no-op if f is not fed.
-func (s *Server) removeMonitor(f *feed) {
+func (s *Server) removeMonitor(f *outbox) {
 	s.monMu.Lock()
 	defer s.monMu.Unlock()
 	old := s.monitorList()
-	list := make([]*feed, 0, len(old))
+	list := make([]*outbox, 0, len(old))
 	for _, o := range old {
 		if o != f {
 			list = append(list, o)
@@ -82,7 +82,7 @@ func (s *Server) removeMonitor(f *feed) {
 	}
 }
 
-func (s *Server) monitorList() []*feed {
+func (s *Server) monitorList() []*outbox {
 	if p := s.monitors.Load(); p != nil {
 		return *p
 	}
@@ -93,7 +93,7 @@ func (s *Server) monitorList() []*feed {
 // RESET.
 func (s *Server) endMonitor(c *client) {
 	if c.monitoring.Load() {
-		s.removeMonitor(c.feed)
+		s.removeMonitor(c.outbox)
 		c.monitoring.Store(false)
 	}
 }

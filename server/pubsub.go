@@ -9,9 +9,9 @@ import (
 // Pub/Sub's registry: which clients are subscribed to each channel and to
 // each pattern, server-wide. The commands are in cmd_pubsub.go.
 //
-// A subscriber's messages go through its connection's feed (feed.go),
+// A subscriber's messages go through its connection's outbox,
 // whose goroutine writes them: PUBLISH builds a message once per channel and
-// per matching pattern and copies it onto each subscriber's feed, under the
+// per matching pattern and copies it onto each subscriber's outbox, under the
 // registry's read lock, and never waits for a subscriber to read. One that
 // leaves more than its backlog (Limits.MaxOutput) unread is disconnected,
 // as Redis's client-output-buffer-limit pubsub does. A client that never
@@ -221,11 +221,11 @@ func deliver(from, to *client, msg []byte) {
 	}
 	if to.respSeen.Load() == 3 {
 		msg[0] = '>'
-		to.feed.push(msg)
+		to.outbox.push(msg)
 		msg[0] = '*'
 		return
 	}
-	to.feed.push(msg)
+	to.outbox.push(msg)
 }
 
 // sendSelfPushes writes the messages the client published to itself after

@@ -139,7 +139,7 @@ type Server struct {
 	pauseMu  sync.Mutex // serializes changes of pause with hookPause
 	pause    atomic.Pointer[pauseState]
 	monMu    sync.Mutex // serializes changes of monitors with hookMonitor
-	monitors atomic.Pointer[[]*feed]
+	monitors atomic.Pointer[[]*outbox]
 	pubsub   pubsub // the subscriptions: pubsub.go
 
 	// failover is the FAILOVER in progress, if any (cmd_replication.go);
@@ -274,7 +274,7 @@ func (s *Server) closed(conn connection, err error) {
 	}
 	s.endMonitor(c)
 	s.unsubscribeAll(c)
-	c.endFeed()
+	c.endOutbox()
 	s.connectionEnded(c, err)
 }
 
