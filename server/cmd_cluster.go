@@ -117,7 +117,7 @@ func withGroup(cmd *command, group string) *command {
 // READONLY
 func cmdReadOnly(c *client, _ [][]byte, _ time.Time) {
 	if c.clusterOn() {
-		c.readOnly = true
+		c.cluster.readOnly = true
 		c.writeOK()
 	}
 }
@@ -125,7 +125,7 @@ func cmdReadOnly(c *client, _ [][]byte, _ time.Time) {
 // READWRITE
 func cmdReadWrite(c *client, _ [][]byte, _ time.Time) {
 	if c.clusterOn() {
-		c.readOnly = false
+		c.cluster.readOnly = false
 		c.writeOK()
 	}
 }
@@ -133,7 +133,7 @@ func cmdReadWrite(c *client, _ [][]byte, _ time.Time) {
 // ASKING
 func cmdAsking(c *client, _ [][]byte, _ time.Time) {
 	if c.clusterOn() {
-		c.asking = true
+		c.cluster.asking = true
 		c.writeOK()
 	}
 }

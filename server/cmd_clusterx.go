@@ -49,7 +49,7 @@ func cmdClusterxSetNodes(c *client, args [][]byte, _ time.Time) {
 		c.writeError(clusterError(err))
 		return
 	}
-	c.srv.cfg.Logger.Info("cluster topology set", "version", version, "nodes", len(top.Nodes), "client", c.addr)
+	c.srv.cfg.Logger.Info("cluster topology set", "version", version, "nodes", len(top.Nodes), "client", c.ident.addr)
 	c.srv.follower.Follow()
 	c.writeOK()
 }

@@ -87,7 +87,7 @@ func cmdGCRA(c *client, args [][]byte, now time.Time) {
 			return
 		}
 	} else {
-		res, err = c.ks.ThrottleSlot(args[1], c.slot, rate, at)
+		res, err = c.ks.ThrottleSlot(args[1], c.cluster.slot, rate, at)
 	}
 	if err != nil {
 		c.writeError(gcraError(err))

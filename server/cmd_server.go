@@ -73,7 +73,7 @@ func cmdShutdown(c *client, args [][]byte, _ time.Time) {
 		c.writeError(errShutdownSave)
 		return
 	}
-	c.closing = true
+	c.batch.closing = true
 	c.conn.Close()
 }
 

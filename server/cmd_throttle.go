@@ -79,7 +79,7 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 			return
 		}
 	} else {
-		res, err = c.ks.ThrottleSlot(args[1], c.slot, rate, gcra.InstantOf(now))
+		res, err = c.ks.ThrottleSlot(args[1], c.cluster.slot, rate, gcra.InstantOf(now))
 	}
 	if err != nil {
 		c.writeError(throttleError(err))

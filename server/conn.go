@@ -217,7 +217,7 @@ func (s *Server) runBatch(c *conn) error {
 	for !c.closed {
 		if args == nil {
 			var err error
-			if args, err = c.rd.Next(cl.authed); err != nil {
+			if args, err = c.rd.Next(cl.session.authed); err != nil {
 				refused = err
 				break
 			}
@@ -232,10 +232,10 @@ func (s *Server) runBatch(c *conn) error {
 			s.prefetchAhead(c.rd)
 		}
 		now = s.dispatch(cl, args, now)
-		if cl.leaveLoop {
+		if cl.batch.leaveLoop {
 			// The command needs a goroutine of its own (dispatch): it
 			// runs there, and the rest of the batch after it.
-			cl.leaveLoop = false
+			cl.batch.leaveLoop = false
 			c.pending = args
 			return errLeaveLoop
 		}
@@ -253,7 +253,7 @@ func (s *Server) runBatch(c *conn) error {
 	if refused != nil && c.loop != nil {
 		return errLeaveLoop // the refusal is sent from a goroutine (refuse)
 	}
-	if cl.unsynced {
+	if cl.batch.unsynced {
 		s.syncBeforeReply(cl)
 		if c.closed {
 			return nil

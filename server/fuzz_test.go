@@ -249,7 +249,7 @@ func FuzzCommands(f *testing.F) {
 			t.Fatal("not accepted")
 		}
 		c := conn.client()
-		c.authed = true
+		c.session.authed = true
 		for _, args := range decodeFuzzCommands(data) {
 			if a := args[0]; len(a) > 2 && a[0] == '@' && a[1] == '+' {
 				if ms, err := strconv.Atoi(string(a[2:])); err == nil && ms >= 0 {
@@ -259,7 +259,7 @@ func FuzzCommands(f *testing.F) {
 			}
 			srv.handle(conn, redcon.Command{Args: args})
 			out := conn.take()
-			if c.closing {
+			if c.batch.closing {
 				return
 			}
 			if err := checkReplyCount(args, []byte(out)); err != nil {

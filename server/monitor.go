@@ -35,7 +35,7 @@ func monitorFamily() []*command {
 // As in Redis, a second MONITOR on a monitoring connection is ignored: no
 // reply.
 func cmdMonitor(c *client, _ [][]byte, _ time.Time) {
-	if c.monitoring.Load() {
+	if c.monitor.on.Load() {
 		return
 	}
 	if c.inExec() {
@@ -51,7 +51,7 @@ func cmdMonitor(c *client, _ [][]byte, _ time.Time) {
 	// once it has read +OK, sees every command that runs after.
 	f := c.startOutbox()
 	f.hold()
-	c.monitoring.Store(true)
+	c.monitor.on.Store(true)
 	c.srv.addMonitor(f)
 	c.writeOK()
 }
@@ -92,9 +92,9 @@ func (s *Server) monitorList() []*outbox {
 // endMonitor stops feeding c, once its connection has closed or it sent
 // RESET.
 func (s *Server) endMonitor(c *client) {
-	if c.monitoring.Load() {
+	if c.monitor.on.Load() {
 		s.removeMonitor(c.outbox)
-		c.monitoring.Store(false)
+		c.monitor.on.Store(false)
 	}
 }
 
@@ -107,12 +107,12 @@ func (s *Server) feedMonitors(c *client, args [][]byte, now time.Time) {
 	if len(list) == 0 {
 		return
 	}
-	c.monitorLine = appendMonitorLine(c.monitorLine[:0], now, c.addr, args)
+	c.monitor.line = appendMonitorLine(c.monitor.line[:0], now, c.ident.addr, args)
 	for _, f := range list {
-		f.push(c.monitorLine)
+		f.push(c.monitor.line)
 	}
-	if cap(c.monitorLine) > 64<<10 {
-		c.monitorLine = nil // one huge command must not pin its line
+	if cap(c.monitor.line) > 64<<10 {
+		c.monitor.line = nil // one huge command must not pin its line
 	}
 }
 

@@ -75,7 +75,7 @@ func TestMonitorBacklog(t *testing.T) {
 	w := blockingWriter{release: make(chan struct{})}
 	f := newOutbox(tc.c, w, 100)
 	tc.c.outbox = f
-	tc.c.monitoring.Store(true)
+	tc.c.monitor.on.Store(true)
 	tc.srv.addMonitor(f)
 	line := make([]byte, 60)
 	f.push(line) // taken by the writer, which then blocks, or still queued

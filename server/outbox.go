@@ -197,13 +197,13 @@ func (o *outbox) run() {
 // its backlog unwritten.
 func (c *client) fellBehind(o *outbox) {
 	log := c.srv.cfg.Logger
-	if c.monitoring.Load() {
+	if c.monitor.on.Load() {
 		log.Warn("monitor closed for falling behind: its unread lines passed the output buffer limit",
-			"addr", c.addr, "id", c.id, "limit", o.limit)
+			"addr", c.ident.addr, "id", c.id, "limit", o.limit)
 		c.srv.removeMonitor(o)
 	} else {
 		log.Warn("client closed for falling behind: what its feed holds unread passed the output buffer limit",
-			"addr", c.addr, "id", c.id, "limit", o.limit)
+			"addr", c.ident.addr, "id", c.id, "limit", o.limit)
 	}
 	c.kill()
 }

@@ -128,8 +128,8 @@ func (c *conn) makeRoom(n int) bool {
 
 func (c *conn) refuseOutput(msg string, limit int64) {
 	if cl := c.cl; cl != nil {
-		cl.closing = true
-		cl.srv.cfg.Logger.Warn(msg, "addr", cl.addr, "id", cl.id, "limit", limit)
+		cl.batch.closing = true
+		cl.srv.cfg.Logger.Warn(msg, "addr", cl.ident.addr, "id", cl.id, "limit", limit)
 	}
 	c.drop()
 }

@@ -92,7 +92,7 @@ func TestRepliesFollowTheProtocol(t *testing.T) {
 	tc := newTestClient(t, Config{})
 	c := tc.c
 	for _, resp := range []int{2, 3} {
-		c.resp = resp
+		c.session.resp = resp
 		c.writeNull()
 		c.writeMap(2)
 		c.writeSet(3)

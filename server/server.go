@@ -238,19 +238,18 @@ func (s *Server) accept(conn connection) bool {
 		conn:    conn,
 		srv:     s,
 		id:      s.nextClientID.Add(1),
-		addr:    conn.RemoteAddr(),
-		created: now,
-		resp:    2,
-		slot:    -1,
+		ident:   identity{addr: conn.RemoteAddr(), created: now},
+		session: session{resp: 2},
+		cluster: clusterConn{slot: -1},
 		done:    make(chan struct{}),
 	}
 	if nc := conn.NetConn(); nc != nil {
-		c.laddr = nc.LocalAddr().String()
+		c.ident.laddr = nc.LocalAddr().String()
 	}
 	c.stripe = int(c.id) & (statStripes - 1)
-	c.respSeen.Store(2)
+	c.session.respSeen.Store(2)
 	c.lastActive.Store(now.UnixNano())
-	c.authed = s.cfg.RequirePass == ""
+	c.session.authed = s.cfg.RequirePass == ""
 	c.ks = s.store
 	if !s.admit(c) {
 		s.stats.rejectedConnections.Add(1)
@@ -269,8 +268,8 @@ func (s *Server) closed(conn connection, err error) {
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
-	if c.replLink != nil {
-		c.replLink.Close()
+	if c.repl.link != nil {
+		c.repl.link.Close()
 	}
 	s.endMonitor(c)
 	s.unsubscribeAll(c)

@@ -106,9 +106,9 @@ func keyWasLive(limited bool, resetAfter, increment time.Duration) bool {
 func (c *client) countError(e replyError) {
 	s := c.srv
 	s.stats.errors[e.kind].Add(1)
-	c.failed = true
+	c.batch.failed = true
 	if s.debug {
-		s.cfg.Logger.Debug("error reply", "client", c.addr, "id", c.id, "reply", e.text)
+		s.cfg.Logger.Debug("error reply", "client", c.ident.addr, "id", c.id, "reply", e.text)
 	}
 }
 
@@ -124,7 +124,7 @@ func (s *Server) connectionEnded(c *client, err error) {
 		s.stats.errors[errKindProtocol].Add(1)
 	}
 	if s.debug {
-		s.cfg.Logger.Debug("connection closed", "client", c.addr, "id", c.id, "err", err)
+		s.cfg.Logger.Debug("connection closed", "client", c.ident.addr, "id", c.id, "err", err)
 	}
 }
 
