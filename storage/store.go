@@ -1,9 +1,3 @@
-// Package storage holds redcell's keyspace: rate-limit state by key, spread
-// over lock-striped shards so that all cores serve decisions at once.
-//
-// A key's value is its TAT (gcra.Instant), which is also when it expires. Keys
-// expire lazily on access and actively through ExpireSome. The store never
-// reads a clock: every method that needs the time takes now.
 package storage
 
 import (
