@@ -293,7 +293,7 @@ func TestUnknownEnvironmentVariablesAreWarnedAbout(t *testing.T) {
 // and Dockerfile set is known: the harnesses that run the server with them
 // must not make it warn. (This package's tests, which misspell on purpose,
 // are left out, and so is REDCELL_PROT, the misspelling the README and
-// main_test.go show.)
+// TestMisspelledVariableIsWarnedAbout show.)
 func TestTheRepositorysVariablesAreKnown(t *testing.T) {
 	name := regexp.MustCompile(`REDCELL_[A-Za-z0-9_]*`)
 	seen := map[string]bool{}

@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// clientFamily is CLIENT, for the command table (commands.go): a container
+// clientFamily is CLIENT, for the command table (newCommandTable): a container
 // whose subcommands are entries of their own, with Redis 7.2's arity, flags,
-// summary and version, and their handlers below (PAUSE's in pause.go):
+// summary and version, and their handlers below (PAUSE's is cmdClientPause):
 //
 //	CLIENT ID | GETNAME | SETNAME name | SETINFO LIB-NAME|LIB-VER value |
 //	INFO | LIST [TYPE type | ID id ...] | NO-EVICT on|off | NO-TOUCH on|off |
@@ -394,7 +394,7 @@ type clientType uint8
 const (
 	typeAny     clientType = iota
 	typeNormal             // neither of the others
-	typePubsub             // with a subscription (pubsub.go)
+	typePubsub             // with a subscription (client.subscribed)
 	typeReplica            // replica or slave: a replica's link, after PSYNC
 	typeMaster             // master: redcell's link to its master is no client
 )

@@ -17,7 +17,7 @@ import (
 // several slots in one command or transaction.
 
 // clusterFamily is CLUSTER, CLUSTERX, READONLY, READWRITE and ASKING, for
-// the command table (commands.go).
+// the command table (newCommandTable).
 func clusterFamily() []*command {
 	sub := func(name string, arity int, flags []string, summary string, run func(c *client, args [][]byte, now time.Time)) *command {
 		return &command{name: name, arity: arity, flags: flags, acl: []string{"@slow"}, group: "cluster", since: "3.0.0",

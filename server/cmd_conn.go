@@ -7,7 +7,7 @@ import (
 )
 
 // connFamily is the connection's own commands, for the command table
-// (commands.go).
+// (newCommandTable).
 func connFamily() []*command {
 	return []*command{
 		{name: "ping", arity: -1, maxArgs: 2, inSubscribed: true, flags: []string{"fast"}, acl: []string{"@fast", "@connection"},
@@ -98,7 +98,7 @@ func cmdSelect(c *client, args [][]byte, _ time.Time) {
 
 // AUTH [username] password
 //
-// Failed attempts are rate-limited by client address (authlimit.go).
+// Failed attempts are rate-limited by client address (authLimiter).
 func cmdAuth(c *client, args [][]byte, now time.Time) {
 	if len(args) == 2 && c.srv.cfg.RequirePass == "" {
 		c.writeError(errAuthNoPassword)

@@ -22,7 +22,7 @@ import (
 // transaction inside it.
 
 // multiFamily is the transaction commands, as Redis 7 describes them, for the
-// command table (commands.go).
+// command table (newCommandTable).
 func multiFamily() []*command {
 	txFlags := []string{"noscript", "loading", "stale", "fast", "allow_busy"}
 	return []*command{
@@ -45,7 +45,7 @@ type multiState struct {
 	queue   []queued
 	aborted bool // a command was refused while queueing: EXEC answers EXECABORT
 	// slot is the cluster slot of the first key queued, -1 before it: a
-	// transaction's keys must all be in one (cmd_cluster.go). crossSlot: a
+	// transaction's keys must all be in one (client.routeAny). crossSlot: a
 	// key of another slot was queued, and EXEC answers CROSSSLOT.
 	slot      int
 	crossSlot bool

@@ -6,14 +6,14 @@ import (
 )
 
 // Pub/Sub's commands, as Redis 7 answers them; the registry and how
-// messages reach subscribers are in pubsub.go. Each (un)subscription is
+// messages reach subscribers are pubsub's. Each (un)subscription is
 // answered by an array of three, "subscribe" channel count (count: the
 // client's channels and patterns), a push under RESP3. A client subscribed
 // under RESP2 may only run the inSubscribed commands (client.gate) and its
 // PING answers an array; under RESP3 it may run anything.
 
 // pubsubFamily is Pub/Sub's commands, with Redis 7.2's flags, for the
-// command table (commands.go). SUBSCRIBE and PSUBSCRIBE start an outbox, so
+// command table (newCommandTable). SUBSCRIBE and PSUBSCRIBE start an outbox, so
 // they run off the event loops; the others need not.
 func pubsubFamily() []*command {
 	subFlags := []string{"pubsub", "noscript", "loading", "stale"}

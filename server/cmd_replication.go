@@ -15,7 +15,7 @@ import (
 // this file hands it the connections and reports its state.
 
 // replicationFamily is the replication commands, for the command table
-// (commands.go).
+// (newCommandTable).
 func replicationFamily() []*command {
 	replicaof := func(name, since string) *command {
 		return &command{name: name, arity: 3, flags: []string{"admin", "noscript", "stale", "no_async_loading"},

@@ -6,7 +6,7 @@ import (
 	"redcell/gcra"
 )
 
-// throttleFamily is CL.THROTTLE, for the command table (commands.go).
+// throttleFamily is CL.THROTTLE, for the command table (newCommandTable).
 func throttleFamily() []*command {
 	cmd := limiterCommand("cl.throttle", -5, 6, "generic", "0.1.0", "O(1)",
 		"Rate-limits a key by GCRA and returns limited, limit, remaining, retry_after and reset_after, as redis-cell does.",

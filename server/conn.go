@@ -82,10 +82,10 @@ type conn struct {
 	cl   *client // set by accept; nil on a connection refused at accept
 
 	// idle is Limits.IdleTimeout (0: none); readAt and cmdStart are kept
-	// under it only: timeout.go.
+	// under it only (conn.read).
 	idle             time.Duration
 	readAt, cmdStart int64
-	handshook        bool // the TLS handshake, if any, has run: tls.go
+	handshook        bool // the TLS handshake, if any, has run (conn.handshake)
 	// refusal, set by reject, is the reply the connection's goroutine sends
 	// before closing it, instead of serving it.
 	refusal string
@@ -106,7 +106,7 @@ type conn struct {
 	// muted: replies are discarded (mute).
 	muted bool
 
-	// An event loop's connection (loop_linux.go) has its socket as fd,
+	// An event loop's connection (eventLoop) has its socket as fd,
 	// outside Go's netpoller, and no nc; loop is its loop. modeMu guards
 	// the two against Abort while the connection leaves its loop.
 	// pending is a command to run first once it has left.
@@ -122,7 +122,7 @@ type conn struct {
 var _ connection = (*conn)(nil)
 
 // errLeaveLoop is runBatch's answer when its connection must leave its
-// event loop for a goroutine of its own (loop_linux.go).
+// event loop for a goroutine of its own (eventLoop).
 var errLeaveLoop = errors.New("the connection leaves its event loop")
 
 // outKeepCap is the largest reply buffer kept between batches.

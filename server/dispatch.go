@@ -112,8 +112,8 @@ func (c *client) gate(spec *command, args [][]byte) bool {
 
 // executeHooked is execute while a pause may be in force or a client
 // monitors: a monitor may not touch keys, as Redis's may not; a paused
-// command waits (pause.go); a command run is fed to the monitors
-// (monitor.go).
+// command waits (Server.waitPause); a command run is fed to the monitors
+// (Server.feedMonitors).
 func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time.Time) time.Time {
 	if c.monitor.on.Load() && (spec.write || spec.readonly || spec.mayReplicate) {
 		spec.stats.rejected.Add(1)

@@ -2,7 +2,8 @@ package server
 
 // What an error reply is: its kind, which the error counters count it under
 // (redcell_errors_total{kind}, INFO Errorstats) without reading its text,
-// and its text. Every text is in errors.go.
+// and its text. Every reply's text is declared with the others' (errNoAuth
+// and the rest), in one place.
 
 // errKind is what an error reply is counted as.
 type errKind uint8

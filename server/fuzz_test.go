@@ -19,7 +19,7 @@ import (
 
 // Fuzz tests of the server. Seeds recorded from real clients (go-redis,
 // rueidis, redis-cli, redis-benchmark) are in testdata/fuzz/<name>/, written
-// by TestRecordFuzzSeeds (fuzz_seeds_test.go); plain `go test` replays them,
+// by TestRecordFuzzSeeds; plain `go test` replays them,
 // and every crasher the fuzzer found, kept beside them. The reader's own
 // fuzzers are in package resp.
 

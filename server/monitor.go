@@ -22,7 +22,7 @@ import (
 // Server.hooks in dispatch; with monitors, one line built per command and
 // copied to each.
 
-// monitorFamily is MONITOR, for the command table (commands.go).
+// monitorFamily is MONITOR, for the command table (newCommandTable).
 func monitorFamily() []*command {
 	return []*command{
 		{name: "monitor", arity: 1, flags: []string{"admin", "noscript", "loading", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},

@@ -8,8 +8,8 @@ import (
 )
 
 // A connection's replies: the writers append them to conn.out, within the
-// output limits room checks (Limits.MaxOutput, Limits.MaxOutputTotal); flush
-// (conn.go) sends them.
+// output limits room checks (Limits.MaxOutput, Limits.MaxOutputTotal); conn.flush
+// sends them.
 
 // outputTotal counts the reply bytes waiting for all clients together,
 // beyond each one's allowance, against a limit.

@@ -7,7 +7,7 @@ import (
 )
 
 // Pub/Sub's registry: which clients are subscribed to each channel and to
-// each pattern, server-wide. The commands are in cmd_pubsub.go.
+// each pattern, server-wide. The commands are pubsubFamily.
 //
 // A subscriber's messages go through its connection's outbox,
 // whose goroutine writes them: PUBLISH builds a message once per channel and

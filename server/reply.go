@@ -7,7 +7,7 @@ import (
 
 // Reply writers that know the connection's protocol. Where RESP2 and RESP3
 // differ (null, maps, sets, verbatim text) the client's HELLO choice decides;
-// everything else goes straight to the connection's writers (conn.go).
+// everything else goes straight to the connection's writers (connection).
 
 // writeError writes e and counts it by its kind.
 func (c *client) writeError(e replyError) {

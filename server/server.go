@@ -52,7 +52,7 @@ type Config struct {
 	// EventLoops is how many event loops serve each listener's plain (TCP
 	// and Unix) connections: 0 means DefaultEventLoops, a negative number
 	// none (a goroutine per connection, as TLS connections and durable
-	// mode always have). loop_linux.go says why.
+	// mode always have). eventLoop says why.
 	EventLoops int
 	// Limits bound what one command may announce; zero fields take the
 	// defaults (DefaultMaxBulkLen, DefaultMaxArgs, DefaultMaxInlineLen).
@@ -120,8 +120,8 @@ type Server struct {
 	follower *clusternode.Follower
 	now      func() time.Time
 	started  time.Time
-	commands commandTable // commands.go
-	limits   Limits       // cfg.Limits with the defaults filled in
+	commands commandTable
+	limits   Limits // cfg.Limits with the defaults filled in
 	// outputTotal counts the replies waiting for all clients against
 	// Limits.MaxOutputTotal (conn.room).
 	outputTotal outputTotal
@@ -129,7 +129,7 @@ type Server struct {
 	nextClientID atomic.Int64
 	mu           sync.Mutex
 	clients      map[*client]struct{}
-	listeners    []*listener // being served; listen.go
+	listeners    []*listener // being served
 	stopped      bool        // Close was called
 
 	// hooks has a bit for each feature that must see every command while
@@ -140,17 +140,17 @@ type Server struct {
 	pause    atomic.Pointer[pauseState]
 	monMu    sync.Mutex // serializes changes of monitors with hookMonitor
 	monitors atomic.Pointer[[]*outbox]
-	pubsub   pubsub // the subscriptions: pubsub.go
+	pubsub   pubsub // the subscriptions
 
-	// failover is the FAILOVER in progress, if any (cmd_replication.go);
+	// failover is the FAILOVER in progress, if any (cmdFailover);
 	// failoverState is INFO's master_failover_state.
 	failoverMu    sync.Mutex
 	failover      *failover
 	failoverState atomic.Value
 
-	authFails *authLimiter // failed AUTH attempts by address: authlimit.go
+	authFails *authLimiter // failed AUTH attempts by address
 
-	// Counters and how they are kept: stats.go.
+	// Counters, and how they are kept: stats.
 	stats      stats
 	timed      bool   // the clock is the real one: measure durations
 	debug      bool   // the logger takes debug records
@@ -205,7 +205,7 @@ func New(cfg Config, store *storage.Store) *Server {
 
 // Serve accepts connections on ln until Close. When it returns, every
 // connection it accepted has been closed and no command of theirs is still
-// running. ServeTLS (tls.go) serves TLS connections beside it.
+// running. ServeTLS serves TLS connections beside it.
 func (s *Server) Serve(ln net.Listener) error {
 	defer s.startSampler()()
 	return s.serve(ln, true)

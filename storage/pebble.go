@@ -62,7 +62,8 @@ var _ Backend = (*PebbleBackend)(nil)
 type PebbleOptions struct {
 	Logger *slog.Logger
 	// Reserve is the disk space held back in the store's reserve file
-	// (reserveFile) and given to Pebble when the disk fills: see disk.go.
+	// (reserveFile) and given to Pebble when the disk fills: see
+	// DefaultReserve.
 	// The default is DefaultReserve; negative holds none.
 	Reserve int64
 	// StallTimeout bounds one write or sync: one that takes longer fails

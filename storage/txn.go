@@ -128,7 +128,7 @@ func (tx *Txn) Each(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) { t
 func (tx *Txn) PendingChanges() int                                          { return tx.s.pendingChanges(tx) }
 func (tx *Txn) MeasureMemory() int64                                         { return tx.s.measureMemory(tx) }
 
-// SlotFrozen reports whether slot is frozen (slots.go); the transaction
+// SlotFrozen reports whether slot is frozen (Store.Freeze); the transaction
 // must hold the slot's shard, as it does when it holds a key of the slot.
 func (tx *Txn) SlotFrozen(slot int) bool {
 	return tx.s.bySlot && tx.holds(slot&int(tx.s.mask)) && tx.s.frozen[slot]
