@@ -53,8 +53,8 @@ type Config struct {
 	LogFormat string
 	LogLevel  slog.Level
 
-	// Security and limits (security.go, limits.go): who may connect, what
-	// one client may cost.
+	// Security and limits (validateSecurity, ServerLimits): who may
+	// connect, what one client may cost.
 	RequirePassFile   string
 	ProtectedMode     bool
 	MaxClients        int
@@ -70,7 +70,7 @@ type Config struct {
 	TLSCACertFile     string
 	TLSAuthClients    string
 
-	// Replication (replication.go): ReplicaOf is "host port" (empty: a
+	// Replication (validateReplication): ReplicaOf is "host port" (empty: a
 	// master); MasterUser and MasterPass authenticate to that master.
 	ReplicaOf       string
 	MasterUser      string
@@ -79,7 +79,7 @@ type Config struct {
 	ReplBufferLimit int64
 	ReplicaPriority int
 
-	// Cluster mode (cluster.go): ClusterEnabled is yes, no or emulated;
+	// Cluster mode (ClusterMode): ClusterEnabled is yes, no or emulated;
 	// ClusterAnnounceIP is the address an emulated node reports.
 	ClusterEnabled    string
 	ClusterAnnounceIP string

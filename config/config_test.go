@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -249,9 +251,38 @@ func TestStartupSettingsHidePasswords(t *testing.T) {
 
 func TestSnake(t *testing.T) {
 	for in, want := range map[string]string{"FlushInterval": "flush_interval", "Port": "port", "TLSCertFile": "tls_cert_file",
-		"RequirePass": "require_pass", "InMemory": "in_memory", "MaxClients": "max_clients", "TLSPort": "tls_port"} {
-		require.Equal(t, want, snake(in))
+		"RequirePass": "require_pass", "InMemory": "in_memory", "MaxClients": "max_clients", "TLSPort": "tls_port",
+		"TLSCACertFile": "tls_ca_cert_file", "ClusterAnnounceIP": "cluster_announce_ip", "CAIP": "ca_ip", "HTTPServer": "http_server"} {
+		require.Equal(t, want, snake(in), in)
 	}
+}
+
+// The start-up line's name of every setting splits each run of capitals
+// in its field's name into words: a run of two initialisms or more, as
+// TLSCA in TLSCACertFile (logged as tlsca_cert_file before), is made of
+// the initialisms snake knows, as --tls-ca-cert-file is.
+func TestEveryFieldsLogNameSplitsItsInitialisms(t *testing.T) {
+	typ := reflect.TypeOf(Config{})
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		for _, w := range camelWords(f.Name) {
+			if len(w) < 2 || strings.ToUpper(w) != w {
+				continue
+			}
+			if !slices.Contains(initialisms, w) {
+				require.NotNil(t, splitInitialisms(w), "%s: add the initialisms of %s to initialisms", f.Name, w)
+			}
+		}
+	}
+	var keys []string
+	for _, a := range (Config{}).LogAttrs() {
+		keys = append(keys, a.(slog.Attr).Key)
+	}
+	require.Contains(t, keys, "tls_ca_cert_file")
+	require.NotContains(t, keys, "tlsca_cert_file")
 }
 
 // A REDCELL_ variable that sets nothing is named in a warning, with the
@@ -293,7 +324,7 @@ func TestUnknownEnvironmentVariablesAreWarnedAbout(t *testing.T) {
 // and Dockerfile set is known: the harnesses that run the server with them
 // must not make it warn. (This package's tests, which misspell on purpose,
 // are left out, and so is REDCELL_PROT, the misspelling the README and
-// main_test.go show.)
+// TestMisspelledVariableIsWarnedAbout show.)
 func TestTheRepositorysVariablesAreKnown(t *testing.T) {
 	name := regexp.MustCompile(`REDCELL_[A-Za-z0-9_]*`)
 	seen := map[string]bool{}

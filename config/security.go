@@ -12,7 +12,7 @@ import (
 )
 
 // Security: the password, protected mode and the TLS files. The flags are
-// registered in flags.go (addSecurityFlags).
+// registered by addSecurityFlags.
 
 // readPassword reads --requirepass-file into RequirePass.
 func (c *Config) readPassword() error {

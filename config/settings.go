@@ -27,19 +27,56 @@ func (c Config) LogAttrs() []any {
 }
 
 // snake turns FlushInterval into flush_interval and TLSCertFile into
-// tls_cert_file.
+// tls_cert_file: a word begins at each capital that follows a small letter
+// or precedes one, so a run of capitals is one word (TLS). Where two
+// initialisms meet nothing in the case tells them apart: a run that is
+// initialisms run together splits into them, so TLSCACertFile is
+// tls_ca_cert_file.
 func snake(name string) string {
-	var b strings.Builder
-	upper := func(i int) bool { return i >= 0 && i < len(name) && 'A' <= name[i] && name[i] <= 'Z' }
-	for i := 0; i < len(name); i++ {
-		ch := name[i]
-		if upper(i) {
-			if i > 0 && (!upper(i-1) || (i+1 < len(name) && !upper(i+1))) {
-				b.WriteByte('_')
-			}
-			ch += 'a' - 'A'
+	var words []string
+	for _, w := range camelWords(name) {
+		if parts := splitInitialisms(w); parts != nil {
+			words = append(words, parts...)
+		} else {
+			words = append(words, w)
 		}
-		b.WriteByte(ch)
 	}
-	return b.String()
+	return strings.ToLower(strings.Join(words, "_"))
+}
+
+// camelWords splits name where a word begins: at each capital that follows
+// a small letter or precedes one.
+func camelWords(name string) []string {
+	upper := func(i int) bool { return 'A' <= name[i] && name[i] <= 'Z' }
+	var words []string
+	start := 0
+	for i := 1; i < len(name); i++ {
+		if upper(i) && (!upper(i-1) || i+1 < len(name) && !upper(i+1)) {
+			words = append(words, name[start:i])
+			start = i
+		}
+	}
+	return append(words, name[start:])
+}
+
+// initialisms are the abbreviations Config's field names hold. One that
+// meets another in a name (TLS and CA in TLSCACertFile) must be here for
+// snake to split them: TestEveryFieldsLogNameSplitsItsInitialisms fails
+// for a field whose run of capitals it cannot split.
+var initialisms = []string{"TLS", "CA", "IP"}
+
+// splitInitialisms splits w into the initialisms it is made of (TLSCA into
+// TLS and CA), or returns nil if it is not made of them.
+func splitInitialisms(w string) []string {
+	if w == "" {
+		return []string{}
+	}
+	for _, in := range initialisms {
+		if rest, ok := strings.CutPrefix(w, in); ok {
+			if parts := splitInitialisms(rest); parts != nil {
+				return append([]string{in}, parts...)
+			}
+		}
+	}
+	return nil
 }

@@ -146,7 +146,13 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 	serving := 1
 	handedOver = true
 	go func() { served <- srv.Serve(ls.plain) }()
-	readyAttrs := []any{"addr", ls.plain.Addr().String(), "shards", st.store.Shards(), "dir", cfg.Dir, "flush_interval", cfg.FlushInterval}
+	readyAttrs := []any{"addr", ls.plain.Addr().String(), "shards", st.store.Shards()}
+	if cfg.InMemory {
+		// --dir and --flush-interval, set or not, are unused.
+		readyAttrs = append(readyAttrs, "persistence", "off")
+	} else {
+		readyAttrs = append(readyAttrs, "dir", cfg.Dir, "flush_interval", cfg.FlushInterval)
+	}
 	if ls.tls != nil {
 		serving++
 		go func() { served <- srv.ServeTLS(ls.tls, ls.tlsCfg) }()

@@ -123,6 +123,47 @@ func TestStartAndReadyLogTheShardsThatRun(t *testing.T) {
 	}
 }
 
+// The ready line says where state is kept: the directory and the flush
+// interval, or under --in-memory that persistence is off, where it gave
+// the unused defaults (dir=./data flush_interval=1s) as if they applied.
+func TestReadyLineSaysWherePersistenceGoes(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		cfg       config.Config
+		want, not []string
+	}{
+		{config.Config{Bind: "127.0.0.1", InMemory: true, Dir: config.DefaultDir, FlushInterval: time.Second},
+			[]string{" persistence=off"}, []string{" dir=", " flush_interval="}},
+		{config.Config{Bind: "127.0.0.1", Dir: dir, FlushInterval: time.Second},
+			[]string{" dir=" + dir + " ", " flush_interval=1s"}, []string{" persistence="}},
+	} {
+		var logs syncBuffer
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan net.Addr, 1)
+		done := make(chan error, 1)
+		go func() { done <- Run(ctx, c.cfg, slog.New(slog.NewTextHandler(&logs, nil)), Options{Ready: ready}) }()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("Run: %v", err)
+		}
+		cancel()
+		require.NoError(t, <-done)
+		var line string
+		for _, l := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(l, `msg="ready to accept connections"`) {
+				line = l + " "
+			}
+		}
+		for _, w := range c.want {
+			require.Contains(t, line, w, "--in-memory=%v", c.cfg.InMemory)
+		}
+		for _, n := range c.not {
+			require.NotContains(t, line, n, "--in-memory=%v", c.cfg.InMemory)
+		}
+	}
+}
+
 // A start whose port is in use fails with the bind error before it opens the
 // store: a fresh --dir is not created, so no 16 MiB reserve is left behind.
 // Likewise for --metrics-addr and --pprof-addr.

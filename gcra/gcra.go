@@ -23,7 +23,7 @@ func InstantOf(t time.Time) Instant { return Instant(t.UnixNano()) }
 func (i Instant) Time() time.Time { return time.Unix(0, int64(i)) }
 
 // Errors returned by NewRate and Decide. The server turns each into an ERR
-// reply of its own (server/errors.go); the names of the arguments are the
+// reply of its own (server's throttleError); the names of the arguments are the
 // caller's.
 var (
 	ErrNegativeBurst    = errors.New("gcra: max_burst must not be negative")

@@ -21,8 +21,8 @@ import (
 // CLUSTERX SETNODES, as an operator (or kvrocks's controller) pushes it;
 // go-redis and rueidis in cluster mode find each key's node from CLUSTER
 // SLOTS or SHARDS and follow MOVED. redis-cli -c and --cluster check, and
-// the replies compared with a real redis-server cluster node, are in
-// cluster_tools_test.go.
+// the replies compared with a real redis-server cluster node, are
+// TestClusterWithRedisCLI and the tests beside it.
 
 // clusterNode is one node of a test cluster.
 type clusterNode struct {

@@ -11,7 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// CL.THROTTLE's error texts (server/errors.go), as a user reads them.
+// CL.THROTTLE's error texts (server's errBurstNotInteger and the rest), as a
+// user reads them.
 const (
 	errWrongArgs       = "ERR wrong number of arguments for 'cl.throttle' command"
 	errBurstNotInt     = "ERR max_burst is not an integer or out of range"

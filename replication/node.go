@@ -6,8 +6,8 @@
 // What replicates is state, not commands (appendChange): a decision's stored TAT
 // as SET key <tat> PXAT <ms>, whatever the replica's clock says. A Node is
 // one process's replication: the master side (the feed taken from the store
-// into the backlog, the links to its replicas: master.go) and, while it is a
-// replica, its link to its master (replica.go), whose stream it forwards to
+// into the backlog, the links to its replicas: Node.PSync) and, while it is a
+// replica, its link to its master (upstream), whose stream it forwards to
 // its own replicas.
 package replication
 

@@ -129,7 +129,7 @@ func (l *authLimiter) size() int {
 // the error to answer, or none if they open the default user.
 func (c *client) authenticate(user, pass []byte, now time.Time) replyError {
 	at := gcra.InstantOf(now)
-	entry, ok := c.srv.authFails.take(c.addr, at)
+	entry, ok := c.srv.authFails.take(c.ident.addr, at)
 	if !ok {
 		return errAuthLimited
 	}

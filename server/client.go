@@ -9,35 +9,35 @@ import (
 	"redcell/storage"
 )
 
-// client is one connection's state. The fields without atomics are touched
-// only by the connection's own goroutine; the atomic ones are also read by
-// CLIENT LIST and INFO from other connections.
+// client is one connection's state: first what dispatch reads or sets on
+// every command, then one group a feature (its session, a transaction, its
+// subscriptions, MONITOR, a replica's link, cluster mode), as Dragonfly's
+// ConnectionContext groups ExecInfo, SubscribeInfo and ReplicationInfo. The
+// groups are values, not pointers: the hot path finds each field at a fixed
+// offset from c, as it did before they were grouped.
+//
+// A field is touched only by the connection's own goroutine unless it is
+// atomic: those are also read from other goroutines, by CLIENT LIST, CLIENT
+// KILL and INFO.
 type client struct {
-	conn    connection
-	srv     *Server
-	id      int64
-	addr    string
-	laddr   string
-	created time.Time
-
-	resp   int // 2 or 3, switched by HELLO
-	authed bool
-	// onLoop: an event loop serves the client's connection, so a command
-	// that may block must not run there; dispatch sets leaveLoop instead
-	// of running it (loop_linux.go).
-	onLoop, leaveLoop bool
-
-	name       atomic.Pointer[string]
-	libName    atomic.Pointer[string]
-	libVersion atomic.Pointer[string]
-	lastActive atomic.Int64            // unix nanoseconds of the last command
-	lastCmd    atomic.Pointer[command] // looked up last: CLIENT LIST cmd=, dispatch's cache
-	respSeen   atomic.Int32            // resp, for other goroutines
-
+	conn connection
+	srv  *Server
+	// ks is where the client's commands read and change keys: the store,
+	// or inside EXEC the transaction holding its keys' locks (cmdExec).
+	ks storage.Keyspace
+	// lastCmd is the command looked up last: dispatch's cache, and CLIENT
+	// LIST's cmd=. lastActive is when the last command ran, in unix
+	// nanoseconds: CLIENT LIST's idle=.
+	lastCmd    atomic.Pointer[command]
+	lastActive atomic.Int64
 	// stripe picks the copy of the shared counters this client writes
 	// (statStripes).
 	stripe int
 
+	// onLoop: an event loop serves the client's connection (eventLoop), so
+	// a command that may block must not run there; dispatch sets
+	// batch.leaveLoop instead of running it.
+	onLoop bool
 	// gated is set while the client's commands need a look before they
 	// run (client.gate): inside MULTI, and while restricted, subscribed
 	// under RESP2. One flag for both, so that a client in neither state
@@ -45,69 +45,125 @@ type client struct {
 	// them.
 	gated, restricted bool
 
-	// unsynced is set in durable mode by a command that changed state: the
-	// pipeline's replies wait for a sync.
-	unsynced bool
+	batch   batchState
+	session session
+	cluster clusterConn
 
-	// closing is set by QUIT and SHUTDOWN: the connection closes after the
-	// reply is flushed.
-	closing bool
-
-	// failed is set when the running command replies with an error.
-	failed bool
+	id    int64
+	ident identity
+	tx    transaction
+	sub   subscriptions
+	// outbox is the connection's writer once others write to it too
+	// (startOutbox): set by the client's own goroutine before anything
+	// that pushes to it can find it. nil until then.
+	outbox  *outbox
+	monitor monitorState
+	repl    replicaLink
 
 	// killed is set, once, by kill; done is closed with it, which wakes the
-	// client if its command waits on CLIENT PAUSE.
-	killed atomic.Bool
-	done   chan struct{}
-	// waiting is set while the client's command waits on CLIENT PAUSE;
-	// monitoring once it has sent MONITOR (monitor.go). CLIENT LIST shows
-	// them as Redis does: flags=b and flags=O.
-	waiting    atomic.Bool
-	monitoring atomic.Bool
-	// feed is the connection's feed once started (feed.go): set by the
-	// client's own goroutine before anything that pushes to it can find
-	// it. monitorLine, the client's own, is where the lines of its
-	// commands are built while anyone monitors.
-	feed        *feed
-	monitorLine []byte
+	// client if its command waits on CLIENT PAUSE. waiting is set while it
+	// waits (waitPause): CLIENT LIST's flags=b.
+	killed  atomic.Bool
+	done    chan struct{}
+	waiting atomic.Bool
+}
 
-	// subs are the client's subscriptions by kind (pubsub.go), touched by
-	// its own goroutine only, under the registry's lock when they change;
-	// subCounts count them for CLIENT LIST and KILL on other goroutines.
-	// selfPushes are the messages the client published to itself, sent
-	// after its command's reply (pubsub.go).
-	subs       [subKinds]map[string]struct{}
-	subCounts  [subKinds]atomic.Int32
-	selfPushes []byte
+// batchState is what becomes of the batch of commands being run (runBatch)
+// and of its replies.
+type batchState struct {
+	// failed is set when the running command replies with an error
+	// (writeError), for its failed count (execute).
+	failed bool
+	// unsynced is set in durable mode by a command that changed state: the
+	// batch's replies wait for a sync (syncBeforeReply).
+	unsynced bool
+	// closing is set by QUIT and SHUTDOWN, and wherever the connection
+	// must end: the commands after it are not run, and the connection
+	// closes once the replies so far are sent.
+	closing bool
+	// leaveLoop is set by dispatch for a command that must not run on an
+	// event loop (onLoop): the connection leaves its loop, and the command
+	// and the rest of the batch run on a goroutine of its own.
+	leaveLoop bool
+}
 
-	// ks is where the client's commands read and change keys: the store,
-	// or inside EXEC the transaction holding its keys' locks (cmd_multi.go).
-	ks storage.Keyspace
-	// tx is the transaction being queued, from MULTI to EXEC or DISCARD;
-	// watched are the keys WATCHed for the next EXEC.
-	tx      *multiState
-	watched []watchedKey
+// session is what HELLO, AUTH and RESET set: the protocol the client speaks
+// and whether it has authenticated.
+type session struct {
+	// resp is the protocol, 2 or 3, switched by HELLO; respSeen is the same
+	// for other goroutines (a publisher choosing how to send a message).
+	resp     int
+	respSeen atomic.Int32
+	authed   bool
+}
 
-	// replLink is the replication link once the client, a replica, has
-	// sent PSYNC (cmd_replication.go); replIP and replPort are where it
-	// said it listens (REPLCONF ip-address, listening-port), replEOF that
-	// it reads a snapshot streamed without its length (REPLCONF capa eof).
-	// isReplica is
-	// replLink != nil, for CLIENT LIST and KILL from other goroutines.
-	// readOnly (READONLY) lets a cluster replica answer the client's reads
-	// of its master's slots; asking (ASKING) lets the next command run on a
-	// slot being imported here (cmd_cluster.go).
-	readOnly, asking bool
+// clusterConn is a client's state in cluster mode (route).
+type clusterConn struct {
 	// slot is the cluster slot of the running command's key, computed by
-	// route (cluster mode only; else -1), which the store shards by.
+	// route (-1 outside cluster mode and for a command without keys), which
+	// the store shards by.
 	slot int
+	// readOnly (READONLY) lets a cluster replica answer the client's reads
+	// of its master's slots; asking (ASKING) lets the next command, or the
+	// transaction MULTI begins next, run on a slot being imported here.
+	readOnly, asking bool
+}
 
-	replLink  *replication.Link
-	replIP    string
-	replPort  int
-	replEOF   bool
-	isReplica atomic.Bool
+// identity is who the client is, as CLIENT LIST and CLIENT INFO show it:
+// where it connects from and to, since when, and what it calls itself.
+type identity struct {
+	addr, laddr string // remote and local address
+	created     time.Time
+	// name is set by CLIENT SETNAME and HELLO SETNAME, libName and
+	// libVersion by CLIENT SETINFO.
+	name       atomic.Pointer[string]
+	libName    atomic.Pointer[string]
+	libVersion atomic.Pointer[string]
+}
+
+// transaction is a client's MULTI/EXEC state (cmdMulti, cmdExec).
+type transaction struct {
+	// multi is the transaction being queued, from MULTI to EXEC or
+	// DISCARD; nil outside one.
+	multi *multiState
+	// watched are the keys WATCHed for the next EXEC.
+	watched []watchedKey
+}
+
+// subscriptions are a client's Pub/Sub subscriptions (pubsub).
+type subscriptions struct {
+	// names are the names subscribed to, by kind; they change under the
+	// registry's lock (pubsub.add). counts count them for CLIENT LIST and
+	// KILL on other goroutines.
+	names  [subKinds]map[string]struct{}
+	counts [subKinds]atomic.Int32
+	// selfPushes are the messages the client published to itself, sent
+	// after its command's reply (sendSelfPushes).
+	selfPushes []byte
+}
+
+// monitorState is a client's MONITOR (cmdMonitor).
+type monitorState struct {
+	// on is set once the client has sent MONITOR: CLIENT LIST's flags=O.
+	on atomic.Bool
+	// line is where the lines of the client's own commands are built while
+	// anyone monitors (Server.feedMonitors).
+	line []byte
+}
+
+// replicaLink is the state of a client that is a replica of this server
+// (cmdReplconf, cmdPsync).
+type replicaLink struct {
+	// link is the replication link once the replica has sent PSYNC; linked
+	// is link != nil, for CLIENT LIST and KILL on other goroutines.
+	link   *replication.Link
+	linked atomic.Bool
+	// ip and port are where the replica said it listens (REPLCONF
+	// ip-address, listening-port); eof that it reads a snapshot streamed
+	// without its length (REPLCONF capa eof).
+	ip   string
+	port int
+	eof  bool
 }
 
 // kill ends the client's connection from any goroutine, as CLIENT KILL does:
@@ -126,8 +182,8 @@ func (c *client) kill() bool {
 // regate sets gated and restricted from the client's state, wherever a
 // transaction begins or ends, its subscriptions change or its protocol does.
 func (c *client) regate() {
-	c.restricted = c.resp == 2 && c.subscriptions() > 0
-	c.gated = c.tx != nil || c.restricted
+	c.restricted = c.session.resp == 2 && c.subscriptions() > 0
+	c.gated = c.tx.multi != nil || c.restricted
 }
 
 // flags is CLIENT LIST's flags field, as Redis's: S for a replica, O for a
@@ -136,10 +192,10 @@ func (c *client) regate() {
 func (c *client) flags() string {
 	var b [4]byte
 	f := b[:0]
-	if c.isReplica.Load() {
+	if c.repl.linked.Load() {
 		f = append(f, 'S')
 	}
-	if c.monitoring.Load() {
+	if c.monitor.on.Load() {
 		f = append(f, 'O')
 	}
 	if c.subscribed() {
@@ -168,24 +224,24 @@ func (c *client) info(now time.Time) string {
 	b = append(b, "id="...)
 	b = strconv.AppendInt(b, c.id, 10)
 	b = append(b, " addr="...)
-	b = append(b, c.addr...)
+	b = append(b, c.ident.addr...)
 	b = append(b, " laddr="...)
-	b = append(b, c.laddr...)
+	b = append(b, c.ident.laddr...)
 	b = append(b, " fd=-1 name="...)
-	b = append(b, loadString(&c.name)...)
+	b = append(b, loadString(&c.ident.name)...)
 	b = append(b, " age="...)
-	b = strconv.AppendInt(b, int64(now.Sub(c.created)/time.Second), 10)
+	b = strconv.AppendInt(b, int64(now.Sub(c.ident.created)/time.Second), 10)
 	b = append(b, " idle="...)
 	idle := now.UnixNano() - c.lastActive.Load()
 	b = strconv.AppendInt(b, max(idle, 0)/int64(time.Second), 10)
 	b = append(b, " flags="...)
 	b = append(b, c.flags()...)
 	b = append(b, " db=0 sub="...)
-	b = strconv.AppendInt(b, int64(c.subCounts[subChannel].Load()), 10)
+	b = strconv.AppendInt(b, int64(c.sub.counts[subChannel].Load()), 10)
 	b = append(b, " psub="...)
-	b = strconv.AppendInt(b, int64(c.subCounts[subPattern].Load()), 10)
+	b = strconv.AppendInt(b, int64(c.sub.counts[subPattern].Load()), 10)
 	b = append(b, " ssub="...)
-	b = strconv.AppendInt(b, int64(c.subCounts[subShard].Load()), 10)
+	b = strconv.AppendInt(b, int64(c.sub.counts[subShard].Load()), 10)
 	b = append(b, " multi=-1 cmd="...)
 	if cmd := c.lastCmd.Load(); cmd != nil {
 		b = append(b, cmd.name...)
@@ -193,10 +249,10 @@ func (c *client) info(now time.Time) string {
 		b = append(b, "NULL"...)
 	}
 	b = append(b, " user=default redir=-1 resp="...)
-	b = strconv.AppendInt(b, int64(c.respSeen.Load()), 10)
+	b = strconv.AppendInt(b, int64(c.session.respSeen.Load()), 10)
 	b = append(b, " lib-name="...)
-	b = append(b, loadString(&c.libName)...)
+	b = append(b, loadString(&c.ident.libName)...)
 	b = append(b, " lib-ver="...)
-	b = append(b, loadString(&c.libVersion)...)
+	b = append(b, loadString(&c.ident.libVersion)...)
 	return string(b)
 }

@@ -14,9 +14,9 @@ import "redcell/cluster"
 // (one key, in a slot this node serves, nothing moving); routeAny does the
 // rest.
 func (c *client) route(spec *command, args [][]byte) bool {
-	if k := spec.firstKey; k > 0 && k == spec.lastKey && k < len(args) && !c.gated && !c.asking {
+	if k := spec.firstKey; k > 0 && k == spec.lastKey && k < len(args) && !c.gated && !c.cluster.asking {
 		if slot := cluster.Slot(args[k]); c.srv.cluster.Mine(slot) {
-			c.slot = slot
+			c.cluster.slot = slot
 			return true
 		}
 	}
@@ -25,17 +25,17 @@ func (c *client) route(spec *command, args [][]byte) bool {
 
 // routeAny is route for any command.
 func (c *client) routeAny(spec *command, args [][]byte) bool {
-	c.slot = -1
+	c.cluster.slot = -1
 	spec = spec.resolve(args)
-	asking := c.asking
+	asking := c.cluster.asking
 	// ASKING is for the next command only, or, as Redis's, for the whole
 	// transaction that MULTI next begins, until EXEC or DISCARD: a client
 	// follows an ASK with ASKING, MULTI, ..., EXEC (go-redis does).
-	inTx := c.tx != nil && spec.name != "exec" && spec.name != "discard"
-	if !inTx && !(c.tx == nil && spec.name == "multi") {
-		c.asking = false
+	inTx := c.tx.multi != nil && spec.name != "exec" && spec.name != "discard"
+	if !inTx && !(c.tx.multi == nil && spec.name == "multi") {
+		c.cluster.asking = false
 	}
-	if spec.name == "exec" && c.tx != nil && !c.tx.aborted && c.tx.slot >= 0 {
+	if spec.name == "exec" && c.tx.multi != nil && !c.tx.multi.aborted && c.tx.multi.slot >= 0 {
 		return c.routeExec(asking)
 	}
 	if spec.firstKey == 0 {
@@ -58,22 +58,22 @@ func (c *client) routeAny(spec *command, args [][]byte) bool {
 	if slot < 0 {
 		return true
 	}
-	r, node := c.srv.cluster.Route(slot, asking, c.readOnly, spec.reads(args))
+	r, node := c.srv.cluster.Route(slot, asking, c.cluster.readOnly, spec.reads(args))
 	if r == cluster.TryAgain && c.srv.migrator.AwaitThaw(slot) {
-		r, node = c.srv.cluster.Route(slot, asking, c.readOnly, spec.reads(args))
+		r, node = c.srv.cluster.Route(slot, asking, c.cluster.readOnly, spec.reads(args))
 	}
 	if r == cluster.Local {
-		if c.tx != nil && !spec.txControl {
+		if c.tx.multi != nil && !spec.txControl {
 			// Every command of a transaction must be in one slot. Redis
 			// queues a command of another slot served here, and refuses
 			// the transaction at EXEC (cmdExec) with CROSSSLOT.
-			if c.tx.slot >= 0 && c.tx.slot != slot {
-				c.tx.crossSlot = true
+			if c.tx.multi.slot >= 0 && c.tx.multi.slot != slot {
+				c.tx.multi.crossSlot = true
 			} else {
-				c.tx.slot = slot
+				c.tx.multi.slot = slot
 			}
 		}
-		c.slot = slot
+		c.cluster.slot = slot
 		return true
 	}
 	c.flagTransaction()
@@ -87,20 +87,19 @@ func (c *client) routeAny(spec *command, args [][]byte) bool {
 // sees. A transaction sent elsewhere is discarded, as Redis discards it.
 func (c *client) routeExec(asking bool) bool {
 	read := true
-	for _, q := range c.tx.queue {
+	for _, q := range c.tx.multi.queue {
 		read = read && q.spec.resolve(q.args).reads(q.args)
 	}
-	slot := c.tx.slot
-	r, node := c.srv.cluster.Route(slot, asking, c.readOnly, read)
+	slot := c.tx.multi.slot
+	r, node := c.srv.cluster.Route(slot, asking, c.cluster.readOnly, read)
 	if r == cluster.TryAgain && c.srv.migrator.AwaitThaw(slot) {
-		r, node = c.srv.cluster.Route(slot, asking, c.readOnly, read)
+		r, node = c.srv.cluster.Route(slot, asking, c.cluster.readOnly, read)
 	}
 	if r == cluster.Local {
 		return true
 	}
-	c.tx = nil
+	c.tx = transaction{}
 	c.regate()
-	c.watched = nil
 	c.writeRoute(r, slot, node)
 	return false
 }
@@ -114,7 +113,7 @@ func (c *client) rerouteExec(tx *multiState) bool {
 		read = read && q.spec.resolve(q.args).reads(q.args)
 	}
 	c.srv.migrator.AwaitThaw(tx.slot)
-	r, node := c.srv.cluster.Route(tx.slot, false, c.readOnly, read)
+	r, node := c.srv.cluster.Route(tx.slot, false, c.cluster.readOnly, read)
 	if r == cluster.Local && !c.srv.store.Frozen(tx.slot) {
 		return true
 	}

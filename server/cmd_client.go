@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// clientFamily is CLIENT, for the command table (commands.go): a container
+// clientFamily is CLIENT, for the command table (newCommandTable): a container
 // whose subcommands are entries of their own, with Redis 7.2's arity, flags,
-// summary and version, and their handlers below (PAUSE's in pause.go):
+// summary and version, and their handlers below (PAUSE's is cmdClientPause):
 //
 //	CLIENT ID | GETNAME | SETNAME name | SETINFO LIB-NAME|LIB-VER value |
 //	INFO | LIST [TYPE type | ID id ...] | NO-EVICT on|off | NO-TOUCH on|off |
@@ -79,11 +79,11 @@ func validClientName(name []byte) bool {
 
 func (c *client) setName(name []byte) {
 	if len(name) == 0 {
-		c.name.Store(nil)
+		c.ident.name.Store(nil)
 		return
 	}
 	s := string(name)
-	c.name.Store(&s)
+	c.ident.name.Store(&s)
 }
 
 // CLIENT HELP
@@ -100,7 +100,7 @@ func cmdClientID(c *client, _ [][]byte, _ time.Time) { c.writeInt(c.id) }
 
 // CLIENT GETNAME
 func cmdClientGetname(c *client, _ [][]byte, _ time.Time) {
-	if name := c.name.Load(); name != nil {
+	if name := c.ident.name.Load(); name != nil {
 		c.writeBulkString(*name)
 	} else {
 		c.writeNull()
@@ -124,9 +124,9 @@ func cmdClientSetinfo(c *client, args [][]byte, _ time.Time) {
 	var dst *atomic.Pointer[string]
 	switch {
 	case equalFold(args[2], "lib-name"):
-		dst = &c.libName
+		dst = &c.ident.libName
 	case equalFold(args[2], "lib-ver"):
-		dst = &c.libVersion
+		dst = &c.ident.libVersion
 	default:
 		c.writeError(errSetinfoOption(args[2]))
 		return
@@ -301,7 +301,7 @@ func cmdClientKill(c *client, args [][]byte, now time.Time) {
 		c.writeOK()
 	}
 	if self {
-		c.closing = true
+		c.batch.closing = true
 		c.conn.Close()
 	}
 }
@@ -376,11 +376,11 @@ func (f *killFilter) matches(c *client, now time.Time) bool {
 		return false
 	case f.id != 0 && c.id != f.id:
 		return false
-	case f.addr != nil && string(f.addr) != c.addr:
+	case f.addr != nil && string(f.addr) != c.ident.addr:
 		return false
-	case f.laddr != nil && string(f.laddr) != c.laddr:
+	case f.laddr != nil && string(f.laddr) != c.ident.laddr:
 		return false
-	case f.maxAge != 0 && now.Sub(c.created).Truncate(time.Second) < f.maxAge:
+	case f.maxAge != 0 && now.Sub(c.ident.created).Truncate(time.Second) < f.maxAge:
 		return false
 	}
 	return true
@@ -394,7 +394,7 @@ type clientType uint8
 const (
 	typeAny     clientType = iota
 	typeNormal             // neither of the others
-	typePubsub             // with a subscription (pubsub.go)
+	typePubsub             // with a subscription (client.subscribed)
 	typeReplica            // replica or slave: a replica's link, after PSYNC
 	typeMaster             // master: redcell's link to its master is no client
 )
@@ -418,11 +418,11 @@ func parseClientType(name []byte) (clientType, bool) {
 func (c *client) isType(t clientType) bool {
 	switch t {
 	case typeNormal:
-		return !c.subscribed() && !c.isReplica.Load()
+		return !c.subscribed() && !c.repl.linked.Load()
 	case typePubsub:
 		return c.subscribed()
 	case typeReplica:
-		return c.isReplica.Load()
+		return c.repl.linked.Load()
 	case typeMaster:
 		return false
 	}

@@ -18,7 +18,7 @@ import (
 // several slots in one command or transaction.
 
 // clusterFamily is CLUSTER, CLUSTERX, READONLY, READWRITE and ASKING, for
-// the command table (commands.go).
+// the command table (newCommandTable).
 func clusterFamily() []*command {
 	sub := func(name string, arity int, flags []string, summary string, run func(c *client, args [][]byte, now time.Time)) *command {
 		return &command{name: name, arity: arity, flags: flags, acl: []string{"@slow"}, group: "cluster", since: "3.0.0",
@@ -121,7 +121,7 @@ func withGroup(cmd *command, group string) *command {
 // READONLY
 func cmdReadOnly(c *client, _ [][]byte, _ time.Time) {
 	if c.clusterOn() {
-		c.readOnly = true
+		c.cluster.readOnly = true
 		c.writeOK()
 	}
 }
@@ -129,7 +129,7 @@ func cmdReadOnly(c *client, _ [][]byte, _ time.Time) {
 // READWRITE
 func cmdReadWrite(c *client, _ [][]byte, _ time.Time) {
 	if c.clusterOn() {
-		c.readOnly = false
+		c.cluster.readOnly = false
 		c.writeOK()
 	}
 }
@@ -137,7 +137,7 @@ func cmdReadWrite(c *client, _ [][]byte, _ time.Time) {
 // ASKING
 func cmdAsking(c *client, _ [][]byte, _ time.Time) {
 	if c.clusterOn() {
-		c.asking = true
+		c.cluster.asking = true
 		c.writeOK()
 	}
 }
@@ -171,7 +171,7 @@ func cmdClusterFailover(c *client, args [][]byte, _ time.Time) {
 		c.writeError(clusterError(err))
 		return
 	}
-	c.srv.cfg.Logger.Info("CLUSTER FAILOVER: switching this replica's shard to it", "mode", string(args[len(args)-1]), "client", c.addr)
+	c.srv.cfg.Logger.Info("CLUSTER FAILOVER: switching this replica's shard to it", "mode", string(args[len(args)-1]), "client", c.ident.addr)
 	c.writeOK()
 }
 

@@ -52,7 +52,7 @@ func cmdClusterxSetNodes(c *client, args [][]byte, _ time.Time) {
 		c.writeError(clusterError(err))
 		return
 	}
-	c.srv.cfg.Logger.Info("cluster topology set", "version", version, "nodes", len(top.Nodes), "client", c.addr)
+	c.srv.cfg.Logger.Info("cluster topology set", "version", version, "nodes", len(top.Nodes), "client", c.ident.addr)
 	c.srv.follower.Follow()
 	c.writeOK()
 }
@@ -108,7 +108,7 @@ func cmdClusterxSetSentinels(c *client, args [][]byte, _ time.Time) {
 		c.writeError(clusterError(err))
 		return
 	}
-	c.srv.cfg.Logger.Info("cluster Sentinels set", "sentinels", strings.Join(addrs, ","), "client", c.addr)
+	c.srv.cfg.Logger.Info("cluster Sentinels set", "sentinels", strings.Join(addrs, ","), "client", c.ident.addr)
 	if c.srv.sentinels != nil {
 		c.srv.sentinels.Reconfigure()
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// commandFamily is COMMAND, for the command table (commands.go).
+// commandFamily is COMMAND, for the command table (newCommandTable).
 func commandFamily() []*command {
 	return []*command{
 		{name: "command", arity: -1, flags: []string{"loading", "stale"}, acl: []string{"@slow", "@connection"},

@@ -7,7 +7,7 @@ import (
 )
 
 // connFamily is the connection's own commands, for the command table
-// (commands.go).
+// (newCommandTable).
 func connFamily() []*command {
 	return []*command{
 		{name: "ping", arity: -1, maxArgs: 2, inSubscribed: true, flags: []string{"fast"}, acl: []string{"@fast", "@connection"},
@@ -59,7 +59,7 @@ func cmdEcho(c *client, args [][]byte, _ time.Time) { c.writeBulk(args[1]) }
 // not run.
 func cmdQuit(c *client, _ [][]byte, _ time.Time) {
 	c.writeOK()
-	c.closing = true
+	c.batch.closing = true
 	c.conn.Close()
 }
 
@@ -71,13 +71,12 @@ func cmdQuit(c *client, _ [][]byte, _ time.Time) {
 // password is required. Library name and version stay.
 func cmdReset(c *client, _ [][]byte, _ time.Time) {
 	c.srv.endMonitor(c)
-	c.tx = nil
-	c.watched = nil
+	c.tx = transaction{}
 	c.srv.unsubscribeAll(c)
-	c.resp = 2
-	c.respSeen.Store(2)
-	c.authed = c.srv.cfg.RequirePass == ""
-	c.name.Store(nil)
+	c.session.resp = 2
+	c.session.respSeen.Store(2)
+	c.session.authed = c.srv.cfg.RequirePass == ""
+	c.ident.name.Store(nil)
 	c.regate()
 	c.writeSimple("RESET")
 }
@@ -99,7 +98,7 @@ func cmdSelect(c *client, args [][]byte, _ time.Time) {
 
 // AUTH [username] password
 //
-// Failed attempts are rate-limited by client address (authlimit.go).
+// Failed attempts are rate-limited by client address (authLimiter).
 func cmdAuth(c *client, args [][]byte, now time.Time) {
 	if len(args) == 2 && c.srv.cfg.RequirePass == "" {
 		c.writeError(errAuthNoPassword)
@@ -113,7 +112,7 @@ func cmdAuth(c *client, args [][]byte, now time.Time) {
 		c.writeError(e)
 		return
 	}
-	c.authed = true
+	c.session.authed = true
 	c.writeOK()
 }
 
@@ -135,7 +134,7 @@ func (s *Server) checkPassword(user, pass []byte) bool {
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
 func cmdHello(c *client, args [][]byte, now time.Time) {
-	proto := c.resp
+	proto := c.session.resp
 	if len(args) >= 2 {
 		v, ok := parseInt(args[1])
 		if !ok {
@@ -149,7 +148,7 @@ func cmdHello(c *client, args [][]byte, now time.Time) {
 		proto = int(v)
 	}
 	var setName []byte
-	authed := c.authed
+	authed := c.session.authed
 	for i := 2; i < len(args); i++ {
 		more := len(args) - i - 1
 		switch {
@@ -176,12 +175,12 @@ func cmdHello(c *client, args [][]byte, now time.Time) {
 		c.writeError(errHelloNoAuth)
 		return
 	}
-	c.authed = true
+	c.session.authed = true
 	if setName != nil {
 		c.setName(setName)
 	}
-	c.resp = proto
-	c.respSeen.Store(int32(proto))
+	c.session.resp = proto
+	c.session.respSeen.Store(int32(proto))
 	c.regate()
 
 	c.writeMap(7)

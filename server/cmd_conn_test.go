@@ -74,7 +74,7 @@ func TestHelloSwitchesProtocol(t *testing.T) {
 			t.Errorf("%q = %q want %q", c.args, got, c.want)
 		}
 	}
-	if tc.c.resp != 2 {
-		t.Errorf("protocol after failed HELLOs = %d want 2", tc.c.resp)
+	if tc.c.session.resp != 2 {
+		t.Errorf("protocol after failed HELLOs = %d want 2", tc.c.session.resp)
 	}
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // FAILOVER, Redis 6.2's planned switch of a master and one of its
-// replicas (the family's table is in cmd_replication.go).
+// replicas (its table entry is in replicationFamily).
 
 // failoverStateName is INFO's master_failover_state.
 func (s *Server) failoverStateName() string {

@@ -7,7 +7,7 @@ import (
 	"redcell/storage"
 )
 
-// gcraFamily is GCRA, for the command table (commands.go).
+// gcraFamily is GCRA, for the command table (newCommandTable).
 func gcraFamily() []*command {
 	return []*command{limiterCommand("gcra", -5, 7, "string", "8.8.0", "O(1)",
 		"Rate-limits a key by GCRA as Redis's GCRA command: a float period, durations rounded up to seconds.",
@@ -87,7 +87,7 @@ func cmdGCRA(c *client, args [][]byte, now time.Time) {
 			return
 		}
 	} else {
-		res, err = c.ks.ThrottleSlot(args[1], c.slot, rate, at)
+		res, err = c.ks.ThrottleSlot(args[1], c.cluster.slot, rate, at)
 	}
 	if err != nil {
 		c.writeError(gcraError(err))

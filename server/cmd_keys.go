@@ -11,7 +11,7 @@ import (
 )
 
 // keysFamily is the commands on keys, for the command table
-// (commands.go).
+// (newCommandTable).
 func keysFamily() []*command {
 	return []*command{
 		{name: "del", arity: -2, flags: []string{"write"}, acl: []string{"@keyspace", "@write", "@slow"},

@@ -22,7 +22,7 @@ import (
 // transaction inside it.
 
 // multiFamily is the transaction commands, as Redis 7 describes them, for the
-// command table (commands.go).
+// command table (newCommandTable).
 func multiFamily() []*command {
 	txFlags := []string{"noscript", "loading", "stale", "fast", "allow_busy"}
 	return []*command{
@@ -45,7 +45,7 @@ type multiState struct {
 	queue   []queued
 	aborted bool // a command was refused while queueing: EXEC answers EXECABORT
 	// slot is the cluster slot of the first key queued, -1 before it: a
-	// transaction's keys must all be in one (cmd_cluster.go). crossSlot: a
+	// transaction's keys must all be in one (client.routeAny). crossSlot: a
 	// key of another slot was queued, and EXEC answers CROSSSLOT.
 	slot      int
 	crossSlot bool
@@ -84,60 +84,59 @@ func (c *client) queue(spec *command, args [][]byte) {
 		buf = append(buf, a...)
 		copied[i] = buf[len(buf)-len(a) : len(buf) : len(buf)]
 	}
-	c.tx.queue = append(c.tx.queue, queued{spec: spec, args: copied})
+	c.tx.multi.queue = append(c.tx.multi.queue, queued{spec: spec, args: copied})
 	c.writeSimple("QUEUED")
 }
 
 // flagTransaction marks the transaction, if any, as aborted: a command was
 // refused while it was being queued.
 func (c *client) flagTransaction() {
-	if c.tx != nil {
-		c.tx.aborted = true
+	if c.tx.multi != nil {
+		c.tx.multi.aborted = true
 	}
 }
 
 // MULTI
 func cmdMulti(c *client, _ [][]byte, _ time.Time) {
-	if c.tx != nil {
+	if c.tx.multi != nil {
 		c.writeError(errMultiNested)
 		return
 	}
-	c.tx = &multiState{slot: -1}
+	c.tx.multi = &multiState{slot: -1}
 	c.regate()
 	c.writeOK()
 }
 
 // DISCARD
 func cmdDiscard(c *client, _ [][]byte, _ time.Time) {
-	if c.tx == nil {
+	if c.tx.multi == nil {
 		c.writeError(errDiscardWithoutMulti)
 		return
 	}
-	c.tx = nil
+	c.tx = transaction{}
 	c.regate()
-	c.watched = nil
 	c.writeOK()
 }
 
 // WATCH key [key ...]
 func cmdWatch(c *client, args [][]byte, now time.Time) {
-	if c.tx != nil {
+	if c.tx.multi != nil {
 		c.writeError(errWatchInMulti)
 		return
 	}
 	at := gcra.InstantOf(now)
 	for _, key := range args[1:] {
-		if c.watching(key) || len(c.watched) >= maxWatched {
+		if c.watching(key) || len(c.tx.watched) >= maxWatched {
 			continue
 		}
 		fp, live := c.ks.Fingerprint(key, at)
-		c.watched = append(c.watched, watchedKey{key: string(key), fp: fp, live: live})
+		c.tx.watched = append(c.tx.watched, watchedKey{key: string(key), fp: fp, live: live})
 	}
 	c.writeOK()
 }
 
 func (c *client) watching(key []byte) bool {
-	for _, w := range c.watched {
+	for _, w := range c.tx.watched {
 		if w.key == string(key) {
 			return true
 		}
@@ -147,21 +146,19 @@ func (c *client) watching(key []byte) bool {
 
 // UNWATCH
 func cmdUnwatch(c *client, _ [][]byte, _ time.Time) {
-	c.watched = nil
+	c.tx.watched = nil
 	c.writeOK()
 }
 
 // EXEC
 func cmdExec(c *client, _ [][]byte, now time.Time) {
-	tx := c.tx
+	tx, watched := c.tx.multi, c.tx.watched
 	if tx == nil {
 		c.writeError(errExecWithoutMulti)
 		return
 	}
-	c.tx = nil
+	c.tx = transaction{}
 	c.regate()
-	watched := c.watched
-	c.watched = nil
 	if tx.crossSlot { // checked first, as Redis routes EXEC before it runs
 		c.writeError(errCrossSlot)
 		return

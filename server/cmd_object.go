@@ -13,7 +13,7 @@ import (
 // integer ("int" encoding).
 
 // objectFamily is STRLEN, and OBJECT and MEMORY with their subcommands, for
-// the command table (commands.go).
+// the command table (newCommandTable).
 func objectFamily() []*command {
 	return []*command{
 		{name: "strlen", arity: 2, flags: []string{"readonly", "fast"}, acl: []string{"@read", "@string", "@fast"},

@@ -6,14 +6,14 @@ import (
 )
 
 // Pub/Sub's commands, as Redis 7 answers them; the registry and how
-// messages reach subscribers are in pubsub.go. Each (un)subscription is
+// messages reach subscribers are pubsub's. Each (un)subscription is
 // answered by an array of three, "subscribe" channel count (count: the
 // client's channels and patterns), a push under RESP3. A client subscribed
 // under RESP2 may only run the inSubscribed commands (client.gate) and its
 // PING answers an array; under RESP3 it may run anything.
 
 // pubsubFamily is Pub/Sub's commands, with Redis 7.2's flags, for the
-// command table (commands.go). SUBSCRIBE and PSUBSCRIBE start a feed, so
+// command table (newCommandTable). SUBSCRIBE and PSUBSCRIBE start an outbox, so
 // they run off the event loops; the others need not.
 func pubsubFamily() []*command {
 	subFlags := []string{"pubsub", "noscript", "loading", "stale"}
@@ -105,10 +105,10 @@ var subscriptionReplies = [subKinds][2]string{
 }
 
 // subscribe subscribes the client to names of kind, answering each. Its
-// feed holds what is published to it until these replies are sent, so that
+// outbox holds what is published to it until these replies are sent, so that
 // no message comes before the confirmation of its channel.
 func (c *client) subscribe(command string, names [][]byte, kind subKind) {
-	f := c.startFeed()
+	f := c.startOutbox()
 	if f == nil {
 		c.writeError(errNoNetwork(command))
 		return

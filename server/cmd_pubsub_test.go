@@ -164,9 +164,9 @@ func TestReset(t *testing.T) {
 	require.Equal(t, "+OK\r\n", tc.do("WATCH", "k"))
 	require.Equal(t, "+OK\r\n", tc.do("MULTI"))
 	require.Equal(t, "+RESET\r\n", tc.do("RESET"))
-	require.Equal(t, 2, tc.c.resp)
-	require.Nil(t, tc.c.tx)
-	require.Empty(t, tc.c.watched)
+	require.Equal(t, 2, tc.c.session.resp)
+	require.Nil(t, tc.c.tx.multi)
+	require.Empty(t, tc.c.tx.watched)
 	require.False(t, tc.c.gated)
 	require.Equal(t, errReply(errNoAuth), tc.do("CLIENT", "GETNAME"))
 	require.Equal(t, "+OK\r\n", tc.do("AUTH", "pw"))
@@ -295,7 +295,7 @@ func TestPubsubSlowSubscriberIsDisconnected(t *testing.T) {
 }
 
 // MONITOR and SUBSCRIBE on one connection, as Redis allows: lines and
-// messages come through one feed, in the order they happened, and the
+// messages come through one outbox, in the order they happened, and the
 // client shows both flags.
 func TestPubsubAndMonitorOnOneConnection(t *testing.T) {
 	srv := newPubsubServer(Config{})
@@ -351,7 +351,7 @@ func (s *Server) clientByID(id int64) *client {
 	return nil
 }
 
-// Without a network a connection cannot be fed: SUBSCRIBE says so.
+// Without a network a connection cannot have an outbox: SUBSCRIBE says so.
 func TestSubscribeNeedsANetwork(t *testing.T) {
 	tc := newTestClient(t, Config{})
 	require.Equal(t, errReply(errNoNetwork("SUBSCRIBE")), tc.do("SUBSCRIBE", "a"))

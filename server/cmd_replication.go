@@ -15,7 +15,7 @@ import (
 // this file hands it the connections and reports its state.
 
 // replicationFamily is the replication commands, for the command table
-// (commands.go).
+// (newCommandTable).
 func replicationFamily() []*command {
 	replicaof := func(name, since string) *command {
 		return &command{name: name, arity: 3, flags: []string{"admin", "noscript", "stale", "no_async_loading"},
@@ -63,7 +63,7 @@ func cmdReplicaOf(c *client, args [][]byte, _ time.Time) {
 			c.writeError(errReplication(err))
 			return
 		}
-		c.srv.cfg.Logger.Info("REPLICAOF NO ONE: this node is a master", "client", c.addr)
+		c.srv.cfg.Logger.Info("REPLICAOF NO ONE: this node is a master", "client", c.ident.addr)
 		c.writeOK()
 		return
 	}
@@ -82,7 +82,7 @@ func cmdReplicaOf(c *client, args [][]byte, _ time.Time) {
 		c.writeSimple("OK Already connected to specified master")
 		return
 	}
-	c.srv.cfg.Logger.Info("REPLICAOF: this node is a replica", "master", net.JoinHostPort(host, strconv.Itoa(int(port))), "client", c.addr)
+	c.srv.cfg.Logger.Info("REPLICAOF: this node is a replica", "master", net.JoinHostPort(host, strconv.Itoa(int(port))), "client", c.ident.addr)
 	c.writeOK()
 }
 
@@ -121,7 +121,7 @@ func (c *client) replicaOfInCluster(args [][]byte) {
 		c.writeError(clusterError(err))
 		return
 	}
-	c.srv.cfg.Logger.Info("REPLICAOF in cluster mode: following the shard's master Sentinel chose", "master", master, "client", c.addr)
+	c.srv.cfg.Logger.Info("REPLICAOF in cluster mode: following the shard's master Sentinel chose", "master", master, "client", c.ident.addr)
 	c.writeOK()
 }
 
@@ -217,8 +217,8 @@ func cmdReplconf(c *client, args [][]byte, _ time.Time) {
 		switch {
 		case equalFold(opt, "ack"):
 			off, ok := parseInt(val)
-			if c.replLink != nil && ok {
-				c.replLink.Ack(off)
+			if c.repl.link != nil && ok {
+				c.repl.link.Ack(off)
 			}
 			return // no reply, as from Redis
 		case equalFold(opt, "listening-port"):
@@ -227,11 +227,11 @@ func cmdReplconf(c *client, args [][]byte, _ time.Time) {
 				c.writeError(errInvalidPort)
 				return
 			}
-			c.replPort = int(port)
+			c.repl.port = int(port)
 		case equalFold(opt, "ip-address"):
-			c.replIP = string(val)
+			c.repl.ip = string(val)
 		case equalFold(opt, "capa"):
-			c.replEOF = c.replEOF || equalFold(val, "eof")
+			c.repl.eof = c.repl.eof || equalFold(val, "eof")
 		case equalFold(opt, "rdb-only"), equalFold(opt, "rdb-filter-only"),
 			equalFold(opt, "getack"), equalFold(opt, "rdb-channel"):
 		default:
@@ -255,7 +255,7 @@ func cmdPsync(c *client, args [][]byte, _ time.Time) {
 	case n == nil:
 		c.writeError(errNoReplication)
 		return
-	case c.replLink != nil:
+	case c.repl.link != nil:
 		return // a second PSYNC on a replica's link: ignored, as by Redis
 	case c.conn.NetConn() == nil:
 		c.writeError(errReplicaNoConn)
@@ -275,23 +275,23 @@ func cmdPsync(c *client, args [][]byte, _ time.Time) {
 			c.writeError(errReplication(err))
 			return
 		}
-		c.srv.cfg.Logger.Info("FAILOVER: this node took over as master", "old_master", c.addr)
+		c.srv.cfg.Logger.Info("FAILOVER: this node took over as master", "old_master", c.ident.addr)
 	}
 	if err := c.conn.flush(); err != nil { // the handshake's replies go first
 		return
 	}
-	ip := c.replIP
+	ip := c.repl.ip
 	if ip == "" {
-		ip, _, _ = net.SplitHostPort(c.addr)
+		ip, _, _ = net.SplitHostPort(c.ident.addr)
 	}
-	port := c.replPort
-	link, err := n.PSync(c.conn.NetConn(), replication.Replica{IP: ip, Port: port, EOF: c.replEOF}, id, off)
+	port := c.repl.port
+	link, err := n.PSync(c.conn.NetConn(), replication.Replica{IP: ip, Port: port, EOF: c.repl.eof}, id, off)
 	if err != nil {
 		c.writeError(errReplication(err))
 		return
 	}
-	c.replLink = link
-	c.isReplica.Store(true)
+	c.repl.link = link
+	c.repl.linked.Store(true)
 	c.conn.mute()
 }
 

@@ -7,7 +7,7 @@ import (
 	"redcell/gcra"
 )
 
-// reserveFamily is CL.RESERVE, for the command table (commands.go).
+// reserveFamily is CL.RESERVE, for the command table (newCommandTable).
 func reserveFamily() []*command {
 	cmd := limiterCommand("cl.reserve", -5, 8, "generic", "0.1.0", "O(1)",
 		"Reserves the next slot of a key's rate and returns how long to wait before acting, up to MAXWAIT milliseconds.",

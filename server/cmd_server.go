@@ -9,7 +9,7 @@ import (
 )
 
 // serverFamily is the server's commands, for the command table
-// (commands.go).
+// (newCommandTable).
 func serverFamily() []*command {
 	return []*command{
 		{name: "time", arity: 1, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast"},
@@ -73,7 +73,7 @@ func cmdShutdown(c *client, args [][]byte, _ time.Time) {
 		c.writeError(errShutdownSave)
 		return
 	}
-	c.closing = true
+	c.batch.closing = true
 	c.conn.Close()
 }
 

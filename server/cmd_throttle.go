@@ -6,7 +6,7 @@ import (
 	"redcell/gcra"
 )
 
-// throttleFamily is CL.THROTTLE, for the command table (commands.go).
+// throttleFamily is CL.THROTTLE, for the command table (newCommandTable).
 func throttleFamily() []*command {
 	cmd := limiterCommand("cl.throttle", -5, 6, "generic", "0.1.0", "O(1)",
 		"Rate-limits a key by GCRA and returns limited, limit, remaining, retry_after and reset_after, as redis-cell does.",
@@ -79,7 +79,7 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 			return
 		}
 	} else {
-		res, err = c.ks.ThrottleSlot(args[1], c.slot, rate, gcra.InstantOf(now))
+		res, err = c.ks.ThrottleSlot(args[1], c.cluster.slot, rate, gcra.InstantOf(now))
 	}
 	if err != nil {
 		c.writeError(throttleError(err))

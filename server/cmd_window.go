@@ -7,7 +7,7 @@ import (
 	"redcell/window"
 )
 
-// windowFamily is CL.WINDOW, for the command table (commands.go).
+// windowFamily is CL.WINDOW, for the command table (newCommandTable).
 func windowFamily() []*command {
 	cmd := limiterCommand("cl.window", -4, 7, "generic", "0.1.0",
 		"O(1) with PRECISION m, O(N) for the N entries of an exact log",

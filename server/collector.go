@@ -15,8 +15,7 @@ var (
 		"Commands that found their key live (CL.THROTTLE, GET, TTL, PTTL, TYPE, EXISTS), as Redis's keyspace_hits.", nil, nil)
 	descMisses = prometheus.NewDesc("redcell_keyspace_misses_total",
 		"Commands that found their key absent or expired, as Redis's keyspace_misses.", nil, nil)
-	descErrors = prometheus.NewDesc("redcell_errors_total",
-		"Error replies by kind: unknown_command, wrong_arity, command (bad arguments and other ERR), protocol, noauth, wrongpass, wrongtype, noproto, other.", []string{"kind"}, nil)
+	descErrors   = prometheus.NewDesc("redcell_errors_total", errorsHelp(), []string{"kind"}, nil)
 	descCommands = prometheus.NewDesc("redcell_commands_total",
 		"Commands run, by lower-case name; refused ones are not counted.", []string{"cmd"}, nil)
 	descRejected = prometheus.NewDesc("redcell_commands_rejected_total",

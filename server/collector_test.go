@@ -2,11 +2,14 @@ package server
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
+
+	"redcell/storage"
 )
 
 // The collector exposes the same counters in Prometheus's text format.
@@ -59,4 +62,38 @@ func gatherText(t *testing.T, g prometheus.Gatherer) string {
 		require.NoError(t, err)
 	}
 	return b.String()
+}
+
+// redcell_errors_total's HELP text names every kind the metric has a series
+// for, each once, in the order of the one list of kinds (errorKinds), where
+// it was written out by hand and had fallen behind ten kinds.
+func TestErrorsHelpNamesEveryKind(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(New(Config{}, storage.New(storage.Config{})).Collector()))
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	var help string
+	var series []string
+	for _, mf := range families {
+		if mf.GetName() != "redcell_errors_total" {
+			continue
+		}
+		help = mf.GetHelp()
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				series = append(series, l.GetValue())
+			}
+		}
+	}
+	list, ok := strings.CutPrefix(help, "Error replies by kind: ")
+	require.True(t, ok, help)
+	var named []string
+	for _, item := range strings.Split(strings.TrimSuffix(list, "."), ", ") {
+		name, _, _ := strings.Cut(item, " (")
+		named = append(named, name)
+	}
+	require.Len(t, series, int(numErrorKinds))
+	require.ElementsMatch(t, series, named, "HELP %q", help)
+	require.Contains(t, help, "command (bad arguments and other ERR)")
+	require.Contains(t, help, ", crossslot, other (any other prefix).")
 }

@@ -37,8 +37,8 @@ type command struct {
 	// (Redis hides it): a monitor may not run it either (PUBLISH).
 	mayReplicate bool
 	// offLoop commands run on a goroutine of the connection's own, never
-	// on an event loop (loop_linux.go): admin commands, which may wait,
-	// and those that start a feed (SUBSCRIBE). register sets it for admin
+	// on an event loop (eventLoop): admin commands, which may wait,
+	// and those that start an outbox (SUBSCRIBE). register sets it for admin
 	// commands.
 	offLoop bool
 	// inSubscribed commands are the ones a client subscribed under RESP2
@@ -50,7 +50,7 @@ type command struct {
 	// FLUSHDB, INFO, ...): in a transaction they need every shard locked.
 	txControl, wholeKeyspace bool
 	// prefetchKey commands look their first argument up in the store at
-	// once: a pipeline of them has its keys prefetched (prefetch.go).
+	// once: a pipeline of them has its keys prefetched (Server.prefetchAhead).
 	prefetchKey bool
 	// peekArg is the position of a limiter's quantity: with "0" there the
 	// command only reads, which a cluster replica may answer.
@@ -69,7 +69,7 @@ type command struct {
 	// refused however it is called.
 	anyArity bool
 
-	// stats count the command's calls for INFO and /metrics (stats.go).
+	// stats count the command's calls for INFO and /metrics (stats).
 	stats *cmdStats
 }
 
@@ -97,21 +97,21 @@ type commandTable struct {
 func newCommandTable() commandTable {
 	t := commandTable{byName: make(map[string]*command)}
 	for _, family := range [][]*command{
-		throttleFamily(),    // cmd_throttle.go
-		gcraFamily(),        // cmd_gcra.go
-		reserveFamily(),     // cmd_reserve.go
-		windowFamily(),      // cmd_window.go
-		keysFamily(),        // cmd_keys.go
-		objectFamily(),      // cmd_object.go
-		connFamily(),        // cmd_conn.go
-		clientFamily(),      // cmd_client.go
-		serverFamily(),      // cmd_server.go
-		commandFamily(),     // cmd_command.go
-		monitorFamily(),     // monitor.go
-		multiFamily(),       // cmd_multi.go
-		pubsubFamily(),      // cmd_pubsub.go
-		replicationFamily(), // cmd_replication.go
-		clusterFamily(),     // cmd_cluster.go
+		throttleFamily(),
+		gcraFamily(),
+		reserveFamily(),
+		windowFamily(),
+		keysFamily(),
+		objectFamily(),
+		connFamily(),
+		clientFamily(),
+		serverFamily(),
+		commandFamily(),
+		monitorFamily(),
+		multiFamily(),
+		pubsubFamily(),
+		replicationFamily(),
+		clusterFamily(),
 	} {
 		for _, cmd := range family {
 			t.register(cmd)

@@ -48,12 +48,12 @@ type connection interface {
 	// (reject). It reports false if the connection has no such goroutine:
 	// the caller closes it.
 	refuseLater(reply string) bool
-	// startFeed hands the connection's writing over to a feed (feed.go),
-	// or returns the one it has: the replies queued so far are the feed's
+	// startOutbox hands the connection's writing over to an outbox, or
+	// returns the one it has: the replies queued so far are the outbox's
 	// first bytes, and every later batch goes to it in turn. limit is the
-	// feed's backlog. Only a connection with a network (NetConn) can be
-	// fed: others return nil.
-	startFeed(limit int) *feed
+	// outbox's backlog. Only a connection with a network (NetConn) can
+	// have one: others return nil.
+	startOutbox(limit int) *outbox
 	// mute discards every later reply: the connection is a replica's,
 	// whose writing package replication took over after PSYNC.
 	mute()
@@ -82,10 +82,10 @@ type conn struct {
 	cl   *client // set by accept; nil on a connection refused at accept
 
 	// idle is Limits.IdleTimeout (0: none); readAt and cmdStart are kept
-	// under it only: timeout.go.
+	// under it only (conn.read).
 	idle             time.Duration
 	readAt, cmdStart int64
-	handshook        bool // the TLS handshake, if any, has run: tls.go
+	handshook        bool // the TLS handshake, if any, has run (conn.handshake)
 	// refusal, set by reject, is the reply the connection's goroutine sends
 	// before closing it, instead of serving it.
 	refusal string
@@ -100,13 +100,13 @@ type conn struct {
 	// roomLeft is the reply size room accepts at a glance (setRoomLeft).
 	roomLeft int64
 	closed   bool
-	// feed, once started (client.startFeed), takes the replies instead of
+	// outbox, once started (client.startOutbox), takes the replies instead of
 	// the connection: its writer sends them in order with what others push.
-	feed *feed
+	outbox *outbox
 	// muted: replies are discarded (mute).
 	muted bool
 
-	// An event loop's connection (loop_linux.go) has its socket as fd,
+	// An event loop's connection (eventLoop) has its socket as fd,
 	// outside Go's netpoller, and no nc; loop is its loop. modeMu guards
 	// the two against Abort while the connection leaves its loop.
 	// pending is a command to run first once it has left.
@@ -122,7 +122,7 @@ type conn struct {
 var _ connection = (*conn)(nil)
 
 // errLeaveLoop is runBatch's answer when its connection must leave its
-// event loop for a goroutine of its own (loop_linux.go).
+// event loop for a goroutine of its own (eventLoop).
 var errLeaveLoop = errors.New("the connection leaves its event loop")
 
 // outKeepCap is the largest reply buffer kept between batches.
@@ -217,7 +217,7 @@ func (s *Server) runBatch(c *conn) error {
 	for !c.closed {
 		if args == nil {
 			var err error
-			if args, err = c.rd.Next(cl.authed); err != nil {
+			if args, err = c.rd.Next(cl.session.authed); err != nil {
 				refused = err
 				break
 			}
@@ -232,10 +232,10 @@ func (s *Server) runBatch(c *conn) error {
 			s.prefetchAhead(c.rd)
 		}
 		now = s.dispatch(cl, args, now)
-		if cl.leaveLoop {
+		if cl.batch.leaveLoop {
 			// The command needs a goroutine of its own (dispatch): it
 			// runs there, and the rest of the batch after it.
-			cl.leaveLoop = false
+			cl.batch.leaveLoop = false
 			c.pending = args
 			return errLeaveLoop
 		}
@@ -253,7 +253,7 @@ func (s *Server) runBatch(c *conn) error {
 	if refused != nil && c.loop != nil {
 		return errLeaveLoop // the refusal is sent from a goroutine (refuse)
 	}
-	if cl.unsynced {
+	if cl.batch.unsynced {
 		s.syncBeforeReply(cl)
 		if c.closed {
 			return nil
@@ -272,16 +272,16 @@ func (s *Server) runBatch(c *conn) error {
 	return c.refuseInput(refused)
 }
 
-// flush writes the queued replies, or hands them to the feed, which also
-// lets through what it held aside while they were queued (feed.hold).
+// flush writes the queued replies, or hands them to the outbox, which also
+// lets through what it held aside while they were queued (outbox.hold).
 func (c *conn) flush() error {
 	var err error
 	switch {
 	case c.muted:
 		c.out = c.out[:0]
 		return nil
-	case c.feed != nil:
-		c.feed.pushReplies(c.out)
+	case c.outbox != nil:
+		c.outbox.pushReplies(c.out)
 	case len(c.out) == 0:
 		return nil
 	default:
@@ -322,11 +322,11 @@ func (c *conn) Close() error {
 	}
 	_ = c.flush()
 	c.closed = true
-	if c.feed != nil {
-		// A fed connection's replies are written by its feed: let it send
-		// them (QUIT's +OK) before the connection closes under it.
-		c.feed.stop()
-		c.feed.wait()
+	if c.outbox != nil {
+		// With an outbox, the connection's replies are written by it: let
+		// it send them (QUIT's +OK) before the connection closes under it.
+		c.outbox.stop()
+		c.outbox.wait()
 	}
 	if c.loop != nil {
 		return nil // its loop closes the socket once the batch ends

@@ -188,7 +188,7 @@ func (c *cycleConn) Write(p []byte) (int, error) { return len(p), nil }
 // among many, as redis-benchmark -r 100000 draws them: past a few tens of
 // thousands of keys the table no longer fits in the caches, and a decision's
 // lookup waits on memory unless the batch's keys were prefetched
-// (prefetch.go). An op is one command.
+// (Server.prefetchAhead). An op is one command.
 func BenchmarkConnBatchManyKeys(b *testing.B) {
 	for _, keys := range []int{1000, 10_000, 30_000, 100_000, 1_000_000} {
 		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) { benchConnBatchKeys(b, keys) })

@@ -18,7 +18,7 @@ func (s *Server) handle(conn connection, cmd redcon.Command) {
 // within a batch each command starts at the reading that ended the one
 // before, so a decision costs one clock read (runBatch).
 func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
-	if c.closing {
+	if c.batch.closing {
 		return now // QUIT or SHUTDOWN: the rest of the pipeline is not run
 	}
 	// A pipeline repeats one command: comparing the name with the last
@@ -38,7 +38,7 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 		c.writeError(errWrongArgs(spec.name))
 		return now
 	}
-	if !c.authed && !spec.noAuth {
+	if !c.session.authed && !spec.noAuth {
 		spec.stats.rejected.Add(1)
 		c.flagTransaction()
 		c.writeError(errNoAuth)
@@ -55,10 +55,10 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 	hooked := s.hooks.Load() != 0
 	if c.onLoop && (spec.offLoop || hooked) {
 		// Admin commands (SAVE, SHUTDOWN, MONITOR, ...), blocking ones
-		// (WAIT) and a pause may wait, and a feed writes through the
+		// (WAIT) and a pause may wait, and an outbox writes through the
 		// netpoller (SUBSCRIBE): not on an event loop, which serves other
 		// clients.
-		c.leaveLoop = true
+		c.batch.leaveLoop = true
 		return now
 	}
 	if hooked {
@@ -91,7 +91,7 @@ func (c *client) gate(spec *command, args [][]byte) bool {
 			return true
 		}
 	}
-	if c.tx == nil || spec.txControl {
+	if c.tx.multi == nil || spec.txControl {
 		return false
 	}
 	if spec.noMulti {
@@ -103,7 +103,7 @@ func (c *client) gate(spec *command, args [][]byte) bool {
 	if c.onLoop && spec.offLoop {
 		// EXEC will run it on the goroutine the connection leaves for,
 		// where it is queued.
-		c.leaveLoop = true
+		c.batch.leaveLoop = true
 		return true
 	}
 	c.queue(spec, args)
@@ -112,10 +112,10 @@ func (c *client) gate(spec *command, args [][]byte) bool {
 
 // executeHooked is execute while a pause may be in force or a client
 // monitors: a monitor may not touch keys, as Redis's may not; a paused
-// command waits (pause.go); a command run is fed to the monitors
-// (monitor.go).
+// command waits (Server.waitPause); a command run is fed to the monitors
+// (Server.feedMonitors).
 func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time.Time) time.Time {
-	if c.monitoring.Load() && (spec.write || spec.readonly || spec.mayReplicate) {
+	if c.monitor.on.Load() && (spec.write || spec.readonly || spec.mayReplicate) {
 		spec.stats.rejected.Add(1)
 		c.writeError(errMonitorKeyspace)
 		return now
@@ -123,13 +123,13 @@ func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time
 	if s.hooks.Load()&hookPause != 0 {
 		var alive bool
 		if now, alive = s.waitPause(c, spec, now); !alive {
-			c.closing = true // killed while it waited: it runs nothing more
+			c.batch.closing = true // killed while it waited: it runs nothing more
 			return now
 		}
 	}
 	end := s.execute(c, spec, args, now)
 	if s.hooks.Load()&hookMonitor != 0 {
-		if c.monitoring.Load() {
+		if c.monitor.on.Load() {
 			_ = c.conn.flush() // a monitor gets its reply before its command's line, as from Redis
 		}
 		s.feedMonitors(c, args, now)
@@ -142,7 +142,7 @@ func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time
 // reading; on an injected clock durations are not measured, count as 0, and
 // now is returned.
 func (s *Server) execute(c *client, spec *command, args [][]byte, now time.Time) time.Time {
-	c.failed = false
+	c.batch.failed = false
 	spec.run(c, args, now)
 	end, d := now, time.Duration(0)
 	if s.timed {
@@ -150,7 +150,7 @@ func (s *Server) execute(c *client, spec *command, args [][]byte, now time.Time)
 		d = time.Duration(end.UnixNano() - now.UnixNano()) // Sub is slow on Times without a monotonic reading, which the clock returns
 	}
 	spec.stats.latency[c.stripe].observe(d)
-	if c.failed {
+	if c.batch.failed {
 		spec.stats.failed.Add(1)
 	}
 	return end
@@ -161,10 +161,10 @@ func (s *Server) execute(c *client, spec *command, args [][]byte, now time.Time)
 // for the group commit that covers the changes. If that fails the replies are
 // dropped and the connection closed, so nothing unpersisted is acknowledged.
 func (s *Server) syncBeforeReply(c *client) {
-	c.unsynced = false
+	c.batch.unsynced = false
 	if err := s.cfg.Persistence.Sync(); err != nil {
 		s.logError("durable write failed; closing the connection unacknowledged", err)
-		c.closing = true
+		c.batch.closing = true
 		c.conn.drop()
 	}
 }
@@ -173,7 +173,7 @@ func (s *Server) syncBeforeReply(c *client) {
 // mode its reply waits for a sync.
 func (c *client) changed() {
 	if c.srv.cfg.DurableWrites {
-		c.unsynced = true
+		c.batch.unsynced = true
 	}
 }
 

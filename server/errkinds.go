@@ -1,8 +1,11 @@
 package server
 
+import "strings"
+
 // What an error reply is: its kind, which the error counters count it under
 // (redcell_errors_total{kind}, INFO Errorstats) without reading its text,
-// and its text. Every text is in errors.go.
+// and its text. Every reply's text is declared with the others' (errNoAuth
+// and the rest), in one place.
 
 // errKind is what an error reply is counted as.
 type errKind uint8
@@ -32,27 +35,48 @@ const (
 )
 
 // errorKinds names each kind for redcell_errors_total, and gives the prefix
-// INFO Errorstats counts it under; the other kind is not shown there.
-var errorKinds = [numErrorKinds]struct{ name, prefix string }{
-	errKindUnknownCommand: {"unknown_command", "ERR"},
-	errKindWrongArity:     {"wrong_arity", "ERR"},
-	errKindCommand:        {"command", "ERR"},
-	errKindProtocol:       {"protocol", "ERR"},
-	errKindNoAuth:         {"noauth", "NOAUTH"},
-	errKindWrongPass:      {"wrongpass", "WRONGPASS"},
-	errKindWrongType:      {"wrongtype", "WRONGTYPE"},
-	errKindNoProto:        {"noproto", "NOPROTO"},
-	errKindExecAbort:      {"execabort", "EXECABORT"},
-	errKindMisconf:        {"misconf", "MISCONF"},
-	errKindOOM:            {"oom", "OOM"},
-	errKindReadOnly:       {"readonly", "READONLY"},
-	errKindNoMasterLink:   {"nomasterlink", "NOMASTERLINK"},
-	errKindMoved:          {"moved", "MOVED"},
-	errKindAsk:            {"ask", "ASK"},
-	errKindTryAgain:       {"tryagain", "TRYAGAIN"},
-	errKindClusterDown:    {"clusterdown", "CLUSTERDOWN"},
-	errKindCrossSlot:      {"crossslot", "CROSSSLOT"},
-	errKindOther:          {"other", ""},
+// INFO Errorstats counts it under (the other kind is not shown there) and,
+// where the name does not say what is counted, a note for the metric's HELP
+// text (errorsHelp). The one list of kinds: what counts and what describes
+// the counts both read it.
+var errorKinds = [numErrorKinds]struct{ name, prefix, note string }{
+	errKindUnknownCommand: {"unknown_command", "ERR", ""},
+	errKindWrongArity:     {"wrong_arity", "ERR", ""},
+	errKindCommand:        {"command", "ERR", "bad arguments and other ERR"},
+	errKindProtocol:       {"protocol", "ERR", "malformed RESP"},
+	errKindNoAuth:         {"noauth", "NOAUTH", ""},
+	errKindWrongPass:      {"wrongpass", "WRONGPASS", ""},
+	errKindWrongType:      {"wrongtype", "WRONGTYPE", ""},
+	errKindNoProto:        {"noproto", "NOPROTO", ""},
+	errKindExecAbort:      {"execabort", "EXECABORT", ""},
+	errKindMisconf:        {"misconf", "MISCONF", ""},
+	errKindOOM:            {"oom", "OOM", ""},
+	errKindReadOnly:       {"readonly", "READONLY", ""},
+	errKindNoMasterLink:   {"nomasterlink", "NOMASTERLINK", ""},
+	errKindMoved:          {"moved", "MOVED", ""},
+	errKindAsk:            {"ask", "ASK", ""},
+	errKindTryAgain:       {"tryagain", "TRYAGAIN", ""},
+	errKindClusterDown:    {"clusterdown", "CLUSTERDOWN", ""},
+	errKindCrossSlot:      {"crossslot", "CROSSSLOT", ""},
+	errKindOther:          {"other", "", "any other prefix"},
+}
+
+// errorsHelp is redcell_errors_total's HELP text: every kind of errorKinds,
+// in its order, with its note.
+func errorsHelp() string {
+	var b strings.Builder
+	b.WriteString("Error replies by kind: ")
+	for i, k := range errorKinds {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(k.name)
+		if k.note != "" {
+			b.WriteString(" (" + k.note + ")")
+		}
+	}
+	b.WriteString(".")
+	return b.String()
 }
 
 // replyError is one error reply: the text sent (without the leading '-'

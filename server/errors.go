@@ -34,7 +34,7 @@ var (
 	errNoProto        = replyError{errKindNoProto, "NOPROTO unsupported protocol version"}
 	errHelloProto     = commandError("ERR Protocol version is not an integer or out of range")
 	// errAuthLimited answers AUTH from an address that has failed too
-	// often (authlimit.go); Redis has no such limit, so no wording of its.
+	// often (authLimiter); Redis has no such limit, so no wording of its.
 	errAuthLimited = commandError("ERR too many failed AUTH attempts, try later")
 	// errMaxClients is Redis's answer to a connection beyond maxclients.
 	// It is sent before the connection is served, so no counter sees it.
@@ -144,7 +144,7 @@ var (
 )
 
 // errNoNetwork refuses a command that streams to its connection (MONITOR,
-// SUBSCRIBE) on one without a network, which cannot be fed: only tests make
+// SUBSCRIBE) on one without a network, which cannot have an outbox: only tests make
 // such connections.
 func errNoNetwork(command string) replyError {
 	return commandError("ERR " + command + " needs a network connection")
@@ -312,7 +312,7 @@ func windowError(err error) replyError {
 	}
 }
 
-// Replication (cmd_replication.go), in Redis's words where it has them.
+// Replication (replicationFamily), in Redis's words where it has them.
 var (
 	errReadOnly          = replyError{errKindReadOnly, "READONLY You can't write against a read only replica."}
 	errNoReplication     = commandError("ERR replication is not configured on this server")

@@ -62,7 +62,7 @@ func TestErrWrongArgsAndUnknownSubcommand(t *testing.T) {
 	}
 }
 
-// everyError is every error reply errors.go declares, and one of each of
+// everyError is every error reply the package declares, and one of each of
 // its constructors.
 func everyError() []replyError {
 	long := []byte(strings.Repeat("z", 200))

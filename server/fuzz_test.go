@@ -19,7 +19,7 @@ import (
 
 // Fuzz tests of the server. Seeds recorded from real clients (go-redis,
 // rueidis, redis-cli, redis-benchmark) are in testdata/fuzz/<name>/, written
-// by TestRecordFuzzSeeds (fuzz_seeds_test.go); plain `go test` replays them,
+// by TestRecordFuzzSeeds; plain `go test` replays them,
 // and every crasher the fuzzer found, kept beside them. The reader's own
 // fuzzers are in package resp.
 
@@ -249,7 +249,7 @@ func FuzzCommands(f *testing.F) {
 			t.Fatal("not accepted")
 		}
 		c := conn.client()
-		c.authed = true
+		c.session.authed = true
 		for _, args := range decodeFuzzCommands(data) {
 			if a := args[0]; len(a) > 2 && a[0] == '@' && a[1] == '+' {
 				if ms, err := strconv.Atoi(string(a[2:])); err == nil && ms >= 0 {
@@ -259,7 +259,7 @@ func FuzzCommands(f *testing.F) {
 			}
 			srv.handle(conn, redcon.Command{Args: args})
 			out := conn.take()
-			if c.closing {
+			if c.batch.closing {
 				return
 			}
 			if err := checkReplyCount(args, []byte(out)); err != nil {

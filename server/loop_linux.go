@@ -15,6 +15,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// loopWaitMillis is how long a loop's epoll wait lasts with idle timeouts to
+// check: they are checked about this often.
+const loopWaitMillis = 250
+
+// eventLoop is one event loop: its epoll set, the connections in it by
+// socket, and a queue of work other goroutines hand it (new connections,
+// kills), with an eventfd that wakes it for them.
+//
 // An event loop serves many plain TCP connections from one goroutine, as
 // Redis's does: epoll says which sockets have input, and for each the loop
 // reads once, runs the commands and writes their replies. Why: with a
@@ -28,18 +36,10 @@ import (
 // leave the loop for a goroutine of its own (promote), which it keeps from
 // then on, as before loops existed. It leaves for an admin command (SAVE,
 // BGSAVE, SHUTDOWN, MONITOR, SLOWLOG, LATENCY), for SUBSCRIBE and
-// PSUBSCRIBE, whose feed others write to (command.offLoop), while a pause
+// PSUBSCRIBE, whose outbox others write to (command.offLoop), while a pause
 // or a monitor is in force (dispatch), for a reply the socket does not take
 // whole, and for a refusal of its input. TLS connections, durable mode and the
 // maxclients refusal never use a loop.
-
-// loopWaitMillis is how long a loop's epoll wait lasts with idle timeouts to
-// check: they are checked about this often.
-const loopWaitMillis = 250
-
-// eventLoop is one loop: its epoll set, the connections in it by socket, and
-// a queue of work other goroutines hand it (new connections, kills), with an
-// eventfd that wakes it for them.
 type eventLoop struct {
 	srv    *Server
 	epfd   int
@@ -307,7 +307,7 @@ func (l *eventLoop) flushAll() {
 	l.flushes = l.flushes[:0]
 }
 
-// sweep closes the connections idle past Limits.IdleTimeout, as timeout.go's
+// sweep closes the connections idle past Limits.IdleTimeout, as conn.read's
 // deadlines do for a connection with a goroutine: silent that long, or a
 // command that began arriving that long ago and is not whole. It looks
 // about every loopWaitMillis.

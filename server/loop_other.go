@@ -3,7 +3,7 @@
 package server
 
 // Without epoll there are no event loops: a goroutine serves each
-// connection (loop_linux.go says why loops exist).
+// connection (the Linux eventLoop says why loops exist).
 
 const haveEventLoops = false
 

@@ -15,14 +15,14 @@ import (
 // running (unknown, wrong arity, NOAUTH) and admin commands (SHUTDOWN, SAVE,
 // CLIENT KILL, MONITOR itself, ...) are not fed, as in Redis.
 //
-// A monitor's lines go through its connection's feed (feed.go), whose
+// A monitor's lines go through its connection's outbox, whose
 // goroutine writes them, so a monitor that reads slowly never holds up a
 // command, and one that leaves more than its backlog unread is disconnected.
 // What the command path pays: with no monitor, nothing but the load of
 // Server.hooks in dispatch; with monitors, one line built per command and
 // copied to each.
 
-// monitorFamily is MONITOR, for the command table (commands.go).
+// monitorFamily is MONITOR, for the command table (newCommandTable).
 func monitorFamily() []*command {
 	return []*command{
 		{name: "monitor", arity: 1, flags: []string{"admin", "noscript", "loading", "stale"}, acl: []string{"@admin", "@slow", "@dangerous"},
@@ -35,7 +35,7 @@ func monitorFamily() []*command {
 // As in Redis, a second MONITOR on a monitoring connection is ignored: no
 // reply.
 func cmdMonitor(c *client, _ [][]byte, _ time.Time) {
-	if c.monitoring.Load() {
+	if c.monitor.on.Load() {
 		return
 	}
 	if c.inExec() {
@@ -49,28 +49,28 @@ func cmdMonitor(c *client, _ [][]byte, _ time.Time) {
 	}
 	// +OK goes before any line, held back until it is sent: the client,
 	// once it has read +OK, sees every command that runs after.
-	f := c.startFeed()
+	f := c.startOutbox()
 	f.hold()
-	c.monitoring.Store(true)
+	c.monitor.on.Store(true)
 	c.srv.addMonitor(f)
 	c.writeOK()
 }
 
 // addMonitor starts feeding f the monitor lines.
-func (s *Server) addMonitor(f *feed) {
+func (s *Server) addMonitor(f *outbox) {
 	s.monMu.Lock()
 	defer s.monMu.Unlock()
-	list := append(append([]*feed(nil), s.monitorList()...), f)
+	list := append(append([]*outbox(nil), s.monitorList()...), f)
 	s.monitors.Store(&list)
 	s.hooks.Or(hookMonitor)
 }
 
 // removeMonitor stops feeding f; it is a no-op if f is not fed.
-func (s *Server) removeMonitor(f *feed) {
+func (s *Server) removeMonitor(f *outbox) {
 	s.monMu.Lock()
 	defer s.monMu.Unlock()
 	old := s.monitorList()
-	list := make([]*feed, 0, len(old))
+	list := make([]*outbox, 0, len(old))
 	for _, o := range old {
 		if o != f {
 			list = append(list, o)
@@ -82,7 +82,7 @@ func (s *Server) removeMonitor(f *feed) {
 	}
 }
 
-func (s *Server) monitorList() []*feed {
+func (s *Server) monitorList() []*outbox {
 	if p := s.monitors.Load(); p != nil {
 		return *p
 	}
@@ -92,9 +92,9 @@ func (s *Server) monitorList() []*feed {
 // endMonitor stops feeding c, once its connection has closed or it sent
 // RESET.
 func (s *Server) endMonitor(c *client) {
-	if c.monitoring.Load() {
-		s.removeMonitor(c.feed)
-		c.monitoring.Store(false)
+	if c.monitor.on.Load() {
+		s.removeMonitor(c.outbox)
+		c.monitor.on.Store(false)
 	}
 }
 
@@ -107,12 +107,12 @@ func (s *Server) feedMonitors(c *client, args [][]byte, now time.Time) {
 	if len(list) == 0 {
 		return
 	}
-	c.monitorLine = appendMonitorLine(c.monitorLine[:0], now, c.addr, args)
+	c.monitor.line = appendMonitorLine(c.monitor.line[:0], now, c.ident.addr, args)
 	for _, f := range list {
-		f.push(c.monitorLine)
+		f.push(c.monitor.line)
 	}
-	if cap(c.monitorLine) > 64<<10 {
-		c.monitorLine = nil // one huge command must not pin its line
+	if cap(c.monitor.line) > 64<<10 {
+		c.monitor.line = nil // one huge command must not pin its line
 	}
 }
 

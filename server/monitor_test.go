@@ -73,9 +73,9 @@ func (w blockingWriter) Write(p []byte) (int, error) { <-w.release; return len(p
 func TestMonitorBacklog(t *testing.T) {
 	tc := newTestClient(t, Config{})
 	w := blockingWriter{release: make(chan struct{})}
-	f := newFeed(tc.c, w, 100)
-	tc.c.feed = f
-	tc.c.monitoring.Store(true)
+	f := newOutbox(tc.c, w, 100)
+	tc.c.outbox = f
+	tc.c.monitor.on.Store(true)
 	tc.srv.addMonitor(f)
 	line := make([]byte, 60)
 	f.push(line) // taken by the writer, which then blocks, or still queued
@@ -84,7 +84,7 @@ func TestMonitorBacklog(t *testing.T) {
 	require.True(t, tc.c.killed.Load(), "the monitor's client was killed")
 	require.Empty(t, tc.srv.monitorList(), "and is fed no more")
 	require.Zero(t, tc.srv.hooks.Load()&hookMonitor)
-	require.False(t, f.push(line), "a feed that fell behind takes nothing more")
+	require.False(t, f.push(line), "an outbox that fell behind takes nothing more")
 	close(w.release)
 	select {
 	case <-f.done:
@@ -94,7 +94,7 @@ func TestMonitorBacklog(t *testing.T) {
 }
 
 // MONITOR turns the command path's monitor hook on; it goes off when the last
-// monitor's connection closes, so commands stop paying for the feed.
+// monitor's connection closes, so commands stop paying for the outbox.
 func TestMonitorHook(t *testing.T) {
 	srv := New(Config{Now: func() time.Time { return t0 }}, storage.New(storage.Config{Shards: 1}))
 	client, server := net.Pipe()
@@ -126,7 +126,7 @@ func TestMonitorHook(t *testing.T) {
 }
 
 // A monitor whose input is refused gets the refusal after everything queued
-// for it, from its feed's writer: nothing else writes to its connection.
+// for it, from its outbox's writer: nothing else writes to its connection.
 func TestMonitorRefusedByTheReader(t *testing.T) {
 	got := serveScript(t, "MONITOR\r\nPING\r\n*1\r\n$-5\r\n", 1<<20)
 	require.Equal(t, "+OK\r\n+PONG\r\n+1795953600.000000 [0 127.0.0.1:50000] \"PING\"\r\n-ERR Protocol error: invalid bulk length\r\n", got)

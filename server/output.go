@@ -8,8 +8,8 @@ import (
 )
 
 // A connection's replies: the writers append them to conn.out, within the
-// output limits room checks (Limits.MaxOutput, Limits.MaxOutputTotal); flush
-// (conn.go) sends them.
+// output limits room checks (Limits.MaxOutput, Limits.MaxOutputTotal); conn.flush
+// sends them.
 
 // outputTotal counts the reply bytes waiting for all clients together,
 // beyond each one's allowance, against a limit.
@@ -128,8 +128,8 @@ func (c *conn) makeRoom(n int) bool {
 
 func (c *conn) refuseOutput(msg string, limit int64) {
 	if cl := c.cl; cl != nil {
-		cl.closing = true
-		cl.srv.cfg.Logger.Warn(msg, "addr", cl.addr, "id", cl.id, "limit", limit)
+		cl.batch.closing = true
+		cl.srv.cfg.Logger.Warn(msg, "addr", cl.ident.addr, "id", cl.id, "limit", limit)
 	}
 	c.drop()
 }

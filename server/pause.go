@@ -114,10 +114,10 @@ func (s *Server) liftPause(p *pauseState) {
 // The pause's end is on the server's clock; the wait for it is on the real
 // one, for as long as the server's clock says is left, then it looks again.
 func (s *Server) waitPause(c *client, spec *command, now time.Time) (time.Time, bool) {
-	write := spec.write || spec.name == "exec" && c.tx != nil && c.tx.writes()
+	write := spec.write || spec.name == "exec" && c.tx.multi != nil && c.tx.multi.writes()
 	for {
 		p := s.pause.Load()
-		if p == nil || p.by == c.id || (!p.all && !write) || c.monitoring.Load() {
+		if p == nil || p.by == c.id || (!p.all && !write) || c.monitor.on.Load() {
 			return now, true // monitors, as Redis's replicas, are never paused
 		}
 		left := time.Duration(p.end - now.UnixNano())

@@ -7,11 +7,11 @@ import (
 )
 
 // Pub/Sub's registry: which clients are subscribed to each channel and to
-// each pattern, server-wide. The commands are in cmd_pubsub.go.
+// each pattern, server-wide. The commands are pubsubFamily.
 //
-// A subscriber's messages go through its connection's feed (feed.go),
+// A subscriber's messages go through its connection's outbox,
 // whose goroutine writes them: PUBLISH builds a message once per channel and
-// per matching pattern and copies it onto each subscriber's feed, under the
+// per matching pattern and copies it onto each subscriber's outbox, under the
 // registry's read lock, and never waits for a subscriber to read. One that
 // leaves more than its backlog (Limits.MaxOutput) unread is disconnected,
 // as Redis's client-output-buffer-limit pubsub does. A client that never
@@ -49,28 +49,28 @@ type subscribers struct {
 // subscriptions counts the client's subscriptions of every kind, on its own
 // goroutine: whether it is in subscribed mode.
 func (c *client) subscriptions() int {
-	return len(c.subs[subChannel]) + len(c.subs[subPattern]) + len(c.subs[subShard])
+	return len(c.sub.names[subChannel]) + len(c.sub.names[subPattern]) + len(c.sub.names[subShard])
 }
 
 // subscriptionCount is the count an (un)subscription reply of kind carries,
 // as Redis's: channels and patterns together, shard channels apart.
 func (c *client) subscriptionCount(kind subKind) int {
 	if kind == subShard {
-		return len(c.subs[subShard])
+		return len(c.sub.names[subShard])
 	}
-	return len(c.subs[subChannel]) + len(c.subs[subPattern])
+	return len(c.sub.names[subChannel]) + len(c.sub.names[subPattern])
 }
 
 // subscribed reports, from any goroutine, whether the client has a
 // subscription: Redis's pubsub client type and CLIENT LIST's flag P.
 func (c *client) subscribed() bool {
-	return c.subCounts[subChannel].Load()+c.subCounts[subPattern].Load()+c.subCounts[subShard].Load() > 0
+	return c.sub.counts[subChannel].Load()+c.sub.counts[subPattern].Load()+c.sub.counts[subShard].Load() > 0
 }
 
 // add subscribes c to name, of kind, and reports whether it was not
 // already. The caller holds mu, and runs on c's goroutine.
 func (ps *pubsub) add(c *client, name string, kind subKind) bool {
-	own := &c.subs[kind]
+	own := &c.sub.names[kind]
 	if _, dup := (*own)[name]; dup {
 		return false
 	}
@@ -90,7 +90,7 @@ func (ps *pubsub) add(c *client, name string, kind subKind) bool {
 		ps.subs[kind][name] = subs
 	}
 	subs.clients[c] = struct{}{}
-	c.subCounts[kind].Add(1)
+	c.sub.counts[kind].Add(1)
 	return true
 }
 
@@ -99,7 +99,7 @@ func (ps *pubsub) add(c *client, name string, kind subKind) bool {
 // that subscribing to many cannot make the server hold them. The caller
 // holds mu, and runs on c's goroutine.
 func (ps *pubsub) remove(c *client, name string, kind subKind) bool {
-	own := c.subs[kind]
+	own := c.sub.names[kind]
 	if _, ok := own[name]; !ok {
 		return false
 	}
@@ -109,7 +109,7 @@ func (ps *pubsub) remove(c *client, name string, kind subKind) bool {
 	if len(subs.clients) == 0 {
 		delete(ps.subs[kind], name)
 	}
-	c.subCounts[kind].Add(-1)
+	c.sub.counts[kind].Add(-1)
 	if c.subscriptions() == 0 {
 		ps.clients--
 	}
@@ -119,7 +119,7 @@ func (ps *pubsub) remove(c *client, name string, kind subKind) bool {
 // subscriptionNames lists c's names of kind in byte order: UNSUBSCRIBE
 // without arguments answers them in that order (Redis in its hash table's).
 func (c *client) subscriptionNames(kind subKind) [][]byte {
-	own := c.subs[kind]
+	own := c.sub.names[kind]
 	names := make([][]byte, 0, len(own))
 	for name := range own {
 		names = append(names, []byte(name))
@@ -137,7 +137,7 @@ func (s *Server) unsubscribeAll(c *client) {
 	ps := &s.pubsub
 	ps.mu.Lock()
 	for kind := range subKinds {
-		for name := range c.subs[kind] {
+		for name := range c.sub.names[kind] {
 			ps.remove(c, name, kind)
 		}
 	}
@@ -212,31 +212,31 @@ func appendBulk(b, s []byte) []byte {
 // replies of the batch not yet sent.
 func deliver(from, to *client, msg []byte) {
 	if to == from {
-		n := len(from.selfPushes)
-		from.selfPushes = append(from.selfPushes, msg...)
-		if from.resp == 3 {
-			from.selfPushes[n] = '>'
+		n := len(from.sub.selfPushes)
+		from.sub.selfPushes = append(from.sub.selfPushes, msg...)
+		if from.session.resp == 3 {
+			from.sub.selfPushes[n] = '>'
 		}
 		return
 	}
-	if to.respSeen.Load() == 3 {
+	if to.session.respSeen.Load() == 3 {
 		msg[0] = '>'
-		to.feed.push(msg)
+		to.outbox.push(msg)
 		msg[0] = '*'
 		return
 	}
-	to.feed.push(msg)
+	to.outbox.push(msg)
 }
 
 // sendSelfPushes writes the messages the client published to itself after
 // the reply of the command that published them, as Redis 7.2 does: after
 // PUBLISH's reply, and after EXEC's for a PUBLISH inside it.
 func (c *client) sendSelfPushes() {
-	if len(c.selfPushes) > 0 {
-		c.conn.WriteRaw(c.selfPushes)
-		c.selfPushes = c.selfPushes[:0]
-		if cap(c.selfPushes) > 64<<10 {
-			c.selfPushes = nil
+	if len(c.sub.selfPushes) > 0 {
+		c.conn.WriteRaw(c.sub.selfPushes)
+		c.sub.selfPushes = c.sub.selfPushes[:0]
+		if cap(c.sub.selfPushes) > 64<<10 {
+			c.sub.selfPushes = nil
 		}
 	}
 }

@@ -36,8 +36,8 @@ func (c *conn) refuse(reply string, err error) error {
 		return err
 	}
 	line := []byte("-" + reply + "\r\n")
-	if f := c.feed; f != nil {
-		// A feed writes the connection: the refusal goes after what is
+	if f := c.outbox; f != nil {
+		// An outbox writes the connection: the refusal goes after what is
 		// queued, and before the connection closes.
 		f.pushReplies(line)
 		f.stop()

@@ -7,7 +7,7 @@ import (
 
 // Reply writers that know the connection's protocol. Where RESP2 and RESP3
 // differ (null, maps, sets, verbatim text) the client's HELLO choice decides;
-// everything else goes straight to the connection's writers (conn.go).
+// everything else goes straight to the connection's writers (connection).
 
 // writeError writes e and counts it by its kind.
 func (c *client) writeError(e replyError) {
@@ -45,7 +45,7 @@ func (c *client) writeHelp(lines []string) {
 }
 
 func (c *client) writeNull() {
-	if c.resp == 3 {
+	if c.session.resp == 3 {
 		c.conn.WriteRaw([]byte("_\r\n"))
 		return
 	}
@@ -55,7 +55,7 @@ func (c *client) writeNull() {
 // writeNullArray writes the null array (EXEC of a transaction whose watched
 // keys changed): *-1 under RESP2, RESP3's null.
 func (c *client) writeNullArray() {
-	if c.resp == 3 {
+	if c.session.resp == 3 {
 		c.conn.WriteRaw([]byte("_\r\n"))
 		return
 	}
@@ -64,7 +64,7 @@ func (c *client) writeNullArray() {
 
 // writeMap writes a map header of n pairs; RESP2 gets a flat array of 2n.
 func (c *client) writeMap(n int) {
-	if c.resp == 3 {
+	if c.session.resp == 3 {
 		c.writeHeader('%', n)
 		return
 	}
@@ -73,7 +73,7 @@ func (c *client) writeMap(n int) {
 
 // writeSet writes a set header of n members; RESP2 gets an array.
 func (c *client) writeSet(n int) {
-	if c.resp == 3 {
+	if c.session.resp == 3 {
 		c.writeHeader('~', n)
 		return
 	}
@@ -83,7 +83,7 @@ func (c *client) writeSet(n int) {
 // writePush writes the header of a push of n elements: RESP3's out-of-band
 // kind, which RESP2 has not, so an array there.
 func (c *client) writePush(n int) {
-	if c.resp == 3 {
+	if c.session.resp == 3 {
 		c.writeHeader('>', n)
 		return
 	}
@@ -101,7 +101,7 @@ func (c *client) writeHeader(kind byte, n int) {
 // writeVerbatim writes text as RESP3 verbatim text (as Redis does for INFO
 // and CLIENT LIST), or as a bulk string under RESP2.
 func (c *client) writeVerbatim(text string) {
-	if c.resp != 3 {
+	if c.session.resp != 3 {
 		c.conn.WriteBulkString(text)
 		return
 	}

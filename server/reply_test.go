@@ -39,9 +39,9 @@ func (f *fakeConn) DeferArray() int     { return len(f.Buffer()) }
 // refusal: the server closes it at once.
 func (f *fakeConn) refuseLater(string) bool { return false }
 
-// startFeed reports that a fakeConn, without a network, cannot be fed:
+// startOutbox reports that a fakeConn, without a network, cannot have an outbox:
 // MONITOR and SUBSCRIBE are refused.
-func (f *fakeConn) startFeed(int) *feed { return nil }
+func (f *fakeConn) startOutbox(int) *outbox { return nil }
 
 func (f *fakeConn) mute() {}
 
@@ -92,7 +92,7 @@ func TestRepliesFollowTheProtocol(t *testing.T) {
 	tc := newTestClient(t, Config{})
 	c := tc.c
 	for _, resp := range []int{2, 3} {
-		c.resp = resp
+		c.session.resp = resp
 		c.writeNull()
 		c.writeMap(2)
 		c.writeSet(3)

@@ -52,7 +52,7 @@ type Config struct {
 	// EventLoops is how many event loops serve each listener's plain (TCP
 	// and Unix) connections: 0 means DefaultEventLoops, a negative number
 	// none (a goroutine per connection, as TLS connections and durable
-	// mode always have). loop_linux.go says why.
+	// mode always have). eventLoop says why.
 	EventLoops int
 	// Limits bound what one command may announce; zero fields take the
 	// defaults (DefaultMaxBulkLen, DefaultMaxArgs, DefaultMaxInlineLen).
@@ -123,8 +123,8 @@ type Server struct {
 	sentinels *clusternode.SentinelWatch
 	now       func() time.Time
 	started   time.Time
-	commands  commandTable // commands.go
-	limits    Limits       // cfg.Limits with the defaults filled in
+	commands  commandTable
+	limits    Limits // cfg.Limits with the defaults filled in
 	// outputTotal counts the replies waiting for all clients against
 	// Limits.MaxOutputTotal (conn.room).
 	outputTotal outputTotal
@@ -132,7 +132,7 @@ type Server struct {
 	nextClientID atomic.Int64
 	mu           sync.Mutex
 	clients      map[*client]struct{}
-	listeners    []*listener // being served; listen.go
+	listeners    []*listener // being served
 	stopped      bool        // Close was called
 
 	// hooks has a bit for each feature that must see every command while
@@ -142,18 +142,18 @@ type Server struct {
 	pauseMu  sync.Mutex // serializes changes of pause with hookPause
 	pause    atomic.Pointer[pauseState]
 	monMu    sync.Mutex // serializes changes of monitors with hookMonitor
-	monitors atomic.Pointer[[]*feed]
-	pubsub   pubsub // the subscriptions: pubsub.go
+	monitors atomic.Pointer[[]*outbox]
+	pubsub   pubsub // the subscriptions
 
-	// failover is the FAILOVER in progress, if any (cmd_replication.go);
+	// failover is the FAILOVER in progress, if any (cmdFailover);
 	// failoverState is INFO's master_failover_state.
 	failoverMu    sync.Mutex
 	failover      *failover
 	failoverState atomic.Value
 
-	authFails *authLimiter // failed AUTH attempts by address: authlimit.go
+	authFails *authLimiter // failed AUTH attempts by address
 
-	// Counters and how they are kept: stats.go.
+	// Counters, and how they are kept: stats.
 	stats      stats
 	timed      bool   // the clock is the real one: measure durations
 	debug      bool   // the logger takes debug records
@@ -218,7 +218,7 @@ func (s *Server) WatchSentinels(ctx context.Context) {
 
 // Serve accepts connections on ln until Close. When it returns, every
 // connection it accepted has been closed and no command of theirs is still
-// running. ServeTLS (tls.go) serves TLS connections beside it.
+// running. ServeTLS serves TLS connections beside it.
 func (s *Server) Serve(ln net.Listener) error {
 	defer s.startSampler()()
 	return s.serve(ln, true)
@@ -251,19 +251,18 @@ func (s *Server) accept(conn connection) bool {
 		conn:    conn,
 		srv:     s,
 		id:      s.nextClientID.Add(1),
-		addr:    conn.RemoteAddr(),
-		created: now,
-		resp:    2,
-		slot:    -1,
+		ident:   identity{addr: conn.RemoteAddr(), created: now},
+		session: session{resp: 2},
+		cluster: clusterConn{slot: -1},
 		done:    make(chan struct{}),
 	}
 	if nc := conn.NetConn(); nc != nil {
-		c.laddr = nc.LocalAddr().String()
+		c.ident.laddr = nc.LocalAddr().String()
 	}
 	c.stripe = int(c.id) & (statStripes - 1)
-	c.respSeen.Store(2)
+	c.session.respSeen.Store(2)
 	c.lastActive.Store(now.UnixNano())
-	c.authed = s.cfg.RequirePass == ""
+	c.session.authed = s.cfg.RequirePass == ""
 	c.ks = s.store
 	if !s.admit(c) {
 		s.stats.rejectedConnections.Add(1)
@@ -282,12 +281,12 @@ func (s *Server) closed(conn connection, err error) {
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
-	if c.replLink != nil {
-		c.replLink.Close()
+	if c.repl.link != nil {
+		c.repl.link.Close()
 	}
 	s.endMonitor(c)
 	s.unsubscribeAll(c)
-	c.endFeed()
+	c.endOutbox()
 	s.connectionEnded(c, err)
 }
 

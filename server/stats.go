@@ -10,8 +10,8 @@ import (
 	"redcell/resp"
 )
 
-// The counters and histograms behind INFO (info.go) and /metrics
-// (collector.go). Commands and decisions update plain atomics; INFO and the
+// The counters and histograms behind INFO (Server.info) and /metrics
+// (collector). Commands and decisions update plain atomics; INFO and the
 // Prometheus collector read them when asked, so the hot path never calls
 // into client_golang. What one CL.THROTTLE pays: its
 // decision counter, its latency bucket and sum (on its client's stripe of
@@ -39,7 +39,7 @@ type stats struct {
 	// lookups counts the key reads of GET, TTL, PTTL, TYPE and EXISTS:
 	// [0] found nothing, [1] found a live key.
 	lookups [2]atomic.Int64
-	// errors counts error replies by their kind (errors.go).
+	// errors counts error replies by their kind (errKind).
 	errors [numErrorKinds]atomic.Int64
 
 	ops opsSampler
@@ -106,9 +106,9 @@ func keyWasLive(limited bool, resetAfter, increment time.Duration) bool {
 func (c *client) countError(e replyError) {
 	s := c.srv
 	s.stats.errors[e.kind].Add(1)
-	c.failed = true
+	c.batch.failed = true
 	if s.debug {
-		s.cfg.Logger.Debug("error reply", "client", c.addr, "id", c.id, "reply", e.text)
+		s.cfg.Logger.Debug("error reply", "client", c.ident.addr, "id", c.id, "reply", e.text)
 	}
 }
 
@@ -124,7 +124,7 @@ func (s *Server) connectionEnded(c *client, err error) {
 		s.stats.errors[errKindProtocol].Add(1)
 	}
 	if s.debug {
-		s.cfg.Logger.Debug("connection closed", "client", c.addr, "id", c.id, "err", err)
+		s.cfg.Logger.Debug("connection closed", "client", c.ident.addr, "id", c.id, "err", err)
 	}
 }
 

@@ -31,7 +31,7 @@ func (c *conn) read() error {
 	if c.idle <= 0 {
 		return c.rd.Fill()
 	}
-	if c.feed != nil && (c.cl.monitoring.Load() || c.cl.subscribed()) {
+	if c.outbox != nil && (c.cl.monitor.on.Load() || c.cl.subscribed()) {
 		// Monitors and subscribers, as Redis's, are not subject to the
 		// timeout: they only read.
 		_ = c.nc.SetReadDeadline(time.Time{})
@@ -79,7 +79,7 @@ func (c *conn) write(b []byte) (int, error) {
 	return writeIdle(c.nc, c.idle, b)
 }
 
-// idleWriter writes a feed to its connection under the idle
+// idleWriter writes an outbox to its connection under the idle
 // timeout.
 type idleWriter struct {
 	nc   net.Conn

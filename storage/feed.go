@@ -8,7 +8,7 @@ import (
 
 // What replication needs of the keyspace: a second change log, the feed,
 // that a master's replication takes from as the persister takes from its
-// own (changes.go), a copy of every key for a full resynchronization, and
+// own (changeLog), a copy of every key for a full resynchronization, and
 // Apply, how a replica stores what its master sent.
 //
 // Replication sends states, not commands: a key's state as it is when the

@@ -435,7 +435,7 @@ type FlushStats struct {
 	Failures         int64
 	LastError        string // of the last failed flush, if the last flush failed
 	BackgroundSaving bool
-	// DiskState is ok, full, stalled or failed (see disk.go).
+	// DiskState is ok, full, stalled or failed (see disk.state).
 	DiskState string
 }
 

@@ -17,7 +17,7 @@ func fixedClock() time.Time { return t0.Time() }
 
 func TestFlushWritesPutsAndDeletes(t *testing.T) {
 	s := New(Config{Shards: 4, TrackChanges: true})
-	b := NewMemoryBackend()
+	b := newMemoryBackend()
 	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
 	r := mustRate(t, 4, 1, 10, 1)
 	for _, k := range []string{"a", "b", "c"} {
@@ -41,7 +41,7 @@ func TestFlushWritesPutsAndDeletes(t *testing.T) {
 
 func TestFailedFlushKeepsChangesForTheNext(t *testing.T) {
 	s := New(Config{Shards: 2, TrackChanges: true})
-	b := NewMemoryBackend()
+	b := newMemoryBackend()
 	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
 	r := mustRate(t, 4, 1, 10, 1)
 	_, _ = s.Throttle([]byte("a"), r, t0)
@@ -58,7 +58,7 @@ func TestFailedFlushKeepsChangesForTheNext(t *testing.T) {
 }
 
 func TestRestoreLoadsLiveKeysWithoutMarkingThemChanged(t *testing.T) {
-	b := NewMemoryBackend()
+	b := newMemoryBackend()
 	b.Data["live"] = t0 + sec(5)
 	b.Data["stale"] = t0 - 1
 	s := New(Config{Shards: 2, TrackChanges: true})
@@ -76,7 +76,7 @@ func TestRestoreLoadsLiveKeysWithoutMarkingThemChanged(t *testing.T) {
 // CleanStale deletes, by the wall clock at its call, the keys whose TAT has
 // passed, and nothing else: a key rewritten since with a live TAT stays.
 func TestCleanStaleDeletesOnlyKeysStaleByTheWallClockNow(t *testing.T) {
-	b := NewMemoryBackend()
+	b := newMemoryBackend()
 	b.Data["stale"] = t0 - 1
 	b.Data["later"] = t0 + sec(30)
 	b.Data["live"] = t0 + sec(3600)
@@ -98,7 +98,7 @@ func TestPendingCountsChangesUntilTheyAreSynced(t *testing.T) {
 		_, err := s.Throttle([]byte(k), r, t0)
 		require.NoError(t, err)
 	}
-	b := &gateBackend{MemoryBackend: NewMemoryBackend(), entered: make(chan struct{}), release: make(chan struct{})}
+	b := &gateBackend{memoryBackend: newMemoryBackend(), entered: make(chan struct{}), release: make(chan struct{})}
 	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
 	require.Equal(t, 3, f.Pending())
 	done := make(chan error, 1)
@@ -113,7 +113,7 @@ func TestPendingCountsChangesUntilTheyAreSynced(t *testing.T) {
 
 // gateBackend blocks a synced Apply until release is closed.
 type gateBackend struct {
-	*MemoryBackend
+	*memoryBackend
 	entered, release chan struct{}
 }
 
@@ -122,7 +122,7 @@ func (g *gateBackend) Apply(changes []Change, saved gcra.Instant, sync bool) err
 		close(g.entered)
 		<-g.release
 	}
-	return g.MemoryBackend.Apply(changes, saved, sync)
+	return g.memoryBackend.Apply(changes, saved, sync)
 }
 
 // Flushes that keep failing keep each changed key once, with its latest
@@ -132,7 +132,7 @@ func (g *gateBackend) Apply(changes []Change, saved gcra.Instant, sync bool) err
 func TestFailedFlushesKeepEachKeyOnce(t *testing.T) {
 	const keys = 500
 	s := New(Config{Shards: 8, TrackChanges: true})
-	b := &batchBackend{MemoryBackend: NewMemoryBackend()}
+	b := &batchBackend{memoryBackend: newMemoryBackend()}
 	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
 	r := mustRate(t, 1000, 1, 1, 1)
 	b.Fail = errors.New("disk full")
@@ -168,7 +168,7 @@ func TestFailedFlushesKeepEachKeyOnce(t *testing.T) {
 // offset at the flush.
 func TestFlushWritesWallClockInstants(t *testing.T) {
 	s := New(Config{Shards: 2, TrackChanges: true})
-	b := NewMemoryBackend()
+	b := newMemoryBackend()
 	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock, WallOffset: func() time.Duration { return -time.Hour }})
 	_, err := s.Throttle([]byte("k"), mustRate(t, 0, 1, 60, 1), t0)
 	require.NoError(t, err)
@@ -185,7 +185,7 @@ func TestFlushWritesWallClockInstants(t *testing.T) {
 // nothing leaves the store's frame as it was.
 func TestFlushRecordsTheInstantOfTheSave(t *testing.T) {
 	s := New(Config{Shards: 2, TrackChanges: true})
-	b := NewMemoryBackend()
+	b := newMemoryBackend()
 	wall := t0.Time()
 	f := NewFlusher(s, b, FlusherOptions{Now: func() time.Time { return wall }})
 	_, err := s.Throttle([]byte("k"), mustRate(t, 0, 1, 60, 1), t0)
@@ -203,7 +203,7 @@ func TestFlushRecordsTheInstantOfTheSave(t *testing.T) {
 // all alike. Offsets that move less write only what changed.
 func TestFlushRewritesEveryKeyWhenTheWallClockSteps(t *testing.T) {
 	s := New(Config{Shards: 4, TrackChanges: true})
-	b := &batchBackend{MemoryBackend: NewMemoryBackend()}
+	b := &batchBackend{memoryBackend: newMemoryBackend()}
 	var offset time.Duration
 	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock, WallOffset: func() time.Duration { return offset }})
 	r := mustRate(t, 0, 1, 600, 1)
@@ -237,7 +237,7 @@ func TestFlushRewritesEveryKeyWhenTheWallClockSteps(t *testing.T) {
 
 // countingBackend counts Apply calls, slowly, so that Syncs pile up.
 type countingBackend struct {
-	*MemoryBackend
+	*memoryBackend
 	mu    sync.Mutex
 	calls int
 }
@@ -247,12 +247,12 @@ func (c *countingBackend) Apply(changes []Change, saved gcra.Instant, sync bool)
 	c.calls++
 	c.mu.Unlock()
 	time.Sleep(2 * time.Millisecond) // a disk sync takes time; waiters gather meanwhile
-	return c.MemoryBackend.Apply(changes, saved, sync)
+	return c.memoryBackend.Apply(changes, saved, sync)
 }
 
 func TestGroupCommitSharesSyncsAndPersistsBeforeReturning(t *testing.T) {
 	s := New(Config{TrackChanges: true})
-	b := &countingBackend{MemoryBackend: NewMemoryBackend()}
+	b := &countingBackend{memoryBackend: newMemoryBackend()}
 	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -296,7 +296,7 @@ func TestGroupCommitSharesSyncsAndPersistsBeforeReturning(t *testing.T) {
 
 func TestSyncFailsOnceGroupCommitStops(t *testing.T) {
 	s := New(Config{TrackChanges: true})
-	f := NewFlusher(s, NewMemoryBackend(), FlusherOptions{Now: fixedClock})
+	f := NewFlusher(s, newMemoryBackend(), FlusherOptions{Now: fixedClock})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	f.RunGroupCommit(ctx)
@@ -305,7 +305,7 @@ func TestSyncFailsOnceGroupCommitStops(t *testing.T) {
 
 func TestBackgroundSaveRunsOnce(t *testing.T) {
 	s := New(Config{TrackChanges: true})
-	b := NewMemoryBackend()
+	b := newMemoryBackend()
 	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
 	_, _ = s.Throttle([]byte("k"), mustRate(t, 0, 1, 60, 1), t0)
 	require.True(t, f.BackgroundSave())
@@ -317,7 +317,7 @@ func TestBackgroundSaveRunsOnce(t *testing.T) {
 // batchBackend records the size of every Apply and fails the one numbered
 // failAt (1-based; 0 never).
 type batchBackend struct {
-	*MemoryBackend
+	*memoryBackend
 	sizes  []int
 	failAt int
 }
@@ -327,7 +327,7 @@ func (b *batchBackend) Apply(changes []Change, saved gcra.Instant, sync bool) er
 	if len(b.sizes) == b.failAt {
 		return errors.New("disk full")
 	}
-	return b.MemoryBackend.Apply(changes, saved, sync)
+	return b.memoryBackend.Apply(changes, saved, sync)
 }
 
 // keys is how many changes were written in all.
@@ -347,7 +347,7 @@ func TestFlushWritesInBoundedBatchesAndResumesAfterAFailure(t *testing.T) {
 		_, err := s.Throttle(fmt.Appendf(nil, "k%d", i), r, t0)
 		require.NoError(t, err)
 	}
-	b := &batchBackend{MemoryBackend: NewMemoryBackend(), failAt: 2}
+	b := &batchBackend{memoryBackend: newMemoryBackend(), failAt: 2}
 	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
 	require.Error(t, f.Flush())
 	require.Len(t, b.sizes, 2, "the flush stops at the failed batch")
@@ -365,7 +365,7 @@ func TestFlushWritesInBoundedBatchesAndResumesAfterAFailure(t *testing.T) {
 // syncBackend records whether each Apply synced, and counts Syncs; with
 // failSynced a synced Apply fails without writing.
 type syncBackend struct {
-	*MemoryBackend
+	*memoryBackend
 	synced     []bool
 	syncs      int
 	failSynced bool
@@ -376,7 +376,7 @@ func (b *syncBackend) Apply(changes []Change, saved gcra.Instant, sync bool) err
 	if sync && b.failSynced {
 		return errors.New("sync failed")
 	}
-	return b.MemoryBackend.Apply(changes, saved, sync)
+	return b.memoryBackend.Apply(changes, saved, sync)
 }
 
 func (b *syncBackend) Sync() error { b.syncs++; return nil }
@@ -396,7 +396,7 @@ func TestFlushSyncsOncePerFlush(t *testing.T) {
 		}
 	}
 	write()
-	b := &syncBackend{MemoryBackend: NewMemoryBackend()}
+	b := &syncBackend{memoryBackend: newMemoryBackend()}
 	f := NewFlusher(s, b, FlusherOptions{Now: fixedClock})
 	require.NoError(t, f.Flush())
 	require.GreaterOrEqual(t, len(b.synced), 3)
@@ -432,7 +432,7 @@ func TestFlushSplitsAShardsChanges(t *testing.T) {
 		_, err := s.Throttle(fmt.Appendf(nil, "k%d", i), r, t0)
 		require.NoError(t, err)
 	}
-	b := &syncBackend{MemoryBackend: NewMemoryBackend()}
+	b := &syncBackend{memoryBackend: newMemoryBackend()}
 	require.NoError(t, NewFlusher(s, b, FlusherOptions{Now: fixedClock}).Flush())
 	require.Equal(t, []bool{false, false, true}, b.synced)
 	require.Len(t, b.Snapshot(), n)

@@ -56,33 +56,14 @@ var (
 	ErrLocked = errors.New("storage: the store is locked by another process")
 )
 
-// Backend is where the Flusher writes changes. PebbleBackend is the real one;
-// MemoryBackend serves tests.
-type Backend interface {
-	// Apply writes changes atomically, in the order given (a later change
-	// to a key wins), with saved, the wall-clock instant of this save
-	// (none when zero); sync makes it, and every Apply before it, durable
-	// before returning.
-	Apply(changes []Change, saved gcra.Instant, sync bool) error
-	// Sync makes every Apply so far durable.
-	Sync() error
-	// DeleteStale deletes every stored key whose TAT is at or before now, a
-	// wall-clock instant, and returns how many it deleted.
-	DeleteStale(now gcra.Instant) (int, error)
-	// DiskSize is the bytes the backend uses on disk.
-	DiskSize() int64
-	// DiskState is the disk's condition: ok, full, stalled or failed.
-	DiskState() string
-	Close() error
-}
-
 var _ Backend = (*PebbleBackend)(nil)
 
 // PebbleOptions configure OpenPebble. The zero value takes every default.
 type PebbleOptions struct {
 	Logger *slog.Logger
 	// Reserve is the disk space held back in the store's reserve file
-	// (reserveFile) and given to Pebble when the disk fills: see disk.go.
+	// (reserveFile) and given to Pebble when the disk fills: see
+	// DefaultReserve.
 	// The default is DefaultReserve; negative holds none.
 	Reserve int64
 	// StallTimeout bounds one write or sync: one that takes longer fails

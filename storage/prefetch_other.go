@@ -3,5 +3,5 @@
 package storage
 
 // prefetch is a no-op where the CPU has no prefetch instruction redcell
-// issues (prefetch_asm.go).
+// issues (the amd64 and arm64 prefetch, in assembly).
 func prefetch(uintptr) {}

@@ -1,9 +1,3 @@
-// Package storage holds redcell's keyspace: rate-limit state by key, spread
-// over lock-striped shards so that all cores serve decisions at once.
-//
-// A key's value is its TAT (gcra.Instant), which is also when it expires. Keys
-// expire lazily on access and actively through ExpireSome. The store never
-// reads a clock: every method that needs the time takes now.
 package storage
 
 import (
@@ -29,16 +23,16 @@ type Config struct {
 	// TakeChanges. Leave it off when nothing persists the store, or the
 	// record grows without bound.
 	TrackChanges bool
-	// MaxMemory is the memory limit in bytes (memory.go); 0, the default,
-	// is none. It takes effect once RunMemoryWatch runs.
+	// MaxMemory is the memory limit in bytes, as Redis's maxmemory; 0, the
+	// default, is none. It takes effect once RunMemoryWatch runs.
 	MaxMemory int64
 	// Eviction is what happens past MaxMemory. The default is NoEviction.
 	Eviction EvictionPolicy
 	// BySlot shards keys by their Redis Cluster hash slot instead of a
-	// hash of their own (slots.go): every key of a slot is in one shard, so
-	// that a slot's keys are counted and found without a scan of the
-	// whole keyspace, and a slot can be frozen while it moves. Shards is
-	// then at most cluster.Slots.
+	// hash of their own: every key of a slot is in one shard, so that a
+	// slot's keys are counted and found without a scan of the whole
+	// keyspace (CountInSlot, KeysInSlot), and a slot can be frozen while
+	// it moves (Freeze). Shards is then at most cluster.Slots.
 	BySlot bool
 }
 
@@ -100,7 +94,7 @@ type Store struct {
 	expired    atomic.Int64 // keys removed because their TAT passed
 	mem        memoryLimit
 	// bySlot: Config.BySlot; slotKeys[slot] counts a slot's keys, each
-	// slot's count kept under its shard's lock (slots.go).
+	// slot's count kept under its shard's lock (Store.CountInSlot).
 	bySlot   bool
 	slotKeys []int32
 	frozen   []bool // by slot, with slotKeys; each guarded by its slot's shard lock
@@ -110,12 +104,12 @@ type shard struct {
 	mu     sync.Mutex
 	t      table
 	cursor int    // where the sweeper resumes
-	rng    uint64 // eviction's random state (memory.go)
+	rng    uint64 // eviction's random state (shard.random)
 	// scratch is the buffer decisions on boxed states build the new state
-	// in (boxed.go), reused under the lock.
+	// in (Store.window), reused under the lock.
 	scratch []byte
-	// frozen counts this shard's frozen slots (slots.go): a decision looks
-	// at its slot only when it is not zero.
+	// frozen counts this shard's frozen slots (Store.Freeze): a decision
+	// looks at its slot only when it is not zero.
 	frozen int
 	// Pad to a multiple of a cache line so neighbouring locks do not share one.
 	_ [64]byte
@@ -307,7 +301,7 @@ func (s *Store) Delete(key []byte, now gcra.Instant) bool {
 
 func (s *Store) delete(sh *shard, key []byte, now gcra.Instant) bool {
 	if sh.frozen != 0 && s.isFrozen(key) {
-		return false // its slot moves: the server routed the command elsewhere (slots.go)
+		return false // its slot moves (Freeze): the server routed the command elsewhere
 	}
 	exp, _, ok := sh.t.get(key)
 	if !ok {

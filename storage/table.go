@@ -37,7 +37,7 @@ type table struct {
 	// mem.arena's. Removed keys leave garbage bytes until it is compacted.
 	arena   []byte
 	garbage int
-	// vals holds the states of boxed keys (values.go); its capacity is
+	// vals holds the states of boxed keys (table.setValue); its capacity is
 	// mem.vals'.
 	vals       []byte
 	valGarbage int
@@ -45,15 +45,15 @@ type table struct {
 	mem *tableMem
 
 	// log records which keys changed, for the persister, and feed the same
-	// for replication (changes.go).
+	// for replication (changeLog).
 	log, feed changeLog
 
 	// slotKeys is the store's count of keys per slot when it shards by
-	// slot (slots.go), else nil.
+	// slot (Store.CountInSlot), else nil.
 	slotKeys []int32
 
 	// index is where slots is and how long, for prefetches made without
-	// the lock (prefetch.go); written under it by setSlots, which also
+	// the lock (Store.PrefetchIndex); written under it by setSlots, which also
 	// keeps the store's count of index bytes, indexBytes (nil: none).
 	index      atomic.Uint64
 	indexBytes *atomic.Int64
@@ -63,14 +63,14 @@ type table struct {
 // GCRA family's) holds its TAT in exp, which is also when it expires, and a
 // key of up to inlineKey bytes in the entry itself: 32 bytes a key. A key of
 // another kind (a window) keeps its key and its state together in the value
-// arena (values.go), and exp is only its expiry.
+// arena (table.setValue), and exp is only its expiry.
 type entry struct {
 	exp gcra.Instant
 	n   uint32 // key length (lenMask), kind (kindMask), dirtyBit, feedBit
 	// key holds the key when inline (a TAT key of up to inlineKey bytes),
 	// else the key's offset in the arena (little-endian, bytes 0-7); for a
 	// boxed kind, its blob's offset in the value arena (0-7) and its
-	// state's capacity (16-19): the key is in the blob (values.go).
+	// state's capacity (16-19): the key is in the blob (entry.valOff).
 	key [inlineKey]byte
 }
 

@@ -8,34 +8,6 @@ import (
 	"redcell/window"
 )
 
-// Keyspace is what commands read and change: the Store itself, each call
-// under the locks it needs, or a Txn, whose calls run under the locks the
-// transaction holds.
-type Keyspace interface {
-	// ThrottleSlot is a GCRA decision (Store.Throttle) given key's cluster
-	// slot, already computed (or -1): a store sharded by slot need not
-	// hash the key again.
-	ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant) (gcra.Result, error)
-	Preview(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, bool, error)
-	Reserve(key []byte, r gcra.Rate, now gcra.Instant, maxWait time.Duration, dry bool) (gcra.Reservation, bool, error)
-	Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) (window.Result, bool, error)
-	Get(key []byte, now gcra.Instant) (gcra.Instant, Kind, bool)
-	Fingerprint(key []byte, now gcra.Instant) (uint64, bool)
-	Delete(key []byte, now gcra.Instant) bool
-	Clear()
-	Len() int
-	Scan(cursor uint64, count int, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) uint64
-	Each(now gcra.Instant, fn func(key []byte, tat gcra.Instant))
-	PendingChanges() int
-	MeasureMemory() int64
-	MemoryUsage(key []byte, now gcra.Instant) (int64, bool)
-}
-
-var (
-	_ Keyspace = (*Store)(nil)
-	_ Keyspace = (*Txn)(nil)
-)
-
 // Txn is a Store with some of its shards locked, for one transaction
 // (MULTI/EXEC): no other goroutine's call touches those shards until Unlock,
 // so the transaction's commands run with nothing of anyone else's between
@@ -156,7 +128,7 @@ func (tx *Txn) Each(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) { t
 func (tx *Txn) PendingChanges() int                                          { return tx.s.pendingChanges(tx) }
 func (tx *Txn) MeasureMemory() int64                                         { return tx.s.measureMemory(tx) }
 
-// SlotFrozen reports whether slot is frozen (slots.go); the transaction
+// SlotFrozen reports whether slot is frozen (Store.Freeze); the transaction
 // must hold the slot's shard, as it does when it holds a key of the slot.
 func (tx *Txn) SlotFrozen(slot int) bool {
 	return tx.s.bySlot && tx.holds(slot&int(tx.s.mask)) && tx.s.frozen[slot]

@@ -4,18 +4,18 @@
 // a drop-in where it matters most, on keys whose limits change while they are
 // in use. Run by hand, never by tests:
 //
-//	conformance -ref 127.0.0.1:6390 -redcell 127.0.0.1:6379 -calls 3000 -keys 40 -seed 1
+//	conformance --ref 127.0.0.1:6390 --redcell 127.0.0.1:6379 --calls 3000 --keys 40 --seed 1
 //
 // Each call goes to the reference, then at once to redcell, on connections of
 // their own; calls are spaced by random pauses (mostly none, some up to
-// -maxpause), so that time passes as it does under real traffic. The two
+// --maxpause), so that time passes as it does under real traffic. The two
 // servers read their clocks some tens of microseconds apart, so a reply may
 // differ where a duration falls within that of a whole second's rounding
 // boundary: such differences are counted apart (skew), by checking whether
 // the replies agree once both durations are allowed to move by a millisecond.
 //
 // Every key's limit is drawn from a few per key (a burst lowered, a tenant
-// moved to another plan), changing on one call in -changes; quantities run
+// moved to another plan), changing on one call in --changes; quantities run
 // from peeks to above the limit. Emission intervals are whole microseconds,
 // where redis-cell computes remaining exactly (README: differences from
 // redis-cell). It prints one line:
@@ -36,10 +36,12 @@ import (
 	"strconv"
 	"time"
 
+	"redcell/internal/cliflag"
 	"redcell/resp"
 )
 
 func main() {
+	flag.CommandLine.Init("conformance", flag.ContinueOnError)
 	ref := flag.String("ref", "127.0.0.1:6390", "the reference server (Redis with redis-cell)")
 	under := flag.String("redcell", "127.0.0.1:6379", "the server under test")
 	calls := flag.Int("calls", 3000, "calls in the trace")
@@ -48,7 +50,19 @@ func main() {
 	maxPause := flag.Duration("maxpause", 300*time.Millisecond, "the longest pause between two calls")
 	seed := flag.Uint64("seed", 1, "the trace's random seed")
 	show := flag.Int("show", 10, "differing calls to print")
-	flag.Parse()
+	_, rest, err := cliflag.Parse(flag.CommandLine, os.Args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		flag.CommandLine.SetOutput(os.Stdout)
+		flag.PrintDefaults()
+		return
+	case err == nil && len(rest) > 0:
+		err = fmt.Errorf("unexpected argument %q", rest[0])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conformance:", err)
+		os.Exit(2)
+	}
 
 	a, err := dial(*ref)
 	check(err)

@@ -3,8 +3,8 @@
 // takes two commands, as the fixed window users write with INCR and EXPIRE.
 // bench/limiters.sh runs it side by side against redcell and Redis.
 //
-//	pipeload -addr 127.0.0.1:6391 -mode incr   -c 50 -P 16 -n 1000000 -r 100000
-//	pipeload -addr 127.0.0.1:6390 -mode window -c 50 -P 16 -n 1000000 -r 100000
+//	pipeload --addr 127.0.0.1:6391 --mode incr   -c 50 -P 16 -n 1000000 -r 100000
+//	pipeload --addr 127.0.0.1:6390 --mode window -c 50 -P 16 -n 1000000 -r 100000
 //
 // Modes, each one decision per key of -r random keys, limit 100 a minute:
 //
@@ -12,7 +12,9 @@
 //	        pipeline: the fixed window on Redis (allowed while INCR <= 100)
 //	window  CL.WINDOW fixed:<n> 100 60 PRECISION 1: redcell's fixed window
 //
-// It prints one line in redis-benchmark's --csv format, so that the bench's
+// Its flags read as redis-benchmark's: one dash for a letter, two for a
+// word (one dash is accepted too). It prints one line in redis-benchmark's
+// --csv format, so that the bench's
 // scripts read both alike: "test","rps","avg_latency_ms","min_latency_ms",
 // "p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms", the
 // latencies being those of whole pipelines.
@@ -31,18 +33,32 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"redcell/internal/cliflag"
 )
 
 func main() {
-	addr := flag.String("addr", "127.0.0.1:6379", "server address")
-	mode := flag.String("mode", "incr", "incr (INCR + EXPIRE) or window (CL.WINDOW ... PRECISION 1)")
-	conns := flag.Int("c", 50, "connections")
-	depth := flag.Int("P", 16, "decisions per pipeline")
-	total := flag.Int64("n", 1000000, "decisions in all")
-	keys := flag.Int("r", 100000, "random keys")
-	flag.Parse()
-	if *mode != "incr" && *mode != "window" {
-		fmt.Fprintln(os.Stderr, "pipeload: -mode must be incr or window")
+	fs := flag.NewFlagSet("pipeload", flag.ContinueOnError)
+	addr := fs.String("addr", "127.0.0.1:6379", "server address")
+	mode := fs.String("mode", "incr", "incr (INCR + EXPIRE) or window (CL.WINDOW ... PRECISION 1)")
+	conns := fs.Int("c", 50, "connections")
+	depth := fs.Int("P", 16, "decisions per pipeline")
+	total := fs.Int64("n", 1000000, "decisions in all")
+	keys := fs.Int("r", 100000, "random keys")
+	_, rest, err := cliflag.Parse(fs, os.Args[1:])
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(os.Stdout)
+		fs.PrintDefaults()
+		return
+	case err != nil:
+	case len(rest) > 0:
+		err = fmt.Errorf("unexpected argument %q", rest[0])
+	case *mode != "incr" && *mode != "window":
+		err = fmt.Errorf("--mode %s: must be incr or window", *mode)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pipeload:", err)
 		os.Exit(2)
 	}
 	var left atomic.Int64

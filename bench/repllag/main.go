@@ -3,19 +3,22 @@
 // replica, how far behind in bytes the replica runs, and how long a full
 // resynchronization takes. Run by hand, never by tests.
 //
-//	repllag fill   -addr 127.0.0.1:6390 -n 1000000
-//	repllag lag    -master 127.0.0.1:6390 -replica 127.0.0.1:6391 -- redis-benchmark ...
-//	repllag resync -master 127.0.0.1:6390 -replica 127.0.0.1:6391
+//	repllag fill   --addr 127.0.0.1:6390 -n 1000000
+//	repllag lag    --master 127.0.0.1:6390 --replica 127.0.0.1:6391 -- redis-benchmark ...
+//	repllag resync --master 127.0.0.1:6390 --replica 127.0.0.1:6391
+//
+// Flags read as redis-benchmark's: one dash for a letter, two for a word
+// (one dash is accepted too).
 //
 // fill makes exactly -n keys, fill:0 to fill:<n-1>, each by one
 // CL.THROTTLE fill:<i> 1 1 3600 (they live an hour), pipelined on a few
 // connections; it prints "keys seconds".
 //
 // lag runs the command after "--" (the load) and, while it runs, every
-// -every makes a decision on a fresh key on the master (CL.THROTTLE
+// --every makes a decision on a fresh key on the master (CL.THROTTLE
 // probe:<run>:<n> 1 1 3600) and then polls the replica with GET of that key,
 // back to back, until the key is there: the probe's lag is the time from
-// the master's reply to the first GET that finds the key. Every -every it
+// the master's reply to the first GET that finds the key. Every --every it
 // also samples the byte lag: the master's master_repl_offset (the mean of a
 // reading before and one after) minus the replica's slave_repl_offset, both
 // from INFO replication. Once the load ends it times how long the replica
@@ -23,8 +26,8 @@
 //
 //	probes missed lag_p50_ms lag_p99_ms lag_max_ms samples bytes_p50 bytes_p99 bytes_max catchup_ms
 //
-// (missed: probes the replica did not show within -timeout; they count as
-// -timeout in the percentiles).
+// (missed: probes the replica did not show within --timeout; they count as
+// --timeout in the percentiles).
 //
 // resync sends REPLICAOF <master> to the replica and times it until INFO
 // replication says master_link_status:up, and then until its DBSIZE equals
@@ -47,6 +50,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"redcell/internal/cliflag"
 )
 
 func main() {
@@ -66,22 +71,50 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "repllag:", err)
+		if errors.As(err, new(usageError)) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: repllag fill -addr A -n KEYS | lag -master A -replica B -- LOAD... | resync -master A -replica B")
+	fmt.Fprintln(os.Stderr, "usage: repllag fill --addr A -n KEYS | lag --master A --replica B -- LOAD... | resync --master A --replica B")
 	os.Exit(2)
 }
 
+// usageError is a command line repllag cannot read: it exits with status 2,
+// as the flag package's ExitOnError does.
+type usageError struct{ error }
+
+// parse reads a subcommand's flags from args (cliflag.Parse, whose errors
+// name --flags as users write them) and returns the arguments after them;
+// more is whether the subcommand takes any. -h prints the flags and exits.
+func parse(fs *flag.FlagSet, args []string, more bool) ([]string, error) {
+	_, rest, err := cliflag.Parse(fs, args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(os.Stdout)
+		fs.PrintDefaults()
+		os.Exit(0)
+	case err == nil && len(rest) > 0 && !more:
+		err = fmt.Errorf("unexpected argument %q", rest[0])
+	}
+	if err != nil {
+		return nil, usageError{fmt.Errorf("%s: %w", fs.Name(), err)}
+	}
+	return rest, nil
+}
+
 func fill(args []string) error {
-	fs := flag.NewFlagSet("fill", flag.ExitOnError)
+	fs := flag.NewFlagSet("fill", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:6379", "server address")
 	keys := fs.Int("n", 1000000, "keys to make")
 	conns := fs.Int("c", 8, "connections")
 	depth := fs.Int("P", 1000, "commands per pipeline")
-	_ = fs.Parse(args)
+	if _, err := parse(fs, args, false); err != nil {
+		return err
+	}
 	start := time.Now()
 	var next atomic.Int64
 	errs := make(chan error, *conns)
@@ -126,13 +159,15 @@ func fill(args []string) error {
 }
 
 func lag(args []string) error {
-	fs := flag.NewFlagSet("lag", flag.ExitOnError)
+	fs := flag.NewFlagSet("lag", flag.ContinueOnError)
 	master := fs.String("master", "127.0.0.1:6379", "the master's address")
 	replica := fs.String("replica", "127.0.0.1:6380", "the replica's address")
 	every := fs.Duration("every", 20*time.Millisecond, "how often to probe and to sample the byte lag")
 	timeout := fs.Duration("timeout", 10*time.Second, "how long a probe waits for the replica")
-	_ = fs.Parse(args)
-	load := fs.Args()
+	load, err := parse(fs, args, true)
+	if err != nil {
+		return err
+	}
 	if len(load) == 0 {
 		return errors.New("lag: no load command after --")
 	}
@@ -310,11 +345,13 @@ func infoField(info, field string) (string, bool) {
 }
 
 func resync(args []string) error {
-	fs := flag.NewFlagSet("resync", flag.ExitOnError)
+	fs := flag.NewFlagSet("resync", flag.ContinueOnError)
 	master := fs.String("master", "127.0.0.1:6379", "the master's address (host:port)")
 	replica := fs.String("replica", "127.0.0.1:6380", "the replica's address")
 	timeout := fs.Duration("timeout", 10*time.Minute, "how long to wait")
-	_ = fs.Parse(args)
+	if _, err := parse(fs, args, false); err != nil {
+		return err
+	}
 	host, port, err := net.SplitHostPort(*master)
 	if err != nil {
 		return err

@@ -1,8 +1,9 @@
-// Package cliflag reads redcell's command lines (the server's and `redcell
-// cluster`'s) with a flag.FlagSet as the registry of flags, and words its
-// errors as redcell's users write flags: --dir, as --help and the README
-// document them, where the flag package says -dir; with the nearest flag
-// suggested for one that does not exist.
+// Package cliflag reads redcell's command lines (the server's, `redcell
+// cluster`'s and the bench tools') with a flag.FlagSet as the registry of
+// flags, and words its errors as redcell's users write flags: --dir, as
+// --help and the README document them, where the flag package says -dir
+// (and -c for a one-letter flag); with the nearest flag suggested for one
+// that does not exist.
 package cliflag
 
 import (
@@ -46,12 +47,12 @@ func Parse(fs *flag.FlagSet, args []string) (given, rest []string, err error) {
 		}
 		if !hasValue {
 			if len(args) == 0 {
-				return nil, nil, fmt.Errorf("--%s needs a value", name)
+				return nil, nil, fmt.Errorf("%s needs a value", dashed(name))
 			}
 			value, args = args[0], args[1:]
 		}
 		if err := Set(fs, name, value); err != nil {
-			return nil, nil, fmt.Errorf("invalid value %q for --%s: %w", value, name, err)
+			return nil, nil, fmt.Errorf("invalid value %q for %s: %w", value, dashed(name), err)
 		}
 		given = append(given, name)
 	}
@@ -79,7 +80,17 @@ func unknown(fs *flag.FlagSet, name string) error {
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	if near, ok := Nearest(name, names); ok {
-		return fmt.Errorf("unknown flag --%s: did you mean --%s?", name, near)
+		return fmt.Errorf("unknown flag %s: did you mean %s?", dashed(name), dashed(near))
 	}
-	return errors.New("unknown flag --" + name)
+	return errors.New("unknown flag " + dashed(name))
+}
+
+// dashed is a flag's name as its users write it: with two dashes (--dir),
+// or one for a one-letter flag (-c, -P), as redis-benchmark's and getopt's
+// are written.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }

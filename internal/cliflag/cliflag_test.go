@@ -96,6 +96,30 @@ func TestParseErrorsNameFlagsWithTwoDashes(t *testing.T) {
 	}
 }
 
+// A one-letter flag is written with one dash, as redis-benchmark's -c and
+// -P are (the bench tools take them).
+func TestParseErrorsNameOneLetterFlagsWithOneDash(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-c", "x"}, `invalid value "x" for -c: must be a whole number`},
+		{[]string{"--c", "x"}, `invalid value "x" for -c: must be a whole number`},
+		{[]string{"-P"}, "-P needs a value"},
+		{[]string{"-q"}, "unknown flag -q"},
+		{[]string{"-p", "1"}, "unknown flag -p: did you mean -P?"},
+		{[]string{"-cc"}, "unknown flag --cc: did you mean -c?"},
+		{[]string{"--adr", "x"}, "unknown flag --adr: did you mean --addr?"},
+	} {
+		fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+		fs.Int("c", 50, "")
+		fs.Int("P", 16, "")
+		fs.String("addr", "", "")
+		_, _, err := Parse(fs, c.args)
+		require.EqualError(t, err, c.want, "%q", c.args)
+	}
+}
+
 func TestParseHelp(t *testing.T) {
 	for _, arg := range []string{"-h", "--help", "-help"} {
 		var s settings

@@ -4,12 +4,16 @@ import "strings"
 
 // Nearest returns the name among names nearest to typed, for a "did you
 // mean" when typed names nothing: at most one edit away for a name of up to
-// four letters, two for a longer one, where an edit inserts, deletes or
+// four letters, two for a longer one, none for a name of one letter (any
+// other letter is one edit from it), where an edit inserts, deletes or
 // changes a letter or swaps two neighbours (prot is one from port), and
 // case does not count. Of names equally near, the first wins.
 func Nearest(typed string, names []string) (string, bool) {
 	limit := 2
-	if len(typed) <= 4 {
+	switch {
+	case len(typed) <= 1:
+		limit = 0
+	case len(typed) <= 4:
 		limit = 1
 	}
 	best, bestDist := "", limit+1

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// recordingWriter keeps what a feed writes, for reading once it has ended.
+// recordingWriter keeps what an outbox writes, for reading once it has ended.
 type recordingWriter struct {
 	mu  sync.Mutex
 	got []byte
@@ -32,52 +32,52 @@ func (w *recordingWriter) String() string {
 	return string(w.got)
 }
 
-func waitFeed(t *testing.T, f *feed) {
+func waitOutbox(t *testing.T, f *outbox) {
 	t.Helper()
 	select {
 	case <-f.done:
 	case <-time.After(10 * time.Second):
-		t.Fatal("the feed's writer did not end")
+		t.Fatal("the outbox's writer did not end")
 	}
 }
 
 // What is pushed is written in the order it was pushed, whoever pushed it;
 // stop lets the writer write what is queued before it ends, and nothing is
 // taken after.
-func TestFeedWritesInOrder(t *testing.T) {
+func TestOutboxWritesInOrder(t *testing.T) {
 	tc := newTestClient(t, Config{})
 	var w recordingWriter
-	f := newFeed(tc.c, &w, 1<<20)
+	f := newOutbox(tc.c, &w, 1<<20)
 	require.True(t, f.pushReplies([]byte("+OK\r\n")))
 	require.True(t, f.push([]byte("one ")))
 	require.True(t, f.push(nil))
 	require.True(t, f.pushReplies([]byte(":1\r\n")))
 	require.True(t, f.push([]byte("two")))
 	f.stop()
-	waitFeed(t, f)
+	waitOutbox(t, f)
 	require.Equal(t, "+OK\r\none :1\r\ntwo", w.String())
-	require.False(t, f.push([]byte("late")), "a stopped feed takes nothing")
+	require.False(t, f.push([]byte("late")), "a stopped outbox takes nothing")
 	require.False(t, tc.c.killed.Load(), "stopping is not a disconnection")
 }
 
 // A write that fails (the connection is gone) disconnects the client and
-// ends the writer; the feed takes nothing after.
-func TestFeedWriteFailure(t *testing.T) {
+// ends the writer; the outbox takes nothing after.
+func TestOutboxWriteFailure(t *testing.T) {
 	tc := newTestClient(t, Config{})
 	w := recordingWriter{err: errors.New("connection reset")}
-	f := newFeed(tc.c, &w, 1<<20)
+	f := newOutbox(tc.c, &w, 1<<20)
 	require.True(t, f.push([]byte("lost")))
-	waitFeed(t, f)
+	waitOutbox(t, f)
 	require.True(t, tc.c.killed.Load())
 	require.False(t, f.push([]byte("more")))
 }
 
 // The backlog counts what waits unwritten, not what was written: a client
 // that keeps up may be sent any amount.
-func TestFeedBacklogCountsWhatWaits(t *testing.T) {
+func TestOutboxBacklogCountsWhatWaits(t *testing.T) {
 	tc := newTestClient(t, Config{})
 	var w recordingWriter
-	f := newFeed(tc.c, &w, 100)
+	f := newOutbox(tc.c, &w, 100)
 	chunk := make([]byte, 60)
 	for i := range 50 {
 		require.True(t, f.push(chunk), "push %d", i)
@@ -85,22 +85,22 @@ func TestFeedBacklogCountsWhatWaits(t *testing.T) {
 	}
 	require.False(t, tc.c.killed.Load())
 	f.stop()
-	waitFeed(t, f)
+	waitOutbox(t, f)
 }
 
-// A feed's backlog is the output limit, or the default one without it.
-func TestFeedBacklog(t *testing.T) {
-	require.Equal(t, 64<<10, newTestClient(t, Config{Limits: Limits{MaxOutput: 64 << 10}}).srv.feedBacklog())
-	require.Equal(t, DefaultMaxOutput, newTestClient(t, Config{Limits: Limits{MaxOutput: -1}}).srv.feedBacklog())
+// An outbox's backlog is the output limit, or the default one without it.
+func TestOutboxBacklog(t *testing.T) {
+	require.Equal(t, 64<<10, newTestClient(t, Config{Limits: Limits{MaxOutput: 64 << 10}}).srv.outboxBacklog())
+	require.Equal(t, DefaultMaxOutput, newTestClient(t, Config{Limits: Limits{MaxOutput: -1}}).srv.outboxBacklog())
 }
 
 // While held, what others push waits for the connection's next replies and
 // follows them: a reply still unsent when the hold began (MONITOR's +OK)
 // reaches the client first.
-func TestFeedHold(t *testing.T) {
+func TestOutboxHold(t *testing.T) {
 	tc := newTestClient(t, Config{})
 	var w recordingWriter
-	f := newFeed(tc.c, &w, 1<<20)
+	f := newOutbox(tc.c, &w, 1<<20)
 	require.True(t, f.pushReplies([]byte("earlier\r\n")))
 	f.hold()
 	require.True(t, f.push([]byte("line 1\r\n")))
@@ -109,19 +109,19 @@ func TestFeedHold(t *testing.T) {
 	require.True(t, f.pushReplies([]byte("+OK\r\n")))
 	require.True(t, f.push([]byte("line 3\r\n")), "the hold ended with the replies")
 	f.stop()
-	waitFeed(t, f)
+	waitOutbox(t, f)
 	require.Equal(t, "earlier\r\n+OK\r\nline 1\r\nline 2\r\nline 3\r\n", w.String())
 }
 
 // What waits aside counts against the backlog too.
-func TestFeedHoldCountsAgainstTheBacklog(t *testing.T) {
+func TestOutboxHoldCountsAgainstTheBacklog(t *testing.T) {
 	tc := newTestClient(t, Config{})
 	var w recordingWriter
-	f := newFeed(tc.c, &w, 100)
+	f := newOutbox(tc.c, &w, 100)
 	f.hold()
 	require.True(t, f.push(make([]byte, 60)))
 	require.False(t, f.push(make([]byte, 60)))
 	require.True(t, tc.c.killed.Load())
-	waitFeed(t, f)
+	waitOutbox(t, f)
 	require.Empty(t, w.String())
 }

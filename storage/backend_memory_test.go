@@ -6,13 +6,13 @@ import (
 	"redcell/gcra"
 )
 
-var _ Backend = (*MemoryBackend)(nil)
+var _ Backend = (*memoryBackend)(nil)
 
-// MemoryBackend is a Backend in a map, for tests: Data holds every stored
+// memoryBackend is a Backend in a map, for tests: Data holds every stored
 // key's TAT (or expiry), Boxed the whole change of the keys of boxed kinds,
 // Saved the instant of the last save. Fail, when set, makes Apply and Sync
 // return it without writing, to simulate a failing disk.
-type MemoryBackend struct {
+type memoryBackend struct {
 	mu    sync.Mutex
 	Data  map[string]gcra.Instant
 	Boxed map[string]Change
@@ -21,12 +21,12 @@ type MemoryBackend struct {
 	Fail  error
 }
 
-// NewMemoryBackend returns an empty MemoryBackend.
-func NewMemoryBackend() *MemoryBackend {
-	return &MemoryBackend{Data: make(map[string]gcra.Instant), Boxed: make(map[string]Change)}
+// newMemoryBackend returns an empty memoryBackend.
+func newMemoryBackend() *memoryBackend {
+	return &memoryBackend{Data: make(map[string]gcra.Instant), Boxed: make(map[string]Change)}
 }
 
-func (m *MemoryBackend) Apply(changes []Change, saved gcra.Instant, sync bool) error {
+func (m *memoryBackend) Apply(changes []Change, saved gcra.Instant, sync bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.Fail != nil {
@@ -56,7 +56,7 @@ func (m *MemoryBackend) Apply(changes []Change, saved gcra.Instant, sync bool) e
 // Load calls fn for every stored key whose TAT (or expiry) is after now, as
 // OpenPebble does, and leaves the others stored; as OpenPebble, it moves
 // every instant back when now is behind the last save, and keeps them so.
-func (m *MemoryBackend) Load(now gcra.Instant, fn Loader) (LoadStats, error) {
+func (m *memoryBackend) Load(now gcra.Instant, fn Loader) (LoadStats, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	stats := LoadStats{Behind: clockCorrection(m.Saved, now)}
@@ -91,7 +91,7 @@ func (m *MemoryBackend) Load(now gcra.Instant, fn Loader) (LoadStats, error) {
 	return stats, nil
 }
 
-func (m *MemoryBackend) DeleteStale(now gcra.Instant) (int, error) {
+func (m *memoryBackend) DeleteStale(now gcra.Instant) (int, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.Fail != nil {
@@ -109,7 +109,7 @@ func (m *MemoryBackend) DeleteStale(now gcra.Instant) (int, error) {
 }
 
 // Snapshot returns a copy of the stored TATs (and expiries).
-func (m *MemoryBackend) Snapshot() map[string]gcra.Instant {
+func (m *memoryBackend) Snapshot() map[string]gcra.Instant {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make(map[string]gcra.Instant, len(m.Data))
@@ -119,7 +119,7 @@ func (m *MemoryBackend) Snapshot() map[string]gcra.Instant {
 	return out
 }
 
-func (m *MemoryBackend) Sync() error {
+func (m *memoryBackend) Sync() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.Fail != nil {
@@ -129,6 +129,6 @@ func (m *MemoryBackend) Sync() error {
 	return nil
 }
 
-func (m *MemoryBackend) DiskSize() int64   { return 0 }
-func (m *MemoryBackend) DiskState() string { return "ok" }
-func (m *MemoryBackend) Close() error      { return nil }
+func (m *memoryBackend) DiskSize() int64   { return 0 }
+func (m *memoryBackend) DiskState() string { return "ok" }
+func (m *memoryBackend) Close() error      { return nil }
