@@ -267,11 +267,12 @@ func (s *State) CurrentEpoch() int64 {
 }
 
 // Failovers returns the shards' masters as Sentinel named them, by the
-// pushed master of each shard.
+// pushed master of each shard. The map is the State's: read it only.
 func (s *State) Failovers() map[string]Failover { return s.view.Load().failovers }
 
 // Sentinels returns the Sentinels that decide this cluster's failovers
-// (host:port), none when the operator decides.
+// (host:port), none when the operator decides. The slice is the State's:
+// read it only.
 func (s *State) Sentinels() []string { return s.view.Load().sentinels }
 
 // SetSentinels sets the Sentinels that decide this cluster's failovers
@@ -280,6 +281,9 @@ func (s *State) Sentinels() []string { return s.view.Load().sentinels }
 func (s *State) SetSentinels(addrs []string) error {
 	return s.change(func(v *view) error {
 		v.sentinels = slices.Clone(addrs)
+		if len(addrs) == 0 {
+			v.held = false // no one to wait for: the operator decides now
+		}
 		return nil
 	})
 }

@@ -312,3 +312,20 @@ func TestSetSlotToAPromotedMaster(t *testing.T) {
 	require.Equal(t, idC, top.Owner(9000).ID)
 	require.Equal(t, idA, s.Pushed().Owner(9000).ID, "pushed to the shard's master as pushed")
 }
+
+// Sentinels cleared release a held node: no one is left to wait for.
+func TestClearingTheSentinelsReleasesAHeldNode(t *testing.T) {
+	dir := t.TempDir()
+	s, err := NewState(dir, false, "127.0.0.1", 30001)
+	require.NoError(t, err)
+	require.NoError(t, s.SetNodeID(idA))
+	require.NoError(t, s.SetTopology(threeNodes(t, 1), false))
+	require.NoError(t, s.SetSentinels([]string{"127.0.0.1:1"}))
+	again, err := NewState(dir, false, "127.0.0.1", 30001)
+	require.NoError(t, err)
+	require.True(t, again.Held())
+	require.NoError(t, again.SetSentinels(nil))
+	require.False(t, again.Held())
+	r, _ := again.Route(0, false, false, false)
+	require.Equal(t, Local, r)
+}

@@ -3,6 +3,7 @@ package clusternode
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -42,6 +43,9 @@ const (
 	// sentinelRetry is the pause before subscribing again to a Sentinel
 	// whose link failed.
 	sentinelRetry = time.Second
+	// heldWarnEvery spaces the warnings of a node held for want of its
+	// Sentinels.
+	heldWarnEvery = 10 * time.Second
 )
 
 // SentinelWatch follows the Sentinels of cluster.State.Sentinels; see the
@@ -55,6 +59,7 @@ type SentinelWatch struct {
 
 	mu       sync.Mutex
 	answered map[string]time.Time // each Sentinel's last answer
+	warned   time.Time            // the last warning of a hold that lasts
 }
 
 // NewSentinelWatch returns the watch of cfg.State's Sentinels, which makes
@@ -192,6 +197,11 @@ func (w *SentinelWatch) poll(ctx context.Context) {
 	}
 	changed := w.apply(reports)
 	majority := answered > len(addrs)/2
+	if !majority && w.cfg.State.Held() && time.Since(w.warned) >= heldWarnEvery {
+		w.warned = time.Now()
+		w.cfg.Logger.Warn("cluster: waiting to hear a majority of the Sentinels before serving any slot as master",
+			"answered", answered, "of", len(addrs), "err", errors.Join(errs...))
+	}
 	if majority && w.cfg.State.Held() {
 		w.cfg.State.Release()
 		w.cfg.Logger.Info("cluster: Sentinels heard; serving the slots the topology gives this node", "sentinels", answered, "of", len(addrs))
