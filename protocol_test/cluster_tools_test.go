@@ -195,6 +195,9 @@ func clusterAnswers(t testing.TB, e endpoint) map[string]any {
 				// Redis counts its bus's messages by type, each printed
 				// once one of that type is sent or received: redcell's
 				// nodes send none.
+			case slices.Contains(redcellClusterInfo, kv[0]):
+				// redcell's own, after Redis's: TestClusterInfoSaysWhere-
+				// TheTopologyComesFrom.
 			case slices.Contains([]string{"cluster_state", "cluster_slots_assigned", "cluster_slots_ok", "cluster_known_nodes", "cluster_size"}, kv[0]):
 				fields = append(fields, kv[0]+":"+kv[1])
 			default:
@@ -211,6 +214,22 @@ func clusterAnswers(t testing.TB, e endpoint) map[string]any {
 		out["KEYSLOT RESP"+proto] = c.do("CLUSTER", "KEYSLOT", "{user1}:a")
 	}
 	return out
+}
+
+// redcellClusterInfo are the fields redcell adds to CLUSTER INFO, after
+// Redis's: where the topology comes from.
+var redcellClusterInfo = []string{"cluster_topology_version", "cluster_failovers_decided_by", "cluster_sentinels",
+	"cluster_sentinels_reachable", "cluster_waiting_for_sentinels"}
+
+// CLUSTER INFO ends with redcell's own fields: the topology's version, who
+// decides failovers, the Sentinels and whether the node waits to hear them.
+func TestClusterInfoSaysWhereTheTopologyComesFrom(t *testing.T) {
+	m := startClusterNode(t, "yes", nodeID(0))
+	pushTopology(t, masterLine(m, [2]int{0, 16383}), 5, m)
+	info := clusterInfoFields(t, m.do(t, "CLUSTER", "INFO").(string))
+	require.Equal(t, [][2]string{{"cluster_topology_version", "5"}, {"cluster_failovers_decided_by", "operator"},
+		{"cluster_sentinels", "0"}, {"cluster_sentinels_reachable", "0"}, {"cluster_waiting_for_sentinels", "0"}},
+		info[len(info)-len(redcellClusterInfo):])
 }
 
 // myMaster is the ID of the master of the node c is connected to, or its
