@@ -1,8 +1,11 @@
 // Package clusteradmin is `redcell cluster ...`: an operator's commands for
-// a cluster of redcell nodes, sent to the nodes over RESP. Its one command
-// so far, reshard, moves slots from one master to another with their keys'
-// exact state (CLUSTERX MIGRATE) and pushes each slot's new owner to every
-// node (CLUSTERX SETSLOT), as kvrocks's controller does for kvrocks.
+// a cluster of redcell nodes, sent to the nodes (and to the Redis Sentinels
+// that decide their failovers) over RESP. create makes a cluster of running
+// nodes as redis-cli --cluster create does (Layout) and registers each
+// shard with the Sentinels; reshard moves slots from one master to another
+// with their keys' exact state (CLUSTERX MIGRATE) and pushes each slot's
+// new owner to every node (CLUSTERX SETSLOT), as kvrocks's controller does
+// for kvrocks.
 package clusteradmin
 
 import (
@@ -10,6 +13,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"strings"
+	"time"
 
 	"redcell/internal/cliflag"
 )
@@ -18,11 +24,42 @@ const usageText = `NAME
     redcell cluster - operate a cluster of redcell nodes
 
 SYNOPSIS
+    redcell cluster create host:port [host:port ...] [--replicas n]
+                           [--sentinels host:port,...] [--password p]
+                           [--sentinel-prefix name] [--down-after d]
+                           [--failover-timeout d] [--sentinel-password p]
+                           [--timeout d] [--wait d]
     redcell cluster reshard --from host:port --to host:port --slots list
                             [--password p] [--timeout d]
     redcell cluster --help
 
 DESCRIPTION
+    create makes one cluster of running nodes started with
+    --cluster-enabled yes, as redis-cli --cluster create does: the nodes
+    are interleaved by host and the first of them, one a host first, are
+    masters; the 16384 slots are split over them as redis-cli splits them
+    (3 masters: 0-5460, 5461-10922, 10923-16383); each master gets
+    --replicas of the others, on another host than its own where the hosts
+    allow. Each node keeps its ID (CLUSTER MYID). The topology is pushed to
+    every node (CLUSTERX SETNODES) at one more than the highest version any
+    has. With --sentinels, every node is told the Sentinels (CLUSTERX
+    SETSENTINELS), which then decide each shard's failover, and each
+    Sentinel monitors each shard's master as <prefix>-<n>, n from 1 in
+    slot order (SENTINEL MONITOR, quorum a majority of the Sentinels given;
+    SENTINEL SET down-after-milliseconds, failover-timeout, auth-pass).
+    It waits until every node answers cluster_state:ok and every Sentinel
+    sees each shard's replicas and the other Sentinels, then prints the
+    shards: name, master, replicas, slots.
+
+    It refuses, changing nothing, a node that does not answer, is not in
+    cluster mode, or holds keys or a topology of other nodes, unless that
+    topology is this very layout (its shards the same nodes with the same
+    slots, whichever is master now); and a Sentinel that monitors a
+    shard's name at an address not of that shard, or one of the nodes under
+    another name. So, run again with the same nodes in the same order, it
+    changes nothing that is in place: a one-shot deployment step may run
+    at every start.
+
     reshard moves slots from the master at --from to the master at --to,
     one slot at a time, while clients keep being served. It reads the
     topology from --from (CLUSTER NODES, CLUSTERX VERSION) and refuses to
@@ -44,7 +81,24 @@ DESCRIPTION
     names the node and the command that failed; the slots moved before it
     stay moved.
 
-OPTIONS
+OPTIONS of create
+    --replicas n             replicas a master (default 0)
+    --sentinels list         the Sentinels, host:port comma-separated
+                             (default: none; failovers are the operator's)
+    --password p             AUTH password of every node, and Sentinel's
+                             auth-pass for them (default: none)
+    --sentinel-password p    AUTH password of the Sentinels (default: none)
+    --sentinel-prefix name   the shards' Sentinel names, name-1, name-2, ...
+                             (default redcell)
+    --down-after d           Sentinel's down-after-milliseconds (default 5s;
+                             Redis's 30s is long for a limiter's slots to be
+                             down)
+    --failover-timeout d     Sentinel's failover-timeout (default 30s)
+    --timeout d              the longest one command may take (default 1m)
+    --wait d                 the longest to wait for the nodes and the
+                             Sentinels to see the cluster (default 1m)
+
+OPTIONS of reshard
     --from host:port   the master the slots move from
     --to host:port     the master the slots move to
     --slots list       slots and ranges, comma-separated: 0-100,200
@@ -53,9 +107,12 @@ OPTIONS
                        migration included (default 1m)
 
 EXIT STATUS
-    0 once every slot moved, 1 if one could not, 2 for a bad option.
+    0 once done, 1 if it could not be, 2 for a bad option.
 
 EXAMPLES
+    redcell cluster create 10.0.0.1:6379 10.0.0.2:6379 10.0.0.3:6379 \
+        10.0.0.1:6380 10.0.0.2:6380 10.0.0.3:6380 --replicas 1 \
+        --sentinels 10.0.0.1:26379,10.0.0.2:26379,10.0.0.3:26379
     redcell cluster reshard --from 10.0.0.1:6379 --to 10.0.0.2:6379 \
         --slots 0-1023,5000
 `
@@ -71,6 +128,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usageText)
 		return 0
+	case "create":
+		return run("create", args[1:], stdout, stderr, func(args []string) (func() error, error) {
+			o, err := ParseCreate(args)
+			o.Out = stdout
+			return func() error { return Create(o) }, err
+		})
 	case "reshard":
 		return reshardMain(args[1:], stdout, stderr)
 	}
@@ -95,6 +158,92 @@ func reshardMain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// run parses a command's arguments with parse and runs what it returns,
+// answering --help, and returns the exit status.
+func run(name string, args []string, stdout, stderr io.Writer, parse func([]string) (func() error, error)) int {
+	do, err := parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usageText)
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "redcell cluster %s: %v\n", name, err)
+		fmt.Fprintln(stderr, "Try 'redcell cluster --help'.")
+		return 2
+	}
+	if err := do(); err != nil {
+		fmt.Fprintf(stderr, "redcell cluster %s: %v\n", name, err)
+		return 1
+	}
+	return 0
+}
+
+// parseInterleaved sets fs's flags from args, which may come before,
+// between and after the positional arguments, and returns those.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for len(args) > 0 {
+		_, rest, err := cliflag.Parse(fs, args)
+		if err != nil {
+			return nil, err
+		}
+		if len(rest) == 0 {
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	return pos, nil
+}
+
+// ParseCreate reads create's arguments: the nodes and the flags.
+func ParseCreate(args []string) (CreateOptions, error) {
+	var o CreateOptions
+	var sentinels string
+	fs := flag.NewFlagSet("create", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.IntVar(&o.Replicas, "replicas", 0, "")
+	fs.StringVar(&sentinels, "sentinels", "", "")
+	fs.StringVar(&o.Password, "password", "", "")
+	fs.StringVar(&o.SentinelPassword, "sentinel-password", "", "")
+	fs.StringVar(&o.SentinelPrefix, "sentinel-prefix", DefaultSentinelPrefix, "")
+	fs.DurationVar(&o.DownAfter, "down-after", DefaultDownAfter, "")
+	fs.DurationVar(&o.FailoverTimeout, "failover-timeout", DefaultFailoverTimeout, "")
+	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "")
+	fs.DurationVar(&o.Wait, "wait", DefaultWait, "")
+	nodes, err := parseInterleaved(fs, args)
+	if err != nil {
+		return o, err
+	}
+	o.Nodes = nodes
+	switch {
+	case len(nodes) == 0:
+		return o, errors.New("no nodes given: create host:port [host:port ...]")
+	case o.Replicas < 0:
+		return o, fmt.Errorf("--replicas %d: must be 0 or more", o.Replicas)
+	case o.SentinelPrefix == "" || strings.ContainsAny(o.SentinelPrefix, " \t\r\n"):
+		return o, fmt.Errorf("--sentinel-prefix %q: must be a word", o.SentinelPrefix)
+	case o.DownAfter < time.Millisecond:
+		return o, fmt.Errorf("--down-after %v: must be 1ms or more", o.DownAfter)
+	case o.FailoverTimeout < time.Millisecond:
+		return o, fmt.Errorf("--failover-timeout %v: must be 1ms or more", o.FailoverTimeout)
+	case o.Timeout <= 0:
+		return o, fmt.Errorf("--timeout %v: must be positive", o.Timeout)
+	case o.Wait <= 0:
+		return o, fmt.Errorf("--wait %v: must be positive", o.Wait)
+	}
+	for _, n := range nodes {
+		if _, _, err := net.SplitHostPort(n); err != nil {
+			return o, fmt.Errorf("%q: want host:port", n)
+		}
+	}
+	if sentinels != "" {
+		if o.Sentinels, err = sentinelAddrsFlag(sentinels); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
 }
 
 // parseReshard reads reshard's flags.

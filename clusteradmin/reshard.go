@@ -1,7 +1,6 @@
 package clusteradmin
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -38,77 +37,10 @@ func (e *NodeError) Error() string { return e.Node + ": " + e.Command + ": " + e
 
 func (e *NodeError) Unwrap() error { return e.Err }
 
-// session holds a connection to each node a reshard talks to.
-type session struct {
-	o     ReshardOptions
-	conns map[string]*conn // by address
-}
-
-// conn returns the connection to addr, dialing it on first use.
-func (s *session) conn(addr string) (*conn, error) {
-	if c := s.conns[addr]; c != nil {
-		return c, nil
-	}
-	c, err := dial(addr, s.o.Password, s.o.Timeout)
-	if err != nil {
-		return nil, &NodeError{Node: addr, Command: "connecting", Err: err}
-	}
-	s.conns[addr] = c
-	return c, nil
-}
-
-// call sends args to the node at addr (name names it in errors).
-func (s *session) call(addr, name string, args ...string) (any, error) {
-	c, err := s.conn(addr)
-	if err != nil {
-		return nil, err
-	}
-	v, err := c.do(args...)
-	if err != nil {
-		var re ReplyError
-		if !errors.As(err, &re) {
-			// The connection's state is unknown: the next command dials
-			// again.
-			c.close()
-			for a, other := range s.conns {
-				if other == c {
-					delete(s.conns, a)
-				}
-			}
-		}
-		return nil, &NodeError{Node: name, Command: strings.Join(args, " "), Err: err}
-	}
-	return v, nil
-}
-
-func (s *session) callInt(addr, name string, args ...string) (int64, error) {
-	v, err := s.call(addr, name, args...)
-	if err != nil {
-		return 0, err
-	}
-	n, ok := v.(int64)
-	if !ok {
-		return 0, &NodeError{Node: name, Command: strings.Join(args, " "), Err: fmt.Errorf("answered %v, not an integer", v)}
-	}
-	return n, nil
-}
-
-func (s *session) callString(addr, name string, args ...string) (string, error) {
-	v, err := s.call(addr, name, args...)
-	if err != nil {
-		return "", err
-	}
-	str, ok := v.(string)
-	if !ok {
-		return "", &NodeError{Node: name, Command: strings.Join(args, " "), Err: fmt.Errorf("answered %v, not a string", v)}
-	}
-	return str, nil
-}
-
-func (s *session) close() {
-	for _, c := range s.conns {
-		c.close() // a connection listed twice is closed twice, harmlessly
-	}
+// resharder is a reshard's connections and settings.
+type resharder struct {
+	*session
+	o ReshardOptions
 }
 
 // Reshard moves o.Slots from the master at o.From to the master at o.To,
@@ -124,7 +56,7 @@ func Reshard(o ReshardOptions) error {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
-	s := &session{o: o, conns: map[string]*conn{}}
+	s := &resharder{session: newSession(o.Password, o.Timeout), o: o}
 	defer s.close()
 	p, err := s.plan()
 	if err != nil {
@@ -152,7 +84,7 @@ func Reshard(o ReshardOptions) error {
 }
 
 // plan reads the topology from o.From and checks every node agrees on it.
-func (s *session) plan() (*Plan, error) {
+func (s *resharder) plan() (*Plan, error) {
 	o := s.o
 	fromID, err := s.callString(o.From, o.From, "CLUSTER", "MYID")
 	if err != nil {
@@ -208,7 +140,7 @@ func (s *session) plan() (*Plan, error) {
 
 // move migrates one slot and pushes its new owner at version. It returns
 // how many keys the slot held before, and how long the move took.
-func (s *session) move(p *Plan, slot int, version int64) (int64, time.Duration, error) {
+func (s *resharder) move(p *Plan, slot int, version int64) (int64, time.Duration, error) {
 	sl, v := strconv.Itoa(slot), strconv.FormatInt(version, 10)
 	keys, err := s.callInt(p.From.Addr, p.From.String(), "CLUSTER", "COUNTKEYSINSLOT", sl)
 	if err != nil {
