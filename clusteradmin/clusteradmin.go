@@ -30,7 +30,7 @@ SYNOPSIS
                            [--failover-timeout d] [--sentinel-password p]
                            [--timeout d] [--wait d]
     redcell cluster reshard --from host:port --to host:port --slots list
-                            [--password p] [--timeout d]
+                            [--password p] [--timeout d] [--retry-for d]
     redcell cluster --help
 
 DESCRIPTION
@@ -81,6 +81,19 @@ DESCRIPTION
     names the node and the command that failed; the slots moved before it
     stay moved.
 
+    In a cluster whose failovers Sentinels decide (CLUSTERX SENTINELS), a
+    failover in the middle (a replica of the source's or the destination's
+    shard promoted) is waited out: a slot whose migration gave up, or whose
+    source or destination stopped answering, is tried again for
+    --retry-for, the topology read again (CLUSTER NODES) from any node that
+    answers before each try, so that it moves between the masters of the
+    two shards then; without Sentinels, a migration that gave up is tried
+    three times. A node that does not answer a push (a master gone
+    down) is left behind for the rest of the reshard and given the whole
+    topology at the end if it answers then; otherwise the reshard ends
+    with an error naming it, and run again once it is back (every slot
+    skipped), it gives a replica behind the topology it missed.
+
 OPTIONS of create
     --replicas n             replicas a master (default 0)
     --sentinels list         the Sentinels, host:port comma-separated
@@ -105,6 +118,8 @@ OPTIONS of reshard
     --password p       AUTH password of every node (default: none)
     --timeout d        the longest one command may take, a slot's whole
                        migration included (default 1m)
+    --retry-for d      how long a slot's move is tried again across a
+                       failover (default 1m)
 
 EXIT STATUS
     0 once done, 1 if it could not be, 2 for a bad option.
@@ -257,6 +272,7 @@ func parseReshard(args []string) (ReshardOptions, error) {
 	fs.StringVar(&slots, "slots", "", "")
 	fs.StringVar(&o.Password, "password", "", "")
 	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "")
+	fs.DurationVar(&o.RetryFor, "retry-for", DefaultRetryFor, "")
 	_, rest, err := cliflag.Parse(fs, args)
 	if err != nil {
 		return o, err
@@ -272,6 +288,8 @@ func parseReshard(args []string) (ReshardOptions, error) {
 		return o, errors.New("--slots is required")
 	case o.Timeout <= 0:
 		return o, fmt.Errorf("--timeout %v: must be positive", o.Timeout)
+	case o.RetryFor <= 0:
+		return o, fmt.Errorf("--retry-for %v: must be positive", o.RetryFor)
 	}
 	o.Slots, err = ParseSlots(slots)
 	return o, err
