@@ -29,6 +29,12 @@ SYNOPSIS
                            [--sentinel-prefix name] [--down-after d]
                            [--failover-timeout d] [--sentinel-password p]
                            [--timeout d] [--wait d]
+    redcell cluster add-node new-host:port existing-host:port
+                             [--replica-of id | --master] [--password p]
+                             [--sentinel-password p] [--sentinel-prefix name]
+                             [--timeout d] [--wait d]
+    redcell cluster del-node existing-host:port node-id [--password p]
+                             [--sentinel-password p] [--timeout d] [--wait d]
     redcell cluster reshard --from host:port --to host:port --slots list
                             [--password p] [--timeout d] [--retry-for d]
     redcell cluster --help
@@ -59,6 +65,24 @@ DESCRIPTION
     another name. So, run again with the same nodes in the same order, it
     changes nothing that is in place: a one-shot deployment step may run
     at every start.
+
+    add-node adds a node, as empty as create wants it, to the cluster of
+    existing-host:port: a replica of --replica-of (a master's ID), or of
+    the master with the fewest replicas, or with --master a master without
+    slots, which reshard then gives some. It is told the cluster's
+    Sentinels, the topology with it is pushed to every node at one more
+    than the highest version any has, and it waits until the node serves
+    it and, a replica, is linked to its master and seen by every Sentinel.
+    A master added is registered with the Sentinels as the next
+    <prefix>-<n>, with the settings of the other shards.
+
+    del-node removes the node node-id from the cluster of
+    existing-host:port: a replica, or a master that serves no slot and has
+    no replica. The topology without it is pushed to every other node; the
+    node itself, if it answers, forgets the Sentinels, is left alone in a
+    topology of its own and drops its keys (as CLUSTER RESET empties a
+    replica), so it may join a cluster again; the Sentinels forget it
+    (SENTINEL RESET of its shard, or SENTINEL REMOVE of a master).
 
     reshard moves slots from the master at --from to the master at --to,
     one slot at a time, while clients keep being served. It reads the
@@ -111,6 +135,13 @@ OPTIONS of create
     --wait d                 the longest to wait for the nodes and the
                              Sentinels to see the cluster (default 1m)
 
+OPTIONS of add-node and del-node
+    --replica-of id      add-node: the master the node replicates
+                         (default: the one with the fewest replicas)
+    --master             add-node: a master without slots
+    --password, --sentinel-password, --sentinel-prefix, --timeout, --wait
+                         as create's
+
 OPTIONS of reshard
     --from host:port   the master the slots move from
     --to host:port     the master the slots move to
@@ -148,6 +179,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 			o, err := ParseCreate(args)
 			o.Out = stdout
 			return func() error { return Create(o) }, err
+		})
+	case "add-node", "del-node":
+		return run(args[0], args[1:], stdout, stderr, func(rest []string) (func() error, error) {
+			o, err := ParseNode(args[0], rest)
+			o.Out = stdout
+			if args[0] == "add-node" {
+				return func() error { return AddNode(o) }, err
+			}
+			return func() error { return DelNode(o) }, err
 		})
 	case "reshard":
 		return reshardMain(args[1:], stdout, stderr)
@@ -257,6 +297,53 @@ func ParseCreate(args []string) (CreateOptions, error) {
 		if o.Sentinels, err = sentinelAddrsFlag(sentinels); err != nil {
 			return o, err
 		}
+	}
+	return o, nil
+}
+
+// ParseNode reads add-node's arguments (new-host:port existing-host:port
+// and its flags) or del-node's (existing-host:port node-id and its flags).
+func ParseNode(cmd string, args []string) (NodeOptions, error) {
+	var o NodeOptions
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	if cmd == "add-node" {
+		fs.StringVar(&o.ReplicaOf, "replica-of", "", "")
+		fs.BoolVar(&o.Master, "master", false, "")
+		fs.StringVar(&o.SentinelPrefix, "sentinel-prefix", DefaultSentinelPrefix, "")
+	}
+	fs.StringVar(&o.Password, "password", "", "")
+	fs.StringVar(&o.SentinelPassword, "sentinel-password", "", "")
+	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "")
+	fs.DurationVar(&o.Wait, "wait", DefaultWait, "")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return o, err
+	}
+	if cmd == "add-node" {
+		if len(pos) != 2 {
+			return o, errors.New("want the new node and a node of the cluster: add-node new-host:port existing-host:port")
+		}
+		o.New, o.Existing = pos[0], pos[1]
+		if o.Master && o.ReplicaOf != "" {
+			return o, errors.New("--master and --replica-of: give one")
+		}
+	} else {
+		if len(pos) != 2 {
+			return o, errors.New("want a node of the cluster and the ID of the node to remove: del-node existing-host:port node-id")
+		}
+		o.Existing, o.ID = pos[0], pos[1]
+	}
+	for _, a := range []string{o.New, o.Existing} {
+		if _, _, err := net.SplitHostPort(a); a != "" && err != nil {
+			return o, fmt.Errorf("%q: want host:port", a)
+		}
+	}
+	switch {
+	case o.Timeout <= 0:
+		return o, fmt.Errorf("--timeout %v: must be positive", o.Timeout)
+	case o.Wait <= 0:
+		return o, fmt.Errorf("--wait %v: must be positive", o.Wait)
 	}
 	return o, nil
 }

@@ -141,16 +141,7 @@ func topologyOf(t *testing.T, n *testNode) string {
 	t.Helper()
 	nodes, err := parseNodes(n.do(t, "CLUSTER", "NODES").(string))
 	require.NoError(t, err)
-	var b strings.Builder
-	for _, x := range nodes {
-		host, port, _ := net.SplitHostPort(x.Addr)
-		if x.IsReplica() {
-			b.WriteString(x.ID + " " + host + " " + port + " slave " + x.MasterID + "\n")
-		} else {
-			b.WriteString(x.ID + " " + host + " " + port + " master - " + rangesText(x.Slots) + "\n")
-		}
-	}
-	return b.String()
+	return setNodesText(nodes)
 }
 
 // A node that cannot be part of a new cluster is refused, naming it, and

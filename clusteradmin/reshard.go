@@ -243,7 +243,11 @@ func setNodesText(nodes []Node) string {
 		if n.IsReplica() {
 			fmt.Fprintf(&b, "%s %s %s slave %s\n", n.ID, host, port, n.MasterID)
 		} else {
-			fmt.Fprintf(&b, "%s %s %s master - %s\n", n.ID, host, port, rangesText(n.Slots))
+			fmt.Fprintf(&b, "%s %s %s master -", n.ID, host, port)
+			if len(n.Slots) > 0 {
+				b.WriteString(" " + rangesText(n.Slots))
+			}
+			b.WriteByte('\n')
 		}
 	}
 	return b.String()

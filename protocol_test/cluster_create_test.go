@@ -127,7 +127,7 @@ func runCluster(t *testing.T, args ...string) (stdout, stderr string, status int
 // Sentinel monitors the three shards' masters with a quorum of 2 and sees
 // each replica and the two other Sentinels. A Sentinel that monitors a
 // shard's name elsewhere is refused before anything changes; run again,
-// create changes nothing.
+// create changes nothing. Then add-node and del-node of a seventh node.
 func TestClusterCreateWithSentinels(t *testing.T) {
 	path := needSentinel(t)
 	redisCLI(t)
@@ -236,6 +236,39 @@ func TestClusterCreateWithSentinels(t *testing.T) {
 	}
 	for _, n := range nodes {
 		require.Equal(t, int64(1), n.rdb.Do(ctx, "CLUSTERX", "VERSION").Val())
+	}
+
+	// A seventh node joins as a replica of the master with the fewest
+	// replicas (the first, of three with one each), at the next version:
+	// the Sentinels see it (they read the master's INFO every 10 s).
+	// Deleted, it replicates nothing and every Sentinel forgets it.
+	extra := startCreateNodes(t, 1)[0]
+	stdout, stderr, status = runCluster(t, "add-node", extra.Addr, nodes[1].Addr, "--wait", "1m")
+	require.Equal(t, 0, status, "stderr:\n%s\nstdout:\n%s", stderr, stdout)
+	extraID := extra.rdb.Do(ctx, "CLUSTER", "MYID").Val().(string)
+	require.Contains(t, stdout, extra.Addr+" ("+extraID+") added as a replica of "+nodes[0].Addr+" (")
+	require.Contains(t, stdout, ": topology version 2 pushed to every node\nevery Sentinel sees it as a replica of "+nodes[0].Addr+"\n")
+	require.Contains(t, regexp.MustCompile(`  +`).ReplaceAllString(stdout, " "), "\n"+nodes[0].Addr+" "+nodes[4].Addr+","+extra.Addr+" 0-5460 (5461 slots)\n")
+	require.Equal(t, sentinels, strs(t, extra.rdb.Do(ctx, "CLUSTERX", "SENTINELS").Val()))
+	stdout, stderr, status = runCluster(t, "del-node", nodes[2].Addr, extraID)
+	require.Equal(t, 0, status, "stderr:\n%s\nstdout:\n%s", stderr, stdout)
+	require.Contains(t, stdout, extra.Addr+" ("+extraID+") removed: topology version 3 pushed to every other node\n")
+	for _, s := range ss {
+		require.Contains(t, stdout, "Sentinel "+s.Addr+" forgot it (SENTINEL RESET redcell-1")
+	}
+	for _, n := range nodes {
+		require.Equal(t, int64(3), n.rdb.Do(ctx, "CLUSTERX", "VERSION").Val())
+		require.NotContains(t, n.rdb.Do(ctx, "CLUSTER", "NODES").Val(), extraID)
+	}
+	require.Equal(t, "master", extra.rdb.Do(ctx, "ROLE").Val().([]any)[0], "it replicates nothing")
+	for _, s := range ss {
+		// Reset, a Sentinel finds the shard's replicas in the master's
+		// INFO again (every 10 s), which no longer lists the node.
+		replicas, err := s.client.Replicas(ctx, "redcell-1").Result()
+		require.NoError(t, err)
+		for _, r := range replicas {
+			require.NotEqual(t, extra.Addr, r["ip"]+":"+r["port"], "Sentinel %s forgot it", s.Addr)
+		}
 	}
 }
 
