@@ -264,6 +264,7 @@ func (r *resharder) move(slot int) (int64, time.Duration, error) {
 	// was done; only the push is left while they are the masters.
 	var migrated [2]string
 	var keys int64
+	var said string
 	for attempt := 1; ; attempt++ {
 		var err error
 		p := r.p
@@ -283,7 +284,12 @@ func (r *resharder) move(slot int) (int64, time.Duration, error) {
 		if !r.mayRetry(err, slot, attempt, deadline) {
 			return 0, 0, err
 		}
-		fmt.Fprintf(r.o.Out, "slot %d: %v; trying again with the topology read again (%d)\n", slot, err, attempt+1)
+		// The same failure again (a master down, until Sentinel promotes
+		// a replica) is said once.
+		if msg := err.Error(); msg != said {
+			fmt.Fprintf(r.o.Out, "slot %d: %v; trying again with the topology read again (%d)\n", slot, err, attempt+1)
+			said = msg
+		}
 		time.Sleep(min(time.Duration(attempt)*200*time.Millisecond, 2*time.Second))
 		if err := r.refresh(); err != nil {
 			fmt.Fprintf(r.o.Out, "slot %d: %v\n", slot, err)
