@@ -33,12 +33,17 @@ type createdNode struct {
 	rdb *redis.Client
 }
 
-// startCreateNodes starts n binaries in cluster mode, with no topology.
-func startCreateNodes(t *testing.T, n int) []*createdNode {
+// startCreateNodes starts n binaries in cluster mode, with no topology,
+// in memory, or with a --dir each when persistent.
+func startCreateNodes(t *testing.T, n int, persistent ...bool) []*createdNode {
 	t.Helper()
 	var nodes []*createdNode
 	for range n {
-		p := startBinary(t, nil, onLoopback("--in-memory", "--cluster-enabled", "yes")...)
+		store := []string{"--in-memory"}
+		if len(persistent) > 0 && persistent[0] {
+			store = []string{"--dir", t.TempDir()}
+		}
+		p := startBinary(t, nil, onLoopback(append(store, "--cluster-enabled", "yes")...)...)
 		rdb := p.goRedis(t, func(o *redis.Options) { o.Protocol = 2; o.MaxRetries = -1 })
 		nodes = append(nodes, &createdNode{binaryServer: p, rdb: rdb})
 	}
@@ -445,4 +450,125 @@ func layoutOf(shards []clusteradmin.Shard) []string {
 		out = append(out, s.Master.Addr()+"<-"+strings.Join(reps, ","))
 	}
 	return out
+}
+
+// A reshard of redcell-1's first 60 slots to redcell-2, and redcell-1's
+// master killed (kill -9) once some have moved: the reshard waits out the
+// failover and moves the other slots from the promoted replica, every key
+// arriving whole; it ends saying the old master did not answer. That node
+// restarted comes back as a replica (Sentinel), and the reshard run again
+// gives it the topology it missed: every node agrees, every slot covered.
+func TestClusterReshardAcrossAFailover(t *testing.T) {
+	path := needSentinel(t)
+	redisCLI(t)
+	nodes := startCreateNodes(t, 6, true)
+	ss := startBareSentinels(t, path, 3)
+	args := []string{"create"}
+	for _, n := range nodes {
+		args = append(args, n.Addr)
+	}
+	var sentinels []string
+	for _, s := range ss {
+		sentinels = append(sentinels, s.Addr)
+	}
+	args = append(args, "--replicas", "1", "--sentinels", strings.Join(sentinels, ","), "--down-after", "1s", "--failover-timeout", "5s")
+	stdout, stderr, status := runCluster(t, args...)
+	require.Equal(t, 0, status, "stderr:\n%s\nstdout:\n%s", stderr, stdout)
+	ctx := context.Background()
+	master, replica, dest := nodes[0], nodes[4], nodes[1] // redcell-1's, and redcell-2's master
+
+	const slots, perSlot = 60, 20
+	var moving []int
+	for s := range slots {
+		moving = append(moving, s)
+	}
+	keys := keysOf(moving, perSlot)
+	state := map[string]string{}
+	cc := goRedisCluster(t, []string{master.Addr})
+	for _, ks := range keys {
+		for i, k := range ks {
+			for range i%3 + 1 {
+				require.NoError(t, cc.Do(ctx, "CL.THROTTLE", k, 1000, 1, 3600).Err())
+			}
+		}
+	}
+	for _, ks := range keys {
+		for _, k := range ks {
+			state[k] = master.rdb.Do(ctx, "GET", k).Val().(string)
+		}
+	}
+	// The replica holds every key before the kill: no decision is lost
+	// to the replication lag here.
+	require.Eventually(t, func() bool {
+		n, err := replica.rdb.Do(ctx, "DBSIZE").Int64()
+		return err == nil && n == slots*perSlot
+	}, 20*time.Second, 20*time.Millisecond, "the replica has every key")
+
+	cmd := exec.Command(buildBinary(t), "cluster", "reshard", "--from", master.Addr, "--to", dest.Addr,
+		"--slots", "0-"+strconv.Itoa(slots-1), "--retry-for", "1m")
+	var out, errOut lockedBuffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	require.NoError(t, cmd.Start())
+	require.Eventually(t, func() bool { return strings.Count(out.String(), " keys moved in ") >= 10 },
+		30*time.Second, time.Millisecond, "ten slots move; reshard's output:\n%s", &out)
+	require.NoError(t, master.cmd.Process.Kill())
+	<-master.done
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "reshard's output:\n%s", &out)
+	require.Regexp(t, `^redcell cluster reshard: the slots moved, but these nodes did not answer and hold an older topology: `+
+		regexp.QuoteMeta(master.Addr)+` \([0-9a-f]{40}\) \(from version \d+: .*\); once they are back, run this reshard again`, errOut.String())
+	require.Contains(t, out.String(), "the masters now: "+replica.Addr+" (")
+	require.Contains(t, out.String(), "moved 60 slots, ")
+	t.Logf("reshard across the failover:\n%s", out.String())
+
+	for s, ks := range keys {
+		got, err := dest.rdb.Do(ctx, "CLUSTER", "COUNTKEYSINSLOT", s).Int64()
+		require.NoError(t, err)
+		require.Equal(t, int64(perSlot), got, "slot %d on the destination", s)
+		for _, k := range ks {
+			require.Equal(t, state[k], dest.rdb.Do(ctx, "GET", k).Val(), "%s's state, exact", k)
+		}
+	}
+	live := []*createdNode{nodes[1], nodes[2], nodes[3], nodes[4], nodes[5]}
+	agree := func(ns []*createdNode) error {
+		var first string
+		for _, n := range ns {
+			text, err := n.rdb.Do(ctx, "CLUSTER", "NODES").Text()
+			if err != nil {
+				return err
+			}
+			// Flags aside (myself, and how each sees a node down).
+			text = regexp.MustCompile(`(?m)^(\S+ \S+ )\S+`).ReplaceAllString(text, "$1")
+			if first == "" {
+				first = text
+			} else if text != first {
+				return fmt.Errorf("%s's CLUSTER NODES:\n%s\nthe first's:\n%s", n.Addr, text, first)
+			}
+		}
+		return nil
+	}
+	require.NoError(t, agree(live))
+
+	// The old master back: a replica of the promoted one, and given the
+	// topology it missed by the reshard run again.
+	master.restart()
+	var last lastErr
+	require.Eventually(t, func() bool {
+		info, err := master.rdb.Info(ctx, "replication").Result()
+		if err != nil {
+			return last.set(err)
+		}
+		if !strings.Contains(info, "role:slave") || !strings.Contains(info, "master_port:"+strconv.Itoa(replica.Port)) {
+			return last.set(fmt.Errorf("%s", info))
+		}
+		return last.set(nil)
+	}, sentinelDeadline, 100*time.Millisecond, "the old master replicates the promoted one: %v", &last)
+	stdout, stderr, status = runCluster(t, "reshard", "--from", replica.Addr, "--to", dest.Addr, "--slots", "0-"+strconv.Itoa(slots-1))
+	require.Equal(t, 0, status, "stderr:\n%s\nstdout:\n%s", stderr, stdout)
+	require.Regexp(t, regexp.QuoteMeta(master.Addr)+` \([0-9a-f]{40}\), a replica, had version \d+: given the topology at version \d+\n`, stdout)
+	require.NoError(t, agree(nodes))
+	check := cli(t, dest.Port, "", "--cluster", "check", dest.Addr)
+	require.Contains(t, check, "[OK] All 16384 slots covered.")
+	require.Contains(t, check, "[OK] All nodes agree about slots configuration.")
 }
