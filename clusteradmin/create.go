@@ -195,7 +195,7 @@ func Create(o CreateOptions) error {
 			for i, name := range names {
 				if _, ok := monitored[addr][name]; !ok {
 					m := current[i]
-					if _, err := sentinels.call(addr, addr, "SENTINEL", "MONITOR", name, m.Host, strconv.Itoa(m.Port), strconv.Itoa(quorum)); err != nil {
+					if _, err := sentinels.call(addr, "Sentinel "+addr, "SENTINEL", "MONITOR", name, m.Host, strconv.Itoa(m.Port), strconv.Itoa(quorum)); err != nil {
 						return err
 					}
 					added = append(added, name)
@@ -206,7 +206,7 @@ func Create(o CreateOptions) error {
 				if o.Password != "" {
 					set = append(set, "auth-pass", o.Password)
 				}
-				if _, err := sentinels.call(addr, addr, set...); err != nil {
+				if _, err := sentinels.call(addr, "Sentinel "+addr, set...); err != nil {
 					return err
 				}
 			}

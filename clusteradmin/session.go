@@ -20,14 +20,15 @@ func newSession(password string, timeout time.Duration) *session {
 	return &session{password: password, timeout: timeout, conns: map[string]*conn{}}
 }
 
-// conn returns the connection to addr, dialing it on first use.
-func (s *session) conn(addr string) (*conn, error) {
+// conn returns the connection to addr (name names it in errors), dialing
+// it on first use.
+func (s *session) conn(addr, name string) (*conn, error) {
 	if c := s.conns[addr]; c != nil {
 		return c, nil
 	}
 	c, err := dial(addr, s.password, s.timeout)
 	if err != nil {
-		return nil, &NodeError{Node: addr, Command: "connecting", Err: err}
+		return nil, &NodeError{Node: name, Command: "connecting", Err: err}
 	}
 	s.conns[addr] = c
 	return c, nil
@@ -35,7 +36,7 @@ func (s *session) conn(addr string) (*conn, error) {
 
 // call sends args to the node at addr (name names it in errors).
 func (s *session) call(addr, name string, args ...string) (any, error) {
-	c, err := s.conn(addr)
+	c, err := s.conn(addr, name)
 	if err != nil {
 		return nil, err
 	}
