@@ -19,6 +19,7 @@ type testNode struct {
 	id   string
 	addr string
 	srv  *server.Server
+	st   *cluster.State
 	c    *conn
 }
 
@@ -37,7 +38,7 @@ func startNodes(t *testing.T, pass string, ids ...string) []*testNode {
 		go func() { _ = srv.Serve(ln); close(done) }()
 		c, err := dial(ln.Addr().String(), pass, 5*time.Second)
 		require.NoError(t, err)
-		n := &testNode{id: id, addr: ln.Addr().String(), srv: srv, c: c}
+		n := &testNode{id: id, addr: ln.Addr().String(), srv: srv, st: st, c: c}
 		t.Cleanup(func() { c.close(); _ = srv.Close(); <-done })
 		nodes = append(nodes, n)
 	}
@@ -188,4 +189,105 @@ func TestReshardErrorsNameTheNodeAndCommand(t *testing.T) {
 	require.NoError(t, ln.Close())
 	err = Reshard(ReshardOptions{From: a.addr, To: gone, Slots: []int{6}})
 	require.ErrorContains(t, err, gone+": connecting: dial tcp "+gone+": connect: connection refused")
+}
+
+// down stops node n as a crash would for its peers: it accepts no
+// connection, and the ones open are dropped.
+func (n *testNode) down(t *testing.T) {
+	t.Helper()
+	require.NoError(t, n.srv.Close())
+	_, _ = n.try("CLIENT", "KILL", "TYPE", "normal") // this connection too
+	n.c.close()
+}
+
+// A failover of the source's shard, then of the destination's, in the
+// middle of a reshard (Sentinel's report applied to every node that is
+// up, as their SentinelWatch does): each slot's move is tried again with
+// the topology read again, from the promoted source to the promoted
+// destination, and the nodes that went down are named at the end, behind.
+func TestReshardGoesOnAcrossFailovers(t *testing.T) {
+	const idRB = "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee"
+	nodes := startNodes(t, "", idA, idB, idR, idRB)
+	a, b, ra, rb := nodes[0], nodes[1], nodes[2], nodes[3]
+	top := a.line("master -", "0-8191") + b.line("master -", "8192-16383") + ra.line("slave "+idA, "") + rb.line("slave "+idB, "")
+	for _, n := range nodes {
+		n.do(t, "CLUSTERX", "SETNODES", top, 3)
+		// Sentinels decide the failovers (the test applies their reports).
+		require.NoError(t, n.st.SetSentinels([]string{"127.0.0.1:1"}))
+	}
+	failover := func(dead, promoted *testNode, live ...*testNode) {
+		dead.down(t)
+		for _, n := range live {
+			changed, err := n.st.SetMaster(promoted.id, 1)
+			require.NoError(t, err)
+			require.True(t, changed)
+		}
+	}
+	var out strings.Builder
+	err := Reshard(ReshardOptions{From: a.addr, To: b.addr, Slots: []int{10, 11, 12}, Out: &out, Timeout: 5 * time.Second,
+		beforeMove: func(slot int) {
+			switch slot {
+			case 11:
+				failover(a, ra, b, ra, rb)
+			case 12:
+				failover(b, rb, ra, rb)
+			}
+		}})
+	require.EqualError(t, err, "the slots moved, but these nodes did not answer and hold an older topology: "+
+		a.addr+" ("+idA+") (from version 5: dial tcp "+a.addr+": connect: connection refused), "+
+		b.addr+" ("+idB+") (from version 6: dial tcp "+b.addr+": connect: connection refused); "+
+		"once they are back, run this reshard again (each slot is skipped, and a replica behind is given the topology)")
+	t.Log(out.String())
+	require.Regexp(t, `(?s)^topology version 3, 4 nodes: moving 3 slots from `+a.addr+` \(`+idA+`\) to `+b.addr+` \(`+idB+`\)\n`+
+		`slot 10: 0 keys moved in \S+ \(1/3\)\n`+
+		`slot 11: .*; trying again with the topology read again \(2\)\n`+
+		`the masters now: `+ra.addr+` \(`+idR+`\) from, `+b.addr+` \(`+idB+`\) to\n`+
+		`.*`+a.addr+` \(`+idA+`\) does not answer \(.*\): left behind from version 5\n`+
+		`slot 11: 0 keys moved in \S+ \(2/3\)\n`+
+		`slot 12: .*; trying again with the topology read again \(2\)\n`+
+		`the masters now: `+ra.addr+` \(`+idR+`\) from, `+rb.addr+` \(`+idRB+`\) to\n`+
+		`.*`+b.addr+` \(`+idB+`\) does not answer \(.*\): left behind from version 6\n`+
+		`slot 12: 0 keys moved in \S+ \(3/3\)\n`+
+		`moved 3 slots, 0 keys, in \S+: topology version 6\n$`, out.String())
+	for _, n := range []*testNode{ra, rb} {
+		require.Equal(t, int64(6), n.do(t, "CLUSTERX", "VERSION"))
+		text := n.do(t, "CLUSTER", "NODES").(string)
+		require.Contains(t, text, idRB+" "+rb.addr+"@")
+		require.Regexp(t, idRB+` \S+ (myself,)?master - 0 0 \d+ connected 10-12 8192-16383\n`, text)
+		require.Regexp(t, idR+` \S+ (myself,)?master - 0 0 \d+ connected 0-9 13-8191\n`, text)
+	}
+
+	// The old source back, told by Sentinel it is a replica now: run
+	// again, the reshard gives it the topology it missed; the old
+	// destination, still down, is left behind again.
+	a.restart(t)
+	_, err = a.st.SetMaster(ra.id, 1)
+	require.NoError(t, err)
+	require.Equal(t, int64(4), a.do(t, "CLUSTERX", "VERSION"))
+	out.Reset()
+	err = Reshard(ReshardOptions{From: ra.addr, To: rb.addr, Slots: []int{10, 11, 12}, Out: &out, Timeout: 5 * time.Second})
+	require.EqualError(t, err, "the slots moved, but these nodes did not answer and hold an older topology: "+
+		b.addr+" ("+idB+") (from version 6: dial tcp "+b.addr+": connect: connection refused); "+
+		"once they are back, run this reshard again (each slot is skipped, and a replica behind is given the topology)")
+	require.Regexp(t, `\ntopology version 6, 4 nodes: moving 0 slots from `+ra.addr+` \(`+idR+`\) to `+rb.addr+` \(`+idRB+`\)\n`, out.String())
+	require.Contains(t, out.String(), b.addr+" ("+idB+") does not answer (dial tcp "+b.addr+": connect: connection refused): a replica, left behind\n")
+	require.Contains(t, out.String(), a.addr+" ("+idA+"), a replica, had version 4: given the topology at version 6\n")
+	require.Equal(t, int64(6), a.do(t, "CLUSTERX", "VERSION"))
+	require.Equal(t, ra.do(t, "CLUSTER", "NODES"), strings.Replace(strings.Replace(a.do(t, "CLUSTER", "NODES").(string),
+		"myself,", "", 1), idR+" "+ra.addr+"@"+strconv.Itoa(mustAtoi(ra.addr[strings.LastIndex(ra.addr, ":")+1:])+10000)+" ",
+		idR+" "+ra.addr+"@"+strconv.Itoa(mustAtoi(ra.addr[strings.LastIndex(ra.addr, ":")+1:])+10000)+" myself,", 1))
+}
+
+// restart starts node n again, down, on its address with its state.
+func (n *testNode) restart(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", n.addr)
+	require.NoError(t, err)
+	n.srv = server.New(server.Config{Cluster: n.st}, storage.New(storage.Config{Shards: 8, BySlot: true}))
+	done := make(chan struct{})
+	srv := n.srv
+	go func() { _ = srv.Serve(ln); close(done) }()
+	n.c, err = dial(n.addr, "", 5*time.Second)
+	require.NoError(t, err)
+	t.Cleanup(func() { n.c.close(); _ = srv.Close(); <-done })
 }

@@ -113,12 +113,13 @@ func TestPlan(t *testing.T) {
 }
 
 func TestParseReshard(t *testing.T) {
-	o, err := parseReshard([]string{"--from", "h1:1", "--to=h2:2", "--slots", "5,1-2", "--password", "pw", "--timeout", "5s"})
+	o, err := parseReshard([]string{"--from", "h1:1", "--to=h2:2", "--slots", "5,1-2", "--password", "pw", "--timeout", "5s", "--retry-for", "2m"})
 	require.NoError(t, err)
-	require.Equal(t, ReshardOptions{From: "h1:1", To: "h2:2", Slots: []int{1, 2, 5}, Password: "pw", Timeout: 5 * time.Second}, o)
+	require.Equal(t, ReshardOptions{From: "h1:1", To: "h2:2", Slots: []int{1, 2, 5}, Password: "pw", Timeout: 5 * time.Second, RetryFor: 2 * time.Minute}, o)
 	o, err = parseReshard([]string{"--from", "h1:1", "--to", "h2:2", "--slots", "0"})
 	require.NoError(t, err)
 	require.Equal(t, DefaultTimeout, o.Timeout)
+	require.Equal(t, DefaultRetryFor, o.RetryFor)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -127,6 +128,7 @@ func TestParseReshard(t *testing.T) {
 		{[]string{"--from", "h:1", "--slots", "1"}, "--to host:port is required"},
 		{[]string{"--from", "h:1", "--to", "h:2"}, "--slots is required"},
 		{[]string{"--from", "h:1", "--to", "h:2", "--slots", "1", "--timeout", "0s"}, "--timeout 0s: must be positive"},
+		{[]string{"--from", "h:1", "--to", "h:2", "--slots", "1", "--retry-for", "0s"}, "--retry-for 0s: must be positive"},
 		{[]string{"--from", "h:1", "--to", "h:2", "--slots", "1", "extra"}, `unexpected argument "extra"`},
 		{[]string{"--from", "h:1", "--to", "h:2", "--slots", "a"}, `--slots: slot "a": must be 0 to 16383, or a range from-to`},
 		{[]string{"--form", "h:1"}, "unknown flag --form: did you mean --from?"},

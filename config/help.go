@@ -19,6 +19,7 @@ func usage(fs *flag.FlagSet, w io.Writer) {
 SYNOPSIS
     redcell [--bind addr] [--port n] [--dir path | --in-memory] [option ...]
     redcell --healthcheck [option ...]
+    redcell cluster create host:port ... [--replicas n] [--sentinels list]
     redcell cluster reshard --from host:port --to host:port --slots list
     redcell --version | --help
 
@@ -72,7 +73,8 @@ EXAMPLES
 
 SEE ALSO
     README.md (configuration, Docker, clients, HTTP header mapping),
-    redcell cluster --help (moving slots between cluster nodes),
+    redcell cluster --help (making a cluster of nodes, with Sentinels for
+    its failovers; moving slots between its nodes),
     https://github.com/brandur/redis-cell
 `)
 }
