@@ -257,12 +257,15 @@ func TestReshardGoesOnAcrossFailovers(t *testing.T) {
 		require.Regexp(t, idR+` \S+ (myself,)?master - 0 0 \d+ connected 0-9 13-8191\n`, text)
 	}
 
-	// The old source back, told by Sentinel it is a replica now: run
-	// again, the reshard gives it the topology it missed; the old
+	// The old source back, told by Sentinel of both shards' failovers (as
+	// its SentinelWatch hears them after a restart) and so a replica now:
+	// run again, the reshard gives it the topology it missed; the old
 	// destination, still down, is left behind again.
 	a.restart(t)
-	_, err = a.st.SetMaster(ra.id, 1)
-	require.NoError(t, err)
+	for _, promoted := range []*testNode{ra, rb} {
+		_, err = a.st.SetMaster(promoted.id, 1)
+		require.NoError(t, err)
+	}
 	require.Equal(t, int64(4), a.do(t, "CLUSTERX", "VERSION"))
 	out.Reset()
 	err = Reshard(ReshardOptions{From: ra.addr, To: rb.addr, Slots: []int{10, 11, 12}, Out: &out, Timeout: 5 * time.Second})
