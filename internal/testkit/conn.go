@@ -59,6 +59,15 @@ func (c *Conn) Do(args ...string) string {
 	return c.Read()
 }
 
+// DoReply is Do with the reply parsed (Parse).
+func (c *Conn) DoReply(args ...string) Reply {
+	c.t.Helper()
+	raw := c.Do(args...)
+	v, err := Parse(raw)
+	require.NoError(c.t, err, "%q", raw)
+	return v
+}
+
 // DoInline sends line as an inline command, as telnet and health checks
 // do, and returns its reply's bytes.
 func (c *Conn) DoInline(line string) string {
