@@ -33,31 +33,20 @@ func Int(n int64) string { return ":" + strconv.FormatInt(n, 10) + "\r\n" }
 func Bulk(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
 
 // Ints is an array of integers: CL.THROTTLE's reply and its kin.
-func Ints(ns ...int64) string {
-	var b strings.Builder
-	b.WriteString("*" + strconv.Itoa(len(ns)) + "\r\n")
-	for _, n := range ns {
-		b.WriteString(Int(n))
-	}
-	return b.String()
-}
+func Ints(ns ...int64) string { return array(len(ns), func(i int) string { return Int(ns[i]) }) }
 
 // Bulks is an array of bulk strings.
-func Bulks(ss ...string) string {
-	var b strings.Builder
-	b.WriteString("*" + strconv.Itoa(len(ss)) + "\r\n")
-	for _, s := range ss {
-		b.WriteString(Bulk(s))
-	}
-	return b.String()
-}
+func Bulks(ss ...string) string { return array(len(ss), func(i int) string { return Bulk(ss[i]) }) }
 
 // Simples is an array of simple strings: a HELP subcommand's reply.
-func Simples(ss ...string) string {
+func Simples(ss ...string) string { return array(len(ss), func(i int) string { return Simple(ss[i]) }) }
+
+// array is an array of n elements, the i-th elem(i).
+func array(n int, elem func(i int) string) string {
 	var b strings.Builder
-	b.WriteString("*" + strconv.Itoa(len(ss)) + "\r\n")
-	for _, s := range ss {
-		b.WriteString(Simple(s))
+	b.WriteString("*" + strconv.Itoa(n) + "\r\n")
+	for i := range n {
+		b.WriteString(elem(i))
 	}
 	return b.String()
 }
