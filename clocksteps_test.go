@@ -111,15 +111,15 @@ func TestAStartWithTheClock48HoursFastDeletesNoLimit(t *testing.T) {
 	c := startChild(t, "--dir", dir, "--flush-interval", "1h")
 	keys := makeKeys(t, c.client(t), 300)
 	before := tats(t, c.client(t), keys)
-	c.stop(t, syscall.SIGTERM)
+	require.NoError(t, c.Stop(syscall.SIGTERM))
 
 	c = startChildEnv(t, []string{"REDCELL_TEST_WALL_SHIFT=48h"}, "--dir", dir, "--flush-interval", "1h")
-	require.Contains(t, c.log(), "keys=0 stale_kept=300")
+	require.Contains(t, c.Log(), "keys=0 stale_kept=300")
 	require.Empty(t, tats(t, c.client(t), keys), "every key looks expired on the fast clock")
-	c.stop(t, syscall.SIGTERM)
+	require.NoError(t, c.Stop(syscall.SIGTERM))
 
 	c = startChild(t, "--dir", dir)
-	require.Contains(t, c.log(), "keys=300 stale_kept=0")
+	require.Contains(t, c.Log(), "keys=300 stale_kept=0")
 	require.Equal(t, before, tats(t, c.client(t), keys))
 }
 

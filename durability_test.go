@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +18,7 @@ import (
 	"redcell/clock"
 	"redcell/config"
 	"redcell/daemon"
+	"redcell/internal/testkit"
 )
 
 // TestMain lets a test run this very binary as a redcell server child process
@@ -42,16 +39,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// child is a redcell server in a child process.
-type child struct {
-	cmd  *exec.Cmd
-	addr string
-	logs *strings.Builder
-	mu   *sync.Mutex
-	done chan struct{}
-}
-
-var readyAddr = regexp.MustCompile(`ready to accept connections" addr=(\S+)`)
+// child is a redcell server in a child process: this test binary run as
+// redcell (TestMain), on a free port, in the kit's harness.
+type child struct{ *testkit.Process }
 
 func startChild(t *testing.T, args ...string) *child {
 	t.Helper()
@@ -61,63 +51,13 @@ func startChild(t *testing.T, args ...string) *child {
 // startChildEnv is startChild with env added to the child's environment.
 func startChildEnv(t *testing.T, env []string, args ...string) *child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "REDCELL_TEST_CHILD=1", "REDCELL_TEST_ARGS="+strings.Join(append([]string{"--port", "0"}, args...), " "))
-	cmd.Env = append(cmd.Env, env...)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	c := &child{cmd: cmd, logs: &strings.Builder{}, mu: &sync.Mutex{}, done: make(chan struct{})}
-	addrc := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			c.mu.Lock()
-			c.logs.WriteString(sc.Text() + "\n")
-			c.mu.Unlock()
-			if m := readyAddr.FindStringSubmatch(sc.Text()); m != nil {
-				addrc <- m[1]
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		_ = cmd.Wait()
-		close(c.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-c.done
-	})
-	select {
-	case c.addr = <-addrc:
-	case <-c.done:
-		t.Fatalf("child exited before listening:\n%s", c.log())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("child did not start:\n%s", c.log())
-	}
-	return c
-}
-
-func (c *child) log() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.logs.String()
+	return &child{testkit.Start(t, testkit.Self(), env, append([]string{"--port", "0"}, args...)...)}
 }
 
 func (c *child) client(t *testing.T) *redis.Client {
-	rdb := redis.NewClient(&redis.Options{Addr: c.addr, Protocol: 2, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: c.Addr, Protocol: 2, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	return rdb
-}
-
-// stop sends sig and waits for the child to exit.
-func (c *child) stop(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	require.NoError(t, c.cmd.Process.Signal(sig))
-	select {
-	case <-c.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("child did not exit on %v:\n%s", sig, c.log())
-	}
 }
 
 func throttle(ctx context.Context, rdb *redis.Client, key string, args ...any) ([]int64, error) {
@@ -161,11 +101,11 @@ func TestCleanRestartKeepsEveryTATExactly(t *testing.T) {
 			keys := makeKeys(t, c.client(t), 500)
 			before := tats(t, c.client(t), keys)
 			require.Len(t, before, 500)
-			c.stop(t, sig)
-			require.Contains(t, c.log(), `msg="saved state" keys=500`)
+			require.NoError(t, c.Stop(sig))
+			require.Contains(t, c.Log(), `msg="saved state" keys=500`)
 
 			c = startChild(t, "--dir", dir)
-			require.Contains(t, c.log(), "keys=500")
+			require.Contains(t, c.Log(), "keys=500")
 			require.Equal(t, before, tats(t, c.client(t), keys))
 		})
 	}
@@ -179,7 +119,7 @@ func TestShutdownCommandSavesAndNosaveDoesNot(t *testing.T) {
 	keys := makeKeys(t, rdb, 10)
 	before := tats(t, rdb, keys)
 	_ = rdb.Do(ctx, "SHUTDOWN").Err() // the connection closes without a reply
-	<-c.done
+	require.NoError(t, c.Wait())
 	c = startChild(t, "--dir", dir, "--flush-interval", "1h")
 	rdb = c.client(t)
 	require.Equal(t, before, tats(t, rdb, keys))
@@ -187,7 +127,7 @@ func TestShutdownCommandSavesAndNosaveDoesNot(t *testing.T) {
 	_, err := throttle(ctx, rdb, "after-nosave", 0, 1, 3600)
 	require.NoError(t, err)
 	_ = rdb.Do(ctx, "SHUTDOWN", "NOSAVE").Err()
-	<-c.done
+	require.NoError(t, c.Wait())
 	c = startChild(t, "--dir", dir, "--flush-interval", "1h")
 	rdb = c.client(t)
 	require.Equal(t, before, tats(t, rdb, keys), "what was saved before stays")
@@ -208,7 +148,7 @@ func TestKillAfterFlushKeepsEveryFlushedKey(t *testing.T) {
 		return err == nil && strings.Contains(info, "rdb_changes_since_last_save:0\r\n") &&
 			!strings.Contains(info, "redcell_flushes:0\r\n")
 	}, 10*time.Second, 10*time.Millisecond)
-	c.stop(t, syscall.SIGKILL)
+	_ = c.Stop(syscall.SIGKILL) // a kill's exit status
 
 	c = startChild(t, "--dir", dir)
 	require.Equal(t, before, tats(t, c.client(t), keys))
@@ -227,7 +167,7 @@ func TestSaveThenKillKeepsEverything(t *testing.T) {
 	lastAfter, err := rdb.LastSave(ctx).Result()
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, lastAfter, lastBefore)
-	c.stop(t, syscall.SIGKILL)
+	_ = c.Stop(syscall.SIGKILL) // a kill's exit status
 
 	c = startChild(t, "--dir", dir)
 	require.Equal(t, before, tats(t, c.client(t), keys))
@@ -248,7 +188,7 @@ func TestDurableModeLosesNoAcknowledgedDecisionOnKill(t *testing.T) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			rdb := redis.NewClient(&redis.Options{Addr: c.addr, Protocol: 2, MaxRetries: -1, PoolSize: 2})
+			rdb := redis.NewClient(&redis.Options{Addr: c.Addr, Protocol: 2, MaxRetries: -1, PoolSize: 2})
 			defer rdb.Close()
 			for i := 0; ctx.Err() == nil; i++ {
 				key := fmt.Sprintf("w%d:%d", w, i)
@@ -266,7 +206,7 @@ func TestDurableModeLosesNoAcknowledgedDecisionOnKill(t *testing.T) {
 		}(w)
 	}
 	require.Eventually(t, func() bool { return count.Load() >= 1000 }, 60*time.Second, 5*time.Millisecond)
-	c.stop(t, syscall.SIGKILL)
+	_ = c.Stop(syscall.SIGKILL) // a kill's exit status
 	cancel()
 	wg.Wait()
 
@@ -297,12 +237,12 @@ func TestExpiredKeysAreNotLoadedBack(t *testing.T) {
 	_, err := throttle(ctx, rdb, "long", 0, 1, 3600)
 	require.NoError(t, err)
 	deadline := time.Now().Add(time.Second)
-	c.stop(t, syscall.SIGTERM)
-	require.Contains(t, c.log(), `msg="saved state" keys=21`)
+	require.NoError(t, c.Stop(syscall.SIGTERM))
+	require.Contains(t, c.Log(), `msg="saved state" keys=21`)
 	require.Eventually(t, func() bool { return time.Now().After(deadline) }, 5*time.Second, 10*time.Millisecond)
 
 	c = startChild(t, "--dir", dir)
-	require.Contains(t, c.log(), "keys=1 stale_kept=20", "not loaded, and left on disk for the clean-up an hour later")
+	require.Contains(t, c.Log(), "keys=1 stale_kept=20", "not loaded, and left on disk for the clean-up an hour later")
 	rdb = c.client(t)
 	require.Equal(t, int64(1), rdb.DBSize(ctx).Val())
 }
@@ -311,7 +251,7 @@ func TestCorruptStoreFailsStartWithAClearError(t *testing.T) {
 	dir := t.TempDir()
 	c := startChild(t, "--dir", dir)
 	makeKeys(t, c.client(t), 5)
-	c.stop(t, syscall.SIGTERM)
+	require.NoError(t, c.Stop(syscall.SIGTERM))
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, e := range entries {
@@ -326,13 +266,9 @@ func TestCorruptStoreFailsStartWithAClearError(t *testing.T) {
 	require.Contains(t, err.Error(), "open store "+dir)
 
 	// And the binary exits non-zero with the directory named.
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "REDCELL_TEST_CHILD=1", "REDCELL_TEST_ARGS=--port 0 --dir "+dir)
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit)
-	require.Equal(t, 1, exit.ExitCode())
-	require.Contains(t, string(out), "open store "+dir)
+	out, status := testkit.Self().Run(t, nil, "--port", "0", "--dir", dir)
+	require.Equal(t, 1, status)
+	require.Contains(t, out, "open store "+dir)
 }
 
 // Every kind of state comes back from disk as it was: a TAT written by
@@ -369,11 +305,13 @@ func TestEveryKindSurvivesARestart(t *testing.T) {
 			do("CL.WINDOW", "counters", 10, 3600, 3, "PRECISION", 60)
 			tat, err := rdb.Get(ctx, "tat").Result()
 			require.NoError(t, err)
-			c.stop(t, mode.sig)
+			if err := c.Stop(mode.sig); mode.sig == syscall.SIGTERM {
+				require.NoError(t, err)
+			}
 
 			c = startChild(t, "--dir", dir)
 			rdb = c.client(t)
-			require.Contains(t, c.log(), "keys=3")
+			require.Contains(t, c.Log(), "keys=3")
 			got, err := rdb.Get(ctx, "tat").Result()
 			require.NoError(t, err)
 			require.Equal(t, tat, got, "the TAT, to the nanosecond")

@@ -18,6 +18,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // smallDisk mounts a tmpfs of size bytes for the test and returns its path.
@@ -90,18 +92,6 @@ func metric(t *testing.T, url, name string) string {
 	return string(m[1])
 }
 
-// exitCode waits for the child to exit, at most within, and returns its
-// exit status.
-func (c *child) exitCode(t *testing.T, within time.Duration) int {
-	t.Helper()
-	select {
-	case <-c.done:
-	case <-time.After(within):
-		t.Fatalf("child did not exit within %v:\n%s", within, c.log())
-	}
-	return c.cmd.ProcessState.ExitCode()
-}
-
 // A disk filled by another process while the server runs: the server keeps
 // deciding, flushes fail and say so (INFO, the log once, not once a try),
 // SAVE answers an error at once instead of hanging, and once the space is
@@ -113,10 +103,10 @@ func TestFullDiskNeverStopsDecisionsAndFlushesResume(t *testing.T) {
 	c := startChild(t, "--dir", dir, "--flush-interval", "50ms", "--disk-reserve", "2mb", "--metrics-addr", "127.0.0.1:0")
 	rdb := c.client(t)
 	ctx := context.Background()
-	metricsURL := regexp.MustCompile(`serving metrics" metrics=(\S+)`).FindStringSubmatch(c.log())
-	require.NotNil(t, metricsURL, "the metrics address in the log:\n%s", c.log())
+	metricsURL := c.MetricsURL
+	require.NotEmpty(t, metricsURL, "the metrics address in the log:\n%s", c.Log())
 	keys := makeKeys(t, rdb, 2000)
-	require.Equal(t, "0", metric(t, metricsURL[1], "redcell_flush_failures_total"))
+	require.Equal(t, "0", metric(t, metricsURL, "redcell_flush_failures_total"))
 	require.Eventually(t, func() bool { return infoField(t, rdb, "persistence", "rdb_changes_since_last_save") == "0" }, 10*time.Second, 10*time.Millisecond)
 
 	filler := fillDisk(t, disk)
@@ -132,8 +122,8 @@ func TestFullDiskNeverStopsDecisionsAndFlushesResume(t *testing.T) {
 		return infoField(t, rdb, "persistence", "rdb_last_bgsave_status") == "err"
 	}, 10*time.Second, 10*time.Millisecond)
 	require.Equal(t, "full", infoField(t, rdb, "persistence", "redcell_disk_state"))
-	require.NotEqual(t, "0", metric(t, metricsURL[1], "redcell_flush_failures_total"))
-	require.Equal(t, "1", metric(t, metricsURL[1], "redcell_flush_failing"))
+	require.NotEqual(t, "0", metric(t, metricsURL, "redcell_flush_failures_total"))
+	require.Equal(t, "1", metric(t, metricsURL, "redcell_flush_failing"))
 	require.Equal(t, "2000", infoField(t, rdb, "persistence", "rdb_changes_since_last_save"))
 	start := time.Now()
 	err := rdb.Save(ctx).Err()
@@ -141,8 +131,8 @@ func TestFullDiskNeverStopsDecisionsAndFlushesResume(t *testing.T) {
 	require.Contains(t, err.Error(), "ERR disk full")
 	require.Less(t, time.Since(start), 5*time.Second, "SAVE answers, it does not hang")
 	time.Sleep(500 * time.Millisecond) // ten more failed flushes, to count log lines over
-	require.Equal(t, 1, strings.Count(c.log(), "flush failed"), "one line for many failed flushes:\n%s", c.log())
-	require.Less(t, strings.Count(c.log(), "\n"), 20, "the log does not flood:\n%s", c.log())
+	require.Equal(t, 1, strings.Count(c.Log(), "flush failed"), "one line for many failed flushes:\n%s", c.Log())
+	require.Less(t, strings.Count(c.Log(), "\n"), 20, "the log does not flood:\n%s", c.Log())
 
 	require.NoError(t, os.Remove(filler))
 	require.Eventually(t, func() bool {
@@ -150,12 +140,12 @@ func TestFullDiskNeverStopsDecisionsAndFlushesResume(t *testing.T) {
 			infoField(t, rdb, "persistence", "rdb_changes_since_last_save") == "0"
 	}, 20*time.Second, 20*time.Millisecond)
 	require.Equal(t, "ok", infoField(t, rdb, "persistence", "redcell_disk_state"))
-	require.Equal(t, "0", metric(t, metricsURL[1], "redcell_flush_failing"))
-	require.Contains(t, c.log(), "flush succeeded again")
+	require.Equal(t, "0", metric(t, metricsURL, "redcell_flush_failing"))
+	require.Contains(t, c.Log(), "flush succeeded again")
 	before := tats(t, rdb, append(keys, more...))
 
-	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 0, c.exitCode(t, 30*time.Second))
+	c.Signal(syscall.SIGTERM)
+	require.Equal(t, 0, c.ExitCode())
 	c = startChild(t, "--dir", dir, "--disk-reserve", "2mb")
 	require.Equal(t, before, tats(t, c.client(t), append(keys, more...)))
 }
@@ -169,10 +159,10 @@ func TestSIGTERMOnAFullDiskExitsAndSaysTheSaveFailed(t *testing.T) {
 	rdb := c.client(t)
 	makeKeys(t, rdb, 500)
 	fillDisk(t, disk)
-	require.NoError(t, c.cmd.Process.Signal(syscall.SIGTERM))
-	require.Equal(t, 1, c.exitCode(t, 30*time.Second))
-	require.Contains(t, c.log(), "the final save failed")
-	require.Contains(t, c.log(), "disk full")
+	c.Signal(syscall.SIGTERM)
+	require.Equal(t, 1, c.ExitCode())
+	require.Contains(t, c.Log(), "the final save failed")
+	require.Contains(t, c.Log(), "disk full")
 }
 
 // Durable mode on a full disk: a decision that would store a change answers
@@ -216,30 +206,22 @@ func TestDurableModeRefusesChangesWhileTheDiskIsFull(t *testing.T) {
 // much is free and how much it needs; it neither hangs nor listens.
 func TestStartOnAFullDiskFailsFast(t *testing.T) {
 	disk := smallDisk(t, 2<<20)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "REDCELL_TEST_CHILD=1", "REDCELL_TEST_ARGS=--port 0 --dir "+filepath.Join(disk, "data"))
 	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit)
-	require.Equal(t, 1, exit.ExitCode())
+	out, status := testkit.Self().Run(t, nil, "--port", "0", "--dir", filepath.Join(disk, "data"))
+	require.Equal(t, 1, status)
 	require.Less(t, time.Since(start), 10*time.Second)
-	require.Contains(t, string(out), "disk full")
-	require.Contains(t, string(out), "redcell needs 32.00M free to start")
-	require.NotContains(t, string(out), "ready to accept connections")
+	require.Contains(t, out, "disk full")
+	require.Contains(t, out, "redcell needs 32.00M free to start")
+	require.NotContains(t, out, "ready to accept connections")
 }
 
 // A second server on the same --dir says another process holds it.
 func TestSecondServerOnTheSameDirSaysWhoHoldsIt(t *testing.T) {
 	dir := t.TempDir()
 	startChild(t, "--dir", dir)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "REDCELL_TEST_CHILD=1", "REDCELL_TEST_ARGS=--port 0 --dir "+dir)
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit)
-	require.Equal(t, 1, exit.ExitCode())
-	require.Contains(t, string(out), "another process holds the lock on "+filepath.Join(dir, "LOCK")+"; is another redcell running with --dir "+dir+"?")
+	out, status := testkit.Self().Run(t, nil, "--port", "0", "--dir", dir)
+	require.Equal(t, 1, status)
+	require.Contains(t, out, "another process holds the lock on "+filepath.Join(dir, "LOCK")+"; is another redcell running with --dir "+dir+"?")
 }
 
 // SIGHUP does not stop the server (Redis ignores it too).
@@ -248,12 +230,11 @@ func TestSIGHUPIsIgnored(t *testing.T) {
 	c := startChild(t, "--dir", dir, "--flush-interval", "1h")
 	rdb := c.client(t)
 	keys := makeKeys(t, rdb, 10)
-	require.NoError(t, c.cmd.Process.Signal(syscall.SIGHUP))
+	c.Signal(syscall.SIGHUP)
 	require.NoError(t, rdb.Ping(context.Background()).Err())
 	require.Equal(t, "PONG", rdb.Ping(context.Background()).Val())
 	before := tats(t, rdb, keys)
-	c.stop(t, syscall.SIGTERM)
-	require.Equal(t, 0, c.cmd.ProcessState.ExitCode())
+	require.NoError(t, c.Stop(syscall.SIGTERM))
 	c = startChild(t, "--dir", dir)
 	require.Equal(t, before, tats(t, c.client(t), keys))
 }
@@ -265,8 +246,7 @@ func TestBrokenLogPipeDoesNotStopTheFinalSave(t *testing.T) {
 	dir := t.TempDir()
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "REDCELL_TEST_CHILD=1", "REDCELL_TEST_ARGS=--port 0 --flush-interval 1h --dir "+dir)
+	cmd := testkit.Self().Command(nil, "--port", "0", "--flush-interval", "1h", "--dir", dir)
 	cmd.Stderr = w
 	require.NoError(t, cmd.Start())
 	require.NoError(t, w.Close())
@@ -274,8 +254,8 @@ func TestBrokenLogPipeDoesNotStopTheFinalSave(t *testing.T) {
 	sc := bufio.NewScanner(r)
 	addr := ""
 	for addr == "" && sc.Scan() {
-		if m := readyAddr.FindStringSubmatch(sc.Text()); m != nil {
-			addr = m[1]
+		if port, ok := testkit.ReadyPort(sc.Text()); ok {
+			addr = "127.0.0.1:" + strconv.Itoa(port)
 		}
 	}
 	require.NotEmpty(t, addr)
@@ -336,11 +316,9 @@ func TestLoadPastAFewFreeMiBNeverCrashes(t *testing.T) {
 				}
 			}
 			require.NoError(t, rdb.Ping(ctx).Err(), "the server is still up")
-			require.NotContains(t, c.log(), "panic")
-			select {
-			case <-c.done:
-				t.Fatalf("the server exited:\n%s", c.log())
-			default:
+			require.NotContains(t, c.Log(), "panic")
+			if c.Exited() {
+				t.Fatalf("the server exited:\n%s", c.Log())
 			}
 			require.NoError(t, os.Remove(filler))
 			require.Eventually(t, func() bool {
@@ -352,8 +330,7 @@ func TestLoadPastAFewFreeMiBNeverCrashes(t *testing.T) {
 			}
 			before := tats(t, rdb, keys)
 			require.Len(t, before, len(keys))
-			c.stop(t, syscall.SIGTERM)
-			require.Equal(t, 0, c.cmd.ProcessState.ExitCode())
+			require.NoError(t, c.Stop(syscall.SIGTERM))
 			c = startChild(t, "--dir", dir, "--disk-reserve", "2mb")
 			require.Equal(t, before, tats(t, c.client(t), keys), "%d acknowledged keys after the restart", len(keys))
 			t.Logf("%s: %d of 100000 decisions acknowledged and kept", mode.name, len(keys))

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/config"
+	"redcell/internal/testkit"
 )
 
 // --log-level debug adds client errors; info leaves them out.
@@ -36,21 +36,19 @@ func TestLogLevels(t *testing.T) {
 // harness's own REDCELL_TEST_ variables are not warned about.
 func TestMisspelledVariableIsWarnedAbout(t *testing.T) {
 	c := startChildEnv(t, []string{"REDCELL_PROT=6555"}, "--in-memory")
-	lines := strings.Split(c.log(), "\n")
+	lines := strings.Split(c.Log(), "\n")
 	require.Contains(t, lines[0], `msg="starting redcell"`)
 	require.Equal(t, `level=WARN msg="REDCELL_PROT is not a redcell setting and is ignored; did you mean REDCELL_PORT?" setting=REDCELL_PROT`,
 		strings.TrimSpace(lines[1][strings.Index(lines[1], "level="):]))
-	require.NotContains(t, c.log(), "setting=REDCELL_TEST_")
+	require.NotContains(t, c.Log(), "setting=REDCELL_TEST_")
 	require.Equal(t, "PONG", c.client(t).Ping(context.Background()).Val())
 
 	// --healthcheck logs nothing: it says so on stderr, and still checks.
-	_, port, err := net.SplitHostPort(c.addr)
+	_, port, err := net.SplitHostPort(c.Addr)
 	require.NoError(t, err)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "REDCELL_TEST_CHILD=1", "REDCELL_TEST_ARGS=--healthcheck --port "+port, "REDCELL_PROT="+port)
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.Equal(t, "redcell: warning: REDCELL_PROT is not a redcell setting and is ignored; did you mean REDCELL_PORT?\n", string(out))
+	out, status := testkit.Self().Run(t, []string{"REDCELL_PROT=" + port}, "--healthcheck", "--port", port)
+	require.Zero(t, status, "%s", out)
+	require.Equal(t, "redcell: warning: REDCELL_PROT is not a redcell setting and is ignored; did you mean REDCELL_PORT?\n", out)
 }
 
 // Durations read as the flags write them, in JSON logs as in text ones:
@@ -82,13 +80,9 @@ func TestStartOnABusyPortLeavesNoDir(t *testing.T) {
 	defer busy.Close()
 	port := strconv.Itoa(busy.Addr().(*net.TCPAddr).Port)
 	dir := filepath.Join(t.TempDir(), "data")
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "REDCELL_TEST_CHILD=1", "REDCELL_TEST_ARGS=--port "+port+" --dir "+dir)
-	out, err := cmd.CombinedOutput()
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit)
-	require.Equal(t, 1, exit.ExitCode())
-	require.Contains(t, string(out), `level=ERROR msg="redcell stopped" err="listen on 127.0.0.1:`+port+`: listen tcp 127.0.0.1:`+port+`: bind: address already in use"`)
+	out, status := testkit.Self().Run(t, nil, "--port", port, "--dir", dir)
+	require.Equal(t, 1, status)
+	require.Contains(t, out, `level=ERROR msg="redcell stopped" err="listen on 127.0.0.1:`+port+`: listen tcp 127.0.0.1:`+port+`: bind: address already in use"`)
 	_, err = os.Stat(dir)
 	require.ErrorIs(t, err, fs.ErrNotExist, "--dir was not created:\n%s", out)
 }

@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"redcell/config"
+	"redcell/internal/testkit"
 )
 
 // Docker cannot run on the machines these tests run on, so the Dockerfile
@@ -325,25 +326,16 @@ func TestDockerfileBuildsAStaticBinaryThatPassesItsHealthCheck(t *testing.T) {
 	port := freeLoopbackPort(t)
 	over := map[string]string{"REDCELL_BIND": "127.0.0.1", "REDCELL_PORT": strconv.Itoa(port),
 		"REDCELL_DIR": t.TempDir(), "REDCELL_METRICS_ADDR": "127.0.0.1:0"}
-	environ := func() []string {
-		var kv []string
-		for _, e := range os.Environ() {
-			if !strings.HasPrefix(e, config.EnvPrefix) {
-				kv = append(kv, e)
-			}
+	var settings []string // with the caller's REDCELL_ variables left out (Program.Command)
+	for k, v := range img.env {
+		if o, ok := over[k]; ok {
+			v = o
 		}
-		for k, v := range img.env {
-			if o, ok := over[k]; ok {
-				v = o
-			}
-			kv = append(kv, k+"="+v)
-		}
-		return kv
+		settings = append(settings, k+"="+v)
 	}
+	prog := testkit.ProgramAt(out)
 	health := func() error {
-		c := exec.Command(out, img.health[1:]...)
-		c.Env = environ()
-		b, err := c.CombinedOutput()
+		b, err := prog.Command(settings, img.health[1:]...).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("%w: %s", err, b)
 		}
@@ -351,16 +343,11 @@ func TestDockerfileBuildsAStaticBinaryThatPassesItsHealthCheck(t *testing.T) {
 	}
 	require.Error(t, health(), "nothing listens yet: unhealthy")
 
-	srv := exec.Command(out, img.cmd...)
-	srv.Env = environ()
-	var logs strings.Builder
-	srv.Stderr = &logs
-	require.NoError(t, srv.Start())
-	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	srv := testkit.Start(t, prog, settings, img.cmd...)
+	require.Equal(t, port, srv.Port, "the image's settings, REDCELL_PORT")
 	require.Eventually(t, func() bool { return health() == nil }, 30*time.Second, 20*time.Millisecond, "healthy once serving")
-	require.NoError(t, srv.Process.Signal(os.Interrupt))
-	require.NoError(t, srv.Wait(), "a clean stop")
-	require.Contains(t, logs.String(), `"msg":"saved state"`, "JSON logs, and the final save: %s", logs.String())
+	require.NoError(t, srv.Stop(os.Interrupt), "a clean stop")
+	require.Contains(t, srv.Log(), `"msg":"saved state"`, "JSON logs, and the final save: %s", srv.Log())
 }
 
 func freeLoopbackPort(t *testing.T) int {

@@ -1,7 +1,6 @@
 package clusternode
 
 import (
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,72 +10,27 @@ import (
 
 	"redcell/cluster"
 	"redcell/gcra"
-	"redcell/resp"
+	"redcell/internal/testkit"
 )
 
 // fakePeer is another node that speaks just enough of CLUSTERX IMPORT for a
-// test: each command read is sent on got, then answered with what answer
-// returns for it, "" closing the connection instead (a process killed:
-// the migrator reads EOF at once).
+// test (a testkit.Peer): each command read is kept for drain, then answered
+// with what answer returns for it, "" closing the connection instead (a
+// process killed: the migrator reads EOF at once).
 type fakePeer struct {
 	id   string
 	port int
-	got  chan []string
+	peer *testkit.Peer
 }
 
 func startFakePeer(t *testing.T, id string, answer func(args []string) string) *fakePeer {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	f := &fakePeer{id: id, port: ln.Addr().(*net.TCPAddr).Port, got: make(chan []string, 1<<12)}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				rd := resp.NewReader(conn, resp.Limits{})
-				for {
-					cmd, err := rd.Next(true)
-					if err != nil {
-						return
-					}
-					if cmd == nil {
-						if rd.Fill() != nil {
-							return
-						}
-						continue
-					}
-					args := make([]string, len(cmd))
-					for i, a := range cmd {
-						args[i] = string(a)
-					}
-					f.got <- args
-					reply := answer(args)
-					if reply == "" {
-						return
-					}
-					if _, err := conn.Write([]byte(reply)); err != nil {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return f
+	p := testkit.StartPeer(t, answer)
+	return &fakePeer{id: id, port: p.Port, peer: p}
 }
 
 // drain returns the commands f has read so far.
-func (f *fakePeer) drain() [][]string {
-	var out [][]string
-	for len(f.got) > 0 {
-		out = append(out, <-f.got)
-	}
-	return out
-}
+func (f *fakePeer) drain() [][]string { return f.peer.Drain() }
 
 // ok answers +OK to every command.
 func ok([]string) string { return "+OK\r\n" }

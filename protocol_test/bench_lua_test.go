@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // luaSequences are calls, each sequence on a fresh key: CL.THROTTLE key
@@ -52,11 +54,11 @@ func TestBenchLuaPeerMatchesRedcell(t *testing.T) {
 	script, err := os.ReadFile("../bench/gcra.lua")
 	require.NoError(t, err)
 	peer := startRedisServer(t).raw(t)
-	loaded := peer.do("SCRIPT", "LOAD", string(script))
+	loaded := peer.Do("SCRIPT", "LOAD", string(script))
 	require.True(t, strings.HasPrefix(loaded, "$40\r\n"), "SCRIPT LOAD: %q", loaded)
 	sha := loaded[5:45]
 	eval := func(key string, args ...string) string {
-		return peer.do(append([]string{"EVALSHA", sha, "1", key}, args...)...)
+		return peer.Do(append([]string{"EVALSHA", sha, "1", key}, args...)...)
 	}
 
 	ts := startServer(t)
@@ -76,7 +78,7 @@ func TestBenchLuaPeerMatchesRedcell(t *testing.T) {
 			}
 			if time.Since(start) < 500*time.Millisecond {
 				for _, args := range seq.steps {
-					want = append(want, rc.do(append([]string{"CL.THROTTLE", key}, args...)...))
+					want = append(want, rc.Do(append([]string{"CL.THROTTLE", key}, args...)...))
 				}
 				break
 			}
@@ -91,21 +93,21 @@ func TestBenchLuaPeerMatchesRedcell(t *testing.T) {
 	// What the script stores: a string, the TAT in nanoseconds, expiring when
 	// it passes (period 3600, one call: about an hour ahead).
 	before := time.Now()
-	require.Equal(t, ints(0, 5, 4, -1, 3600), eval("stored", "4", "1", "3600"))
-	require.Equal(t, simple("string"), peer.do("TYPE", "stored"))
-	value := peer.do("GET", "stored")
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 3600), eval("stored", "4", "1", "3600"))
+	require.Equal(t, testkit.Simple("string"), peer.Do("TYPE", "stored"))
+	value := peer.Do("GET", "stored")
 	require.Regexp(t, `^\$19\r\n\d{16}000\r\n$`, value, "nanoseconds, from whole microseconds")
 	tat, err := strconv.ParseInt(value[5:24], 10, 64)
 	require.NoError(t, err)
 	require.InDelta(t, before.Add(time.Hour).UnixNano(), tat, float64(5*time.Second), "TAT about an hour ahead")
-	pttl, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(peer.do("PTTL", "stored"), ":"), "\r\n"), 10, 64)
+	pttl, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(peer.Do("PTTL", "stored"), ":"), "\r\n"), 10, 64)
 	require.NoError(t, err)
 	require.InDelta(t, time.Hour.Milliseconds(), pttl, 5000, "the key expires with its TAT")
 	// A peek never creates a key, on either side.
-	require.Equal(t, ints(0, 3, 3, -1, 0), eval("peeked", "2", "1", "3600", "0"))
-	require.Equal(t, ints(0, 3, 3, -1, 0), rc.do("CL.THROTTLE", "peeked", "2", "1", "3600", "0"))
-	require.Equal(t, integer(0), peer.do("EXISTS", "peeked"))
-	require.Equal(t, integer(0), rc.do("EXISTS", "peeked"))
+	require.Equal(t, testkit.Ints(0, 3, 3, -1, 0), eval("peeked", "2", "1", "3600", "0"))
+	require.Equal(t, testkit.Ints(0, 3, 3, -1, 0), rc.Do("CL.THROTTLE", "peeked", "2", "1", "3600", "0"))
+	require.Equal(t, testkit.Int(0), peer.Do("EXISTS", "peeked"))
+	require.Equal(t, testkit.Int(0), rc.Do("EXISTS", "peeked"))
 
 	// Invalid arguments get redcell's error texts.
 	for _, args := range [][]string{
@@ -122,6 +124,6 @@ func TestBenchLuaPeerMatchesRedcell(t *testing.T) {
 		{"1", "1"},
 		{"1", "1", "1", "1", "1"},
 	} {
-		require.Equal(t, rc.do(append([]string{"CL.THROTTLE", "bad"}, args...)...), eval("bad", args...), "arguments %v", args)
+		require.Equal(t, rc.Do(append([]string{"CL.THROTTLE", "bad"}, args...)...), eval("bad", args...), "arguments %v", args)
 	}
 }

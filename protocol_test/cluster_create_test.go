@@ -18,6 +18,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
+
 	"redcell/clusteradmin"
 )
 
@@ -112,12 +114,13 @@ func startBareSentinels(t *testing.T, path string, n int) []*sentinel {
 // stderr and its exit status.
 func runCluster(t *testing.T, args ...string) (stdout, stderr string, status int) {
 	t.Helper()
-	c, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(c, buildBinary(t), append([]string{"cluster"}, args...)...)
+	cmd := testkit.Binary(t).Command(nil, append([]string{"cluster"}, args...)...)
 	var out, errOut strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
+	require.NoError(t, cmd.Start())
+	stop := time.AfterFunc(2*time.Minute, func() { _ = cmd.Process.Kill() })
+	err := cmd.Wait()
+	stop.Stop()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return out.String(), errOut.String(), exit.ExitCode()
@@ -504,15 +507,15 @@ func TestClusterReshardAcrossAFailover(t *testing.T) {
 		return err == nil && n == slots*perSlot
 	}, 20*time.Second, 20*time.Millisecond, "the replica has every key")
 
-	cmd := exec.Command(buildBinary(t), "cluster", "reshard", "--from", master.Addr, "--to", dest.Addr,
+	cmd := testkit.Binary(t).Command(nil, "cluster", "reshard", "--from", master.Addr, "--to", dest.Addr,
 		"--slots", "0-"+strconv.Itoa(slots-1), "--retry-for", "1m")
 	var out, errOut lockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	require.NoError(t, cmd.Start())
 	require.Eventually(t, func() bool { return strings.Count(out.String(), " keys moved in ") >= 10 },
 		30*time.Second, time.Millisecond, "ten slots move; reshard's output:\n%s", &out)
-	require.NoError(t, master.cmd.Process.Kill())
-	<-master.done
+	master.proc.Signal(syscall.SIGKILL)
+	_ = master.proc.Wait()
 	err := cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "reshard's output:\n%s", &out)

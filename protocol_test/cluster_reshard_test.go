@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/cluster"
+	"redcell/internal/testkit"
 )
 
 // reshardNode is one node of a cluster of built binaries.
@@ -236,7 +238,7 @@ func reshard(t *testing.T, from, to *reshardNode, slots []int, perSlot int, vers
 	for i, s := range slots {
 		list[i] = strconv.Itoa(s)
 	}
-	cmd := exec.Command(buildBinary(t), "cluster", "reshard", "--from", from.Addr, "--to", to.Addr,
+	cmd := testkit.Binary(t).Command(nil, "cluster", "reshard", "--from", from.Addr, "--to", to.Addr,
 		"--slots", strings.Join(list, ","), "--timeout", "30s")
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -466,7 +468,7 @@ func TestClusterReshardToADestinationKilledMidwayLeavesTheSlot(t *testing.T) {
 	load := startThrottleLoad(t, addrsOf(nodes), keys, 8, 4000)
 	load.waitFor(t, 1000)
 
-	cmd := exec.Command(buildBinary(t), "cluster", "reshard", "--from", a.Addr, "--to", b.Addr, "--slots", strconv.Itoa(slot))
+	cmd := testkit.Binary(t).Command(nil, "cluster", "reshard", "--from", a.Addr, "--to", b.Addr, "--slots", strconv.Itoa(slot))
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	require.NoError(t, cmd.Start())
@@ -475,8 +477,7 @@ func TestClusterReshardToADestinationKilledMidwayLeavesTheSlot(t *testing.T) {
 		nodesText, err := a.rdb.Do(ctx(t), "CLUSTER", "NODES").Text()
 		return err == nil && strings.Contains(nodesText, moving)
 	}, 10*time.Second, 100*time.Microsecond, "the migration starts")
-	require.NoError(t, b.cmd.Process.Kill())
-	<-b.done
+	_ = b.stop(syscall.SIGKILL) // a kill's exit status
 	err := cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "reshard: %s", stdout.String())

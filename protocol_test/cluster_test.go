@@ -14,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // Redis Cluster as its clients meet it: nodes of the built binary, each with
@@ -364,22 +366,22 @@ func TestClusterRefusesKeysOfSeveralSlots(t *testing.T) {
 	}
 
 	raw := owner.raw(t)
-	require.Equal(t, simple("OK"), raw.do("MULTI"))
-	require.Equal(t, simple("QUEUED"), raw.do("CL.THROTTLE", a, "9", "1", "3600"))
-	require.Equal(t, simple("QUEUED"), raw.do("CL.THROTTLE", sameNode, "9", "1", "3600"), "queued: the slots are checked at EXEC, as Redis does")
-	require.Equal(t, errReply(crossSlot), raw.do("EXEC"))
-	require.Equal(t, errReply("ERR EXEC without MULTI"), raw.do("EXEC"), "the transaction is over")
+	require.Equal(t, testkit.Simple("OK"), raw.Do("MULTI"))
+	require.Equal(t, testkit.Simple("QUEUED"), raw.Do("CL.THROTTLE", a, "9", "1", "3600"))
+	require.Equal(t, testkit.Simple("QUEUED"), raw.Do("CL.THROTTLE", sameNode, "9", "1", "3600"), "queued: the slots are checked at EXEC, as Redis does")
+	require.Equal(t, testkit.Err(crossSlot), raw.Do("EXEC"))
+	require.Equal(t, testkit.Err("ERR EXEC without MULTI"), raw.Do("EXEC"), "the transaction is over")
 	require.Equal(t, int64(0), owner.do(t, "EXISTS", a), "nothing ran")
 	require.Equal(t, int64(0), owner.do(t, "EXISTS", sameNode))
 
 	// A key of another node is refused as it is queued, with MOVED, which
 	// aborts the transaction.
 	otherOwner := c.owner(c.slot(t, otherNode))
-	require.Equal(t, simple("OK"), raw.do("MULTI"))
-	require.Equal(t, simple("QUEUED"), raw.do("CL.THROTTLE", a, "9", "1", "3600"))
-	require.Equal(t, errReply("MOVED "+strconv.Itoa(c.slot(t, otherNode))+" 127.0.0.1:"+strconv.Itoa(otherOwner.Port)),
-		raw.do("CL.THROTTLE", otherNode, "9", "1", "3600"))
-	require.Equal(t, errReply("EXECABORT Transaction discarded because of previous errors."), raw.do("EXEC"))
+	require.Equal(t, testkit.Simple("OK"), raw.Do("MULTI"))
+	require.Equal(t, testkit.Simple("QUEUED"), raw.Do("CL.THROTTLE", a, "9", "1", "3600"))
+	require.Equal(t, testkit.Err("MOVED "+strconv.Itoa(c.slot(t, otherNode))+" 127.0.0.1:"+strconv.Itoa(otherOwner.Port)),
+		raw.Do("CL.THROTTLE", otherNode, "9", "1", "3600"))
+	require.Equal(t, testkit.Err("EXECABORT Transaction discarded because of previous errors."), raw.Do("EXEC"))
 	require.Equal(t, int64(0), owner.do(t, "EXISTS", a), "nothing ran")
 
 	// go-redis's cluster client sends a DEL of keys in several slots to one

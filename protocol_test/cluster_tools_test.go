@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // Redis Cluster as operators' tools meet it (redis-cli -c, redis-cli
@@ -60,85 +62,29 @@ func TestClusterWithRedisCLI(t *testing.T) {
 	require.NotContains(t, check, "[WARNING]")
 }
 
-// resp is a reply parsed from RESP2 or RESP3 bytes.
-type resp struct {
-	kind  byte   // '+', '-', ':', '$', '*', '%', '~', '=', '_', ...
-	text  string // a string's or a number's text; a verbatim string's without its format
-	elems []resp // an array's, a set's; a map's keys and values, alternating
-}
-
-// parseRESP parses one reply, which must be all of s.
-func parseRESP(t testing.TB, s string) resp {
-	t.Helper()
-	r, rest, err := parseOne(s)
-	require.NoError(t, err, "%q", s)
-	require.Empty(t, rest, "bytes after the reply")
-	return r
-}
-
-func parseOne(s string) (resp, string, error) {
-	end := strings.Index(s, "\r\n")
-	if end < 1 {
-		return resp{}, s, strconv.ErrSyntax
-	}
-	r, body, rest := resp{kind: s[0]}, s[1:end], s[end+2:]
-	switch r.kind {
-	case '$', '=', '!':
-		n, err := strconv.Atoi(body)
-		if err != nil || n < 0 {
-			return r, rest, err
-		}
-		if len(rest) < n+2 {
-			return r, rest, strconv.ErrRange
-		}
-		r.text, rest = rest[:n], rest[n+2:]
-		if r.kind == '=' {
-			r.text = r.text[4:] // "txt:"
-		}
-	case '*', '~', '%', '>':
-		n, err := strconv.Atoi(body)
-		if err != nil {
-			return r, rest, err
-		}
-		if r.kind == '%' {
-			n *= 2
-		}
-		for i := 0; i < n; i++ {
-			var e resp
-			if e, rest, err = parseOne(rest); err != nil {
-				return r, rest, err
-			}
-			r.elems = append(r.elems, e)
-		}
-	default:
-		r.text = body
-	}
-	return r, rest, nil
-}
-
 // shape is a reply's types and lengths without its values: a map's keys
 // are kept, and so are the values under the keys literal names.
-func (r resp) shape(literal ...string) string {
-	switch r.kind {
+func shape(r testkit.Reply, literal ...string) string {
+	switch r.Kind {
 	case '*', '~':
-		parts := make([]string, len(r.elems))
-		for i, e := range r.elems {
-			parts[i] = e.shape(literal...)
+		parts := make([]string, len(r.Elems))
+		for i, e := range r.Elems {
+			parts[i] = shape(e, literal...)
 		}
-		return string(r.kind) + "[" + strings.Join(parts, " ") + "]"
+		return string(r.Kind) + "[" + strings.Join(parts, " ") + "]"
 	case '%':
 		var parts []string
-		for i := 0; i+1 < len(r.elems); i += 2 {
-			k, v := r.elems[i].text, r.elems[i+1]
+		for i := 0; i+1 < len(r.Elems); i += 2 {
+			k, v := r.Elems[i].Text, r.Elems[i+1]
 			if slices.Contains(literal, k) {
-				parts = append(parts, k+"="+string(v.kind)+v.text)
+				parts = append(parts, k+"="+string(v.Kind)+v.Text)
 			} else {
-				parts = append(parts, k+"="+v.shape(literal...))
+				parts = append(parts, k+"="+shape(v, literal...))
 			}
 		}
 		return "%{" + strings.Join(parts, " ") + "}"
 	}
-	return string(r.kind)
+	return string(r.Kind)
 }
 
 // nodesColumns is a CLUSTER NODES reply as the shape of each line's
@@ -183,13 +129,13 @@ func clusterAnswers(t testing.TB, e endpoint) map[string]any {
 	out := map[string]any{}
 	for _, proto := range []string{"2", "3"} {
 		c := e.raw(t)
-		c.do("HELLO", proto)
-		out["SLOTS RESP"+proto] = parseRESP(t, c.do("CLUSTER", "SLOTS")).shape()
-		out["SHARDS RESP"+proto] = parseRESP(t, c.do("CLUSTER", "SHARDS")).shape("role", "health")
-		info := parseRESP(t, c.do("CLUSTER", "INFO"))
-		out["INFO type RESP"+proto] = string(info.kind)
+		c.Do("HELLO", proto)
+		out["SLOTS RESP"+proto] = shape(c.DoReply("CLUSTER", "SLOTS"))
+		out["SHARDS RESP"+proto] = shape(c.DoReply("CLUSTER", "SHARDS"), "role", "health")
+		info := c.DoReply("CLUSTER", "INFO")
+		out["INFO type RESP"+proto] = string(info.Kind)
 		var fields []string
-		for _, kv := range clusterInfoFields(t, info.text) {
+		for _, kv := range clusterInfoFields(t, info.Text) {
 			switch {
 			case gossipStat.MatchString(kv[0]):
 				// Redis counts its bus's messages by type, each printed
@@ -205,13 +151,13 @@ func clusterAnswers(t testing.TB, e endpoint) map[string]any {
 			}
 		}
 		out["INFO RESP"+proto] = fields
-		nodes := parseRESP(t, c.do("CLUSTER", "NODES"))
-		out["NODES type RESP"+proto] = string(nodes.kind)
-		out["NODES RESP"+proto] = nodesColumns(t, nodes.text)
-		out["MYID RESP"+proto] = parseRESP(t, c.do("CLUSTER", "MYID")).shape()
-		out["REPLICAS RESP"+proto] = parseRESP(t, c.do("CLUSTER", "REPLICAS", myMaster(t, c))).shape()
-		out["COUNTKEYSINSLOT RESP"+proto] = c.do("CLUSTER", "COUNTKEYSINSLOT", "12182")
-		out["KEYSLOT RESP"+proto] = c.do("CLUSTER", "KEYSLOT", "{user1}:a")
+		nodes := c.DoReply("CLUSTER", "NODES")
+		out["NODES type RESP"+proto] = string(nodes.Kind)
+		out["NODES RESP"+proto] = nodesColumns(t, nodes.Text)
+		out["MYID RESP"+proto] = shape(c.DoReply("CLUSTER", "MYID"))
+		out["REPLICAS RESP"+proto] = shape(c.DoReply("CLUSTER", "REPLICAS", myMaster(t, c)))
+		out["COUNTKEYSINSLOT RESP"+proto] = c.Do("CLUSTER", "COUNTKEYSINSLOT", "12182")
+		out["KEYSLOT RESP"+proto] = c.Do("CLUSTER", "KEYSLOT", "{user1}:a")
 	}
 	return out
 }
@@ -234,9 +180,9 @@ func TestClusterInfoSaysWhereTheTopologyComesFrom(t *testing.T) {
 
 // myMaster is the ID of the master of the node c is connected to, or its
 // own if it is the master.
-func myMaster(t testing.TB, c *rawConn) string {
+func myMaster(t testing.TB, c *testkit.Conn) string {
 	t.Helper()
-	for _, line := range strings.Split(parseRESP(t, c.do("CLUSTER", "NODES")).text, "\n") {
+	for _, line := range strings.Split(c.DoReply("CLUSTER", "NODES").Text, "\n") {
 		if f := strings.Fields(line); len(f) > 3 && strings.HasPrefix(f[2], "myself,") {
 			if f[3] == "-" {
 				return f[0]
@@ -308,27 +254,14 @@ func TestClusterRepliesShapedAsRedisClusterNodes(t *testing.T) {
 	}
 }
 
-// String is the reply in full, types and values, for messages and exact
-// comparisons.
-func (r resp) String() string {
-	if r.elems == nil && !slices.Contains([]byte("*~%>"), r.kind) {
-		return string(r.kind) + r.text
-	}
-	parts := make([]string, len(r.elems))
-	for i, e := range r.elems {
-		parts[i] = e.String()
-	}
-	return string(r.kind) + "[" + strings.Join(parts, " ") + "]"
-}
-
 // routingTips are the tips of a COMMAND entry that tell a cluster client
 // where to send a command (request_policy) and how to merge the replies of
 // several nodes (response_policy).
-func routingTips(entry resp) []string {
+func routingTips(entry testkit.Reply) []string {
 	var out []string
-	for _, tip := range entry.elems[7].elems {
-		if strings.HasPrefix(tip.text, "request_policy:") || strings.HasPrefix(tip.text, "response_policy:") {
-			out = append(out, tip.text)
+	for _, tip := range entry.Elems[7].Elems {
+		if strings.HasPrefix(tip.Text, "request_policy:") || strings.HasPrefix(tip.Text, "response_policy:") {
+			out = append(out, tip.Text)
 		}
 	}
 	return out
@@ -345,30 +278,30 @@ func TestClusterCommandInfoAsRedis(t *testing.T) {
 	real := startRedisServer(t).raw(t)
 	ours := startServer(t).raw(t)
 	compared := 0
-	for _, name := range bulkList(t, ours.do("COMMAND", "LIST")) {
-		want := parseRESP(t, real.do("COMMAND", "INFO", name)).elems[0]
-		if want.kind != '*' {
+	for _, name := range bulkList(t, ours.Do("COMMAND", "LIST")) {
+		want := real.DoReply("COMMAND", "INFO", name).Elems[0]
+		if want.Kind != '*' {
 			continue // not a Redis command: redcell's own (CL.*, CLUSTERX ...)
 		}
-		got := parseRESP(t, ours.do("COMMAND", "INFO", name)).elems[0]
-		require.Equal(t, byte('*'), got.kind, name)
+		got := ours.DoReply("COMMAND", "INFO", name).Elems[0]
+		require.Equal(t, byte('*'), got.Kind, name)
 		compared++
-		assert.Equal(t, []string{want.elems[3].text, want.elems[4].text, want.elems[5].text},
-			[]string{got.elems[3].text, got.elems[4].text, got.elems[5].text}, "%s: first key, last key, step", name)
+		assert.Equal(t, []string{want.Elems[3].Text, want.Elems[4].Text, want.Elems[5].Text},
+			[]string{got.Elems[3].Text, got.Elems[4].Text, got.Elems[5].Text}, "%s: first key, last key, step", name)
 		assert.Equal(t, routingTips(want), routingTips(got), "%s: request and response policies", name)
-		assert.Equal(t, want.elems[8].String(), got.elems[8].String(), "%s: key specs", name)
+		assert.Equal(t, want.Elems[8].String(), got.Elems[8].String(), "%s: key specs", name)
 	}
 	require.Greater(t, compared, 50, "commands both serve")
 	for _, name := range []string{"get", "del", "exists"} {
-		assert.Equal(t, real.do("COMMAND", "INFO", name), ours.do("COMMAND", "INFO", name), "COMMAND INFO %s, byte for byte", name)
+		assert.Equal(t, real.Do("COMMAND", "INFO", name), ours.Do("COMMAND", "INFO", name), "COMMAND INFO %s, byte for byte", name)
 	}
 
-	getSpec := parseRESP(t, real.do("COMMAND", "INFO", "get")).elems[0].elems[8].elems[0]
+	getSpec := real.DoReply("COMMAND", "INFO", "get").Elems[0].Elems[8].Elems[0]
 	for _, name := range []string{"cl.throttle", "cl.window", "cl.reserve"} {
-		entry := parseRESP(t, ours.do("COMMAND", "INFO", name)).elems[0]
-		require.Equal(t, []string{"1", "1", "1"}, []string{entry.elems[3].text, entry.elems[4].text, entry.elems[5].text}, name)
-		require.Len(t, entry.elems[8].elems, 1, "%s: one key spec", name)
-		spec := entry.elems[8].elems[0]
-		require.Equal(t, resp{kind: '%', elems: getSpec.elems[2:]}.String(), resp{kind: '%', elems: spec.elems[2:]}.String(), "%s: begin_search and find_keys as GET's", name)
+		entry := ours.DoReply("COMMAND", "INFO", name).Elems[0]
+		require.Equal(t, []string{"1", "1", "1"}, []string{entry.Elems[3].Text, entry.Elems[4].Text, entry.Elems[5].Text}, name)
+		require.Len(t, entry.Elems[8].Elems, 1, "%s: one key spec", name)
+		spec := entry.Elems[8].Elems[0]
+		require.Equal(t, testkit.Reply{Kind: '%', Elems: getSpec.Elems[2:]}.String(), testkit.Reply{Kind: '%', Elems: spec.Elems[2:]}.String(), "%s: begin_search and find_keys as GET's", name)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // CL.THROTTLE's error texts (server's errBurstNotInteger and the rest), as a
@@ -104,27 +106,27 @@ var throttleErrorCases = []errorCase{
 func TestThrottleErrorsRaw(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
 	tat := strconv.FormatInt(t0.Add(time.Second).UnixNano(), 10)
 	for i, tc := range throttleErrorCases {
 		args := append([]string{"CL.THROTTLE"}, tc.args...)
-		if got := c.do(args...); got != errReply(tc.want) {
-			t.Errorf("case %d: %q = %q want %q", i, args, got, errReply(tc.want))
+		if got := c.Do(args...); got != testkit.Err(tc.want) {
+			t.Errorf("case %d: %q = %q want %q", i, args, got, testkit.Err(tc.want))
 		}
-		require.Equal(t, bulk(tat), c.do("GET", "k"), "case %d: %q changed the TAT", i, args)
-		require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1", "0"), "case %d: %q changed the limiter", i, args)
+		require.Equal(t, testkit.Bulk(tat), c.Do("GET", "k"), "case %d: %q changed the TAT", i, args)
+		require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1", "0"), "case %d: %q changed the limiter", i, args)
 	}
-	require.Equal(t, integer(1), c.do("DBSIZE"), "no error created a key")
-	require.Equal(t, integer(1000), c.do("PTTL", "k"))
+	require.Equal(t, testkit.Int(1), c.Do("DBSIZE"), "no error created a key")
+	require.Equal(t, testkit.Int(1000), c.Do("PTTL", "k"))
 }
 
 // The command name is case-insensitive, errors included.
 func TestThrottleCommandNameIsCaseInsensitive(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("cl.throttle", "k", "4", "1", "1"))
-	require.Equal(t, ints(0, 5, 3, -1, 2), c.do("Cl.Throttle", "k", "4", "1", "1"))
-	require.Equal(t, errReply(errWrongArgs), c.do("cL.tHROTTLE", "k"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("cl.throttle", "k", "4", "1", "1"))
+	require.Equal(t, testkit.Ints(0, 5, 3, -1, 2), c.Do("Cl.Throttle", "k", "4", "1", "1"))
+	require.Equal(t, testkit.Err(errWrongArgs), c.Do("cL.tHROTTLE", "k"))
 }
 
 // The same texts reach a go-redis user as the error's message, and the

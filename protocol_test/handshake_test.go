@@ -11,19 +11,20 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/server"
 )
 
 // helloReply is HELLO's reply on the wire: Redis's seven fields, as a RESP3
 // map or, under RESP2, a flat array.
 func helloReply(proto, id int64) string {
-	fields := bulk("server") + bulk("redis") +
-		bulk("version") + bulk(server.RedisVersion) +
-		bulk("proto") + integer(proto) +
-		bulk("id") + integer(id) +
-		bulk("mode") + bulk("standalone") +
-		bulk("role") + bulk("master") +
-		bulk("modules") + "*0\r\n"
+	fields := testkit.Bulk("server") + testkit.Bulk("redis") +
+		testkit.Bulk("version") + testkit.Bulk(server.RedisVersion) +
+		testkit.Bulk("proto") + testkit.Int(proto) +
+		testkit.Bulk("id") + testkit.Int(id) +
+		testkit.Bulk("mode") + testkit.Bulk("standalone") +
+		testkit.Bulk("role") + testkit.Bulk("master") +
+		testkit.Bulk("modules") + "*0\r\n"
 	if proto == 3 {
 		return "%7\r\n" + fields
 	}
@@ -34,32 +35,32 @@ func TestHelloRaw(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
 	id := int64(1) // the server's first connection
-	require.Equal(t, integer(id), c.do("CLIENT", "ID"))
+	require.Equal(t, testkit.Int(id), c.Do("CLIENT", "ID"))
 
-	require.Equal(t, helloReply(2, id), c.do("HELLO"), "HELLO without a version keeps RESP2")
-	require.Equal(t, null2, c.do("GET", "absent"))
+	require.Equal(t, helloReply(2, id), c.Do("HELLO"), "HELLO without a version keeps RESP2")
+	require.Equal(t, testkit.Null2, c.Do("GET", "absent"))
 
-	require.Equal(t, helloReply(3, id), c.do("HELLO", "3"))
-	require.Equal(t, null3, c.do("GET", "absent"), "RESP3 null after HELLO 3")
-	require.Equal(t, helloReply(3, id), c.do("HELLO"), "HELLO without a version keeps RESP3")
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1"), "the same five integers under RESP3")
+	require.Equal(t, helloReply(3, id), c.Do("HELLO", "3"))
+	require.Equal(t, testkit.Null3, c.Do("GET", "absent"), "RESP3 null after HELLO 3")
+	require.Equal(t, helloReply(3, id), c.Do("HELLO"), "HELLO without a version keeps RESP3")
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1"), "the same five integers under RESP3")
 
-	require.Equal(t, helloReply(2, id), c.do("hello", "2"))
-	require.Equal(t, null2, c.do("GET", "absent"), "back to RESP2")
+	require.Equal(t, helloReply(2, id), c.Do("hello", "2"))
+	require.Equal(t, testkit.Null2, c.Do("GET", "absent"), "back to RESP2")
 
-	require.Equal(t, errReply("NOPROTO unsupported protocol version"), c.do("HELLO", "4"))
-	require.Equal(t, errReply("NOPROTO unsupported protocol version"), c.do("HELLO", "1"))
-	require.Equal(t, errReply("ERR Protocol version is not an integer or out of range"), c.do("HELLO", "three"))
-	require.Equal(t, errReply("ERR Syntax error in HELLO option 'FOO'"), c.do("HELLO", "3", "FOO"))
-	require.Equal(t, errReply("ERR Syntax error in HELLO option 'AUTH'"), c.do("HELLO", "3", "AUTH", "default"))
-	require.Equal(t, null2, c.do("GET", "absent"), "a failed HELLO changes nothing")
+	require.Equal(t, testkit.Err("NOPROTO unsupported protocol version"), c.Do("HELLO", "4"))
+	require.Equal(t, testkit.Err("NOPROTO unsupported protocol version"), c.Do("HELLO", "1"))
+	require.Equal(t, testkit.Err("ERR Protocol version is not an integer or out of range"), c.Do("HELLO", "three"))
+	require.Equal(t, testkit.Err("ERR Syntax error in HELLO option 'FOO'"), c.Do("HELLO", "3", "FOO"))
+	require.Equal(t, testkit.Err("ERR Syntax error in HELLO option 'AUTH'"), c.Do("HELLO", "3", "AUTH", "default"))
+	require.Equal(t, testkit.Null2, c.Do("GET", "absent"), "a failed HELLO changes nothing")
 
-	require.Equal(t, helloReply(3, id), c.do("HELLO", "3", "SETNAME", "worker-1"))
-	require.Equal(t, bulk("worker-1"), c.do("CLIENT", "GETNAME"))
-	require.Equal(t, errReply("ERR Client names cannot contain spaces, newlines or special characters."), c.do("HELLO", "3", "SETNAME", "two words"))
+	require.Equal(t, helloReply(3, id), c.Do("HELLO", "3", "SETNAME", "worker-1"))
+	require.Equal(t, testkit.Bulk("worker-1"), c.Do("CLIENT", "GETNAME"))
+	require.Equal(t, testkit.Err("ERR Client names cannot contain spaces, newlines or special characters."), c.Do("HELLO", "3", "SETNAME", "two words"))
 	// With no password configured, HELLO's AUTH accepts any password for default.
-	require.Equal(t, helloReply(2, id), c.do("HELLO", "2", "AUTH", "default", "anything"))
-	require.Equal(t, errReply(errWrongPass), c.do("HELLO", "2", "AUTH", "someone", "anything"))
+	require.Equal(t, helloReply(2, id), c.Do("HELLO", "2", "AUTH", "default", "anything"))
+	require.Equal(t, testkit.Err(errWrongPass), c.Do("HELLO", "2", "AUTH", "someone", "anything"))
 }
 
 // goRedisLibName is what go-redis v9 reports with CLIENT SETINFO LIB-NAME.
@@ -127,9 +128,9 @@ func TestHandshakeRueidis(t *testing.T) {
 func TestClientTrackingIsRefused(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, errReply(errTrackingRefused), c.do("CLIENT", "TRACKING", "ON", "OPTIN"))
-	require.Equal(t, errReply(errTrackingRefused), c.do("CLIENT", "TRACKING", "off"))
-	require.Equal(t, simple("PONG"), c.do("PING"))
+	require.Equal(t, testkit.Err(errTrackingRefused), c.Do("CLIENT", "TRACKING", "ON", "OPTIN"))
+	require.Equal(t, testkit.Err(errTrackingRefused), c.Do("CLIENT", "TRACKING", "off"))
+	require.Equal(t, testkit.Simple("PONG"), c.Do("PING"))
 }
 
 func TestHandshakeRedisCLI(t *testing.T) {
@@ -150,7 +151,7 @@ const password = "s3cret"
 func TestAuthRequiredForEveryCommand(t *testing.T) {
 	ts := startServer(t, withPassword(password))
 	admin := ts.raw(t)
-	require.Equal(t, ok, admin.do("AUTH", password))
+	require.Equal(t, testkit.OK, admin.Do("AUTH", password))
 	names := commandArities(t, admin)
 	require.Contains(t, names, "cl.throttle")
 
@@ -164,20 +165,20 @@ func TestAuthRequiredForEveryCommand(t *testing.T) {
 		for len(args) < max(arity, -arity) {
 			args = append(args, "x")
 		}
-		if got := c.do(args...); got != errReply(errNoAuth) {
-			t.Errorf("%q before AUTH = %q want %q", args, got, errReply(errNoAuth))
+		if got := c.Do(args...); got != testkit.Err(errNoAuth) {
+			t.Errorf("%q before AUTH = %q want %q", args, got, testkit.Err(errNoAuth))
 		}
 		tried++
 	}
 	require.GreaterOrEqual(t, tried, 25)
-	require.Equal(t, integer(0), admin.do("DBSIZE"), "a refused CL.THROTTLE created nothing")
-	require.Equal(t, integer(0), admin.do("EXISTS", "x"))
+	require.Equal(t, testkit.Int(0), admin.Do("DBSIZE"), "a refused CL.THROTTLE created nothing")
+	require.Equal(t, testkit.Int(0), admin.Do("EXISTS", "x"))
 }
 
 // commandArities returns every command's name and arity from COMMAND.
-func commandArities(t *testing.T, c *rawConn) map[string]int {
+func commandArities(t *testing.T, c *testkit.Conn) map[string]int {
 	t.Helper()
-	reply := c.do("COMMAND")
+	reply := c.Do("COMMAND")
 	// Each entry starts "*10\r\n$<n>\r\n<name>\r\n:<arity>\r\n".
 	out := map[string]int{}
 	parts := strings.Split(reply, "*10\r\n")
@@ -196,33 +197,33 @@ func commandArities(t *testing.T, c *rawConn) map[string]int {
 func TestAuthRaw(t *testing.T) {
 	ts := startServer(t, withPassword(password))
 	c := ts.raw(t)
-	require.Equal(t, errReply(errNoAuth), c.do("PING"))
-	require.Equal(t, errReply(errWrongPass), c.do("AUTH", "wrong"))
-	require.Equal(t, errReply(errWrongPass), c.do("AUTH", "default", "wrong"))
-	require.Equal(t, errReply(errWrongPass), c.do("AUTH", "someone", password))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'auth' command"), c.do("AUTH"))
-	require.Equal(t, errReply(errHelloNoAuth), c.do("HELLO", "3"))
-	require.Equal(t, errReply(errWrongPass), c.do("HELLO", "3", "AUTH", "default", "wrong"))
-	require.Equal(t, errReply(errNoAuth), c.do("CL.THROTTLE", "k", "4", "1", "1"), "failed attempts leave the connection unauthenticated")
+	require.Equal(t, testkit.Err(errNoAuth), c.Do("PING"))
+	require.Equal(t, testkit.Err(errWrongPass), c.Do("AUTH", "wrong"))
+	require.Equal(t, testkit.Err(errWrongPass), c.Do("AUTH", "default", "wrong"))
+	require.Equal(t, testkit.Err(errWrongPass), c.Do("AUTH", "someone", password))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'auth' command"), c.Do("AUTH"))
+	require.Equal(t, testkit.Err(errHelloNoAuth), c.Do("HELLO", "3"))
+	require.Equal(t, testkit.Err(errWrongPass), c.Do("HELLO", "3", "AUTH", "default", "wrong"))
+	require.Equal(t, testkit.Err(errNoAuth), c.Do("CL.THROTTLE", "k", "4", "1", "1"), "failed attempts leave the connection unauthenticated")
 
-	require.Equal(t, ok, c.do("AUTH", password))
-	require.Equal(t, null2, c.do("GET", "absent"), "the failed HELLOs did not switch to RESP3")
-	require.Equal(t, simple("PONG"), c.do("PING"))
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.OK, c.Do("AUTH", password))
+	require.Equal(t, testkit.Null2, c.Do("GET", "absent"), "the failed HELLOs did not switch to RESP3")
+	require.Equal(t, testkit.Simple("PONG"), c.Do("PING"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
 
 	// AUTH default <password>, and HELLO 3 AUTH, on fresh connections.
 	c2 := ts.raw(t)
-	require.Equal(t, ok, c2.do("AUTH", "default", password))
-	require.Equal(t, ints(0, 5, 3, -1, 2), c2.do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.OK, c2.Do("AUTH", "default", password))
+	require.Equal(t, testkit.Ints(0, 5, 3, -1, 2), c2.Do("CL.THROTTLE", "k", "4", "1", "1"))
 	c3 := ts.raw(t)
-	require.Equal(t, helloReply(3, 3), c3.do("HELLO", "3", "AUTH", "default", password, "SETNAME", "c3"))
-	require.Equal(t, ints(0, 5, 2, -1, 3), c3.do("CL.THROTTLE", "k", "4", "1", "1"))
-	require.Equal(t, bulk("c3"), c3.do("CLIENT", "GETNAME"))
+	require.Equal(t, helloReply(3, 3), c3.Do("HELLO", "3", "AUTH", "default", password, "SETNAME", "c3"))
+	require.Equal(t, testkit.Ints(0, 5, 2, -1, 3), c3.Do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.Bulk("c3"), c3.Do("CLIENT", "GETNAME"))
 
 	// QUIT works before AUTH.
 	c4 := ts.raw(t)
-	require.Equal(t, ok, c4.do("QUIT"))
-	c4.expectClosed()
+	require.Equal(t, testkit.OK, c4.Do("QUIT"))
+	c4.ExpectClosed()
 }
 
 func TestAuthGoRedis(t *testing.T) {
@@ -273,8 +274,8 @@ func TestAuthRedisCLI(t *testing.T) {
 func TestAuthWithoutPasswordConfigured(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, errReply(errAuthNoPassword), c.do("AUTH", "anything"))
-	require.Equal(t, ok, c.do("AUTH", "default", "anything"))
-	require.Equal(t, errReply(errWrongPass), c.do("AUTH", "someone", "anything"))
-	require.Equal(t, simple("PONG"), c.do("PING"))
+	require.Equal(t, testkit.Err(errAuthNoPassword), c.Do("AUTH", "anything"))
+	require.Equal(t, testkit.OK, c.Do("AUTH", "default", "anything"))
+	require.Equal(t, testkit.Err(errWrongPass), c.Do("AUTH", "someone", "anything"))
+	require.Equal(t, testkit.Simple("PONG"), c.Do("PING"))
 }

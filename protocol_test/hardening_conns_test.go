@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // The built binary holds as many connections at once as the open-files
@@ -29,7 +31,7 @@ func TestThousandsOfConnections(t *testing.T) {
 	admin := p.raw(t)
 	before := usedMemoryRSS(t, admin)
 
-	conns := make([]*rawConn, n)
+	conns := make([]*testkit.Conn, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	start := time.Now()
@@ -41,7 +43,7 @@ func TestThousandsOfConnections(t *testing.T) {
 					errs <- fmt.Errorf("connection %d: %w", i, err)
 					return
 				}
-				conns[i] = newRawConn(t, conn, 512)
+				conns[i] = testkit.NewConn(t, conn, 512)
 			}
 		})
 	}
@@ -55,35 +57,35 @@ func TestThousandsOfConnections(t *testing.T) {
 	// Every connection sends first, then every reply is read: all n are
 	// open and waiting on the server at once.
 	for i, c := range conns {
-		c.write(command("CL.THROTTLE", "conn:"+strconv.Itoa(i), "4", "1", "3600"))
+		c.Write(testkit.Command("CL.THROTTLE", "conn:"+strconv.Itoa(i), "4", "1", "3600"))
 	}
 	for i, c := range conns {
-		require.Equal(t, ints(0, 5, 4, -1, 3600), c.read(), "connection %d", i)
+		require.Equal(t, testkit.Ints(0, 5, 4, -1, 3600), c.Read(), "connection %d", i)
 	}
-	require.Contains(t, admin.do("INFO", "clients"), "\r\nconnected_clients:"+strconv.Itoa(n+1)+"\r\n")
+	require.Contains(t, admin.Do("INFO", "clients"), "\r\nconnected_clients:"+strconv.Itoa(n+1)+"\r\n")
 	during := usedMemoryRSS(t, admin)
 	for i, c := range conns {
-		c.write(command("ECHO", strconv.Itoa(i)))
+		c.Write(testkit.Command("ECHO", strconv.Itoa(i)))
 	}
 	for i, c := range conns {
-		require.Equal(t, bulk(strconv.Itoa(i)), c.read(), "connection %d", i)
+		require.Equal(t, testkit.Bulk(strconv.Itoa(i)), c.Read(), "connection %d", i)
 	}
-	require.Equal(t, integer(int64(n)), admin.do("DBSIZE"))
+	require.Equal(t, testkit.Int(int64(n)), admin.Do("DBSIZE"))
 	t.Logf("%d connections held at once (open-files limit %d), dialed in %v; server RSS %d MB before, %d MB with them (%d KB each)",
 		n, openFilesLimit(t), dialed.Round(time.Millisecond), before>>20, during>>20, (during-before)/int64(n)>>10)
 
 	for _, c := range conns {
-		_ = c.conn.Close()
+		_ = c.Conn.Close()
 	}
 	require.Eventually(t, func() bool {
-		return regexp.MustCompile(`\r\nconnected_clients:1\r\n`).MatchString(admin.do("INFO", "clients"))
+		return regexp.MustCompile(`\r\nconnected_clients:1\r\n`).MatchString(admin.Do("INFO", "clients"))
 	}, 30*time.Second, 20*time.Millisecond, "every connection is let go")
 }
 
 // usedMemoryRSS is INFO memory's used_memory_rss.
-func usedMemoryRSS(t *testing.T, c *rawConn) int64 {
+func usedMemoryRSS(t *testing.T, c *testkit.Conn) int64 {
 	t.Helper()
-	m := regexp.MustCompile(`\r\nused_memory_rss:(\d+)\r\n`).FindStringSubmatch(c.do("INFO", "memory"))
+	m := regexp.MustCompile(`\r\nused_memory_rss:(\d+)\r\n`).FindStringSubmatch(c.Do("INFO", "memory"))
 	require.NotNil(t, m)
 	v, err := strconv.ParseInt(m[1], 10, 64)
 	require.NoError(t, err)

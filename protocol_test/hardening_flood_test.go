@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/server"
 )
 
@@ -117,15 +118,15 @@ func TestMalformedFloodWhileClientsDecide(t *testing.T) {
 	// Keys the flood must leave exactly as they are.
 	const victims = 200
 	for i := 0; i < victims; i++ {
-		admin.write(command("CL.THROTTLE", fmt.Sprintf("victim:%d", i), "9", "1", "60", fmt.Sprint(1+i%5)))
+		admin.Write(testkit.Command("CL.THROTTLE", fmt.Sprintf("victim:%d", i), "9", "1", "60", fmt.Sprint(1+i%5)))
 	}
 	before := map[string]string{}
 	for i := 0; i < victims; i++ {
-		require.Equal(t, '*', rune(admin.read()[0]))
+		require.Equal(t, '*', rune(admin.Read()[0]))
 	}
 	for i := 0; i < victims; i++ {
 		key := fmt.Sprintf("victim:%d", i)
-		before[key] = admin.do("GET", key)
+		before[key] = admin.Do("GET", key)
 	}
 
 	baseHeap := heapInUse()
@@ -224,11 +225,11 @@ func TestMalformedFloodWhileClientsDecide(t *testing.T) {
 	require.Less(t, growth, int64(128<<20), "the heap stayed bounded under the flood")
 
 	for key, tat := range before {
-		require.Equal(t, tat, admin.do("GET", key), "%s is untouched", key)
+		require.Equal(t, tat, admin.Do("GET", key), "%s is untouched", key)
 	}
-	require.Equal(t, integer(victims+goodClients*keysEach), admin.do("DBSIZE"))
+	require.Equal(t, testkit.Int(victims+goodClients*keysEach), admin.Do("DBSIZE"))
 	require.Eventually(t, func() bool {
-		return strings.Contains(admin.do("INFO", "clients"), "\r\nconnected_clients:1\r\n")
+		return strings.Contains(admin.Do("INFO", "clients"), "\r\nconnected_clients:1\r\n")
 	}, 10*time.Second, 10*time.Millisecond, "every other connection is gone")
 	require.Less(t, heapInUse()-min(baseHeap, heapInUse()), uint64(16<<20), "and its memory with it")
 }

@@ -2,10 +2,8 @@ package protocol_test
 
 import (
 	"errors"
-	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/server"
 )
 
@@ -23,31 +22,29 @@ import (
 // takes the next client.
 func TestMaxClients(t *testing.T) {
 	ts := startServer(t, withLimits(server.Limits{MaxClients: 5}))
-	var conns []*rawConn
+	var conns []*testkit.Conn
 	for i := 0; i < 5; i++ {
 		c := ts.raw(t)
-		require.Equal(t, ints(0, 5, int64(4-i), -1, int64(i+1)), c.do("CL.THROTTLE", "k", "4", "1", "1"), "client %d", i)
+		require.Equal(t, testkit.Ints(0, 5, int64(4-i), -1, int64(i+1)), c.Do("CL.THROTTLE", "k", "4", "1", "1"), "client %d", i)
 		conns = append(conns, c)
 	}
 	extra := ts.raw(t)
-	require.NoError(t, extra.conn.SetReadDeadline(deadline()))
-	got, err := readAll(extra)
+	got, err := extra.ReadAll()
 	require.NoError(t, err)
 	require.Equal(t, "-ERR max number of clients reached\r\n", got)
 
 	// Commands sent by a refused client are not run.
 	refused := ts.raw(t)
-	refused.write(command("CL.THROTTLE", "k", "4", "1", "1"))
-	require.NoError(t, refused.conn.SetReadDeadline(deadline()))
-	got, _ = readAll(refused) // the server may reset: the command was unread
+	refused.Write(testkit.Command("CL.THROTTLE", "k", "4", "1", "1"))
+	got, _ = refused.ReadAll() // the server may reset: the command was unread
 	require.True(t, got == "" || got == "-ERR max number of clients reached\r\n", "%q", got)
 
-	info := conns[0].do("INFO", "stats")
+	info := conns[0].Do("INFO", "stats")
 	require.Contains(t, info, "\r\nrejected_connections:2\r\n")
-	require.Contains(t, conns[0].do("INFO", "clients"), "\r\nconnected_clients:5\r\nmaxclients:5\r\n")
-	require.Equal(t, ints(1, 5, 0, 1, 5), conns[1].do("CL.THROTTLE", "k", "4", "1", "1"), "the refused client's command did not run")
+	require.Contains(t, conns[0].Do("INFO", "clients"), "\r\nconnected_clients:5\r\nmaxclients:5\r\n")
+	require.Equal(t, testkit.Ints(1, 5, 0, 1, 5), conns[1].Do("CL.THROTTLE", "k", "4", "1", "1"), "the refused client's command did not run")
 
-	require.NoError(t, conns[4].conn.Close())
+	require.NoError(t, conns[4].Conn.Close())
 	require.Eventually(t, func() bool { return answersPing(ts.Addr) }, 10*time.Second, 10*time.Millisecond, "a freed slot is taken again")
 }
 
@@ -58,15 +55,14 @@ func TestOutputBufferLimit(t *testing.T) {
 	const limit = 64 << 10
 	ts := startServer(t, withLimits(server.Limits{MaxOutput: limit}))
 	c := ts.raw(t)
-	commandReply := c.do("COMMAND")
+	commandReply := c.Do("COMMAND")
 	require.Greater(t, len(commandReply), 4096, "COMMAND answers a lot for 9 bytes")
 	require.Less(t, len(commandReply), limit)
 
 	// 1000 COMMANDs in one write: their replies would take 5 MB.
 	greedy := ts.raw(t)
-	greedy.write(strings.Repeat("COMMAND\r\n", 1000))
-	require.NoError(t, greedy.conn.SetReadDeadline(deadline()))
-	got, err := readAll(greedy)
+	greedy.Write(strings.Repeat("COMMAND\r\n", 1000))
+	got, err := greedy.ReadAll()
 	if err != nil {
 		var op *net.OpError
 		require.True(t, errors.As(err, &op), "a reset is fine: the server closed with requests unread: %v", err)
@@ -74,8 +70,8 @@ func TestOutputBufferLimit(t *testing.T) {
 	require.Less(t, len(got), 1000*len(commandReply), "the connection was closed before every reply was sent")
 	require.Zero(t, len(got)%len(commandReply), "only whole replies were sent")
 
-	require.Equal(t, commandReply, c.do("COMMAND"), "other clients carry on")
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, commandReply, c.Do("COMMAND"), "other clients carry on")
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
 }
 
 // With the default limits, a deep pipeline of heavy replies read as it goes
@@ -83,10 +79,10 @@ func TestOutputBufferLimit(t *testing.T) {
 func TestDefaultOutputLimitServesDeepPipelines(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	one := c.do("COMMAND")
-	c.write(strings.Repeat("COMMAND\r\n", 2000))
+	one := c.Do("COMMAND")
+	c.Write(strings.Repeat("COMMAND\r\n", 2000))
 	for i := 0; i < 2000; i++ {
-		require.Equal(t, one, c.read(), "reply %d", i)
+		require.Equal(t, one, c.Read(), "reply %d", i)
 	}
 }
 
@@ -104,9 +100,8 @@ func TestIdleTimeout(t *testing.T) {
 	// Taken before the PING: the server counts from its reply, which the
 	// client may receive some milliseconds later on a loaded machine.
 	start := time.Now()
-	require.Equal(t, simple("PONG"), quiet.do("PING"))
-	require.NoError(t, quiet.conn.SetReadDeadline(deadline()))
-	got, err := readAll(quiet)
+	require.Equal(t, testkit.Simple("PONG"), quiet.Do("PING"))
+	got, err := quiet.ReadAll()
 	require.NoError(t, err)
 	require.Empty(t, got)
 	require.GreaterOrEqual(t, time.Since(start), idle, "closed only once idle")
@@ -117,17 +112,17 @@ func TestIdleTimeout(t *testing.T) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for until := time.Now().Add(2 * idle); time.Now().Before(until); <-tick.C {
-		require.Equal(t, simple("PONG"), busy.do("PING"))
+		require.Equal(t, testkit.Simple("PONG"), busy.Do("PING"))
 	}
 
 	// A client that sends but never reads: its replies stop moving, and
 	// the server gives up on it.
 	stuck := ts.raw(t)
-	require.NoError(t, stuck.conn.(*net.TCPConn).SetReadBuffer(4096))
-	stuck.write(strings.Repeat("COMMAND\r\n", 2000))
+	require.NoError(t, stuck.Conn.(*net.TCPConn).SetReadBuffer(4096))
+	stuck.Write(strings.Repeat("COMMAND\r\n", 2000))
 	info := ts.raw(t)
 	require.Eventually(t, func() bool {
-		return strings.Contains(info.do("INFO", "clients"), "\r\nconnected_clients:2\r\n") // busy and info
+		return strings.Contains(info.Do("INFO", "clients"), "\r\nconnected_clients:2\r\n") // busy and info
 	}, 10*time.Second, 20*time.Millisecond)
 }
 
@@ -138,7 +133,7 @@ func TestLimitsOnTheBuiltBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}
-	bin := buildBinary(t)
+	bin := testkit.Binary(t)
 
 	t.Run("limit flags", func(t *testing.T) {
 		p := startBinary(t, nil, onLoopback("--in-memory",
@@ -149,20 +144,20 @@ func TestLimitsOnTheBuiltBinary(t *testing.T) {
 			{"args", "*5\r\n", "-ERR Protocol error: invalid multibulk length\r\n"},
 			{"inline", strings.Repeat("x", 101), "-ERR Protocol error: too big inline request\r\n"},
 			{"query", "*4\r\n$4\r\nECHO\r\n" + strings.Repeat("$1000\r\n"+strings.Repeat("q", 1000)+"\r\n", 2) + "$1000\r\n", ""},
-			{"within", "*2\r\n$4\r\nECHO\r\n$1024\r\n" + strings.Repeat("w", 1024) + "\r\nQUIT\r\n", bulk(strings.Repeat("w", 1024)) + ok},
+			{"within", "*2\r\n$4\r\nECHO\r\n$1024\r\n" + strings.Repeat("w", 1024) + "\r\nQUIT\r\n", testkit.Bulk(strings.Repeat("w", 1024)) + testkit.OK},
 		} {
-			require.Equal(t, c.want, rawExchange(t, p.Addr, c.raw), c.name)
+			require.Equal(t, c.want, testkit.Converse(t, p.Addr, c.raw), c.name)
 		}
 		// The connections above are closed; the server may not have counted
 		// them out yet when the client sees the close.
 		c := admitted(t, p.Addr)
 		require.Eventually(t, func() bool {
-			return strings.Contains(c.do("INFO", "clients"), "\r\nconnected_clients:1\r\nmaxclients:3\r\n")
+			return strings.Contains(c.Do("INFO", "clients"), "\r\nconnected_clients:1\r\nmaxclients:3\r\n")
 		}, 10*time.Second, 10*time.Millisecond)
-		require.Equal(t, bulks("timeout", "60"), c.do("CONFIG", "GET", "timeout"))
+		require.Equal(t, testkit.Bulks("timeout", "60"), c.Do("CONFIG", "GET", "timeout"))
 		admitted(t, p.Addr)
 		admitted(t, p.Addr)
-		require.Equal(t, "-ERR max number of clients reached\r\n", rawExchange(t, p.Addr, "PING\r\n"))
+		require.Equal(t, "-ERR max number of clients reached\r\n", testkit.Converse(t, p.Addr, "PING\r\n"))
 	})
 
 	t.Run("password from a file or the environment, not in ps", func(t *testing.T) {
@@ -177,7 +172,7 @@ func TestLimitsOnTheBuiltBinary(t *testing.T) {
 			{[]string{"REDCELL_REQUIREPASS=env-secret"}, nil, "env-secret"},
 		} {
 			p := startBinary(t, c.env, append(onLoopback("--in-memory"), c.args...)...)
-			cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/cmdline")
+			cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid()) + "/cmdline")
 			if err == nil {
 				require.NotContains(t, string(cmdline), c.pass, "ps shows no password")
 			}
@@ -189,22 +184,18 @@ func TestLimitsOnTheBuiltBinary(t *testing.T) {
 
 	t.Run("protected mode", func(t *testing.T) {
 		for _, bind := range []string{"0.0.0.0", "::"} {
-			cmd := exec.Command(bin, "--bind", bind, "--port", "0", "--in-memory")
-			cmd.Env = append(os.Environ(), "REDCELL_REQUIREPASS=") // an empty password is none
-			out, err := cmd.CombinedOutput()
-			var exit *exec.ExitError
-			require.True(t, errors.As(err, &exit), "refused to start: %v\n%s", err, out)
-			require.Equal(t, 2, exit.ExitCode())
-			require.Contains(t, string(out), "redcell: --bind "+bind+": protected mode refuses to listen on an address other than the loopback without a password.")
-			require.Contains(t, string(out), "--protected-mode no")
-			require.NotContains(t, string(out), "ready to accept connections")
+			out, status := bin.Run(t, []string{"REDCELL_REQUIREPASS="}, "--bind", bind, "--port", "0", "--in-memory") // an empty password is none
+			require.Equal(t, 2, status, "refused to start:\n%s", out)
+			require.Contains(t, out, "redcell: --bind "+bind+": protected mode refuses to listen on an address other than the loopback without a password.")
+			require.Contains(t, out, "--protected-mode no")
+			require.NotContains(t, out, "ready to accept connections")
 		}
 	})
 
 	t.Run("SIGTERM with clients connected", func(t *testing.T) {
 		p := startBinary(t, nil, onLoopback("--in-memory", "--timeout", "0")...)
 		for i := 0; i < 20; i++ {
-			p.raw(t).write("*2\r\n$4\r\nECHO\r\n$10\r\n01234") // half a command
+			p.raw(t).Write("*2\r\n$4\r\nECHO\r\n$10\r\n01234") // half a command
 		}
 		require.NoError(t, p.stop(syscall.SIGTERM), "log:\n%s", p.Log())
 	})
@@ -212,9 +203,9 @@ func TestLimitsOnTheBuiltBinary(t *testing.T) {
 
 // admitted returns a connection to addr the server has taken in: it
 // answered PING.
-func admitted(t testing.TB, addr string) *rawConn {
+func admitted(t testing.TB, addr string) *testkit.Conn {
 	t.Helper()
-	var c *rawConn
+	var c *testkit.Conn
 	require.Eventually(t, func() bool {
 		conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 		if err != nil {
@@ -224,22 +215,8 @@ func admitted(t testing.TB, addr string) *rawConn {
 			conn.Close()
 			return false
 		}
-		c = newRawConn(t, conn, 1<<16)
+		c = testkit.NewConn(t, conn, 1<<16)
 		return true
 	}, 10*time.Second, 10*time.Millisecond)
 	return c
-}
-
-// rawExchange writes raw bytes on a fresh connection and reads until the
-// server closes it.
-func rawExchange(t testing.TB, addr, raw string) string {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	require.NoError(t, err)
-	defer c.Close()
-	_, err = io.WriteString(c, raw)
-	require.NoError(t, err)
-	require.NoError(t, c.SetReadDeadline(deadline()))
-	out, _ := io.ReadAll(c)
-	return string(out)
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // The load test with faults: the built binary under redis-benchmark at full
@@ -308,10 +310,10 @@ func (l *load) dropper(d int) {
 		case 0: // half a command
 			_, _ = io.WriteString(conn, "*5\r\n$11\r\nCL.THROTTLE\r\n$"+strconv.Itoa(len(key))+"\r\n"+key+"\r\n$1\r\n4")
 		case 1: // a whole pipeline, then a reset before reading
-			_, _ = io.WriteString(conn, strings.Repeat(command("CL.THROTTLE", key, "4", "1", "1"), 20))
+			_, _ = io.WriteString(conn, strings.Repeat(testkit.Command("CL.THROTTLE", key, "4", "1", "1"), 20))
 			_ = conn.(*net.TCPConn).SetLinger(0)
 		case 2: // a command, its reply half read
-			_, _ = io.WriteString(conn, command("INFO"))
+			_, _ = io.WriteString(conn, testkit.Command("INFO"))
 			_, _ = conn.Read(make([]byte, 10))
 		case 3: // nothing at all
 		}

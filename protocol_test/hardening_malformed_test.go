@@ -1,13 +1,13 @@
 package protocol_test
 
 import (
-	"io"
 	"math/rand/v2"
 	"net"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // Bytes that are not valid RESP get a protocol error, as Redis words it, and
@@ -15,7 +15,7 @@ import (
 func TestMalformedInputClosesOnlyThatConnection(t *testing.T) {
 	ts := startServer(t)
 	bystander := ts.raw(t)
-	require.Equal(t, ints(0, 5, 4, -1, 1), bystander.do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), bystander.Do("CL.THROTTLE", "k", "4", "1", "1"))
 
 	for _, tc := range []struct {
 		name, input, want string
@@ -33,15 +33,14 @@ func TestMalformedInputClosesOnlyThatConnection(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ts.raw(t)
-			c.write(tc.input)
-			require.NoError(t, c.conn.SetReadDeadline(deadline()))
-			got, err := readAll(c)
+			c.Write(tc.input)
+			got, err := c.ReadAll()
 			require.NoError(t, err)
 			require.Equal(t, tc.want, got)
-			require.Equal(t, simple("PONG"), bystander.do("PING"), "other connections keep working")
+			require.Equal(t, testkit.Simple("PONG"), bystander.Do("PING"), "other connections keep working")
 		})
 	}
-	require.Equal(t, ints(0, 5, 3, -1, 2), bystander.do("CL.THROTTLE", "k", "4", "1", "1"), "and the keyspace is intact")
+	require.Equal(t, testkit.Ints(0, 5, 3, -1, 2), bystander.Do("CL.THROTTLE", "k", "4", "1", "1"), "and the keyspace is intact")
 }
 
 // Inline commands (what telnet and some health checks send) and junk that
@@ -49,25 +48,25 @@ func TestMalformedInputClosesOnlyThatConnection(t *testing.T) {
 func TestInlineCommandsAndJunk(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	c.write("PING\r\n")
-	require.Equal(t, simple("PONG"), c.read())
-	c.write("ping\n") // a bare LF ends an inline command too
-	require.Equal(t, simple("PONG"), c.read())
-	c.write("CL.THROTTLE k 4 1 1\r\n")
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.read())
-	c.write("ECHO \"a b\\r\\n\"\r\n")
-	require.Equal(t, bulk("a b\r\n"), c.read())
-	c.write("\r\n\r\n\r\nPING\r\n") // empty lines are skipped
-	require.Equal(t, simple("PONG"), c.read())
-	c.write("*0\r\n*-1\r\n*-5\r\nPING\r\n") // empty multibulk commands too, as Redis skips them
-	require.Equal(t, simple("PONG"), c.read())
-	c.write("\xff\xfe\x01 junk\r\n")
-	require.Equal(t, errReply("ERR unknown command '\xff\xfe\x01', with args beginning with: 'junk' "), c.read())
-	c.write("GET / HTTP/1.1\r\n")
-	require.Equal(t, errReply("ERR wrong number of arguments for 'get' command"), c.read())
-	c.write(command(""))
-	require.Equal(t, errReply("ERR unknown command '', with args beginning with: "), c.read())
-	require.Equal(t, ints(0, 5, 3, -1, 2), c.do("CL.THROTTLE", "k", "4", "1", "1"), "the same connection still works")
+	c.Write("PING\r\n")
+	require.Equal(t, testkit.Simple("PONG"), c.Read())
+	c.Write("ping\n") // a bare LF ends an inline command too
+	require.Equal(t, testkit.Simple("PONG"), c.Read())
+	c.Write("CL.THROTTLE k 4 1 1\r\n")
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Read())
+	c.Write("ECHO \"a b\\r\\n\"\r\n")
+	require.Equal(t, testkit.Bulk("a b\r\n"), c.Read())
+	c.Write("\r\n\r\n\r\nPING\r\n") // empty lines are skipped
+	require.Equal(t, testkit.Simple("PONG"), c.Read())
+	c.Write("*0\r\n*-1\r\n*-5\r\nPING\r\n") // empty multibulk commands too, as Redis skips them
+	require.Equal(t, testkit.Simple("PONG"), c.Read())
+	c.Write("\xff\xfe\x01 junk\r\n")
+	require.Equal(t, testkit.Err("ERR unknown command '\xff\xfe\x01', with args beginning with: 'junk' "), c.Read())
+	c.Write("GET / HTTP/1.1\r\n")
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'get' command"), c.Read())
+	c.Write(testkit.Command(""))
+	require.Equal(t, testkit.Err("ERR unknown command '', with args beginning with: "), c.Read())
+	require.Equal(t, testkit.Ints(0, 5, 3, -1, 2), c.Do("CL.THROTTLE", "k", "4", "1", "1"), "the same connection still works")
 }
 
 // Seeded binary junk, some of it shaped like RESP: each connection gets an
@@ -75,7 +74,7 @@ func TestInlineCommandsAndJunk(t *testing.T) {
 func TestBinaryJunk(t *testing.T) {
 	ts := startServer(t)
 	bystander := ts.raw(t)
-	require.Equal(t, ints(0, 5, 4, -1, 1), bystander.do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), bystander.Do("CL.THROTTLE", "k", "4", "1", "1"))
 	rng := rand.New(rand.NewPCG(1, 2))
 	alphabet := []byte("*$\r\n0123456789-\"' PINGabc\x00\xff")
 	for i := 0; i < 200; i++ {
@@ -88,33 +87,31 @@ func TestBinaryJunk(t *testing.T) {
 			}
 		}
 		c := ts.raw(t)
-		_, err := c.conn.Write(junk)
+		_, err := c.Conn.Write(junk)
 		require.NoError(t, err)
-		require.NoError(t, c.conn.(*net.TCPConn).CloseWrite())
-		require.NoError(t, c.conn.SetReadDeadline(deadline()))
-		got, _ := readAll(c) // a reset is fine: the server may close first
+		require.NoError(t, c.Conn.(*net.TCPConn).CloseWrite())
+		got, _ := c.ReadAll() // a reset is fine: the server may close first
 		if len(got) > 0 && got[0] != '-' && got[0] != '+' && got[0] != '$' && got[0] != '*' && got[0] != ':' {
 			t.Errorf("junk %d %q: reply %q is not RESP", i, junk, got)
 		}
-		require.NoError(t, c.conn.Close())
+		require.NoError(t, c.Conn.Close())
 	}
-	require.Equal(t, simple("PONG"), bystander.do("PING"))
-	require.Equal(t, ints(0, 5, 3, -1, 2), bystander.do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.Simple("PONG"), bystander.Do("PING"))
+	require.Equal(t, testkit.Ints(0, 5, 3, -1, 2), bystander.Do("CL.THROTTLE", "k", "4", "1", "1"))
 }
 
 // A client that hangs up halfway through a command costs nothing.
 func TestTruncatedCommand(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	c.write("*5\r\n$11\r\nCL.THROTTLE\r\n$1\r\nk\r\n$1\r\n4")
-	require.NoError(t, c.conn.(*net.TCPConn).CloseWrite())
-	require.NoError(t, c.conn.SetReadDeadline(deadline()))
-	got, err := readAll(c)
+	c.Write("*5\r\n$11\r\nCL.THROTTLE\r\n$1\r\nk\r\n$1\r\n4")
+	require.NoError(t, c.Conn.(*net.TCPConn).CloseWrite())
+	got, err := c.ReadAll()
 	require.NoError(t, err)
 	require.Empty(t, got, "nothing is run or answered")
 
 	other := ts.raw(t)
-	require.Equal(t, integer(0), other.do("DBSIZE"))
+	require.Equal(t, testkit.Int(0), other.Do("DBSIZE"))
 }
 
 // Lengths that would overflow must be refused, not crash the process or pin
@@ -128,15 +125,12 @@ func TestTruncatedCommand(t *testing.T) {
 func TestHugeLengthsAreRefused(t *testing.T) {
 	srv := startBinary(t, nil, onLoopback()...)
 	for _, input := range []string{"*1\r\n$9223372036854775807\r\n", "*9223372036854775807\r\n", "*1\r\n$1099511627776\r\n"} {
-		conn, err := net.DialTimeout("tcp", srv.Addr, 5*time.Second)
-		require.NoError(t, err)
-		_, err = conn.Write([]byte(input))
-		require.NoError(t, err)
-		require.NoError(t, conn.SetReadDeadline(deadline()))
-		got, err := io.ReadAll(conn)
+		c := srv.raw(t)
+		c.Write(input)
+		got, err := c.ReadAll()
 		require.NoError(t, err, "%q", input)
-		require.Contains(t, string(got), "-ERR Protocol error: invalid", "%q", input)
-		require.NoError(t, conn.Close())
+		require.Contains(t, got, "-ERR Protocol error: invalid", "%q", input)
+		require.NoError(t, c.Conn.Close())
 		require.Equal(t, "PONG\n", cli(t, srv.Port, "", "PING"), "after %q the server still answers; log:\n%s", input, srv.Log())
 	}
 }

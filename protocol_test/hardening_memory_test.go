@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/server"
 )
 
@@ -83,7 +84,7 @@ func TestMaxMemoryBoundsTheKeyspace(t *testing.T) {
 
 			oom := fill(t, rdb, "fill:", 2_000_000)
 			used := infoInt(t, rdb, "memory", "used_memory")
-			rss := rssOf(t, srv.cmd.Process.Pid)
+			rss := rssOf(t, srv.pid())
 			keys := rdb.DBSize(ctx).Val()
 			evicted := infoInt(t, rdb, "stats", "evicted_keys")
 			t.Logf("%s: %d keys, %d refused, %d evicted, used_memory %.1f MiB, RSS %.1f MiB", policy, keys, oom, evicted,
@@ -112,12 +113,12 @@ func TestMaxMemoryBoundsTheKeyspace(t *testing.T) {
 func TestKeyNamesAreBounded(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", strings.Repeat("k", server.DefaultMaxKeyLen), "4", "1", "1"))
-	require.Equal(t, errReply("ERR key too long: 8193 bytes, --max-key-len is 8192"),
-		c.do("CL.THROTTLE", strings.Repeat("k", server.DefaultMaxKeyLen+1), "4", "1", "1"))
-	require.Equal(t, errReply("ERR key too long: 1048576 bytes, --max-key-len is 8192"),
-		c.do("CL.THROTTLE", strings.Repeat("k", 1<<20), "4", "1", "1"))
-	require.Equal(t, integer(1), c.do("DBSIZE"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", strings.Repeat("k", server.DefaultMaxKeyLen), "4", "1", "1"))
+	require.Equal(t, testkit.Err("ERR key too long: 8193 bytes, --max-key-len is 8192"),
+		c.Do("CL.THROTTLE", strings.Repeat("k", server.DefaultMaxKeyLen+1), "4", "1", "1"))
+	require.Equal(t, testkit.Err("ERR key too long: 1048576 bytes, --max-key-len is 8192"),
+		c.Do("CL.THROTTLE", strings.Repeat("k", 1<<20), "4", "1", "1"))
+	require.Equal(t, testkit.Int(1), c.Do("DBSIZE"))
 }
 
 // heapAllocated is the bytes this process has allocated so far.
@@ -187,7 +188,7 @@ func TestRepliesWaitingForAllClientsAreBounded(t *testing.T) {
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = conn.Close() })
 		require.NoError(t, conn.(*net.TCPConn).SetReadBuffer(4096))
-		_, err = io.WriteString(conn, command("KEYS", "*"))
+		_, err = io.WriteString(conn, testkit.Command("KEYS", "*"))
 		require.NoError(t, err)
 		conns[i] = conn
 	}

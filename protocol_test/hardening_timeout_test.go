@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/server"
 )
 
@@ -37,7 +38,7 @@ func TestIdleTimeoutClosesATrickledCommand(t *testing.T) {
 		tick := time.NewTicker(trickleIdle / 10)
 		defer tick.Stop()
 		for i := 0; i < len(msg); i++ {
-			if _, err := c.conn.Write([]byte{msg[i]}); err != nil {
+			if _, err := c.Conn.Write([]byte{msg[i]}); err != nil {
 				return // closed by the server
 			}
 			select {
@@ -47,8 +48,7 @@ func TestIdleTimeoutClosesATrickledCommand(t *testing.T) {
 			}
 		}
 	}()
-	require.NoError(t, c.conn.SetReadDeadline(time.Now().Add(10*trickleIdle)))
-	got, err := readAll(c)
+	got, err := c.ReadAll()
 	elapsed := time.Since(start)
 	var ne net.Error
 	require.False(t, errors.As(err, &ne) && ne.Timeout(), "the server never closed the trickling client (%v)", elapsed)
@@ -66,21 +66,21 @@ func TestIdleTimeoutSparesSlowButSteadyClients(t *testing.T) {
 	ts := startServer(t, withLimits(server.Limits{IdleTimeout: trickleIdle}))
 
 	halves := ts.raw(t)
-	ping := command("ECHO", "steady")
+	ping := testkit.Command("ECHO", "steady")
 	tick := time.NewTicker(trickleIdle * 4 / 10)
 	defer tick.Stop()
 	for until := time.Now().Add(3 * trickleIdle); time.Now().Before(until); {
-		halves.write(ping[:len(ping)/2])
+		halves.Write(ping[:len(ping)/2])
 		<-tick.C
-		halves.write(ping[len(ping)/2:])
-		require.Equal(t, bulk("steady"), halves.read())
+		halves.Write(ping[len(ping)/2:])
+		require.Equal(t, testkit.Bulk("steady"), halves.Read())
 	}
 
-	one := ts.raw(t).do("COMMAND")
+	one := ts.raw(t).Do("COMMAND")
 	reader := ts.raw(t)
-	require.NoError(t, reader.conn.(*net.TCPConn).SetReadBuffer(64<<10))
+	require.NoError(t, reader.Conn.(*net.TCPConn).SetReadBuffer(64<<10))
 	n := (4 << 20) / len(one) // 4 MB of COMMAND replies: more than the socket buffers hold
-	reader.write(strings.Repeat("COMMAND\r\n", n))
+	reader.Write(strings.Repeat("COMMAND\r\n", n))
 	want := strings.Repeat(one, n)
 	buf := make([]byte, 64<<10)
 	var got strings.Builder
@@ -89,8 +89,8 @@ func TestIdleTimeoutSparesSlowButSteadyClients(t *testing.T) {
 	started := time.Now()
 	for got.Len() < len(want) {
 		<-pace.C
-		require.NoError(t, reader.conn.SetReadDeadline(deadline()))
-		k, err := io.ReadFull(reader.rd, buf[:min(len(buf), len(want)-got.Len())])
+		require.NoError(t, reader.Conn.SetReadDeadline(deadline()))
+		k, err := io.ReadFull(reader.Reader, buf[:min(len(buf), len(want)-got.Len())])
 		got.Write(buf[:k])
 		require.NoError(t, err, "after %d of %d bytes, %v", got.Len(), len(want), time.Since(started))
 	}

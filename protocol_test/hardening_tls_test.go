@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/server"
 )
 
@@ -203,36 +204,26 @@ func TestTLSInProcess(t *testing.T) {
 		ts := startServer(t, withLimits(limits))
 		return ts, ts.serveTLS(t, cfg)
 	}
-	dialTLS := func(addr string, cfg *tls.Config) net.Conn {
+	dialTLS := func(addr string, cfg *tls.Config) *testkit.Conn {
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
 		require.NoError(t, err)
-		t.Cleanup(func() { _ = conn.Close() })
-		require.NoError(t, conn.SetDeadline(deadline()))
-		return conn
-	}
-	exchange := func(conn net.Conn, send string, n int) string {
-		_, err := io.WriteString(conn, send)
-		require.NoError(t, err)
-		buf := make([]byte, n)
-		_, err = io.ReadFull(conn, buf)
-		require.NoError(t, err)
-		return string(buf)
+		return testkit.NewConn(t, conn, 1<<16)
 	}
 
 	plain, tlsAddr := start(server.TLSFiles{CAFile: pki.CA}, server.Limits{MaxClients: 2})
 	first := dialTLS(tlsAddr, pki.clientTLS(pki.client))
-	require.Equal(t, "+PONG\r\n", exchange(first, "PING\r\n", 7))
+	require.Equal(t, "+PONG\r\n", first.DoInline("PING"))
 	second := plain.raw(t)
-	second.write("PING\r\n")
-	require.Equal(t, "+PONG\r\n", second.read())
+	second.Write("PING\r\n")
+	require.Equal(t, "+PONG\r\n", second.Read())
 	third := dialTLS(tlsAddr, pki.clientTLS(pki.client))
-	refusal, err := io.ReadAll(third)
+	refusal, err := third.ReadAll()
 	require.NoError(t, err)
-	require.Equal(t, "-ERR max number of clients reached\r\n", string(refusal))
+	require.Equal(t, "-ERR max number of clients reached\r\n", refusal)
 
 	_, tlsAddr = start(server.TLSFiles{CAFile: pki.CA, AuthClients: "optional"}, server.Limits{})
 	anonymous := dialTLS(tlsAddr, pki.clientTLS())
-	require.Equal(t, "+PONG\r\n", exchange(anonymous, "PING\r\n", 7))
+	require.Equal(t, "+PONG\r\n", anonymous.DoInline("PING"))
 	rogue, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", tlsAddr, pki.clientTLS(pki.rogue))
 	if err == nil { // TLS 1.3: the server's verdict arrives with the first read
 		t.Cleanup(func() { _ = rogue.Close() })
@@ -246,7 +237,7 @@ func TestTLSInProcess(t *testing.T) {
 
 	_, tlsAddr = start(server.TLSFiles{}, server.Limits{})
 	noCA := dialTLS(tlsAddr, pki.clientTLS())
-	require.Equal(t, "+PONG\r\n", exchange(noCA, "PING\r\n", 7))
+	require.Equal(t, "+PONG\r\n", noCA.DoInline("PING"))
 
 	// A client that opens a TLS connection and says nothing ties it up for
 	// the handshake timeout at most; meanwhile others are served.
@@ -254,5 +245,5 @@ func TestTLSInProcess(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = silent.Close() })
 	other := dialTLS(tlsAddr, pki.clientTLS())
-	require.Equal(t, "+PONG\r\n", exchange(other, "PING\r\n", 7))
+	require.Equal(t, "+PONG\r\n", other.DoInline("PING"))
 }

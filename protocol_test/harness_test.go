@@ -9,8 +9,10 @@
 // (limits, malformed RESP, floods, TLS, memory, faults under load); the rest
 // the Redis command surface as applications call it. harness_* is what they
 // share: the servers (this file: in process; harness_process_test.go: the
-// built binary and a real redis-server), raw RESP (harness_wire_test.go)
-// and the external tools (harness_tools_test.go).
+// built binary and a real redis-server) and the external tools
+// (harness_tools_test.go); raw RESP, and the built binary's process, are
+// the test kit's (redcell/internal/testkit), which every package's tests
+// share.
 package protocol_test
 
 import (
@@ -27,13 +29,14 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/server"
 	"redcell/storage"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	removeBuiltBinary()
+	testkit.RemoveBinary()
 	os.Exit(code)
 }
 
@@ -108,25 +111,23 @@ func (e endpoint) rueidis(t testing.TB, opts ...func(*rueidis.ClientOption)) rue
 	return c
 }
 
-// raw returns a connection speaking RESP by hand (harness_wire_test.go).
-func (e endpoint) raw(t testing.TB) *rawConn {
+// raw returns a connection speaking RESP by hand.
+func (e endpoint) raw(t testing.TB) *testkit.Conn {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", e.Addr, 5*time.Second)
-	require.NoError(t, err)
-	return newRawConn(t, conn, 1<<16)
+	return testkit.Dial(t, e.Addr)
 }
 
 // rawFrom is raw dialled from the local address ip (any of 127/8 on
 // Linux), so that the server sees another client address. Where that
 // cannot be done the test is skipped.
-func (e endpoint) rawFrom(t testing.TB, ip string) *rawConn {
+func (e endpoint) rawFrom(t testing.TB, ip string) *testkit.Conn {
 	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 5 * time.Second}
 	conn, err := d.Dial("tcp", e.Addr)
 	if err != nil {
 		t.Skipf("cannot dial from %s (loopback addresses beyond 127.0.0.1 are a Linux feature): %v", ip, err)
 	}
-	return newRawConn(t, conn, 1<<16)
+	return testkit.NewConn(t, conn, 1<<16)
 }
 
 // testServer is one in-process redcell listening on 127.0.0.1, on a manual

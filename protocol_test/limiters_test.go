@@ -7,6 +7,8 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // The other limiters (README, "The other limiters"), as their users' clients
@@ -75,19 +77,19 @@ func TestLimitersInCommandAndInfo(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
 	for _, name := range []string{"gcra", "cl.reserve", "cl.window"} {
-		info := c.do("COMMAND", "INFO", name)
+		info := c.Do("COMMAND", "INFO", name)
 		require.True(t, strings.HasPrefix(info, "*1\r\n*10\r\n$"+itoa(int64(len(name)))+"\r\n"+name+"\r\n"), "%s: %q", name, info)
 		require.Contains(t, info, ":1\r\n:1\r\n:1\r\n", "%s: first key 1, last key 1, step 1", name)
 	}
-	require.Equal(t, "*1\r\n$1\r\nk\r\n", c.do("COMMAND", "GETKEYS", "CL.WINDOW", "k", "1", "1"))
-	require.Equal(t, "*1\r\n$1\r\nk\r\n", c.do("COMMAND", "GETKEYS", "GCRA", "k", "1", "1", "0.5"))
+	require.Equal(t, "*1\r\n$1\r\nk\r\n", c.Do("COMMAND", "GETKEYS", "CL.WINDOW", "k", "1", "1"))
+	require.Equal(t, "*1\r\n$1\r\nk\r\n", c.Do("COMMAND", "GETKEYS", "GCRA", "k", "1", "1", "0.5"))
 
-	require.Equal(t, ints(0, 2, 1, -1, 1), c.do("GCRA", "g", "1", "1", "1"))
-	require.Equal(t, ints(0, 2, 1, 0, 1000), c.do("CL.RESERVE", "r", "1", "1", "1"))
-	require.Equal(t, ints(0, 2, 1, -1, 1), c.do("CL.WINDOW", "w", "2", "1"))
-	require.Equal(t, errReply("WRONGTYPE Operation against a key holding the wrong kind of value"), c.do("GCRA", "w", "1", "1", "1"))
+	require.Equal(t, testkit.Ints(0, 2, 1, -1, 1), c.Do("GCRA", "g", "1", "1", "1"))
+	require.Equal(t, testkit.Ints(0, 2, 1, 0, 1000), c.Do("CL.RESERVE", "r", "1", "1", "1"))
+	require.Equal(t, testkit.Ints(0, 2, 1, -1, 1), c.Do("CL.WINDOW", "w", "2", "1"))
+	require.Equal(t, testkit.Err("WRONGTYPE Operation against a key holding the wrong kind of value"), c.Do("GCRA", "w", "1", "1", "1"))
 
-	everything := parseInfo(t, bulkBody(t, c.do("INFO", "everything")))
+	everything := parseInfo(t, bulkBody(t, c.Do("INFO", "everything")))
 	commandstats := sectionFields(everything, "Commandstats")
 	require.Equal(t, "calls=2,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=1", commandstats["cmdstat_gcra"])
 	require.Equal(t, "calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0", commandstats["cmdstat_cl.reserve"])

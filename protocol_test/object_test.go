@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // STRLEN, MEMORY USAGE and OBJECT through go-redis's typed API, and the help
@@ -52,14 +54,7 @@ func TestStrlenMemoryObject(t *testing.T) {
 	require.EqualError(t, err, "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 
 	raw := ts.raw(t)
-	help := func(lines ...string) string {
-		out := "*" + strconv.Itoa(len(lines)) + "\r\n"
-		for _, l := range lines {
-			out += simple(l)
-		}
-		return out
-	}
-	require.Equal(t, help(
+	require.Equal(t, testkit.Simples(
 		"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"ENCODING <key>",
 		"    Return the kind of internal representation used in order to store the value",
@@ -75,20 +70,20 @@ func TestStrlenMemoryObject(t *testing.T) {
 		"    <key>.",
 		"HELP",
 		"    Print this help.",
-	), raw.do("OBJECT", "HELP"))
-	require.Equal(t, help(
+	), raw.Do("OBJECT", "HELP"))
+	require.Equal(t, testkit.Simples(
 		"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"USAGE <key> [SAMPLES <count>]",
 		"    Return memory in bytes used by <key> and its value. Nested values are",
 		"    sampled up to <count> times (default: 5, 0 means sample all).",
 		"HELP",
 		"    Print this help.",
-	), raw.do("MEMORY", "HELP"))
+	), raw.Do("MEMORY", "HELP"))
 
 	// Cluster clients find the key of OBJECT's and MEMORY's subcommands.
-	require.Contains(t, raw.do("COMMAND", "INFO", "object|encoding"), bulk("index")+integer(2))
-	require.Contains(t, raw.do("COMMAND", "INFO", "memory|usage"), bulk("index")+integer(2))
-	require.Equal(t, bulks("k"), raw.do("COMMAND", "GETKEYS", "STRLEN", "k"))
+	require.Contains(t, raw.Do("COMMAND", "INFO", "object|encoding"), testkit.Bulk("index")+testkit.Int(2))
+	require.Contains(t, raw.Do("COMMAND", "INFO", "memory|usage"), testkit.Bulk("index")+testkit.Int(2))
+	require.Equal(t, testkit.Bulks("k"), raw.Do("COMMAND", "GETKEYS", "STRLEN", "k"))
 }
 
 // redis-cli --bigkeys and --memkeys size every key without a warning: STRLEN
@@ -99,7 +94,7 @@ func TestRedisCLIBigkeysAndMemkeys(t *testing.T) {
 	c := ts.raw(t)
 	keys := []string{"user:1", "user:2", "a-key-too-long-to-be-stored-inline:1", "k"}
 	for i, k := range keys {
-		require.Equal(t, ints(0, 5, 4, -1, int64(10*(i+1))), c.do("CL.THROTTLE", k, "4", "1", strconv.Itoa(10*(i+1))))
+		require.Equal(t, testkit.Ints(0, 5, 4, -1, int64(10*(i+1))), c.Do("CL.THROTTLE", k, "4", "1", strconv.Itoa(10*(i+1))))
 	}
 	ts.Clock.Advance(time.Second) // TATs stay 19 digits; nothing expires
 
@@ -114,7 +109,7 @@ func TestRedisCLIBigkeysAndMemkeys(t *testing.T) {
 	var total int64
 	sizes := map[string]int64{}
 	for _, k := range keys {
-		reply := c.do("MEMORY", "USAGE", k)
+		reply := c.Do("MEMORY", "USAGE", k)
 		n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(reply, ":"), "\r\n"), 10, 64)
 		require.NoError(t, err, "MEMORY USAGE %s = %q", k, reply)
 		sizes[k] = n

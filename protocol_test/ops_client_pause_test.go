@@ -7,15 +7,17 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // waitsOnPause waits until CLIENT LIST shows client id's command cmd
 // waiting, flags=b as Redis shows a postponed client.
-func waitsOnPause(t *testing.T, observer *rawConn, id int64, cmd string) {
+func waitsOnPause(t *testing.T, observer *testkit.Conn, id int64, cmd string) {
 	t.Helper()
 	want := "id=" + strconv.FormatInt(id, 10) + " "
 	require.Eventually(t, func() bool {
-		for _, line := range strings.Split(observer.do("CLIENT", "LIST"), "\n") {
+		for _, line := range strings.Split(observer.Do("CLIENT", "LIST"), "\n") {
 			if strings.Contains(line, want) {
 				return strings.Contains(line, " flags=b ") && strings.Contains(line, " cmd="+cmd+" ")
 			}
@@ -32,19 +34,19 @@ func TestClientPauseWrite(t *testing.T) {
 	pauser, writer, reader := ts.raw(t), ts.raw(t), ts.raw(t)
 	writerID := clientID(t, writer)
 
-	require.Equal(t, ok, pauser.do("CLIENT", "PAUSE", "60000", "WRITE"))
-	writer.write(command("CL.THROTTLE", "k", "4", "1", "1") + command("PING"))
+	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "PAUSE", "60000", "WRITE"))
+	writer.Write(testkit.Command("CL.THROTTLE", "k", "4", "1", "1") + testkit.Command("PING"))
 	waitsOnPause(t, reader, writerID, "cl.throttle")
-	require.Equal(t, null2, reader.do("GET", "k"), "the held write has not run")
-	require.Equal(t, integer(0), reader.do("EXISTS", "k"), "reads are not held")
-	require.Equal(t, ints(0, 5, 4, -1, 1), pauser.do("CL.THROTTLE", "p", "4", "1", "1"), "the pauser's writes are not held")
+	require.Equal(t, testkit.Null2, reader.Do("GET", "k"), "the held write has not run")
+	require.Equal(t, testkit.Int(0), reader.Do("EXISTS", "k"), "reads are not held")
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), pauser.Do("CL.THROTTLE", "p", "4", "1", "1"), "the pauser's writes are not held")
 
-	require.Equal(t, ok, pauser.do("CLIENT", "UNPAUSE"))
-	require.Equal(t, ints(0, 5, 4, -1, 1), writer.read(), "the held write runs once unpaused")
-	require.Equal(t, simple("PONG"), writer.read(), "then the rest of its pipeline")
-	require.Equal(t, integer(1), reader.do("EXISTS", "k"))
-	require.Equal(t, ok, pauser.do("CLIENT", "UNPAUSE"), "UNPAUSE with no pause is OK")
-	require.Equal(t, ints(0, 5, 3, -1, 2), writer.do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "UNPAUSE"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), writer.Read(), "the held write runs once unpaused")
+	require.Equal(t, testkit.Simple("PONG"), writer.Read(), "then the rest of its pipeline")
+	require.Equal(t, testkit.Int(1), reader.Do("EXISTS", "k"))
+	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "UNPAUSE"), "UNPAUSE with no pause is OK")
+	require.Equal(t, testkit.Ints(0, 5, 3, -1, 2), writer.Do("CL.THROTTLE", "k", "4", "1", "1"))
 }
 
 // CLIENT PAUSE ALL (the default) holds every command of every other client,
@@ -55,21 +57,21 @@ func TestClientPauseAll(t *testing.T) {
 	pauser, a, b := ts.raw(t), ts.raw(t), ts.raw(t)
 	idA, idB := clientID(t, a), clientID(t, b)
 
-	require.Equal(t, ok, pauser.do("CLIENT", "PAUSE", "60000"))
-	require.Equal(t, ok, pauser.do("CLIENT", "PAUSE", "10", "WRITE"))
-	a.write(command("PING"))
+	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "PAUSE", "60000"))
+	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "PAUSE", "10", "WRITE"))
+	a.Write(testkit.Command("PING"))
 	waitsOnPause(t, pauser, idA, "ping")
-	b.write(command("CLIENT", "UNPAUSE"))
+	b.Write(testkit.Command("CLIENT", "UNPAUSE"))
 	waitsOnPause(t, pauser, idB, "client")
-	require.Equal(t, simple("PONG"), pauser.do("PING"))
+	require.Equal(t, testkit.Simple("PONG"), pauser.Do("PING"))
 
-	require.Equal(t, ok, pauser.do("CLIENT", "UNPAUSE"))
-	require.Equal(t, simple("PONG"), a.read())
-	require.Equal(t, ok, b.read())
-	require.Equal(t, simple("PONG"), b.do("PING"))
+	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "UNPAUSE"))
+	require.Equal(t, testkit.Simple("PONG"), a.Read())
+	require.Equal(t, testkit.OK, b.Read())
+	require.Equal(t, testkit.Simple("PONG"), b.Do("PING"))
 
-	require.Equal(t, ok, pauser.do("CLIENT", "PAUSE", "0"), "PAUSE 0 pauses nothing")
-	require.Equal(t, simple("PONG"), a.do("PING"))
+	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "PAUSE", "0"), "PAUSE 0 pauses nothing")
+	require.Equal(t, testkit.Simple("PONG"), a.Do("PING"))
 }
 
 // A pause ends by itself when its timeout has passed on the server's clock.
@@ -77,15 +79,15 @@ func TestClientPauseTimesOut(t *testing.T) {
 	ts := startServer(t)
 	pauser, w := ts.raw(t), ts.raw(t)
 	idW := clientID(t, w)
-	require.Equal(t, ok, pauser.do("CLIENT", "PAUSE", "100", "ALL"))
-	w.write(command("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "PAUSE", "100", "ALL"))
+	w.Write(testkit.Command("CL.THROTTLE", "k", "4", "1", "1"))
 	waitsOnPause(t, pauser, idW, "cl.throttle")
 	ts.Clock.Advance(100 * time.Millisecond)
 	// It runs at the clock's reading when the pause ended: the key's TAT is
 	// one emission interval after it.
-	require.Equal(t, ints(0, 5, 4, -1, 1), w.read())
-	require.Equal(t, bulk(strconv.FormatInt(t0.Add(100*time.Millisecond+time.Second).UnixNano(), 10)), w.do("GET", "k"))
-	require.Equal(t, simple("PONG"), w.do("PING"), "nothing is paused any more")
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), w.Read())
+	require.Equal(t, testkit.Bulk(strconv.FormatInt(t0.Add(100*time.Millisecond+time.Second).UnixNano(), 10)), w.Do("GET", "k"))
+	require.Equal(t, testkit.Simple("PONG"), w.Do("PING"), "nothing is paused any more")
 }
 
 // A client killed while its command waits on a pause runs nothing more and
@@ -94,13 +96,13 @@ func TestClientKilledWhilePaused(t *testing.T) {
 	ts := startServer(t)
 	pauser, w := ts.raw(t), ts.raw(t)
 	idW := clientID(t, w)
-	require.Equal(t, ok, pauser.do("CLIENT", "PAUSE", "60000", "WRITE"))
-	w.write(command("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "PAUSE", "60000", "WRITE"))
+	w.Write(testkit.Command("CL.THROTTLE", "k", "4", "1", "1"))
 	waitsOnPause(t, pauser, idW, "cl.throttle")
-	require.Equal(t, integer(1), pauser.do("CLIENT", "KILL", "ID", strconv.FormatInt(idW, 10)))
-	w.expectClosed()
-	require.Equal(t, ok, pauser.do("CLIENT", "UNPAUSE"))
-	require.Equal(t, integer(0), pauser.do("EXISTS", "k"), "the killed client's write never ran")
+	require.Equal(t, testkit.Int(1), pauser.Do("CLIENT", "KILL", "ID", strconv.FormatInt(idW, 10)))
+	w.ExpectClosed()
+	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "UNPAUSE"))
+	require.Equal(t, testkit.Int(0), pauser.Do("EXISTS", "k"), "the killed client's write never ran")
 }
 
 // CLIENT PAUSE's arguments are checked as Redis checks them: the mode first,
@@ -108,21 +110,16 @@ func TestClientKilledWhilePaused(t *testing.T) {
 func TestClientPauseErrors(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	for _, e := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"CLIENT", "PAUSE"}, "ERR wrong number of arguments for 'client|pause' command"},
-		{[]string{"CLIENT", "PAUSE", "x"}, "ERR timeout is not an integer or out of range"},
-		{[]string{"CLIENT", "PAUSE", "1.5"}, "ERR timeout is not an integer or out of range"},
-		{[]string{"CLIENT", "PAUSE", "-1"}, "ERR timeout is negative"},
-		{[]string{"CLIENT", "PAUSE", "9223372036854775807"}, "ERR timeout is out of range"},
-		{[]string{"CLIENT", "PAUSE", "x", "READ"}, "ERR CLIENT PAUSE mode must be WRITE or ALL"},
-		{[]string{"CLIENT", "PAUSE", "10", "ALL", "x"}, "ERR unknown subcommand or wrong number of arguments for 'PAUSE'. Try CLIENT HELP."},
-		{[]string{"CLIENT", "UNPAUSE", "now"}, "ERR wrong number of arguments for 'client|unpause' command"},
-	} {
-		require.Equal(t, errReply(e.want), c.do(e.args...), "%q", e.args)
-	}
+	testkit.RunSteps(t, []testkit.Step{
+		{Args: []string{"CLIENT", "PAUSE"}, Want: testkit.Err("ERR wrong number of arguments for 'client|pause' command")},
+		{Args: []string{"CLIENT", "PAUSE", "x"}, Want: testkit.Err("ERR timeout is not an integer or out of range")},
+		{Args: []string{"CLIENT", "PAUSE", "1.5"}, Want: testkit.Err("ERR timeout is not an integer or out of range")},
+		{Args: []string{"CLIENT", "PAUSE", "-1"}, Want: testkit.Err("ERR timeout is negative")},
+		{Args: []string{"CLIENT", "PAUSE", "9223372036854775807"}, Want: testkit.Err("ERR timeout is out of range")},
+		{Args: []string{"CLIENT", "PAUSE", "x", "READ"}, Want: testkit.Err("ERR CLIENT PAUSE mode must be WRITE or ALL")},
+		{Args: []string{"CLIENT", "PAUSE", "10", "ALL", "x"}, Want: testkit.Err("ERR unknown subcommand or wrong number of arguments for 'PAUSE'. Try CLIENT HELP.")},
+		{Args: []string{"CLIENT", "UNPAUSE", "now"}, Want: testkit.Err("ERR wrong number of arguments for 'client|unpause' command")},
+	}, c.Do, nil)
 	other := ts.raw(t)
-	require.Equal(t, simple("PONG"), other.do("PING"), "no refused PAUSE paused anything")
+	require.Equal(t, testkit.Simple("PONG"), other.Do("PING"), "no refused PAUSE paused anything")
 }

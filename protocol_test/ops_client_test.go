@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // CLIENT HELP is Redis 7's help, less what redcell does not serve.
@@ -63,42 +65,39 @@ func TestClientHelp(t *testing.T) {
 		"HELP",
 		"    Print this help.",
 	}
-	want := "*" + strconv.Itoa(len(lines)) + "\r\n"
-	for _, l := range lines {
-		want += simple(l)
-	}
-	require.Equal(t, want, c.do("CLIENT", "HELP"))
-	require.Equal(t, want, c.do("client", "help"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'client|help' command"), c.do("CLIENT", "HELP", "me"))
+	want := testkit.Simples(lines...)
+	require.Equal(t, want, c.Do("CLIENT", "HELP"))
+	require.Equal(t, want, c.Do("client", "help"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'client|help' command"), c.Do("CLIENT", "HELP", "me"))
 
 	// Each new subcommand is described to COMMAND, admin ones as admin.
 	for _, sub := range []string{"help", "kill", "pause", "unpause"} {
-		info := c.do("COMMAND", "INFO", "client|"+sub)
-		require.True(t, strings.HasPrefix(info, "*1\r\n*10\r\n"+bulk("client|"+sub)), "COMMAND INFO client|%s = %q", sub, info)
-		require.Equal(t, sub != "help", strings.Contains(info, simple("admin")), "client|%s admin flag: %q", sub, info)
+		info := c.Do("COMMAND", "INFO", "client|"+sub)
+		require.True(t, strings.HasPrefix(info, "*1\r\n*10\r\n"+testkit.Bulk("client|"+sub)), "COMMAND INFO client|%s = %q", sub, info)
+		require.Equal(t, sub != "help", strings.Contains(info, testkit.Simple("admin")), "client|%s admin flag: %q", sub, info)
 	}
-	require.Contains(t, c.do("COMMAND", "DOCS", "client|kill"), bulk("Terminates open connections."))
-	require.Contains(t, c.do("COMMAND", "DOCS", "client"), bulk("client|unpause"))
-	require.Equal(t, bulks("client|pause"), c.do("COMMAND", "LIST", "FILTERBY", "PATTERN", "client|pa*"))
+	require.Contains(t, c.Do("COMMAND", "DOCS", "client|kill"), testkit.Bulk("Terminates open connections."))
+	require.Contains(t, c.Do("COMMAND", "DOCS", "client"), testkit.Bulk("client|unpause"))
+	require.Equal(t, testkit.Bulks("client|pause"), c.Do("COMMAND", "LIST", "FILTERBY", "PATTERN", "client|pa*"))
 }
 
 // clientID returns the id the server gave c.
-func clientID(t *testing.T, c *rawConn) int64 {
+func clientID(t *testing.T, c *testkit.Conn) int64 {
 	t.Helper()
-	reply := c.do("CLIENT", "ID")
+	reply := c.Do("CLIENT", "ID")
 	id, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(reply, ":"), "\r\n"), 10, 64)
 	require.NoError(t, err, "CLIENT ID = %q", reply)
 	return id
 }
 
 // addrOf is where the server sees c coming from: CLIENT LIST's addr=.
-func addrOf(c *rawConn) string { return c.conn.LocalAddr().String() }
+func addrOf(c *testkit.Conn) string { return c.Conn.LocalAddr().String() }
 
 // listedIDs returns the ids CLIENT LIST shows, as c sees them.
-func listedIDs(t *testing.T, c *rawConn) []string {
+func listedIDs(t *testing.T, c *testkit.Conn) []string {
 	t.Helper()
 	var ids []string
-	for _, line := range strings.Split(c.do("CLIENT", "LIST"), "\n") {
+	for _, line := range strings.Split(c.Do("CLIENT", "LIST"), "\n") {
 		if i := strings.Index(line, "id="); i >= 0 {
 			ids = append(ids, strings.Fields(line[i+3:])[0])
 		}
@@ -117,72 +116,67 @@ func TestClientKill(t *testing.T) {
 	a, b := ts.raw(t), ts.raw(t)
 	idA, idB := clientID(t, a), clientID(t, b)
 
-	require.Equal(t, ok, k.do("CLIENT", "KILL", addrOf(a)))
-	a.expectClosed()
-	require.Equal(t, errReply("ERR No such client"), k.do("CLIENT", "KILL", addrOf(a)), "a killed client is gone at once")
-	require.Equal(t, errReply("ERR No such client"), k.do("CLIENT", "KILL", "10.0.0.1:1"))
+	require.Equal(t, testkit.OK, k.Do("CLIENT", "KILL", addrOf(a)))
+	a.ExpectClosed()
+	require.Equal(t, testkit.Err("ERR No such client"), k.Do("CLIENT", "KILL", addrOf(a)), "a killed client is gone at once")
+	require.Equal(t, testkit.Err("ERR No such client"), k.Do("CLIENT", "KILL", "10.0.0.1:1"))
 	require.NotContains(t, listedIDs(t, k), strconv.FormatInt(idA, 10))
 
-	require.Equal(t, integer(0), k.do("CLIENT", "KILL", "ID", strconv.FormatInt(idA, 10)))
-	require.Equal(t, integer(0), k.do("CLIENT", "KILL", "ID", strconv.FormatInt(idB, 10), "ADDR", addrOf(k)), "every filter must match")
-	require.Equal(t, integer(1), k.do("CLIENT", "KILL", "ID", strconv.FormatInt(idB, 10), "ADDR", addrOf(b), "LADDR", ts.Addr, "TYPE", "normal", "USER", "default"))
-	b.expectClosed()
+	require.Equal(t, testkit.Int(0), k.Do("CLIENT", "KILL", "ID", strconv.FormatInt(idA, 10)))
+	require.Equal(t, testkit.Int(0), k.Do("CLIENT", "KILL", "ID", strconv.FormatInt(idB, 10), "ADDR", addrOf(k)), "every filter must match")
+	require.Equal(t, testkit.Int(1), k.Do("CLIENT", "KILL", "ID", strconv.FormatInt(idB, 10), "ADDR", addrOf(b), "LADDR", ts.Addr, "TYPE", "normal", "USER", "default"))
+	b.ExpectClosed()
 
 	for _, typ := range []string{"master", "replica", "slave", "pubsub", "PUBSUB"} {
-		require.Equal(t, integer(0), k.do("CLIENT", "KILL", "TYPE", typ), "no %s connection here", typ)
+		require.Equal(t, testkit.Int(0), k.Do("CLIENT", "KILL", "TYPE", typ), "no %s connection here", typ)
 	}
 
 	// MAXAGE: older is at least 10 s old, newer younger.
 	older := ts.raw(t)
-	require.Equal(t, simple("PONG"), older.do("PING"))
+	require.Equal(t, testkit.Simple("PONG"), older.Do("PING"))
 	ts.Clock.Advance(10 * time.Second)
 	newer := ts.raw(t)
-	require.Equal(t, simple("PONG"), newer.do("PING"))
-	require.Equal(t, integer(0), newer.do("CLIENT", "KILL", "MAXAGE", "11", "SKIPME", "no"))
-	require.Equal(t, integer(2), newer.do("CLIENT", "KILL", "MAXAGE", "10", "SKIPME", "no"), "k and older are 10 s old")
-	k.expectClosed()
-	older.expectClosed()
-	require.Equal(t, simple("PONG"), newer.do("PING"))
+	require.Equal(t, testkit.Simple("PONG"), newer.Do("PING"))
+	require.Equal(t, testkit.Int(0), newer.Do("CLIENT", "KILL", "MAXAGE", "11", "SKIPME", "no"))
+	require.Equal(t, testkit.Int(2), newer.Do("CLIENT", "KILL", "MAXAGE", "10", "SKIPME", "no"), "k and older are 10 s old")
+	k.ExpectClosed()
+	older.ExpectClosed()
+	require.Equal(t, testkit.Simple("PONG"), newer.Do("PING"))
 
 	// LADDR, spared caller: every other connection.
 	x, y := ts.raw(t), ts.raw(t)
-	require.Equal(t, simple("PONG"), x.do("PING"))
-	require.Equal(t, simple("PONG"), y.do("PING"))
-	require.Equal(t, integer(2), newer.do("CLIENT", "KILL", "LADDR", ts.Addr, "SKIPME", "yes"))
-	x.expectClosed()
-	y.expectClosed()
-	require.Equal(t, simple("PONG"), newer.do("PING"), "SKIPME yes spares the caller")
+	require.Equal(t, testkit.Simple("PONG"), x.Do("PING"))
+	require.Equal(t, testkit.Simple("PONG"), y.Do("PING"))
+	require.Equal(t, testkit.Int(2), newer.Do("CLIENT", "KILL", "LADDR", ts.Addr, "SKIPME", "yes"))
+	x.ExpectClosed()
+	y.ExpectClosed()
+	require.Equal(t, testkit.Simple("PONG"), newer.Do("PING"), "SKIPME yes spares the caller")
 	require.Equal(t, []string{strconv.FormatInt(clientID(t, newer), 10)}, listedIDs(t, newer))
 
 	// The caller's own connection: the reply is sent, then it is closed.
-	require.Equal(t, integer(1), newer.do("CLIENT", "KILL", "ADDR", addrOf(newer), "SKIPME", "no"))
-	newer.expectClosed()
+	require.Equal(t, testkit.Int(1), newer.Do("CLIENT", "KILL", "ADDR", addrOf(newer), "SKIPME", "no"))
+	newer.ExpectClosed()
 	self := ts.raw(t)
-	require.Equal(t, ok, self.do("CLIENT", "KILL", addrOf(self)), "the old form may kill its caller")
-	self.expectClosed()
+	require.Equal(t, testkit.OK, self.Do("CLIENT", "KILL", addrOf(self)), "the old form may kill its caller")
+	self.ExpectClosed()
 
 	c := ts.raw(t)
-	for _, e := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"CLIENT", "KILL"}, "ERR wrong number of arguments for 'client|kill' command"},
-		{[]string{"CLIENT", "KILL", "ID", "0"}, "ERR client-id should be greater than 0"},
-		{[]string{"CLIENT", "KILL", "ID", "x"}, "ERR client-id should be greater than 0"},
-		{[]string{"CLIENT", "KILL", "ID", "-3"}, "ERR client-id should be greater than 0"},
-		{[]string{"CLIENT", "KILL", "MAXAGE", "0"}, "ERR maxage should be greater than 0"},
-		{[]string{"CLIENT", "KILL", "MAXAGE", "1.5"}, "ERR maxage is not an integer or out of range"},
-		{[]string{"CLIENT", "KILL", "TYPE", "bogus"}, "ERR Unknown client type 'bogus'"},
-		{[]string{"CLIENT", "KILL", "USER", "alice"}, "ERR No such user 'alice'"},
-		{[]string{"CLIENT", "KILL", "SKIPME", "maybe"}, "ERR syntax error"},
-		{[]string{"CLIENT", "KILL", "COLOR", "red"}, "ERR syntax error"},
-		{[]string{"CLIENT", "KILL", "ID", "1", "TYPE"}, "ERR syntax error"},
-		{[]string{"CLIENT", "KILL", "TYPE", "bogus", "ID", "0"}, "ERR Unknown client type 'bogus'"},
-		{[]string{"CLIENT", "KILL", "ID"}, "ERR No such client"}, // the old form, address "ID"
-	} {
-		require.Equal(t, errReply(e.want), c.do(e.args...), "%q", e.args)
-	}
-	require.Equal(t, simple("PONG"), c.do("PING"), "a refused KILL kills nothing")
+	testkit.RunSteps(t, []testkit.Step{
+		{Args: []string{"CLIENT", "KILL"}, Want: testkit.Err("ERR wrong number of arguments for 'client|kill' command")},
+		{Args: []string{"CLIENT", "KILL", "ID", "0"}, Want: testkit.Err("ERR client-id should be greater than 0")},
+		{Args: []string{"CLIENT", "KILL", "ID", "x"}, Want: testkit.Err("ERR client-id should be greater than 0")},
+		{Args: []string{"CLIENT", "KILL", "ID", "-3"}, Want: testkit.Err("ERR client-id should be greater than 0")},
+		{Args: []string{"CLIENT", "KILL", "MAXAGE", "0"}, Want: testkit.Err("ERR maxage should be greater than 0")},
+		{Args: []string{"CLIENT", "KILL", "MAXAGE", "1.5"}, Want: testkit.Err("ERR maxage is not an integer or out of range")},
+		{Args: []string{"CLIENT", "KILL", "TYPE", "bogus"}, Want: testkit.Err("ERR Unknown client type 'bogus'")},
+		{Args: []string{"CLIENT", "KILL", "USER", "alice"}, Want: testkit.Err("ERR No such user 'alice'")},
+		{Args: []string{"CLIENT", "KILL", "SKIPME", "maybe"}, Want: testkit.Err("ERR syntax error")},
+		{Args: []string{"CLIENT", "KILL", "COLOR", "red"}, Want: testkit.Err("ERR syntax error")},
+		{Args: []string{"CLIENT", "KILL", "ID", "1", "TYPE"}, Want: testkit.Err("ERR syntax error")},
+		{Args: []string{"CLIENT", "KILL", "TYPE", "bogus", "ID", "0"}, Want: testkit.Err("ERR Unknown client type 'bogus'")},
+		{Args: []string{"CLIENT", "KILL", "ID"}, Want: testkit.Err("ERR No such client")}, // the old form, address "ID"
+	}, c.Do, nil)
+	require.Equal(t, testkit.Simple("PONG"), c.Do("PING"), "a refused KILL kills nothing")
 }
 
 // A client killed while another goroutine serves its commands: the kill
@@ -205,17 +199,17 @@ func TestClientKillBusyConnection(t *testing.T) {
 		}
 	})
 	killer := ts.raw(t)
-	require.Eventually(t, func() bool { return killer.do("EXISTS", "busy:49") == integer(1) },
+	require.Eventually(t, func() bool { return killer.Do("EXISTS", "busy:49") == testkit.Int(1) },
 		10*time.Second, time.Millisecond, "the busy client is running")
-	require.Equal(t, integer(1), killer.do("CLIENT", "KILL", "ID", strconv.FormatInt(id, 10)))
-	require.NotContains(t, killer.do("CLIENT", "LIST"), "id="+strconv.FormatInt(id, 10)+" ", "a killed client is not listed")
+	require.Equal(t, testkit.Int(1), killer.Do("CLIENT", "KILL", "ID", strconv.FormatInt(id, 10)))
+	require.NotContains(t, killer.Do("CLIENT", "LIST"), "id="+strconv.FormatInt(id, 10)+" ", "a killed client is not listed")
 	require.Eventually(t, func() bool {
-		return strings.Contains(killer.do("INFO", "clients"), "\r\nconnected_clients:2\r\n") // killer and busy's new connection
+		return strings.Contains(killer.Do("INFO", "clients"), "\r\nconnected_clients:2\r\n") // killer and busy's new connection
 	}, 10*time.Second, 10*time.Millisecond, "the killed connection's loop ended")
 	cancel()
 	wg.Wait()
 	newID, err := busy.ClientID(ctx(t)).Result()
 	require.NoError(t, err)
 	require.NotEqual(t, id, newID, "go-redis reconnected")
-	require.Equal(t, simple("PONG"), killer.do("PING"))
+	require.Equal(t, testkit.Simple("PONG"), killer.Do("PING"))
 }

@@ -22,12 +22,12 @@ func TestRedisExporterReadsRedcell(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
 	for i := range 4 {
-		c.do("CL.THROTTLE", "user"+strconv.Itoa(i%2), "1", "1", "60") // 2 allowed fresh, 2 allowed live
+		c.Do("CL.THROTTLE", "user"+strconv.Itoa(i%2), "1", "1", "60") // 2 allowed fresh, 2 allowed live
 	}
-	c.do("CL.THROTTLE", "user0", "1", "1", "60") // limited, live
-	c.do("CL.THROTTLE", "user0", "x", "1", "60") // failed
-	c.do("CL.THROTTLE", "user0")                 // rejected
-	c.do("GET", "nobody")                        // miss
+	c.Do("CL.THROTTLE", "user0", "1", "1", "60") // limited, live
+	c.Do("CL.THROTTLE", "user0", "x", "1", "60") // failed
+	c.Do("CL.THROTTLE", "user0")                 // rejected
+	c.Do("GET", "nobody")                        // miss
 
 	listen := loopbackEndpoint(freePort(t)).Addr
 	cmd := exec.Command(exporter, "-redis.addr", "redis://"+ts.Addr, "-web.listen-address", listen, "-redis-only-metrics")
@@ -73,7 +73,7 @@ func TestRedisExporterReadsRedcell(t *testing.T) {
 	} {
 		require.Equal(t, check.want, m.value(t, check.name, check.labels...), "%s%v; exporter log:\n%s", check.name, check.labels, logs.String())
 	}
-	server := sectionFields(parseInfo(t, bulkBody(t, c.do("INFO", "server"))), "Server")
+	server := sectionFields(parseInfo(t, bulkBody(t, c.Do("INFO", "server"))), "Server")
 	info := m["redis_instance_info"].GetMetric()
 	require.Len(t, info, 1)
 	labels := map[string]string{}

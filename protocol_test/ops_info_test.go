@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // infoSection is one "# Name" block of an INFO reply, its fields in order.
@@ -79,23 +81,23 @@ func TestInfoIsRedisFormat(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
 	for i := range 3 {
-		require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k"+strconv.Itoa(i), "4", "1", "1"))
+		require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k"+strconv.Itoa(i), "4", "1", "1"))
 	}
-	require.Equal(t, ints(0, 5, 3, -1, 2), c.do("CL.THROTTLE", "k0", "4", "1", "1"))
-	require.Equal(t, ints(1, 5, 3, -1, 2), c.do("CL.THROTTLE", "k0", "4", "1", "1", "9"))
-	require.Equal(t, errReply("ERR count must be positive"), c.do("CL.THROTTLE", "k0", "4", "-1", "1"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'get' command"), c.do("GET"))
-	require.Equal(t, null2, c.do("GET", "absent"))
+	require.Equal(t, testkit.Ints(0, 5, 3, -1, 2), c.Do("CL.THROTTLE", "k0", "4", "1", "1"))
+	require.Equal(t, testkit.Ints(1, 5, 3, -1, 2), c.Do("CL.THROTTLE", "k0", "4", "1", "1", "9"))
+	require.Equal(t, testkit.Err("ERR count must be positive"), c.Do("CL.THROTTLE", "k0", "4", "-1", "1"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'get' command"), c.Do("GET"))
+	require.Equal(t, testkit.Null2, c.Do("GET", "absent"))
 	ts.Clock.Advance(1500 * time.Millisecond) // k1, k2 expire; k0 has 0.5 s left
 
-	everything := parseInfo(t, bulkBody(t, c.do("INFO", "everything")))
+	everything := parseInfo(t, bulkBody(t, c.Do("INFO", "everything")))
 	require.Equal(t, redisAllSections, sectionNames(everything))
-	require.Equal(t, redisAllSections, sectionNames(parseInfo(t, bulkBody(t, c.do("INFO", "all")))))
-	require.Equal(t, redisDefaultSections, sectionNames(parseInfo(t, bulkBody(t, c.do("INFO")))))
-	require.Equal(t, redisDefaultSections, sectionNames(parseInfo(t, bulkBody(t, c.do("INFO", "default")))))
+	require.Equal(t, redisAllSections, sectionNames(parseInfo(t, bulkBody(t, c.Do("INFO", "all")))))
+	require.Equal(t, redisDefaultSections, sectionNames(parseInfo(t, bulkBody(t, c.Do("INFO")))))
+	require.Equal(t, redisDefaultSections, sectionNames(parseInfo(t, bulkBody(t, c.Do("INFO", "default")))))
 	require.Equal(t, []string{"Stats", "Commandstats", "Keyspace"},
-		sectionNames(parseInfo(t, bulkBody(t, c.do("INFO", "keyspace", "COMMANDSTATS", "stats")))), "Redis's order, any case")
-	require.Equal(t, "", bulkBody(t, c.do("INFO", "nosuchsection")))
+		sectionNames(parseInfo(t, bulkBody(t, c.Do("INFO", "keyspace", "COMMANDSTATS", "stats")))), "Redis's order, any case")
+	require.Equal(t, "", bulkBody(t, c.Do("INFO", "nosuchsection")))
 
 	stats := sectionFields(everything, "Stats")
 	for field, want := range map[string]string{
@@ -127,7 +129,7 @@ func TestInfoIsRedisFormat(t *testing.T) {
 	require.Equal(t, map[string]string{"db0": "keys=3,expires=3,avg_ttl=500"}, sectionFields(everything, "Keyspace"),
 		"k1 and k2 are expired but not swept (counted, as Redis does); avg_ttl samples the live k0")
 	require.Equal(t, map[string]string{"cluster_enabled": "0"}, sectionFields(everything, "Cluster"))
-	require.Equal(t, "2", sectionFields(parseInfo(t, bulkBody(t, c.do("INFO", "stats"))), "Stats")["total_error_replies"])
+	require.Equal(t, "2", sectionFields(parseInfo(t, bulkBody(t, c.Do("INFO", "stats"))), "Stats")["total_error_replies"])
 }
 
 // Field by field, redcell's INFO uses the names Redis 7 uses: every field
@@ -143,9 +145,9 @@ func TestInfoFieldsAreRedisFields(t *testing.T) {
 
 	ts := startServer(t)
 	c := ts.raw(t)
-	c.do("CL.THROTTLE", "k", "4", "1", "1")
-	c.do("GET", "k")
-	ours := parseInfo(t, bulkBody(t, c.do("INFO", "everything")))
+	c.Do("CL.THROTTLE", "k", "4", "1", "1")
+	c.Do("GET", "k")
+	ours := parseInfo(t, bulkBody(t, c.Do("INFO", "everything")))
 
 	require.Equal(t, sectionNames(redisInfo), sectionNames(ours), "the same sections in the same order")
 	redcellOnly := regexp.MustCompile(`^(redcell_|throttle_|go_version$|persistence_enabled$)`)
@@ -237,21 +239,21 @@ func TestConfigGetForTools(t *testing.T) {
 		{"port", strconv.Itoa(ts.Port)},
 		{"bind", "127.0.0.1"},
 	} {
-		require.Equal(t, bulks(want[0], want[1]), c.do("CONFIG", "GET", want[0]), "CONFIG GET %s", want[0])
+		require.Equal(t, testkit.Bulks(want[0], want[1]), c.Do("CONFIG", "GET", want[0]), "CONFIG GET %s", want[0])
 	}
 	// Several at once and by pattern, as redis_exporter asks (CONFIG GET *).
-	all := c.do("CONFIG", "GET", "*")
+	all := c.Do("CONFIG", "GET", "*")
 	require.True(t, strings.HasPrefix(all, "*62\r\n"), "31 settings: %q", all)
-	require.Equal(t, bulks("slowlog-log-slower-than", "-1", "slowlog-max-len", "0"), c.do("CONFIG", "GET", "slowlog*"))
+	require.Equal(t, testkit.Bulks("slowlog-log-slower-than", "-1", "slowlog-max-len", "0"), c.Do("CONFIG", "GET", "slowlog*"))
 	// The exporter's other questions get Redis's empty answers.
-	require.Equal(t, "*0\r\n", c.do("SLOWLOG", "GET", "1"))
-	require.Equal(t, integer(0), c.do("SLOWLOG", "LEN"))
-	require.Equal(t, ok, c.do("SLOWLOG", "RESET"))
-	require.Equal(t, "*0\r\n", c.do("LATENCY", "LATEST"))
-	require.Equal(t, errReply("ERR unknown subcommand 'NOPE'. Try SLOWLOG HELP."), c.do("SLOWLOG", "NOPE"))
+	require.Equal(t, "*0\r\n", c.Do("SLOWLOG", "GET", "1"))
+	require.Equal(t, testkit.Int(0), c.Do("SLOWLOG", "LEN"))
+	require.Equal(t, testkit.OK, c.Do("SLOWLOG", "RESET"))
+	require.Equal(t, "*0\r\n", c.Do("LATENCY", "LATEST"))
+	require.Equal(t, testkit.Err("ERR unknown subcommand 'NOPE'. Try SLOWLOG HELP."), c.Do("SLOWLOG", "NOPE"))
 	require.Equal(t, "*9\r\n+SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n"+
 		"+GET [<count>]\r\n+    redcell keeps no slow log: always an empty list.\r\n+LEN\r\n+    Always 0.\r\n"+
-		"+RESET\r\n+    Does nothing.\r\n+HELP\r\n+    Print this help.\r\n", c.do("SLOWLOG", "HELP"))
-	require.True(t, strings.HasPrefix(c.do("LATENCY", "HELP"), "*9\r\n+LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+LATEST\r\n"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'latency|latest' command"), c.do("LATENCY", "LATEST", "x"))
+		"+RESET\r\n+    Does nothing.\r\n+HELP\r\n+    Print this help.\r\n", c.Do("SLOWLOG", "HELP"))
+	require.True(t, strings.HasPrefix(c.Do("LATENCY", "HELP"), "*9\r\n+LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:\r\n+LATEST\r\n"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'latency|latest' command"), c.Do("LATENCY", "LATEST", "x"))
 }

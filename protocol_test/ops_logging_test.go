@@ -2,8 +2,6 @@ package protocol_test
 
 import (
 	"encoding/json"
-	"errors"
-	"os/exec"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/server"
 )
 
@@ -24,7 +23,7 @@ func TestBuiltBinaryEnvironmentAndLogs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}
-	bin := buildBinary(t)
+	bin := testkit.Binary(t)
 
 	t.Run("environment, JSON, debug", func(t *testing.T) {
 		srv := startBinary(t, []string{
@@ -91,19 +90,17 @@ func TestBuiltBinaryEnvironmentAndLogs(t *testing.T) {
 	})
 
 	t.Run("version, help and a bad flag", func(t *testing.T) {
-		out, err := exec.Command(bin, "--version").CombinedOutput()
-		require.NoError(t, err)
-		require.Regexp(t, `^redcell `+regexp.QuoteMeta(server.Version)+` \(commit ([0-9a-f]+(-dirty)?|unknown), go1\.[0-9.]+, .*\)\n$`, string(out))
+		out, status := bin.Run(t, nil, "--version")
+		require.Zero(t, status, out)
+		require.Regexp(t, `^redcell `+regexp.QuoteMeta(server.Version)+` \(commit ([0-9a-f]+(-dirty)?|unknown), go1\.[0-9.]+, .*\)\n$`, out)
 
-		out, err = exec.Command(bin, "--help").CombinedOutput()
-		require.NoError(t, err, "--help exits 0")
-		require.True(t, strings.HasPrefix(string(out), "NAME\n    redcell - "), "%s", out)
+		out, status = bin.Run(t, nil, "--help")
+		require.Zero(t, status, "--help exits 0")
+		require.True(t, strings.HasPrefix(out, "NAME\n    redcell - "), "%s", out)
 
-		out, err = exec.Command(bin, "--bogus").CombinedOutput()
-		var exit *exec.ExitError
-		require.True(t, errors.As(err, &exit))
-		require.Equal(t, 2, exit.ExitCode())
-		require.Equal(t, "redcell: unknown flag --bogus\nTry 'redcell --help'.\n", string(out))
+		out, status = bin.Run(t, nil, "--bogus")
+		require.Equal(t, 2, status)
+		require.Equal(t, "redcell: unknown flag --bogus\nTry 'redcell --help'.\n", out)
 	})
 }
 

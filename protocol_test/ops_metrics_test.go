@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/gcra"
+	"redcell/internal/testkit"
 	"redcell/server"
 )
 
@@ -48,16 +49,16 @@ func TestMetricsCountExactlyTheDecisions(t *testing.T) {
 		keys              float64
 		wantErrorsCommand float64
 	}{
-		{"6", ints(1, 5, 5, -1, 0), 0, 1, 0, 1, 1, 0, 0}, // quantity above the limit: limited, key absent
-		{"1", ints(0, 5, 4, -1, 1), 1, 1, 0, 2, 2, 1, 0}, // creates k: a miss
-		{"1", ints(0, 5, 3, -1, 2), 2, 1, 1, 2, 3, 1, 0},
-		{"0", ints(0, 5, 3, -1, 2), 3, 1, 2, 2, 4, 1, 0}, // a peek is a decision too
-		{"3", ints(0, 5, 0, -1, 5), 4, 1, 3, 2, 5, 1, 0},
-		{"1", ints(1, 5, 0, 1, 5), 4, 2, 4, 2, 6, 1, 0},
-		{"-1", errReply("ERR quantity must not be negative"), 4, 2, 4, 2, 7, 1, 1}, // an error is no decision
+		{"6", testkit.Ints(1, 5, 5, -1, 0), 0, 1, 0, 1, 1, 0, 0}, // quantity above the limit: limited, key absent
+		{"1", testkit.Ints(0, 5, 4, -1, 1), 1, 1, 0, 2, 2, 1, 0}, // creates k: a miss
+		{"1", testkit.Ints(0, 5, 3, -1, 2), 2, 1, 1, 2, 3, 1, 0},
+		{"0", testkit.Ints(0, 5, 3, -1, 2), 3, 1, 2, 2, 4, 1, 0}, // a peek is a decision too
+		{"3", testkit.Ints(0, 5, 0, -1, 5), 4, 1, 3, 2, 5, 1, 0},
+		{"1", testkit.Ints(1, 5, 0, 1, 5), 4, 2, 4, 2, 6, 1, 0},
+		{"-1", testkit.Err("ERR quantity must not be negative"), 4, 2, 4, 2, 7, 1, 1}, // an error is no decision
 	}
 	for i, s := range steps {
-		require.Equal(t, s.want, c.do("CL.THROTTLE", "k", "4", "1", "1", s.quantity), "step %d", i)
+		require.Equal(t, s.want, c.Do("CL.THROTTLE", "k", "4", "1", "1", s.quantity), "step %d", i)
 		m := scrapeMetrics(t, url)
 		for _, check := range []struct {
 			name   string
@@ -80,10 +81,10 @@ func TestMetricsCountExactlyTheDecisions(t *testing.T) {
 
 	// Refused commands: counted as errors of their kind and as rejected
 	// calls, not as commands run.
-	require.Equal(t, errReply("ERR wrong number of arguments for 'cl.throttle' command"), c.do("CL.THROTTLE", "k"))
-	require.Equal(t, errReply("ERR unknown command 'NOPE', with args beginning with: "), c.do("NOPE"))
-	require.Equal(t, simple("string"), c.do("TYPE", "k"))
-	require.Equal(t, null2, c.do("GET", "absent"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'cl.throttle' command"), c.Do("CL.THROTTLE", "k"))
+	require.Equal(t, testkit.Err("ERR unknown command 'NOPE', with args beginning with: "), c.Do("NOPE"))
+	require.Equal(t, testkit.Simple("string"), c.Do("TYPE", "k"))
+	require.Equal(t, testkit.Null2, c.Do("GET", "absent"))
 	m = scrapeMetrics(t, url)
 	require.Equal(t, 7.0, m.value(t, "redcell_commands_total", "cmd", "cl.throttle"))
 	require.Equal(t, 1.0, m.value(t, "redcell_commands_rejected_total", "cmd", "cl.throttle"))
@@ -230,9 +231,9 @@ func TestMetricsCountProtocolErrors(t *testing.T) {
 	ts := startServer(t)
 	url := ts.metricsURL(t)
 	c := ts.raw(t)
-	c.write("*1\r\n$x\r\n")
-	require.Equal(t, errReply("ERR Protocol error: invalid bulk length"), c.read())
-	c.expectClosed()
+	c.Write("*1\r\n$x\r\n")
+	require.Equal(t, testkit.Err("ERR Protocol error: invalid bulk length"), c.Read())
+	c.ExpectClosed()
 	require.Eventually(t, func() bool {
 		m, err := tryScrape(url)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/server"
 )
 
@@ -32,19 +33,19 @@ func quote(args ...string) string {
 
 // startMonitor sends MONITOR on a new connection and returns it once the
 // server has answered, so that every command run after is fed to it.
-func startMonitor(t *testing.T, ts *testServer) *rawConn {
+func startMonitor(t *testing.T, ts *testServer) *testkit.Conn {
 	t.Helper()
 	m := ts.raw(t)
-	require.Equal(t, ok, m.do("MONITOR"))
+	require.Equal(t, testkit.OK, m.Do("MONITOR"))
 	return m
 }
 
 // startMonitorID is startMonitor returning the monitor's client id too.
-func startMonitorID(t *testing.T, ts *testServer) (*rawConn, int64) {
+func startMonitorID(t *testing.T, ts *testServer) (*testkit.Conn, int64) {
 	t.Helper()
 	m := ts.raw(t)
 	id := clientID(t, m)
-	require.Equal(t, ok, m.do("MONITOR"))
+	require.Equal(t, testkit.OK, m.Do("MONITOR"))
 	return m, id
 }
 
@@ -60,33 +61,33 @@ func TestMonitor(t *testing.T) {
 
 	var want []string
 	at := t0
-	require.Equal(t, ints(0, 5, 4, -1, 1), a.do("CL.THROTTLE", "user 1", "4", "1", "1"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), a.Do("CL.THROTTLE", "user 1", "4", "1", "1"))
 	want = append(want, line(at, addrOf(a), quote("CL.THROTTLE", "user 1", "4", "1", "1")))
 
 	ts.Clock.Advance(1500 * time.Microsecond)
 	at = at.Add(1500 * time.Microsecond)
-	require.Equal(t, bulk("q\"b\\s\r\n\x01\xc3\xa9\t\x7f"), b.do("echo", "q\"b\\s\r\n\x01\xc3\xa9\t\x7f"))
+	require.Equal(t, testkit.Bulk("q\"b\\s\r\n\x01\xc3\xa9\t\x7f"), b.Do("echo", "q\"b\\s\r\n\x01\xc3\xa9\t\x7f"))
 	want = append(want, line(at, addrOf(b), `"echo" "q\"b\\s\r\n\x01\xc3\xa9\t\x7f"`))
 
-	require.Equal(t, errReply("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"), a.do("AUTH", "secret"))
+	require.Equal(t, testkit.Err("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"), a.Do("AUTH", "secret"))
 	want = append(want, line(at, addrOf(a), quote("AUTH", "(redacted)")))
-	require.Equal(t, errReply("WRONGPASS invalid username-password pair or user is disabled."), a.do("auth", "alice", "secret"))
+	require.Equal(t, testkit.Err("WRONGPASS invalid username-password pair or user is disabled."), a.Do("auth", "alice", "secret"))
 	want = append(want, line(at, addrOf(a), quote("auth", "(redacted)", "(redacted)")))
-	require.True(t, strings.HasPrefix(b.do("HELLO", "2", "SETNAME", "auth", "AUTH", "default", "secret"), "*14\r\n"))
+	require.True(t, strings.HasPrefix(b.Do("HELLO", "2", "SETNAME", "auth", "AUTH", "default", "secret"), "*14\r\n"))
 	want = append(want, line(at, addrOf(b), quote("HELLO", "2", "SETNAME", "auth", "AUTH", "(redacted)", "(redacted)")))
 
 	// Not shown: an unknown command, a wrong arity, admin commands.
-	a.do("NOSUCH", "x")
-	a.do("GET")
-	require.Equal(t, integer(0), a.do("CLIENT", "KILL", "ID", "999"))
-	a.do("CLIENT", "LIST")
-	require.Equal(t, ok, b.do("MONITOR"))
-	require.Equal(t, integer(idA), a.do("CLIENT", "ID"))
+	a.Do("NOSUCH", "x")
+	a.Do("GET")
+	require.Equal(t, testkit.Int(0), a.Do("CLIENT", "KILL", "ID", "999"))
+	a.Do("CLIENT", "LIST")
+	require.Equal(t, testkit.OK, b.Do("MONITOR"))
+	require.Equal(t, testkit.Int(idA), a.Do("CLIENT", "ID"))
 	want = append(want, line(at, addrOf(a), quote("CLIENT", "ID")))
 
-	for _, m := range []*rawConn{m1, m2} {
+	for _, m := range []*testkit.Conn{m1, m2} {
 		for i, w := range want {
-			require.Equal(t, w, m.read(), "line %d", i)
+			require.Equal(t, w, m.Read(), "line %d", i)
 		}
 	}
 }
@@ -98,18 +99,18 @@ func TestMonitor(t *testing.T) {
 func TestMonitorOwnCommands(t *testing.T) {
 	ts := startServer(t)
 	m := startMonitor(t, ts)
-	require.Equal(t, simple("PONG"), m.do("PING"))
-	require.Equal(t, line(t0, addrOf(m), quote("PING")), m.read())
-	require.Equal(t, errReply("ERR Replica can't interact with the keyspace"), m.do("GET", "k"))
-	require.Equal(t, errReply("ERR Replica can't interact with the keyspace"), m.do("CL.THROTTLE", "k", "1", "1", "1"))
-	m.write(command("MONITOR") + command("ECHO", "x"))
-	require.Equal(t, bulk("x"), m.read(), "MONITOR again: no reply")
-	require.Equal(t, line(t0, addrOf(m), quote("ECHO", "x")), m.read())
+	require.Equal(t, testkit.Simple("PONG"), m.Do("PING"))
+	require.Equal(t, line(t0, addrOf(m), quote("PING")), m.Read())
+	require.Equal(t, testkit.Err("ERR Replica can't interact with the keyspace"), m.Do("GET", "k"))
+	require.Equal(t, testkit.Err("ERR Replica can't interact with the keyspace"), m.Do("CL.THROTTLE", "k", "1", "1", "1"))
+	m.Write(testkit.Command("MONITOR") + testkit.Command("ECHO", "x"))
+	require.Equal(t, testkit.Bulk("x"), m.Read(), "MONITOR again: no reply")
+	require.Equal(t, line(t0, addrOf(m), quote("ECHO", "x")), m.Read())
 	other := ts.raw(t)
-	require.Equal(t, integer(0), other.do("EXISTS", "k"), "the monitor's CL.THROTTLE did not run")
-	require.Equal(t, line(t0, addrOf(other), quote("EXISTS", "k")), m.read())
-	require.Equal(t, ok, m.do("QUIT"))
-	m.expectClosed()
+	require.Equal(t, testkit.Int(0), other.Do("EXISTS", "k"), "the monitor's CL.THROTTLE did not run")
+	require.Equal(t, line(t0, addrOf(other), quote("EXISTS", "k")), m.Read())
+	require.Equal(t, testkit.OK, m.Do("QUIT"))
+	m.ExpectClosed()
 }
 
 // A monitor is not idle while it only reads: the timeout spares it, as
@@ -122,8 +123,8 @@ func TestMonitorOutlivesTheIdleTimeout(t *testing.T) {
 	tick := time.NewTicker(idle / 10)
 	defer tick.Stop()
 	for until := time.Now().Add(2 * idle); time.Now().Before(until); <-tick.C {
-		require.Equal(t, simple("PONG"), c.do("PING"))
-		require.Equal(t, line(t0, addrOf(c), quote("PING")), m.read())
+		require.Equal(t, testkit.Simple("PONG"), c.Do("PING"))
+		require.Equal(t, line(t0, addrOf(c), quote("PING")), m.Read())
 	}
 }
 
@@ -136,25 +137,25 @@ func TestMonitorThatDoesNotReadIsDisconnected(t *testing.T) {
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})
 	m, idM := startMonitorID(t, ts)
-	require.NoError(t, m.conn.(*net.TCPConn).SetReadBuffer(4096)) // so that the server's queue fills soon
+	require.NoError(t, m.Conn.(*net.TCPConn).SetReadBuffer(4096)) // so that the server's queue fills soon
 	c := ts.raw(t)
 	arg := strings.Repeat("x", 8<<10)
-	batch := strings.Repeat(command("ECHO", arg), 64)
+	batch := strings.Repeat(testkit.Command("ECHO", arg), 64)
 	require.Eventually(t, func() bool {
-		c.write(batch)
+		c.Write(batch)
 		for i := 0; i < 64; i++ {
-			require.Equal(t, bulk(arg), c.read())
+			require.Equal(t, testkit.Bulk(arg), c.Read())
 		}
-		return !strings.Contains(c.do("CLIENT", "LIST"), "id="+strconv.FormatInt(idM, 10)+" ")
+		return !strings.Contains(c.Do("CLIENT", "LIST"), "id="+strconv.FormatInt(idM, 10)+" ")
 	}, 30*time.Second, time.Millisecond, "the monitor was disconnected")
 	// Its connection is closed: what the kernel still holds for it drains
 	// at the pace of its tiny window, so the test does not read it.
 	require.Eventually(t, func() bool {
-		return strings.Contains(c.do("INFO", "clients"), "\r\nconnected_clients:1\r\n")
+		return strings.Contains(c.Do("INFO", "clients"), "\r\nconnected_clients:1\r\n")
 	}, 10*time.Second, time.Millisecond)
 	require.Contains(t, log.String(), `msg="monitor closed for falling behind: its unread lines passed the output buffer limit"`)
 	require.Contains(t, log.String(), " id="+strconv.FormatInt(idM, 10)+" limit=65536")
-	require.Equal(t, simple("PONG"), c.do("PING"))
+	require.Equal(t, testkit.Simple("PONG"), c.Do("PING"))
 }
 
 // redis-cli monitor prints every command, as from Redis.
@@ -172,7 +173,7 @@ func TestRedisCLIMonitor(t *testing.T) {
 	require.Equal(t, "OK\n", first)
 
 	c := ts.raw(t)
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "user:1", "4", "1", "1"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "user:1", "4", "1", "1"))
 	got, err := lines.ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, fmt.Sprintf("%d.000000 [0 %s] %s\n", t0.Unix(), addrOf(c), quote("CL.THROTTLE", "user:1", "4", "1", "1")), got)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // 10,000 CL.THROTTLE commands in one write on one connection: every reply
@@ -16,21 +18,21 @@ func TestDeepPipelineRaw(t *testing.T) {
 	const n = 10_000
 	ts := startServer(t)
 	c := ts.raw(t)
-	cmd := command("CL.THROTTLE", "k", "99", "100", "3600") // limit 100, one per 36 s
+	cmd := testkit.Command("CL.THROTTLE", "k", "99", "100", "3600") // limit 100, one per 36 s
 	payload := strings.Repeat(cmd, n)
 
 	wrote := make(chan error, 1)
 	go func() { // write while reading, so neither side's buffers fill up
-		_, err := c.conn.Write([]byte(payload))
+		_, err := c.Conn.Write([]byte(payload))
 		wrote <- err
 	}()
 	allowed := 0
 	for i := 0; i < n; i++ {
-		want := ints(1, 100, 0, 36, 3600)
+		want := testkit.Ints(1, 100, 0, 36, 3600)
 		if i < 100 {
-			want = ints(0, 100, int64(99-i), -1, int64(i+1)*36)
+			want = testkit.Ints(0, 100, int64(99-i), -1, int64(i+1)*36)
 		}
-		got := c.read()
+		got := c.Read()
 		if got != want {
 			t.Fatalf("reply %d = %q want %q", i, got, want)
 		}
@@ -40,7 +42,7 @@ func TestDeepPipelineRaw(t *testing.T) {
 	}
 	require.NoError(t, <-wrote)
 	require.Equal(t, 100, allowed)
-	require.Equal(t, simple("PONG"), c.do("PING"), "the connection is in step after the pipeline")
+	require.Equal(t, testkit.Simple("PONG"), c.Do("PING"), "the connection is in step after the pipeline")
 }
 
 // A long go-redis pipeline mixing every kind of reply.

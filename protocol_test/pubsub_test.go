@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/server"
 )
 
@@ -36,10 +37,10 @@ func pushOf(resp int, count int, elems ...string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s%d\r\n", kind, n)
 	for _, e := range elems {
-		b.WriteString(bulk(e))
+		b.WriteString(testkit.Bulk(e))
 	}
 	if count >= 0 {
-		b.WriteString(integer(int64(count)))
+		b.WriteString(testkit.Int(int64(count)))
 	}
 	return b.String()
 }
@@ -47,7 +48,7 @@ func pushOf(resp int, count int, elems ...string) string {
 // notInSubscribedMode is Redis's refusal of a command to a client
 // subscribed under RESP2.
 func notInSubscribedMode(name string) string {
-	return errReply("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+	return testkit.Err("ERR Can't execute '" + name + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 }
 
 // go-redis subscribes to channels and patterns and receives what is
@@ -123,12 +124,12 @@ func TestGoRedisPubSub(t *testing.T) {
 func TestRESP3SubscriberRunsCommands(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, helloReply(3, clientID(t, c)), c.do("HELLO", "3"))
-	require.Equal(t, pushOf(3, 1, "subscribe", "ch"), c.do("SUBSCRIBE", "ch"))
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1"))
-	require.Equal(t, integer(1), c.do("PUBLISH", "ch", "self"))
-	require.Equal(t, pushOf(3, -1, "message", "ch", "self"), c.read())
-	require.Equal(t, simple("PONG"), c.do("PING"))
+	require.Equal(t, helloReply(3, clientID(t, c)), c.Do("HELLO", "3"))
+	require.Equal(t, pushOf(3, 1, "subscribe", "ch"), c.Do("SUBSCRIBE", "ch"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.Int(1), c.Do("PUBLISH", "ch", "self"))
+	require.Equal(t, pushOf(3, -1, "message", "ch", "self"), c.Read())
+	require.Equal(t, testkit.Simple("PONG"), c.Do("PING"))
 }
 
 // Subscribed under RESP2, a client may run only the commands Redis allows
@@ -136,21 +137,21 @@ func TestRESP3SubscriberRunsCommands(t *testing.T) {
 func TestSubscribedModeRefusesOtherCommands(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	c.write(command("PING") + command("SUBSCRIBE", "a", "b") + command("PING"))
-	require.Equal(t, simple("PONG"), c.read(), "run on the event loop")
-	require.Equal(t, pushOf(2, 1, "subscribe", "a"), c.read(), "the connection has left it")
-	require.Equal(t, pushOf(2, 2, "subscribe", "b"), c.read())
-	require.Equal(t, pushOf(2, -1, "pong", ""), c.read())
-	require.Equal(t, notInSubscribedMode("cl.throttle"), c.do("CL.THROTTLE", "k", "4", "1", "1"))
-	require.Equal(t, notInSubscribedMode("get"), c.do("GET", "k"))
-	require.Equal(t, notInSubscribedMode("client|list"), c.do("CLIENT", "LIST"))
-	require.Equal(t, notInSubscribedMode("publish"), c.do("PUBLISH", "a", "m"))
-	require.Equal(t, pushOf(2, -1, "pong", "hi"), c.do("PING", "hi"))
-	require.Equal(t, pushOf(2, 3, "psubscribe", "x*"), c.do("PSUBSCRIBE", "x*"))
-	require.Equal(t, pushOf(2, 2, "unsubscribe", "a"), c.do("UNSUBSCRIBE", "a"))
-	require.Equal(t, simple("RESET"), c.do("RESET"))
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1"))
-	require.Equal(t, "*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n", c.do("UNSUBSCRIBE"))
+	c.Write(testkit.Command("PING") + testkit.Command("SUBSCRIBE", "a", "b") + testkit.Command("PING"))
+	require.Equal(t, testkit.Simple("PONG"), c.Read(), "run on the event loop")
+	require.Equal(t, pushOf(2, 1, "subscribe", "a"), c.Read(), "the connection has left it")
+	require.Equal(t, pushOf(2, 2, "subscribe", "b"), c.Read())
+	require.Equal(t, pushOf(2, -1, "pong", ""), c.Read())
+	require.Equal(t, notInSubscribedMode("cl.throttle"), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, notInSubscribedMode("get"), c.Do("GET", "k"))
+	require.Equal(t, notInSubscribedMode("client|list"), c.Do("CLIENT", "LIST"))
+	require.Equal(t, notInSubscribedMode("publish"), c.Do("PUBLISH", "a", "m"))
+	require.Equal(t, pushOf(2, -1, "pong", "hi"), c.Do("PING", "hi"))
+	require.Equal(t, pushOf(2, 3, "psubscribe", "x*"), c.Do("PSUBSCRIBE", "x*"))
+	require.Equal(t, pushOf(2, 2, "unsubscribe", "a"), c.Do("UNSUBSCRIBE", "a"))
+	require.Equal(t, testkit.Simple("RESET"), c.Do("RESET"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, "*3\r\n$11\r\nunsubscribe\r\n$-1\r\n:0\r\n", c.Do("UNSUBSCRIBE"))
 }
 
 // lineReader reads a process's output line by line, failing the test if a
@@ -201,7 +202,7 @@ func TestRedisCLISubscribe(t *testing.T) {
 		require.Equal(t, want, lines.next(t))
 	}
 	c := ts.raw(t)
-	require.Equal(t, integer(1), c.do("PUBLISH", "ch", "hello world"))
+	require.Equal(t, testkit.Int(1), c.Do("PUBLISH", "ch", "hello world"))
 	for _, want := range []string{"message\n", "ch\n", "hello world\n"} {
 		require.Equal(t, want, lines.next(t))
 	}
@@ -218,8 +219,8 @@ func TestSlowSubscriberIsDisconnected(t *testing.T) {
 	})
 	slow := ts.raw(t)
 	idSlow := clientID(t, slow)
-	require.NoError(t, slow.conn.(*net.TCPConn).SetReadBuffer(4096)) // so that the server's queue fills soon
-	require.Equal(t, pushOf(2, 1, "subscribe", "ch"), slow.do("SUBSCRIBE", "ch"))
+	require.NoError(t, slow.Conn.(*net.TCPConn).SetReadBuffer(4096)) // so that the server's queue fills soon
+	require.Equal(t, pushOf(2, 1, "subscribe", "ch"), slow.Do("SUBSCRIBE", "ch"))
 	good := ts.goRedis(t)
 	sub := good.Subscribe(ctx(t), "ch")
 	t.Cleanup(func() { _ = sub.Close() })
@@ -232,11 +233,11 @@ func TestSlowSubscriberIsDisconnected(t *testing.T) {
 	// soon 64 KiB beyond what its socket holds.
 	p := ts.raw(t)
 	payload := strings.Repeat("x", 1<<10)
-	batch := strings.Repeat(command("PUBLISH", "ch", payload), 16)
+	batch := strings.Repeat(testkit.Command("PUBLISH", "ch", payload), 16)
 	require.Eventually(t, func() bool {
-		p.write(batch)
+		p.Write(batch)
 		for i := 0; i < 16; i++ {
-			require.Contains(t, []string{integer(2), integer(1)}, p.read(), "answered, whether the slow one is there yet or not")
+			require.Contains(t, []string{testkit.Int(2), testkit.Int(1)}, p.Read(), "answered, whether the slow one is there yet or not")
 		}
 		for sent := 16; sent > 0; sent-- {
 			select {
@@ -246,9 +247,9 @@ func TestSlowSubscriberIsDisconnected(t *testing.T) {
 				t.Fatal("the reading subscriber stopped receiving")
 			}
 		}
-		return !strings.Contains(p.do("CLIENT", "LIST", "TYPE", "pubsub"), "id="+strconv.FormatInt(idSlow, 10)+" ")
+		return !strings.Contains(p.Do("CLIENT", "LIST", "TYPE", "pubsub"), "id="+strconv.FormatInt(idSlow, 10)+" ")
 	}, 30*time.Second, time.Millisecond, "the slow subscriber was disconnected")
-	require.Eventually(t, func() bool { return p.do("PUBLISH", "ch", "m") == integer(1) }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return p.Do("PUBLISH", "ch", "m") == testkit.Int(1) }, 10*time.Second, time.Millisecond)
 	msg := <-received
 	require.Equal(t, "m", msg.Payload)
 	require.Contains(t, log.String(), `msg="client closed for falling behind: what its feed holds unread passed the output buffer limit"`)
@@ -262,31 +263,31 @@ func TestClientKillTypePubsubInMulti(t *testing.T) {
 	ts := startServer(t)
 	s2, s3, n, k := ts.raw(t), ts.raw(t), ts.raw(t), ts.raw(t)
 	id2, id3, idN := clientID(t, s2), clientID(t, s3), clientID(t, n)
-	require.Equal(t, pushOf(2, 1, "subscribe", "__sentinel__:hello"), s2.do("SUBSCRIBE", "__sentinel__:hello"))
-	require.True(t, strings.HasPrefix(s3.do("HELLO", "3"), "%7\r\n"))
-	require.Equal(t, pushOf(3, 1, "psubscribe", "*"), s3.do("PSUBSCRIBE", "*"))
-	require.Equal(t, pushOf(3, 2, "subscribe", "x"), s3.do("SUBSCRIBE", "x"))
+	require.Equal(t, pushOf(2, 1, "subscribe", "__sentinel__:hello"), s2.Do("SUBSCRIBE", "__sentinel__:hello"))
+	require.True(t, strings.HasPrefix(s3.Do("HELLO", "3"), "%7\r\n"))
+	require.Equal(t, pushOf(3, 1, "psubscribe", "*"), s3.Do("PSUBSCRIBE", "*"))
+	require.Equal(t, pushOf(3, 2, "subscribe", "x"), s3.Do("SUBSCRIBE", "x"))
 
-	listed := bulkBody(t, k.do("CLIENT", "LIST", "TYPE", "pubsub"))
+	listed := bulkBody(t, k.Do("CLIENT", "LIST", "TYPE", "pubsub"))
 	lines := strings.Split(strings.TrimSuffix(listed, "\n"), "\n")
 	require.Len(t, lines, 2)
 	require.Contains(t, lines[0], "id="+strconv.FormatInt(id2, 10)+" ")
 	require.Contains(t, lines[0], " flags=P db=0 sub=1 psub=0 ssub=0 ")
 	require.Contains(t, lines[1], "id="+strconv.FormatInt(id3, 10)+" ")
 	require.Contains(t, lines[1], " flags=P db=0 sub=1 psub=1 ssub=0 ")
-	normal := bulkBody(t, k.do("CLIENT", "LIST", "TYPE", "normal"))
+	normal := bulkBody(t, k.Do("CLIENT", "LIST", "TYPE", "normal"))
 	require.Contains(t, normal, "id="+strconv.FormatInt(idN, 10)+" ")
 	require.NotContains(t, normal, "id="+strconv.FormatInt(id2, 10)+" ")
 
-	require.Equal(t, ok, k.do("MULTI"))
-	require.Equal(t, simple("QUEUED"), k.do("CLIENT", "KILL", "TYPE", "pubsub"))
-	require.Equal(t, simple("QUEUED"), k.do("CLIENT", "KILL", "TYPE", "normal"))
-	require.Equal(t, "*2\r\n"+integer(2)+integer(1), k.do("EXEC"))
-	s2.expectClosed()
-	s3.expectClosed()
-	n.expectClosed()
+	require.Equal(t, testkit.OK, k.Do("MULTI"))
+	require.Equal(t, testkit.Simple("QUEUED"), k.Do("CLIENT", "KILL", "TYPE", "pubsub"))
+	require.Equal(t, testkit.Simple("QUEUED"), k.Do("CLIENT", "KILL", "TYPE", "normal"))
+	require.Equal(t, "*2\r\n"+testkit.Int(2)+testkit.Int(1), k.Do("EXEC"))
+	s2.ExpectClosed()
+	s3.ExpectClosed()
+	n.ExpectClosed()
 	require.Equal(t, []string{strconv.FormatInt(clientID(t, k), 10)}, listedIDs(t, k))
-	require.Equal(t, integer(0), k.do("PUBLISH", "__sentinel__:hello", "m"))
+	require.Equal(t, testkit.Int(0), k.Do("PUBLISH", "__sentinel__:hello", "m"))
 }
 
 // INFO counts the channels and patterns with a subscriber and the
@@ -294,20 +295,20 @@ func TestClientKillTypePubsubInMulti(t *testing.T) {
 func TestPubsubInfo(t *testing.T) {
 	ts := startServer(t)
 	a, b, c := ts.raw(t), ts.raw(t), ts.raw(t)
-	require.Equal(t, pushOf(2, 1, "subscribe", "x"), a.do("SUBSCRIBE", "x"))
-	b.write(command("SUBSCRIBE", "x", "y") + command("PSUBSCRIBE", "z*"))
-	require.Equal(t, pushOf(2, 1, "subscribe", "x"), b.read())
-	require.Equal(t, pushOf(2, 2, "subscribe", "y"), b.read())
-	require.Equal(t, pushOf(2, 3, "psubscribe", "z*"), b.read())
-	stats := bulkBody(t, c.do("INFO", "stats"))
+	require.Equal(t, pushOf(2, 1, "subscribe", "x"), a.Do("SUBSCRIBE", "x"))
+	b.Write(testkit.Command("SUBSCRIBE", "x", "y") + testkit.Command("PSUBSCRIBE", "z*"))
+	require.Equal(t, pushOf(2, 1, "subscribe", "x"), b.Read())
+	require.Equal(t, pushOf(2, 2, "subscribe", "y"), b.Read())
+	require.Equal(t, pushOf(2, 3, "psubscribe", "z*"), b.Read())
+	stats := bulkBody(t, c.Do("INFO", "stats"))
 	require.Contains(t, stats, "\r\npubsub_channels:2\r\npubsub_patterns:1\r\n")
-	require.Contains(t, bulkBody(t, c.do("INFO", "clients")), "\r\npubsub_clients:2\r\n")
-	require.NoError(t, a.conn.Close())
+	require.Contains(t, bulkBody(t, c.Do("INFO", "clients")), "\r\npubsub_clients:2\r\n")
+	require.NoError(t, a.Conn.Close())
 	require.Eventually(t, func() bool {
-		return strings.Contains(bulkBody(t, c.do("INFO", "clients")), "\r\npubsub_clients:1\r\n")
+		return strings.Contains(bulkBody(t, c.Do("INFO", "clients")), "\r\npubsub_clients:1\r\n")
 	}, 10*time.Second, time.Millisecond)
-	require.Equal(t, pushOf(2, 2, "punsubscribe", "z*"), b.do("PUNSUBSCRIBE"))
-	require.Contains(t, bulkBody(t, c.do("INFO", "stats")), "\r\npubsub_channels:2\r\npubsub_patterns:0\r\n")
+	require.Equal(t, pushOf(2, 2, "punsubscribe", "z*"), b.Do("PUNSUBSCRIBE"))
+	require.Contains(t, bulkBody(t, c.Do("INFO", "stats")), "\r\npubsub_channels:2\r\npubsub_patterns:0\r\n")
 }
 
 // MONITOR and SUBSCRIBE on one connection: lines and messages come in the
@@ -315,16 +316,16 @@ func TestPubsubInfo(t *testing.T) {
 func TestMonitorAndSubscribeOnOneConnection(t *testing.T) {
 	ts := startServer(t)
 	m := ts.raw(t)
-	require.Equal(t, ok, m.do("MONITOR"))
-	require.Equal(t, pushOf(2, 1, "subscribe", "ch"), m.do("SUBSCRIBE", "ch"))
-	require.Equal(t, line(t0, addrOf(m), quote("SUBSCRIBE", "ch")), m.read())
+	require.Equal(t, testkit.OK, m.Do("MONITOR"))
+	require.Equal(t, pushOf(2, 1, "subscribe", "ch"), m.Do("SUBSCRIBE", "ch"))
+	require.Equal(t, line(t0, addrOf(m), quote("SUBSCRIBE", "ch")), m.Read())
 	p := ts.raw(t)
-	require.Equal(t, integer(1), p.do("PUBLISH", "ch", "hi"))
-	require.Equal(t, pushOf(2, -1, "message", "ch", "hi"), m.read())
-	require.Equal(t, line(t0, addrOf(p), quote("PUBLISH", "ch", "hi")), m.read())
-	require.Contains(t, p.do("CLIENT", "LIST", "TYPE", "pubsub"), " flags=OP ")
-	require.Equal(t, ok, m.do("QUIT"))
-	m.expectClosed()
+	require.Equal(t, testkit.Int(1), p.Do("PUBLISH", "ch", "hi"))
+	require.Equal(t, pushOf(2, -1, "message", "ch", "hi"), m.Read())
+	require.Equal(t, line(t0, addrOf(p), quote("PUBLISH", "ch", "hi")), m.Read())
+	require.Contains(t, p.Do("CLIENT", "LIST", "TYPE", "pubsub"), " flags=OP ")
+	require.Equal(t, testkit.OK, m.Do("QUIT"))
+	m.ExpectClosed()
 }
 
 // SUBSCRIBE queued inside MULTI, on a connection an event loop serves: the
@@ -333,11 +334,11 @@ func TestMonitorAndSubscribeOnOneConnection(t *testing.T) {
 func TestSubscribeInsideMulti(t *testing.T) {
 	ts := startServer(t)
 	c, p := ts.raw(t), ts.raw(t)
-	require.Equal(t, ok, c.do("MULTI"))
-	require.Equal(t, simple("QUEUED"), c.do("PING"))
-	require.Equal(t, simple("QUEUED"), c.do("SUBSCRIBE", "ch"))
-	require.Equal(t, "*2\r\n"+simple("PONG")+pushOf(2, 1, "subscribe", "ch"), c.do("EXEC"))
-	require.Equal(t, integer(1), p.do("PUBLISH", "ch", "after"))
-	require.Equal(t, pushOf(2, -1, "message", "ch", "after"), c.read())
-	require.Equal(t, notInSubscribedMode("exec"), c.do("EXEC"))
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("PING"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("SUBSCRIBE", "ch"))
+	require.Equal(t, "*2\r\n"+testkit.Simple("PONG")+pushOf(2, 1, "subscribe", "ch"), c.Do("EXEC"))
+	require.Equal(t, testkit.Int(1), p.Do("PUBLISH", "ch", "after"))
+	require.Equal(t, pushOf(2, -1, "message", "ch", "after"), c.Read())
+	require.Equal(t, notInSubscribedMode("exec"), c.Do("EXEC"))
 }

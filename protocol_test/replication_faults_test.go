@@ -1,7 +1,6 @@
 package protocol_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/rdb"
 )
 
@@ -35,7 +35,6 @@ type fakeMaster struct {
 // fakeLink is one replica connection, its PSYNC read and not answered.
 type fakeLink struct {
 	conn  net.Conn
-	rd    *bufio.Reader
 	psync []string // PSYNC replid offset
 }
 
@@ -75,9 +74,9 @@ func startFakeMaster(t *testing.T) *fakeMaster {
 
 func (fm *fakeMaster) handshake(conn net.Conn) {
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	rd := bufio.NewReader(conn)
+	rd := testkit.NewCommandReader(conn)
 	for {
-		args, err := readCommand(rd)
+		args, err := rd.Next()
 		if err != nil {
 			_ = conn.Close()
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -92,7 +91,7 @@ func (fm *fakeMaster) handshake(conn net.Conn) {
 			_, err = io.WriteString(conn, "+OK\r\n")
 		case "PSYNC":
 			_ = conn.SetDeadline(time.Time{})
-			fm.links <- &fakeLink{conn: conn, rd: rd, psync: args}
+			fm.links <- &fakeLink{conn: conn, psync: args}
 			return
 		default:
 			err = fmt.Errorf("a replica's handshake sent %q", args)
@@ -127,35 +126,6 @@ func (l *fakeLink) write(t *testing.T, p []byte) {
 	require.NoError(t, err)
 }
 
-// readCommand reads one multibulk command.
-func readCommand(rd *bufio.Reader) ([]string, error) {
-	line, err := rd.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, "*"), "\r\n"))
-	if err != nil || !strings.HasPrefix(line, "*") {
-		return nil, fmt.Errorf("not a multibulk header: %q", line)
-	}
-	args := make([]string, n)
-	for i := range args {
-		line, err := rd.ReadString('\n')
-		if err != nil {
-			return nil, err
-		}
-		size, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, "$"), "\r\n"))
-		if err != nil || !strings.HasPrefix(line, "$") {
-			return nil, fmt.Errorf("not a bulk header: %q", line)
-		}
-		b := make([]byte, size+2)
-		if _, err := io.ReadFull(rd, b); err != nil {
-			return nil, err
-		}
-		args[i] = string(b[:size])
-	}
-	return args, nil
-}
-
 // fakeReplID is the fake master's stream id.
 const fakeReplID = "0123456789abcdef0123456789abcdef01234567"
 
@@ -181,7 +151,7 @@ func (l *fakeLink) fullResync(t *testing.T, offset int64, snap []byte) {
 
 // setTAT is the stream's command for key at tat.
 func setTAT(key string, tat time.Time) string {
-	return command("SET", key, strconv.FormatInt(tat.UnixNano(), 10), "PXAT", strconv.FormatInt(tat.UnixMilli(), 10))
+	return testkit.Command("SET", key, strconv.FormatInt(tat.UnixNano(), 10), "PXAT", strconv.FormatInt(tat.UnixMilli(), 10))
 }
 
 // A replica whose master's stream turns corrupt or is cut short logs it,
@@ -331,18 +301,18 @@ func TestReplicaResyncsInFullAfterABrokenSnapshot(t *testing.T) {
 // fakeReplica shakes hands with m as a replica that reads only a snapshot
 // sent with its length (no capa eof, as before Redis 2.8.18) up to PSYNC ?
 // -1, and reads the +FULLRESYNC line and the snapshot's length.
-func fakeReplica(t *testing.T, m *replServer) (c *rawConn, size int) {
+func fakeReplica(t *testing.T, m *replServer) (c *testkit.Conn, size int) {
 	t.Helper()
 	c = m.raw(t)
-	require.Equal(t, "+PONG\r\n", c.do("PING"))
-	require.Equal(t, ok, c.do("REPLCONF", "listening-port", "7777"))
-	require.Equal(t, ok, c.do("REPLCONF", "capa", "psync2"))
-	c.write(command("PSYNC", "?", "-1"))
-	require.NoError(t, c.conn.SetReadDeadline(time.Now().Add(10*time.Second)))
-	line, err := c.rd.ReadString('\n')
+	require.Equal(t, "+PONG\r\n", c.Do("PING"))
+	require.Equal(t, testkit.OK, c.Do("REPLCONF", "listening-port", "7777"))
+	require.Equal(t, testkit.OK, c.Do("REPLCONF", "capa", "psync2"))
+	c.Write(testkit.Command("PSYNC", "?", "-1"))
+	require.NoError(t, c.Conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	line, err := c.Reader.ReadString('\n')
 	require.NoError(t, err)
 	require.Regexp(t, `^\+FULLRESYNC [0-9a-f]{40} \d+\r\n$`, line)
-	line, err = c.rd.ReadString('\n')
+	line, err = c.Reader.ReadString('\n')
 	require.NoError(t, err)
 	size, err = strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, "$"), "\r\n"))
 	require.NoError(t, err, "%q", line)
@@ -358,19 +328,19 @@ func TestMasterStreamsTheSnapshotToAReplicaThatReadsEOF(t *testing.T) {
 	keys := keyNames("user:", 20000)
 	m.throttleAll(t, keys, func(int) int { return 1 })
 	c := m.raw(t)
-	require.Equal(t, ok, c.do("REPLCONF", "listening-port", "7777"))
-	require.Equal(t, ok, c.do("REPLCONF", "capa", "eof", "capa", "psync2"))
-	c.write(command("PSYNC", "?", "-1"))
-	require.NoError(t, c.conn.SetReadDeadline(time.Now().Add(10*time.Second)))
-	line, err := c.rd.ReadString('\n')
+	require.Equal(t, testkit.OK, c.Do("REPLCONF", "listening-port", "7777"))
+	require.Equal(t, testkit.OK, c.Do("REPLCONF", "capa", "eof", "capa", "psync2"))
+	c.Write(testkit.Command("PSYNC", "?", "-1"))
+	require.NoError(t, c.Conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	line, err := c.Reader.ReadString('\n')
 	require.NoError(t, err)
 	require.Regexp(t, `^\+FULLRESYNC [0-9a-f]{40} \d+\r\n$`, line)
-	line, err = c.rd.ReadString('\n')
+	line, err = c.Reader.ReadString('\n')
 	require.NoError(t, err)
 	require.Regexp(t, `^\$EOF:[0-9a-f]{40}\r\n$`, line)
 	mark := line[len("$EOF:") : len(line)-2]
 
-	rd, err := rdb.NewReader(c.rd, rdb.ReaderOptions{})
+	rd, err := rdb.NewReader(c.Reader, rdb.ReaderOptions{})
 	require.NoError(t, err)
 	n := 0
 	for {
@@ -384,15 +354,16 @@ func TestMasterStreamsTheSnapshotToAReplicaThatReadsEOF(t *testing.T) {
 	}
 	require.Equal(t, len(keys), n)
 	got := make([]byte, len(mark))
-	_, err = io.ReadFull(c.rd, got)
+	_, err = io.ReadFull(c.Reader, got)
 	require.NoError(t, err)
 	require.Equal(t, mark, string(got), "the RDB ends with its mark")
 	require.Regexp(t, `bytes=\d+ offset=\d+ streamed=true`, m.log.String())
 
 	// The stream follows the mark.
 	m.do(t, "CL.THROTTLE", "after", 10, 1, 60)
+	stream := testkit.NewCommandReader(c.Reader)
 	for {
-		args, err := readCommand(c.rd)
+		args, err := stream.Next()
 		require.NoError(t, err)
 		if args[0] == "SET" {
 			require.Equal(t, "after", args[1])
@@ -409,21 +380,21 @@ func TestMasterDropsABadReplicaAndServesTheOthers(t *testing.T) {
 		name string
 		// act misbehaves on the fake replica's connection, whose snapshot
 		// is size bytes; closed reports that the master closes it.
-		act    func(t *testing.T, c *rawConn, size int)
+		act    func(t *testing.T, c *testkit.Conn, size int)
 		closed bool
 	}{
-		{name: "garbage during the snapshot", closed: true, act: func(t *testing.T, c *rawConn, _ int) {
-			c.write("*x\r\n\x00\xff")
+		{name: "garbage during the snapshot", closed: true, act: func(t *testing.T, c *testkit.Conn, _ int) {
+			c.Write("*x\r\n\x00\xff")
 		}},
-		{name: "garbage while streaming", closed: true, act: func(t *testing.T, c *rawConn, size int) {
-			_, err := io.CopyN(io.Discard, c.rd, int64(size))
+		{name: "garbage while streaming", closed: true, act: func(t *testing.T, c *testkit.Conn, size int) {
+			_, err := io.CopyN(io.Discard, c.Reader, int64(size))
 			require.NoError(t, err)
-			c.write("*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$-5\r\n") // a negative bulk length
+			c.Write("*3\r\n$8\r\nREPLCONF\r\n$3\r\nACK\r\n$-5\r\n") // a negative bulk length
 		}},
-		{name: "gone mid-snapshot", act: func(t *testing.T, c *rawConn, size int) {
-			_, err := io.CopyN(io.Discard, c.rd, int64(size/3))
+		{name: "gone mid-snapshot", act: func(t *testing.T, c *testkit.Conn, size int) {
+			_, err := io.CopyN(io.Discard, c.Reader, int64(size/3))
 			require.NoError(t, err)
-			require.NoError(t, c.conn.Close())
+			require.NoError(t, c.Conn.Close())
 		}},
 	}
 	for _, tc := range cases {
@@ -440,8 +411,8 @@ func TestMasterDropsABadReplicaAndServesTheOthers(t *testing.T) {
 			require.Equal(t, "2", m.info(t, "connected_slaves"))
 			tc.act(t, c, size)
 			if tc.closed {
-				require.NoError(t, c.conn.SetReadDeadline(time.Now().Add(10*time.Second)))
-				_, err := io.Copy(io.Discard, c.rd)
+				require.NoError(t, c.Conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+				_, err := io.Copy(io.Discard, c.Reader)
 				require.NoError(t, err, "the master closes the connection")
 			}
 			require.Eventually(t, func() bool { return m.info(t, "connected_slaves") == "1" }, 10*time.Second, 5*time.Millisecond)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/server"
 )
 
@@ -22,41 +23,41 @@ import (
 func TestPingEcho(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, simple("PONG"), c.do("PING"))
-	require.Equal(t, simple("PONG"), c.do("ping"))
-	require.Equal(t, bulk("hello world"), c.do("PING", "hello world"))
-	require.Equal(t, bulk(""), c.do("PING", ""))
-	require.Equal(t, bulk("a\r\nb"), c.do("ECHO", "a\r\nb"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'ping' command"), c.do("PING", "a", "b"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'echo' command"), c.do("ECHO"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'echo' command"), c.do("ECHO", "a", "b"))
+	require.Equal(t, testkit.Simple("PONG"), c.Do("PING"))
+	require.Equal(t, testkit.Simple("PONG"), c.Do("ping"))
+	require.Equal(t, testkit.Bulk("hello world"), c.Do("PING", "hello world"))
+	require.Equal(t, testkit.Bulk(""), c.Do("PING", ""))
+	require.Equal(t, testkit.Bulk("a\r\nb"), c.Do("ECHO", "a\r\nb"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'ping' command"), c.Do("PING", "a", "b"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'echo' command"), c.Do("ECHO"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'echo' command"), c.Do("ECHO", "a", "b"))
 }
 
 // QUIT replies OK and closes; what was pipelined after it is not run.
 func TestQuitStopsThePipeline(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	c.write(command("PING") + command("QUIT") + command("CL.THROTTLE", "after-quit", "4", "1", "1") + command("PING"))
-	require.Equal(t, simple("PONG"), c.read())
-	require.Equal(t, ok, c.read())
-	c.expectClosed()
+	c.Write(testkit.Command("PING") + testkit.Command("QUIT") + testkit.Command("CL.THROTTLE", "after-quit", "4", "1", "1") + testkit.Command("PING"))
+	require.Equal(t, testkit.Simple("PONG"), c.Read())
+	require.Equal(t, testkit.OK, c.Read())
+	c.ExpectClosed()
 
 	other := ts.raw(t)
-	require.Equal(t, integer(0), other.do("EXISTS", "after-quit"), "the command after QUIT did not run")
-	require.Equal(t, integer(0), other.do("DBSIZE"))
+	require.Equal(t, testkit.Int(0), other.Do("EXISTS", "after-quit"), "the command after QUIT did not run")
+	require.Equal(t, testkit.Int(0), other.Do("DBSIZE"))
 }
 
 func TestSelect(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, ok, c.do("SELECT", "0"))
-	require.Equal(t, errReply(errDBIndex), c.do("SELECT", "1"))
-	require.Equal(t, errReply(errDBIndex), c.do("SELECT", "15"))
-	require.Equal(t, errReply(errDBIndex), c.do("SELECT", "-1"))
-	require.Equal(t, errReply(errNotInteger), c.do("SELECT", "x"))
-	require.Equal(t, errReply(errNotInteger), c.do("SELECT", "0.0"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'select' command"), c.do("SELECT"))
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1"), "the connection still works")
+	require.Equal(t, testkit.OK, c.Do("SELECT", "0"))
+	require.Equal(t, testkit.Err(errDBIndex), c.Do("SELECT", "1"))
+	require.Equal(t, testkit.Err(errDBIndex), c.Do("SELECT", "15"))
+	require.Equal(t, testkit.Err(errDBIndex), c.Do("SELECT", "-1"))
+	require.Equal(t, testkit.Err(errNotInteger), c.Do("SELECT", "x"))
+	require.Equal(t, testkit.Err(errNotInteger), c.Do("SELECT", "0.0"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'select' command"), c.Do("SELECT"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1"), "the connection still works")
 
 	// go-redis's DB option sends SELECT on connect: DB 0 is fine, 1 fails.
 	rdb := ts.goRedis(t, func(o *redis.Options) { o.DB = 1 })
@@ -69,44 +70,44 @@ func TestTime(t *testing.T) {
 	at := time.Date(2027, 3, 1, 8, 30, 15, 123456789, time.UTC)
 	ts.Clock.Set(at)
 	c := ts.raw(t)
-	require.Equal(t, bulks(strconv.FormatInt(at.Unix(), 10), "123456"), c.do("TIME"))
+	require.Equal(t, testkit.Bulks(strconv.FormatInt(at.Unix(), 10), "123456"), c.Do("TIME"))
 
 	rdb := ts.goRedis(t)
 	got, err := rdb.Time(ctx(t)).Result()
 	require.NoError(t, err)
 	require.True(t, at.Truncate(time.Microsecond).Equal(got), "TIME = %v want %v", got, at)
-	require.Equal(t, errReply("ERR wrong number of arguments for 'time' command"), c.do("TIME", "now"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'time' command"), c.Do("TIME", "now"))
 }
 
 // throttle makes one allowed CL.THROTTLE call on key, with a TAT period
 // seconds after now.
-func throttle(t *testing.T, c *rawConn, key string, period int) {
+func throttle(t *testing.T, c *testkit.Conn, key string, period int) {
 	t.Helper()
-	require.Equal(t, ints(0, 1, 0, -1, int64(period)), c.do("CL.THROTTLE", key, "0", "1", strconv.Itoa(period)))
+	require.Equal(t, testkit.Ints(0, 1, 0, -1, int64(period)), c.Do("CL.THROTTLE", key, "0", "1", strconv.Itoa(period)))
 }
 
 func TestDBSizeFlushDBFlushAll(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, integer(0), c.do("DBSIZE"))
+	require.Equal(t, testkit.Int(0), c.Do("DBSIZE"))
 	for _, k := range []string{"a", "b", "c"} {
 		throttle(t, c, k, 60)
 	}
-	require.Equal(t, integer(3), c.do("DBSIZE"))
-	require.Equal(t, ints(1, 1, 0, 60, 60), c.do("CL.THROTTLE", "a", "0", "1", "60"))
+	require.Equal(t, testkit.Int(3), c.Do("DBSIZE"))
+	require.Equal(t, testkit.Ints(1, 1, 0, 60, 60), c.Do("CL.THROTTLE", "a", "0", "1", "60"))
 
-	require.Equal(t, ok, c.do("FLUSHDB"))
-	require.Equal(t, integer(0), c.do("DBSIZE"))
-	require.Equal(t, ints(0, 1, 0, -1, 60), c.do("CL.THROTTLE", "a", "0", "1", "60"), "FLUSHDB reset the limiter")
+	require.Equal(t, testkit.OK, c.Do("FLUSHDB"))
+	require.Equal(t, testkit.Int(0), c.Do("DBSIZE"))
+	require.Equal(t, testkit.Ints(0, 1, 0, -1, 60), c.Do("CL.THROTTLE", "a", "0", "1", "60"), "FLUSHDB reset the limiter")
 
-	require.Equal(t, ok, c.do("FLUSHALL", "ASYNC"))
-	require.Equal(t, integer(0), c.do("DBSIZE"))
+	require.Equal(t, testkit.OK, c.Do("FLUSHALL", "ASYNC"))
+	require.Equal(t, testkit.Int(0), c.Do("DBSIZE"))
 	throttle(t, c, "a", 60)
-	require.Equal(t, ok, c.do("flushall", "sync"))
-	require.Equal(t, ok, c.do("FLUSHDB", "async"))
-	require.Equal(t, integer(0), c.do("DBSIZE"))
-	require.Equal(t, errReply(errSyntax), c.do("FLUSHDB", "now"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'flushall' command"), c.do("FLUSHALL", "SYNC", "ASYNC"))
+	require.Equal(t, testkit.OK, c.Do("flushall", "sync"))
+	require.Equal(t, testkit.OK, c.Do("FLUSHDB", "async"))
+	require.Equal(t, testkit.Int(0), c.Do("DBSIZE"))
+	require.Equal(t, testkit.Err(errSyntax), c.Do("FLUSHDB", "now"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'flushall' command"), c.Do("FLUSHALL", "SYNC", "ASYNC"))
 }
 
 func TestKeys(t *testing.T) {
@@ -135,8 +136,8 @@ func TestKeys(t *testing.T) {
 
 	ts.Clock.Advance(time.Second)
 	require.Equal(t, []string{"user:1", "user:10", "user:2"}, keys("user:*"), "an expired key is not listed")
-	require.Equal(t, "*0\r\n", c.do("KEYS", "nomatch"))
-	require.Equal(t, bulks("short"), c.do("KEYS", "short"))
+	require.Equal(t, "*0\r\n", c.Do("KEYS", "nomatch"))
+	require.Equal(t, testkit.Bulks("short"), c.Do("KEYS", "short"))
 
 	// A pattern built to backtrack (CVE-2022-36021 in Redis) against a long
 	// key answers at once, and decisions on other keys carry on.
@@ -145,15 +146,15 @@ func TestKeys(t *testing.T) {
 	abusive := strings.Repeat("*a", 40) + "*b"
 	other := ts.raw(t)
 	done := make(chan string, 1)
-	go func() { done <- c.do("KEYS", abusive) }()
-	require.Equal(t, ints(0, 1, 0, -1, 60), other.do("CL.THROTTLE", "during-keys", "0", "1", "60"))
+	go func() { done <- c.Do("KEYS", abusive) }()
+	require.Equal(t, testkit.Ints(0, 1, 0, -1, 60), other.Do("CL.THROTTLE", "during-keys", "0", "1", "60"))
 	select {
 	case got := <-done:
 		require.Equal(t, "*0\r\n", got)
 	case <-time.After(10 * time.Second):
 		t.Fatal("KEYS with a backtracking pattern did not answer within 10s")
 	}
-	require.Equal(t, "*2\r\n$1\r\n0\r\n*0\r\n", c.do("SCAN", "0", "MATCH", abusive, "COUNT", "100000"))
+	require.Equal(t, "*2\r\n$1\r\n0\r\n*0\r\n", c.Do("SCAN", "0", "MATCH", abusive, "COUNT", "100000"))
 }
 
 // redis-cli --scan walks SCAN to the end.
@@ -213,14 +214,14 @@ func TestScanCoversEveryKey(t *testing.T) {
 	require.Equal(t, 270, n)
 
 	c := ts.raw(t)
-	require.Equal(t, errReply("ERR invalid cursor"), c.do("SCAN", "x"))
-	require.Equal(t, errReply("ERR invalid cursor"), c.do("SCAN", "-1"))
-	require.Equal(t, errReply(errSyntax), c.do("SCAN", "0", "COUNT", "0"))
-	require.Equal(t, errReply(errNotInteger), c.do("SCAN", "0", "COUNT", "x"))
-	require.Equal(t, errReply(errSyntax), c.do("SCAN", "0", "MATCH"))
-	require.Equal(t, errReply(errSyntax), c.do("SCAN", "0", "LIMIT", "5"))
-	require.Equal(t, "*2\r\n$1\r\n0\r\n*0\r\n", c.do("SCAN", "0", "COUNT", "1000", "TYPE", "hash"))
-	require.Equal(t, "*2\r\n$1\r\n0\r\n"+bulks("other:7"), c.do("SCAN", "0", "MATCH", "other:7", "COUNT", "1000", "TYPE", "string"))
+	require.Equal(t, testkit.Err("ERR invalid cursor"), c.Do("SCAN", "x"))
+	require.Equal(t, testkit.Err("ERR invalid cursor"), c.Do("SCAN", "-1"))
+	require.Equal(t, testkit.Err(errSyntax), c.Do("SCAN", "0", "COUNT", "0"))
+	require.Equal(t, testkit.Err(errNotInteger), c.Do("SCAN", "0", "COUNT", "x"))
+	require.Equal(t, testkit.Err(errSyntax), c.Do("SCAN", "0", "MATCH"))
+	require.Equal(t, testkit.Err(errSyntax), c.Do("SCAN", "0", "LIMIT", "5"))
+	require.Equal(t, "*2\r\n$1\r\n0\r\n*0\r\n", c.Do("SCAN", "0", "COUNT", "1000", "TYPE", "hash"))
+	require.Equal(t, "*2\r\n$1\r\n0\r\n"+testkit.Bulks("other:7"), c.Do("SCAN", "0", "MATCH", "other:7", "COUNT", "1000", "TYPE", "string"))
 }
 
 // DEL is redis-cell's documented way to reset a limiter; UNLINK too.
@@ -228,41 +229,41 @@ func TestDelAndUnlinkResetTheLimiter(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
 	for i := int64(0); i < 5; i++ {
-		require.Equal(t, ints(0, 5, 4-i, -1, i+1), c.do("CL.THROTTLE", "k", "4", "1", "1"))
+		require.Equal(t, testkit.Ints(0, 5, 4-i, -1, i+1), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
 	}
-	require.Equal(t, ints(1, 5, 0, 1, 5), c.do("CL.THROTTLE", "k", "4", "1", "1"))
-	require.Equal(t, integer(1), c.do("DEL", "k"))
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1"), "DEL reset the limiter")
-	require.Equal(t, integer(0), c.do("DEL", "absent"))
+	require.Equal(t, testkit.Ints(1, 5, 0, 1, 5), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.Int(1), c.Do("DEL", "k"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1"), "DEL reset the limiter")
+	require.Equal(t, testkit.Int(0), c.Do("DEL", "absent"))
 
-	require.Equal(t, integer(1), c.do("UNLINK", "k"))
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "k", "4", "1", "1"), "UNLINK reset the limiter")
+	require.Equal(t, testkit.Int(1), c.Do("UNLINK", "k"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1"), "UNLINK reset the limiter")
 
 	throttle(t, c, "a", 60)
 	throttle(t, c, "b", 60)
-	require.Equal(t, integer(3), c.do("DEL", "a", "b", "k", "absent", "a"), "each existing key counted once")
-	require.Equal(t, integer(0), c.do("DBSIZE"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'del' command"), c.do("DEL"))
+	require.Equal(t, testkit.Int(3), c.Do("DEL", "a", "b", "k", "absent", "a"), "each existing key counted once")
+	require.Equal(t, testkit.Int(0), c.Do("DBSIZE"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'del' command"), c.Do("DEL"))
 }
 
 func TestExists(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, integer(0), c.do("EXISTS", "k"))
+	require.Equal(t, testkit.Int(0), c.Do("EXISTS", "k"))
 	throttle(t, c, "k", 2)
-	require.Equal(t, integer(1), c.do("EXISTS", "k"))
-	require.Equal(t, integer(2), c.do("EXISTS", "k", "k", "absent"), "a key named twice counts twice")
+	require.Equal(t, testkit.Int(1), c.Do("EXISTS", "k"))
+	require.Equal(t, testkit.Int(2), c.Do("EXISTS", "k", "k", "absent"), "a key named twice counts twice")
 	ts.Clock.Advance(2 * time.Second)
-	require.Equal(t, integer(0), c.do("EXISTS", "k"), "gone when its TAT passes")
+	require.Equal(t, testkit.Int(0), c.Do("EXISTS", "k"), "gone when its TAT passes")
 }
 
 // TTL and PTTL count down to the TAT on the manual clock, then -2.
 func TestTTLAndPTTL(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, ints(0, 5, 4, -1, 10), c.do("CL.THROTTLE", "k", "4", "1", "10"))
-	require.Equal(t, integer(10000), c.do("PTTL", "k"))
-	require.Equal(t, integer(10), c.do("TTL", "k"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 10), c.Do("CL.THROTTLE", "k", "4", "1", "10"))
+	require.Equal(t, testkit.Int(10000), c.Do("PTTL", "k"))
+	require.Equal(t, testkit.Int(10), c.Do("TTL", "k"))
 
 	for _, tc := range []struct {
 		at        time.Duration
@@ -278,11 +279,11 @@ func TestTTLAndPTTL(t *testing.T) {
 		{time.Hour, -2, -2},
 	} {
 		ts.Clock.Set(t0.Add(tc.at))
-		require.Equal(t, integer(tc.pttl), c.do("PTTL", "k"), "PTTL at %v", tc.at)
-		require.Equal(t, integer(tc.ttl), c.do("TTL", "k"), "TTL at %v", tc.at)
+		require.Equal(t, testkit.Int(tc.pttl), c.Do("PTTL", "k"), "PTTL at %v", tc.at)
+		require.Equal(t, testkit.Int(tc.ttl), c.Do("TTL", "k"), "TTL at %v", tc.at)
 	}
-	require.Equal(t, integer(-2), c.do("PTTL", "absent"))
-	require.Equal(t, integer(-2), c.do("TTL", "absent"))
+	require.Equal(t, testkit.Int(-2), c.Do("PTTL", "absent"))
+	require.Equal(t, testkit.Int(-2), c.Do("TTL", "absent"))
 
 	// go-redis's typed replies.
 	ts.Clock.Set(t0.Add(time.Hour))
@@ -297,27 +298,27 @@ func TestTTLAndPTTL(t *testing.T) {
 func TestLimitedCallKeepsExpiry(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, ints(0, 1, 0, -1, 60), c.do("CL.THROTTLE", "k", "0", "1", "60"))
+	require.Equal(t, testkit.Ints(0, 1, 0, -1, 60), c.Do("CL.THROTTLE", "k", "0", "1", "60"))
 	ts.Clock.Advance(10 * time.Second)
-	require.Equal(t, ints(1, 1, 0, 50, 50), c.do("CL.THROTTLE", "k", "0", "1", "60"))
-	require.Equal(t, integer(50000), c.do("PTTL", "k"))
-	require.Equal(t, bulk(strconv.FormatInt(t0.Add(time.Minute).UnixNano(), 10)), c.do("GET", "k"))
-	require.Equal(t, ints(0, 1, 1, -1, 0), c.do("CL.THROTTLE", "peek", "0", "1", "60", "0"))
-	require.Equal(t, integer(0), c.do("EXISTS", "peek"), "a peek never creates a key")
+	require.Equal(t, testkit.Ints(1, 1, 0, 50, 50), c.Do("CL.THROTTLE", "k", "0", "1", "60"))
+	require.Equal(t, testkit.Int(50000), c.Do("PTTL", "k"))
+	require.Equal(t, testkit.Bulk(strconv.FormatInt(t0.Add(time.Minute).UnixNano(), 10)), c.Do("GET", "k"))
+	require.Equal(t, testkit.Ints(0, 1, 1, -1, 0), c.Do("CL.THROTTLE", "peek", "0", "1", "60", "0"))
+	require.Equal(t, testkit.Int(0), c.Do("EXISTS", "peek"), "a peek never creates a key")
 }
 
 // GET shows the TAT in nanoseconds since the Unix epoch; TYPE says string.
 func TestGetAndType(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, null2, c.do("GET", "k"))
-	require.Equal(t, simple("none"), c.do("TYPE", "k"))
-	require.Equal(t, ints(0, 5, 4, -1, 10), c.do("CL.THROTTLE", "k", "4", "1", "10"))
+	require.Equal(t, testkit.Null2, c.Do("GET", "k"))
+	require.Equal(t, testkit.Simple("none"), c.Do("TYPE", "k"))
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 10), c.Do("CL.THROTTLE", "k", "4", "1", "10"))
 	tat := t0.Add(10 * time.Second).UnixNano()
-	require.Equal(t, bulk(strconv.FormatInt(tat, 10)), c.do("GET", "k"))
-	require.Equal(t, simple("string"), c.do("TYPE", "k"))
-	require.Equal(t, ints(0, 5, 3, -1, 20), c.do("CL.THROTTLE", "k", "4", "1", "10"))
-	require.Equal(t, bulk(strconv.FormatInt(tat+int64(10*time.Second), 10)), c.do("GET", "k"))
+	require.Equal(t, testkit.Bulk(strconv.FormatInt(tat, 10)), c.Do("GET", "k"))
+	require.Equal(t, testkit.Simple("string"), c.Do("TYPE", "k"))
+	require.Equal(t, testkit.Ints(0, 5, 3, -1, 20), c.Do("CL.THROTTLE", "k", "4", "1", "10"))
+	require.Equal(t, testkit.Bulk(strconv.FormatInt(tat+int64(10*time.Second), 10)), c.Do("GET", "k"))
 
 	rdb := ts.goRedis(t)
 	n, err := rdb.Get(ctx(t), "k").Int64()
@@ -328,8 +329,8 @@ func TestGetAndType(t *testing.T) {
 	require.Equal(t, "none", rdb.Type(ctx(t), "absent").Val())
 
 	ts.Clock.Advance(20 * time.Second)
-	require.Equal(t, null2, c.do("GET", "k"), "gone at its TAT")
-	require.Equal(t, simple("none"), c.do("TYPE", "k"))
+	require.Equal(t, testkit.Null2, c.Do("GET", "k"), "gone at its TAT")
+	require.Equal(t, testkit.Simple("none"), c.Do("TYPE", "k"))
 }
 
 // An expired key stops costing memory without being touched again: the
@@ -349,12 +350,12 @@ func TestActiveExpiry(t *testing.T) {
 		throttle(t, c, fmt.Sprintf("k%d", i), 5)
 	}
 	throttle(t, c, "long", 3600)
-	require.Equal(t, integer(101), c.do("DBSIZE"))
+	require.Equal(t, testkit.Int(101), c.Do("DBSIZE"))
 	ts.Clock.Advance(5 * time.Second)
 	require.Eventually(t, func() bool { return ts.Store.Len() == 1 }, 10*time.Second, time.Millisecond)
-	require.Equal(t, integer(1), c.do("DBSIZE"))
-	require.Contains(t, c.do("INFO", "stats"), "\r\nexpired_keys:100\r\n")
-	require.Equal(t, "# Keyspace\r\ndb0:keys=1,expires=1,avg_ttl=3595000\r\n", bulkBody(t, c.do("INFO", "keyspace")),
+	require.Equal(t, testkit.Int(1), c.Do("DBSIZE"))
+	require.Contains(t, c.Do("INFO", "stats"), "\r\nexpired_keys:100\r\n")
+	require.Equal(t, "# Keyspace\r\ndb0:keys=1,expires=1,avg_ttl=3595000\r\n", bulkBody(t, c.Do("INFO", "keyspace")),
 		"avg_ttl in ms: the one key left has 3600 s - 5 s to go")
 }
 
@@ -378,51 +379,51 @@ func clientLine(id int64, addr, laddr, name string, age, idle int, cmd string, r
 func TestClientCommands(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	addr := c.conn.LocalAddr().String()
-	require.Equal(t, integer(1), c.do("CLIENT", "ID"))
-	require.Equal(t, null2, c.do("CLIENT", "GETNAME"))
-	require.Equal(t, ok, c.do("CLIENT", "SETNAME", "app-1"))
-	require.Equal(t, bulk("app-1"), c.do("client", "getname"))
-	require.Equal(t, errReply("ERR Client names cannot contain spaces, newlines or special characters."), c.do("CLIENT", "SETNAME", "app 1"))
-	require.Equal(t, errReply("ERR Client names cannot contain spaces, newlines or special characters."), c.do("CLIENT", "SETNAME", "app\n1"))
-	require.Equal(t, bulk("app-1"), c.do("CLIENT", "GETNAME"), "a refused name changes nothing")
-	require.Equal(t, ok, c.do("CLIENT", "SETNAME", ""))
-	require.Equal(t, null2, c.do("CLIENT", "GETNAME"), "an empty name clears it")
-	require.Equal(t, ok, c.do("CLIENT", "SETNAME", "app-1"))
+	addr := c.Conn.LocalAddr().String()
+	require.Equal(t, testkit.Int(1), c.Do("CLIENT", "ID"))
+	require.Equal(t, testkit.Null2, c.Do("CLIENT", "GETNAME"))
+	require.Equal(t, testkit.OK, c.Do("CLIENT", "SETNAME", "app-1"))
+	require.Equal(t, testkit.Bulk("app-1"), c.Do("client", "getname"))
+	require.Equal(t, testkit.Err("ERR Client names cannot contain spaces, newlines or special characters."), c.Do("CLIENT", "SETNAME", "app 1"))
+	require.Equal(t, testkit.Err("ERR Client names cannot contain spaces, newlines or special characters."), c.Do("CLIENT", "SETNAME", "app\n1"))
+	require.Equal(t, testkit.Bulk("app-1"), c.Do("CLIENT", "GETNAME"), "a refused name changes nothing")
+	require.Equal(t, testkit.OK, c.Do("CLIENT", "SETNAME", ""))
+	require.Equal(t, testkit.Null2, c.Do("CLIENT", "GETNAME"), "an empty name clears it")
+	require.Equal(t, testkit.OK, c.Do("CLIENT", "SETNAME", "app-1"))
 
-	require.Equal(t, ok, c.do("CLIENT", "SETINFO", "LIB-NAME", "mylib"))
-	require.Equal(t, ok, c.do("CLIENT", "SETINFO", "lib-ver", "1.2.3"))
-	require.Equal(t, errReply("ERR Unrecognized option 'lib-color'"), c.do("CLIENT", "SETINFO", "lib-color", "red"))
-	require.Equal(t, errReply("ERR Unrecognized option 'lib-color'"), c.do("CLIENT", "SETINFO", "lib-color", "bright red"))
-	require.Equal(t, errReply("ERR LIB-NAME cannot contain spaces, newlines or special characters."), c.do("CLIENT", "SETINFO", "LIB-NAME", "my lib"))
-	require.Equal(t, errReply("ERR lib-ver cannot contain spaces, newlines or special characters."), c.do("CLIENT", "SETINFO", "lib-ver", "1.2\t3"))
-	require.Equal(t, errReply("ERR lib-ver cannot contain spaces, newlines or special characters."), c.do("CLIENT", "SETINFO", "lib-ver", "1.2é"))
+	require.Equal(t, testkit.OK, c.Do("CLIENT", "SETINFO", "LIB-NAME", "mylib"))
+	require.Equal(t, testkit.OK, c.Do("CLIENT", "SETINFO", "lib-ver", "1.2.3"))
+	require.Equal(t, testkit.Err("ERR Unrecognized option 'lib-color'"), c.Do("CLIENT", "SETINFO", "lib-color", "red"))
+	require.Equal(t, testkit.Err("ERR Unrecognized option 'lib-color'"), c.Do("CLIENT", "SETINFO", "lib-color", "bright red"))
+	require.Equal(t, testkit.Err("ERR LIB-NAME cannot contain spaces, newlines or special characters."), c.Do("CLIENT", "SETINFO", "LIB-NAME", "my lib"))
+	require.Equal(t, testkit.Err("ERR lib-ver cannot contain spaces, newlines or special characters."), c.Do("CLIENT", "SETINFO", "lib-ver", "1.2\t3"))
+	require.Equal(t, testkit.Err("ERR lib-ver cannot contain spaces, newlines or special characters."), c.Do("CLIENT", "SETINFO", "lib-ver", "1.2é"))
 
 	ts.Clock.Advance(65 * time.Second)
 	info := clientLine(1, addr, ts.Addr, "app-1", 65, 0, "client|info", 2, "mylib", "1.2.3") + "\n"
-	require.Equal(t, bulk(info), c.do("CLIENT", "INFO"))
+	require.Equal(t, testkit.Bulk(info), c.Do("CLIENT", "INFO"))
 
 	// A second connection, 5 s later: CLIENT LIST shows both, oldest first,
 	// each with its last command and how long it has been idle.
 	ts.Clock.Advance(5 * time.Second)
 	c2 := ts.raw(t)
-	require.Equal(t, helloReply(3, 2), c2.do("HELLO", "3"))
+	require.Equal(t, helloReply(3, 2), c2.Do("HELLO", "3"))
 	ts.Clock.Advance(time.Second)
 	list := clientLine(1, addr, ts.Addr, "app-1", 71, 6, "client|info", 2, "mylib", "1.2.3") + "\n" +
-		clientLine(2, c2.conn.LocalAddr().String(), ts.Addr, "", 1, 0, "client|list", 3, "", "") + "\n"
-	require.Equal(t, "="+strconv.Itoa(len(list)+4)+"\r\ntxt:"+list+"\r\n", c2.do("CLIENT", "LIST"), "RESP3 verbatim text")
+		clientLine(2, c2.Conn.LocalAddr().String(), ts.Addr, "", 1, 0, "client|list", 3, "", "") + "\n"
+	require.Equal(t, "="+strconv.Itoa(len(list)+4)+"\r\ntxt:"+list+"\r\n", c2.Do("CLIENT", "LIST"), "RESP3 verbatim text")
 	fromC := clientLine(1, addr, ts.Addr, "app-1", 71, 0, "client|list", 2, "mylib", "1.2.3") + "\n" +
-		clientLine(2, c2.conn.LocalAddr().String(), ts.Addr, "", 1, 0, "client|list", 3, "", "") + "\n"
-	require.Equal(t, bulk(fromC), c.do("CLIENT", "LIST", "TYPE", "normal"))
-	require.Equal(t, "$0\r\n\r\n", c.do("CLIENT", "LIST", "TYPE", "pubsub"))
-	require.Equal(t, errReply("ERR Unknown client type 'bogus'"), c.do("CLIENT", "LIST", "TYPE", "bogus"))
-	require.Equal(t, bulk(clientLine(2, c2.conn.LocalAddr().String(), ts.Addr, "", 1, 0, "client|list", 3, "", "")+"\n"), c.do("CLIENT", "LIST", "ID", "2", "99"))
-	require.Equal(t, errReply("ERR Invalid client ID"), c.do("CLIENT", "LIST", "ID", "x"))
+		clientLine(2, c2.Conn.LocalAddr().String(), ts.Addr, "", 1, 0, "client|list", 3, "", "") + "\n"
+	require.Equal(t, testkit.Bulk(fromC), c.Do("CLIENT", "LIST", "TYPE", "normal"))
+	require.Equal(t, "$0\r\n\r\n", c.Do("CLIENT", "LIST", "TYPE", "pubsub"))
+	require.Equal(t, testkit.Err("ERR Unknown client type 'bogus'"), c.Do("CLIENT", "LIST", "TYPE", "bogus"))
+	require.Equal(t, testkit.Bulk(clientLine(2, c2.Conn.LocalAddr().String(), ts.Addr, "", 1, 0, "client|list", 3, "", "")+"\n"), c.Do("CLIENT", "LIST", "ID", "2", "99"))
+	require.Equal(t, testkit.Err("ERR Invalid client ID"), c.Do("CLIENT", "LIST", "ID", "x"))
 
-	require.Equal(t, errReply("ERR wrong number of arguments for 'client|setname' command"), c.do("CLIENT", "SETNAME"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'client|id' command"), c.do("CLIENT", "ID", "extra"))
-	require.Equal(t, errReply("ERR unknown subcommand 'FROB'. Try CLIENT HELP."), c.do("CLIENT", "FROB"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'client' command"), c.do("CLIENT"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'client|setname' command"), c.Do("CLIENT", "SETNAME"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'client|id' command"), c.Do("CLIENT", "ID", "extra"))
+	require.Equal(t, testkit.Err("ERR unknown subcommand 'FROB'. Try CLIENT HELP."), c.Do("CLIENT", "FROB"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'client' command"), c.Do("CLIENT"))
 
 	// go-redis parses the lines.
 	rdb := ts.goRedis(t, func(o *redis.Options) { o.ClientName = "gr" })
@@ -449,7 +450,7 @@ func TestCommand(t *testing.T) {
 	c := ts.raw(t)
 	// As Redis: every command, each followed by its subcommands' full names;
 	// COMMAND COUNT counts the commands.
-	listed := bulkList(t, c.do("COMMAND", "LIST"))
+	listed := bulkList(t, c.Do("COMMAND", "LIST"))
 	var names []string
 	for _, n := range listed {
 		if !strings.Contains(n, "|") {
@@ -460,41 +461,41 @@ func TestCommand(t *testing.T) {
 	require.Contains(t, names, "ping")
 	require.Contains(t, listed, "client|setname")
 	require.True(t, sort.StringsAreSorted(names), "COMMAND LIST is sorted: %v", names)
-	require.Equal(t, integer(int64(len(names))), c.do("COMMAND", "COUNT"))
-	require.Equal(t, bulks("client|getname", "client|setname"), c.do("COMMAND", "LIST", "FILTERBY", "PATTERN", "client|?etname"))
-	require.Equal(t, bulks("cl.reserve", "cl.throttle", "cl.window"), c.do("COMMAND", "LIST", "FILTERBY", "PATTERN", "cl.*"))
-	require.Equal(t, bulks("cl.throttle"), c.do("COMMAND", "LIST", "FILTERBY", "pattern", "CL.THROTTLE"))
-	require.Equal(t, "*0\r\n", c.do("COMMAND", "LIST", "FILTERBY", "MODULE", "redis-cell"))
-	require.Contains(t, c.do("COMMAND", "LIST", "FILTERBY", "ACLCAT", "write"), bulk("cl.throttle"))
-	require.NotContains(t, c.do("COMMAND", "LIST", "FILTERBY", "ACLCAT", "read"), bulk("cl.throttle"))
-	require.Equal(t, errReply(errSyntax), c.do("COMMAND", "LIST", "FILTERBY", "COLOR", "red"))
-	require.Equal(t, errReply(errSyntax), c.do("COMMAND", "LIST", "extra"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'command|count' command"), c.do("COMMAND", "COUNT", "extra"))
-	require.Equal(t, errReply("ERR unknown subcommand 'FROB'. Try COMMAND HELP."), c.do("COMMAND", "FROB"))
+	require.Equal(t, testkit.Int(int64(len(names))), c.Do("COMMAND", "COUNT"))
+	require.Equal(t, testkit.Bulks("client|getname", "client|setname"), c.Do("COMMAND", "LIST", "FILTERBY", "PATTERN", "client|?etname"))
+	require.Equal(t, testkit.Bulks("cl.reserve", "cl.throttle", "cl.window"), c.Do("COMMAND", "LIST", "FILTERBY", "PATTERN", "cl.*"))
+	require.Equal(t, testkit.Bulks("cl.throttle"), c.Do("COMMAND", "LIST", "FILTERBY", "pattern", "CL.THROTTLE"))
+	require.Equal(t, "*0\r\n", c.Do("COMMAND", "LIST", "FILTERBY", "MODULE", "redis-cell"))
+	require.Contains(t, c.Do("COMMAND", "LIST", "FILTERBY", "ACLCAT", "write"), testkit.Bulk("cl.throttle"))
+	require.NotContains(t, c.Do("COMMAND", "LIST", "FILTERBY", "ACLCAT", "read"), testkit.Bulk("cl.throttle"))
+	require.Equal(t, testkit.Err(errSyntax), c.Do("COMMAND", "LIST", "FILTERBY", "COLOR", "red"))
+	require.Equal(t, testkit.Err(errSyntax), c.Do("COMMAND", "LIST", "extra"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'command|count' command"), c.Do("COMMAND", "COUNT", "extra"))
+	require.Equal(t, testkit.Err("ERR unknown subcommand 'FROB'. Try COMMAND HELP."), c.Do("COMMAND", "FROB"))
 
 	// COMMAND GETKEYS, as cluster clients ask it.
-	require.Equal(t, bulks("user:1"), c.do("COMMAND", "GETKEYS", "CL.THROTTLE", "user:1", "4", "1", "1"))
-	require.Equal(t, bulks("a", "b", "c"), c.do("COMMAND", "GETKEYS", "del", "a", "b", "c"))
-	require.Equal(t, errReply("ERR Invalid command specified"), c.do("COMMAND", "GETKEYS", "nosuch", "k"))
-	require.Equal(t, errReply("ERR The command has no key arguments"), c.do("COMMAND", "GETKEYS", "PING"))
-	require.Equal(t, errReply("ERR Invalid number of arguments specified for command"), c.do("COMMAND", "GETKEYS", "CL.THROTTLE", "k"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'command|getkeys' command"), c.do("COMMAND", "GETKEYS"))
+	require.Equal(t, testkit.Bulks("user:1"), c.Do("COMMAND", "GETKEYS", "CL.THROTTLE", "user:1", "4", "1", "1"))
+	require.Equal(t, testkit.Bulks("a", "b", "c"), c.Do("COMMAND", "GETKEYS", "del", "a", "b", "c"))
+	require.Equal(t, testkit.Err("ERR Invalid command specified"), c.Do("COMMAND", "GETKEYS", "nosuch", "k"))
+	require.Equal(t, testkit.Err("ERR The command has no key arguments"), c.Do("COMMAND", "GETKEYS", "PING"))
+	require.Equal(t, testkit.Err("ERR Invalid number of arguments specified for command"), c.Do("COMMAND", "GETKEYS", "CL.THROTTLE", "k"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'command|getkeys' command"), c.Do("COMMAND", "GETKEYS"))
 
 	// COMMAND INFO cl.throttle, byte for byte, as Redis 7 shapes an entry.
-	throttleInfo := "*10\r\n" + bulk("cl.throttle") + integer(-5) +
-		"*3\r\n" + simple("write") + simple("denyoom") + simple("fast") +
-		integer(1) + integer(1) + integer(1) +
-		"*2\r\n" + simple("@write") + simple("@fast") +
+	throttleInfo := "*10\r\n" + testkit.Bulk("cl.throttle") + testkit.Int(-5) +
+		"*3\r\n" + testkit.Simple("write") + testkit.Simple("denyoom") + testkit.Simple("fast") +
+		testkit.Int(1) + testkit.Int(1) + testkit.Int(1) +
+		"*2\r\n" + testkit.Simple("@write") + testkit.Simple("@fast") +
 		"*0\r\n" + // tips
-		"*1\r\n*6\r\n" + bulk("flags") + "*2\r\n" + simple("RW") + simple("update") +
-		bulk("begin_search") + "*4\r\n" + bulk("type") + bulk("index") + bulk("spec") + "*2\r\n" + bulk("index") + integer(1) +
-		bulk("find_keys") + "*4\r\n" + bulk("type") + bulk("range") + bulk("spec") +
-		"*6\r\n" + bulk("lastkey") + integer(0) + bulk("keystep") + integer(1) + bulk("limit") + integer(0) +
+		"*1\r\n*6\r\n" + testkit.Bulk("flags") + "*2\r\n" + testkit.Simple("RW") + testkit.Simple("update") +
+		testkit.Bulk("begin_search") + "*4\r\n" + testkit.Bulk("type") + testkit.Bulk("index") + testkit.Bulk("spec") + "*2\r\n" + testkit.Bulk("index") + testkit.Int(1) +
+		testkit.Bulk("find_keys") + "*4\r\n" + testkit.Bulk("type") + testkit.Bulk("range") + testkit.Bulk("spec") +
+		"*6\r\n" + testkit.Bulk("lastkey") + testkit.Int(0) + testkit.Bulk("keystep") + testkit.Int(1) + testkit.Bulk("limit") + testkit.Int(0) +
 		"*0\r\n" // subcommands
-	require.Equal(t, "*1\r\n"+throttleInfo, c.do("COMMAND", "INFO", "cl.throttle"))
-	require.Equal(t, "*2\r\n"+throttleInfo+null2, c.do("COMMAND", "INFO", "CL.THROTTLE", "nosuch"))
-	require.True(t, strings.HasPrefix(c.do("COMMAND", "INFO", "client|list"), "*1\r\n*10\r\n"+bulk("client|list")+integer(-2)))
-	all := c.do("COMMAND")
+	require.Equal(t, "*1\r\n"+throttleInfo, c.Do("COMMAND", "INFO", "cl.throttle"))
+	require.Equal(t, "*2\r\n"+throttleInfo+testkit.Null2, c.Do("COMMAND", "INFO", "CL.THROTTLE", "nosuch"))
+	require.True(t, strings.HasPrefix(c.Do("COMMAND", "INFO", "client|list"), "*1\r\n*10\r\n"+testkit.Bulk("client|list")+testkit.Int(-2)))
+	all := c.Do("COMMAND")
 	require.True(t, strings.HasPrefix(all, "*"+strconv.Itoa(len(names))+"\r\n"))
 	require.Contains(t, all, throttleInfo)
 
@@ -526,8 +527,8 @@ func TestCommand(t *testing.T) {
 		require.Equal(t, "O(1)", fields["complexity"])
 		require.Contains(t, fields["summary"], "redis-cell")
 	}
-	require.Equal(t, "*0\r\n", c.do("COMMAND", "DOCS", "nosuch"))
-	require.Equal(t, "*2\r\n"+bulk("ping"), c.do("COMMAND", "DOCS", "ping")[:len("*2\r\n$4\r\nping\r\n")])
+	require.Equal(t, "*0\r\n", c.Do("COMMAND", "DOCS", "nosuch"))
+	require.Equal(t, "*2\r\n"+testkit.Bulk("ping"), c.Do("COMMAND", "DOCS", "ping")[:len("*2\r\n$4\r\nping\r\n")])
 }
 
 // docMap reads a COMMAND DOCS map under either protocol.
@@ -563,7 +564,7 @@ func TestInfo(t *testing.T) {
 	throttle(t, c, "c", 3600)
 	throttle(t, c, "d", 3600)
 
-	text := bulkBody(t, c.do("INFO"))
+	text := bulkBody(t, c.Do("INFO"))
 	require.True(t, strings.HasSuffix(text, "\r\n"))
 	require.NotContains(t, strings.ReplaceAll(text, "\r\n", ""), "\n", "every line ends in CRLF")
 	var headers []string
@@ -589,10 +590,10 @@ func TestInfo(t *testing.T) {
 	require.Contains(t, text, "# Keyspace\r\ndb0:keys=4,expires=4,avg_ttl=3600000\r\n")
 
 	c2 := ts.raw(t)
-	require.Equal(t, "# Clients\r\nconnected_clients:2\r\nmaxclients:10000\r\nblocked_clients:0\r\npubsub_clients:0\r\n", bulkBody(t, c2.do("INFO", "clients")))
-	require.Equal(t, ok, c.do("FLUSHDB"))
-	require.Equal(t, "# Keyspace\r\n", bulkBody(t, c.do("INFO", "KEYSPACE")))
-	two := bulkBody(t, c.do("INFO", "server", "keyspace"))
+	require.Equal(t, "# Clients\r\nconnected_clients:2\r\nmaxclients:10000\r\nblocked_clients:0\r\npubsub_clients:0\r\n", bulkBody(t, c2.Do("INFO", "clients")))
+	require.Equal(t, testkit.OK, c.Do("FLUSHDB"))
+	require.Equal(t, "# Keyspace\r\n", bulkBody(t, c.Do("INFO", "KEYSPACE")))
+	two := bulkBody(t, c.Do("INFO", "server", "keyspace"))
 	require.True(t, strings.HasPrefix(two, "# Server\r\n"))
 	require.True(t, strings.HasSuffix(two, "\r\n\r\n# Keyspace\r\n"))
 	require.NotContains(t, two, "# Clients")
@@ -612,14 +613,14 @@ func TestInfo(t *testing.T) {
 func TestConfigGet(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, bulks("maxmemory", "0"), c.do("CONFIG", "GET", "maxmemory"))
-	require.Equal(t, bulks("maxmemory", "0"), c.do("config", "get", "MAXMEMORY"))
-	require.Equal(t, bulks("maxmemory", "0", "maxmemory-clients", "268435456", "maxmemory-policy", "noeviction", "maxmemory-samples", "5"),
-		c.do("CONFIG", "GET", "maxmemory*"))
-	require.Equal(t, bulks("port", strconv.Itoa(ts.Port)), c.do("CONFIG", "GET", "port"))
-	require.Equal(t, "*0\r\n", c.do("CONFIG", "GET", "no-such-setting"))
-	require.Equal(t, errReply("ERR wrong number of arguments for 'config|get' command"), c.do("CONFIG", "GET"))
-	require.Equal(t, "%1\r\n"+bulk("maxmemory")+bulk("0"), helloThen(t, c, "CONFIG", "GET", "maxmemory"), "a RESP3 map")
+	require.Equal(t, testkit.Bulks("maxmemory", "0"), c.Do("CONFIG", "GET", "maxmemory"))
+	require.Equal(t, testkit.Bulks("maxmemory", "0"), c.Do("config", "get", "MAXMEMORY"))
+	require.Equal(t, testkit.Bulks("maxmemory", "0", "maxmemory-clients", "268435456", "maxmemory-policy", "noeviction", "maxmemory-samples", "5"),
+		c.Do("CONFIG", "GET", "maxmemory*"))
+	require.Equal(t, testkit.Bulks("port", strconv.Itoa(ts.Port)), c.Do("CONFIG", "GET", "port"))
+	require.Equal(t, "*0\r\n", c.Do("CONFIG", "GET", "no-such-setting"))
+	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'config|get' command"), c.Do("CONFIG", "GET"))
+	require.Equal(t, "%1\r\n"+testkit.Bulk("maxmemory")+testkit.Bulk("0"), helloThen(t, c, "CONFIG", "GET", "maxmemory"), "a RESP3 map")
 
 	rdb := ts.goRedis(t)
 	got, err := rdb.ConfigGet(ctx(t), "*").Result()
@@ -633,23 +634,23 @@ func TestConfigGet(t *testing.T) {
 }
 
 // helloThen switches c to RESP3 and sends one command.
-func helloThen(t *testing.T, c *rawConn, args ...string) string {
+func helloThen(t *testing.T, c *testkit.Conn, args ...string) string {
 	t.Helper()
-	require.Contains(t, c.do("HELLO", "3"), "proto")
-	return c.do(args...)
+	require.Contains(t, c.Do("HELLO", "3"), "proto")
+	return c.Do(args...)
 }
 
 // Unknown commands and wrong arities read exactly as Redis words them.
 func TestUnknownCommandAndArity(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, errReply("ERR unknown command 'foo', with args beginning with: 'a' 'b' "), c.do("foo", "a", "b"))
-	require.Equal(t, errReply("ERR unknown command 'FOO', with args beginning with: "), c.do("FOO"))
-	require.Equal(t, errReply("ERR unknown command 'foo', with args beginning with: 'a  b' "), c.do("foo", "a\r\nb"), "CR and LF become spaces")
+	require.Equal(t, testkit.Err("ERR unknown command 'foo', with args beginning with: 'a' 'b' "), c.Do("foo", "a", "b"))
+	require.Equal(t, testkit.Err("ERR unknown command 'FOO', with args beginning with: "), c.Do("FOO"))
+	require.Equal(t, testkit.Err("ERR unknown command 'foo', with args beginning with: 'a  b' "), c.Do("foo", "a\r\nb"), "CR and LF become spaces")
 	long := strings.Repeat("x", 200)
-	require.Equal(t, errReply("ERR unknown command 'foo', with args beginning with: '"+long[:128]+"' "), c.do("foo", long, "next"))
-	require.Equal(t, errReply("ERR unknown command '"+long[:128]+"', with args beginning with: "), c.do(long))
-	require.Equal(t, errReply("ERR unknown command 'cl.throttl', with args beginning with: 'k' "), c.do("cl.throttl", "k"))
+	require.Equal(t, testkit.Err("ERR unknown command 'foo', with args beginning with: '"+long[:128]+"' "), c.Do("foo", long, "next"))
+	require.Equal(t, testkit.Err("ERR unknown command '"+long[:128]+"', with args beginning with: "), c.Do(long))
+	require.Equal(t, testkit.Err("ERR unknown command 'cl.throttl', with args beginning with: 'k' "), c.Do("cl.throttl", "k"))
 
 	for _, tc := range []struct {
 		args []string
@@ -672,10 +673,10 @@ func TestUnknownCommandAndArity(t *testing.T) {
 		{[]string{"CONFIG"}, "config"},
 		{[]string{"CONFIG", "GET"}, "config|get"},
 	} {
-		want := errReply("ERR wrong number of arguments for '" + tc.name + "' command")
-		require.Equal(t, want, c.do(tc.args...), "%q", tc.args)
+		want := testkit.Err("ERR wrong number of arguments for '" + tc.name + "' command")
+		require.Equal(t, want, c.Do(tc.args...), "%q", tc.args)
 	}
-	require.Equal(t, simple("PONG"), c.do("PING"), "the connection still works")
+	require.Equal(t, testkit.Simple("PONG"), c.Do("PING"), "the connection still works")
 
 	rdb := ts.goRedis(t)
 	require.EqualError(t, rdb.Do(ctx(t), "NOSUCH", "x").Err(), "ERR unknown command 'NOSUCH', with args beginning with: 'x' ")

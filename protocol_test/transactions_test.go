@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/server"
 	"redcell/storage"
 )
@@ -20,29 +21,29 @@ import (
 func TestMultiExecReplies(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	require.Equal(t, ok, c.do("MULTI"))
-	require.Equal(t, simple("QUEUED"), c.do("CL.THROTTLE", "k", "4", "1", "1"))
-	require.Equal(t, simple("QUEUED"), c.do("CL.THROTTLE", "k", "4", "1", "1"))
-	require.Equal(t, simple("QUEUED"), c.do("PTTL", "k"))
-	require.Equal(t, simple("QUEUED"), c.do("CL.THROTTLE", "k", "4", "1", "1", "-1"))
-	require.Equal(t, "*4\r\n"+ints(0, 5, 4, -1, 1)+ints(0, 5, 3, -1, 2)+integer(2000)+
-		errReply("ERR quantity must not be negative"), c.do("EXEC"), "an error inside EXEC is that command's reply")
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("PTTL", "k"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", "k", "4", "1", "1", "-1"))
+	require.Equal(t, "*4\r\n"+testkit.Ints(0, 5, 4, -1, 1)+testkit.Ints(0, 5, 3, -1, 2)+testkit.Int(2000)+
+		testkit.Err("ERR quantity must not be negative"), c.Do("EXEC"), "an error inside EXEC is that command's reply")
 
-	require.Equal(t, errReply("ERR EXEC without MULTI"), c.do("EXEC"))
-	require.Equal(t, errReply("ERR DISCARD without MULTI"), c.do("DISCARD"))
-	require.Equal(t, ok, c.do("MULTI"))
-	require.Equal(t, errReply("ERR MULTI calls can not be nested"), c.do("MULTI"))
-	require.Equal(t, errReply("ERR WATCH inside MULTI is not allowed"), c.do("WATCH", "k"))
-	require.Equal(t, simple("QUEUED"), c.do("PING"))
-	require.Equal(t, "*1\r\n"+simple("PONG"), c.do("EXEC"), "neither error aborts the transaction, as in Redis")
+	require.Equal(t, testkit.Err("ERR EXEC without MULTI"), c.Do("EXEC"))
+	require.Equal(t, testkit.Err("ERR DISCARD without MULTI"), c.Do("DISCARD"))
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
+	require.Equal(t, testkit.Err("ERR MULTI calls can not be nested"), c.Do("MULTI"))
+	require.Equal(t, testkit.Err("ERR WATCH inside MULTI is not allowed"), c.Do("WATCH", "k"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("PING"))
+	require.Equal(t, "*1\r\n"+testkit.Simple("PONG"), c.Do("EXEC"), "neither error aborts the transaction, as in Redis")
 
-	require.Equal(t, ok, c.do("MULTI"))
-	require.Equal(t, simple("QUEUED"), c.do("CL.THROTTLE", "k", "4", "1", "1"))
-	require.Equal(t, ok, c.do("DISCARD"))
-	require.Equal(t, ints(0, 5, 2, -1, 3), c.do("CL.THROTTLE", "k", "4", "1", "1"), "the discarded decision never ran")
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.OK, c.Do("DISCARD"))
+	require.Equal(t, testkit.Ints(0, 5, 2, -1, 3), c.Do("CL.THROTTLE", "k", "4", "1", "1"), "the discarded decision never ran")
 
 	// RESP3: the same array.
-	require.Equal(t, "*2\r\n"+ints(0, 5, 1, -1, 4)+":1\r\n", execOn(t, ts, "CL.THROTTLE k 4 1 1", "EXISTS k"))
+	require.Equal(t, "*2\r\n"+testkit.Ints(0, 5, 1, -1, 4)+":1\r\n", execOn(t, ts, "CL.THROTTLE k 4 1 1", "EXISTS k"))
 }
 
 // execOn runs the commands (space-separated words) in one transaction on a
@@ -50,12 +51,12 @@ func TestMultiExecReplies(t *testing.T) {
 func execOn(t *testing.T, ts *testServer, commands ...string) string {
 	t.Helper()
 	c := ts.raw(t)
-	c.do("HELLO", "3")
-	require.Equal(t, ok, c.do("MULTI"))
+	c.Do("HELLO", "3")
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
 	for _, cmd := range commands {
-		require.Equal(t, simple("QUEUED"), c.do(strings.Fields(cmd)...))
+		require.Equal(t, testkit.Simple("QUEUED"), c.Do(strings.Fields(cmd)...))
 	}
-	return c.do("EXEC")
+	return c.Do("EXEC")
 }
 
 // A command refused while queued (unknown, wrong arity, not allowed in
@@ -70,16 +71,16 @@ func TestRefusedCommandAbortsTheTransaction(t *testing.T) {
 		{"CL.THROTTLE", "k"},
 		{"SAVE"},
 	} {
-		require.Equal(t, ok, c.do("MULTI"))
-		require.Equal(t, simple("QUEUED"), c.do("CL.THROTTLE", "k", "4", "1", "1"))
-		reply := c.do(refused...)
+		require.Equal(t, testkit.OK, c.Do("MULTI"))
+		require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
+		reply := c.Do(refused...)
 		require.True(t, strings.HasPrefix(reply, "-ERR "), "%v: %q", refused, reply)
-		require.Equal(t, errReply("EXECABORT Transaction discarded because of previous errors."), c.do("EXEC"), "%v", refused)
-		require.Equal(t, ints(0, 5, 5, -1, 0), c.do("CL.THROTTLE", "k", "4", "1", "1", "0"), "%v: nothing ran", refused)
+		require.Equal(t, testkit.Err("EXECABORT Transaction discarded because of previous errors."), c.Do("EXEC"), "%v", refused)
+		require.Equal(t, testkit.Ints(0, 5, 5, -1, 0), c.Do("CL.THROTTLE", "k", "4", "1", "1", "0"), "%v: nothing ran", refused)
 	}
-	require.Equal(t, ok, c.do("MULTI"))
-	require.Equal(t, errReply("ERR Command not allowed inside a transaction"), c.do("SHUTDOWN"))
-	require.Equal(t, ok, c.do("DISCARD"))
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
+	require.Equal(t, testkit.Err("ERR Command not allowed inside a transaction"), c.Do("SHUTDOWN"))
+	require.Equal(t, testkit.OK, c.Do("DISCARD"))
 }
 
 // WATCH: a watched key changed by another client (or that expired) makes
@@ -88,43 +89,43 @@ func TestRefusedCommandAbortsTheTransaction(t *testing.T) {
 func TestWatch(t *testing.T) {
 	ts := startServer(t)
 	c, other := ts.raw(t), ts.raw(t)
-	other.do("CL.THROTTLE", "w", "4", "1", "10")
+	other.Do("CL.THROTTLE", "w", "4", "1", "10")
 
-	require.Equal(t, ok, c.do("WATCH", "w", "absent"))
-	other.do("CL.THROTTLE", "w", "4", "1", "10")
-	require.Equal(t, ok, c.do("MULTI"))
-	require.Equal(t, simple("QUEUED"), c.do("CL.THROTTLE", "w", "4", "1", "10"))
-	require.Equal(t, "*-1\r\n", c.do("EXEC"), "the key changed: RESP2's null array")
-	require.Equal(t, ints(0, 5, 3, -1, 20), c.do("CL.THROTTLE", "w", "4", "1", "10", "0"), "the transaction's decision never ran")
+	require.Equal(t, testkit.OK, c.Do("WATCH", "w", "absent"))
+	other.Do("CL.THROTTLE", "w", "4", "1", "10")
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", "w", "4", "1", "10"))
+	require.Equal(t, "*-1\r\n", c.Do("EXEC"), "the key changed: RESP2's null array")
+	require.Equal(t, testkit.Ints(0, 5, 3, -1, 20), c.Do("CL.THROTTLE", "w", "4", "1", "10", "0"), "the transaction's decision never ran")
 
-	require.Equal(t, ok, c.do("WATCH", "w"))
-	require.Equal(t, ok, c.do("MULTI"))
-	require.Equal(t, simple("QUEUED"), c.do("CL.THROTTLE", "w", "4", "1", "10"))
-	require.Equal(t, "*1\r\n"+ints(0, 5, 2, -1, 30), c.do("EXEC"), "unchanged: it runs")
+	require.Equal(t, testkit.OK, c.Do("WATCH", "w"))
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", "w", "4", "1", "10"))
+	require.Equal(t, "*1\r\n"+testkit.Ints(0, 5, 2, -1, 30), c.Do("EXEC"), "unchanged: it runs")
 
 	// A key created by another client counts as changed; so does one
 	// that expired meanwhile.
-	require.Equal(t, ok, c.do("WATCH", "new"))
-	other.do("CL.THROTTLE", "new", "0", "1", "1")
-	require.Equal(t, ok, c.do("MULTI"))
-	require.Equal(t, "*-1\r\n", c.do("EXEC"))
-	require.Equal(t, ok, c.do("WATCH", "new"))
+	require.Equal(t, testkit.OK, c.Do("WATCH", "new"))
+	other.Do("CL.THROTTLE", "new", "0", "1", "1")
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
+	require.Equal(t, "*-1\r\n", c.Do("EXEC"))
+	require.Equal(t, testkit.OK, c.Do("WATCH", "new"))
 	ts.Clock.Advance(2 * time.Second)
-	require.Equal(t, ok, c.do("MULTI"))
-	require.Equal(t, "*-1\r\n", c.do("EXEC"), "the watched key expired")
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
+	require.Equal(t, "*-1\r\n", c.Do("EXEC"), "the watched key expired")
 
-	require.Equal(t, ok, c.do("WATCH", "w"))
-	require.Equal(t, ok, c.do("UNWATCH"))
-	other.do("CL.THROTTLE", "w", "4", "1", "10")
-	require.Equal(t, ok, c.do("MULTI"))
-	require.Equal(t, "*0\r\n", c.do("EXEC"), "UNWATCH forgot it")
+	require.Equal(t, testkit.OK, c.Do("WATCH", "w"))
+	require.Equal(t, testkit.OK, c.Do("UNWATCH"))
+	other.Do("CL.THROTTLE", "w", "4", "1", "10")
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
+	require.Equal(t, "*0\r\n", c.Do("EXEC"), "UNWATCH forgot it")
 
 	h := ts.raw(t)
-	h.do("HELLO", "3")
-	require.Equal(t, ok, h.do("WATCH", "w"))
-	other.do("CL.THROTTLE", "w", "4", "1", "10")
-	require.Equal(t, ok, h.do("MULTI"))
-	require.Equal(t, "_\r\n", h.do("EXEC"), "RESP3's null")
+	h.Do("HELLO", "3")
+	require.Equal(t, testkit.OK, h.Do("WATCH", "w"))
+	other.Do("CL.THROTTLE", "w", "4", "1", "10")
+	require.Equal(t, testkit.OK, h.Do("MULTI"))
+	require.Equal(t, "_\r\n", h.Do("EXEC"), "RESP3's null")
 }
 
 // EXEC runs its commands with no other client's command between them: with
@@ -171,7 +172,7 @@ func TestExecIsAtomic(t *testing.T) {
 	c := ts.raw(t)
 	total := int64(0)
 	for i := 0; i < 3; i++ {
-		r := c.do("CL.THROTTLE", fmt.Sprintf("k%d", i), "1000000", "1", "1", "0")
+		r := c.Do("CL.THROTTLE", fmt.Sprintf("k%d", i), "1000000", "1", "1", "0")
 		var limited, limit, remaining, retry, reset int64
 		_, err := fmt.Sscanf(r, "*5\r\n:%d\r\n:%d\r\n:%d\r\n:%d\r\n:%d\r\n", &limited, &limit, &remaining, &retry, &reset)
 		require.NoError(t, err)
@@ -236,7 +237,7 @@ func TestClientTransactions(t *testing.T) {
 func TestEveryCommandRunsInsideExec(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
-	c.do("CL.THROTTLE", "k", "4", "1", "1")
+	c.Do("CL.THROTTLE", "k", "4", "1", "1")
 	for _, cmd := range [][]string{
 		{"GET", "k"}, {"TTL", "k"}, {"PTTL", "k"}, {"TYPE", "k"}, {"EXISTS", "k", "x"}, {"STRLEN", "k"},
 		{"KEYS", "*"}, {"SCAN", "0"}, {"DBSIZE"}, {"INFO"}, {"INFO", "keyspace"}, {"INFO", "memory"},
@@ -245,11 +246,11 @@ func TestEveryCommandRunsInsideExec(t *testing.T) {
 		{"LASTSAVE"}, {"SLOWLOG", "LEN"}, {"UNWATCH"}, {"DEL", "gone"}, {"UNLINK", "gone"},
 		{"FLUSHDB"}, {"CL.THROTTLE", "k", "4", "1", "1"},
 	} {
-		require.Equal(t, ok, c.do("MULTI"))
-		require.Equal(t, simple("QUEUED"), c.do("CL.THROTTLE", "k", "4", "1", "1"))
-		require.Equal(t, simple("QUEUED"), c.do(cmd...), "%v", cmd)
-		require.NoError(t, c.conn.SetReadDeadline(time.Now().Add(5*time.Second)))
-		reply := c.do("EXEC")
+		require.Equal(t, testkit.OK, c.Do("MULTI"))
+		require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
+		require.Equal(t, testkit.Simple("QUEUED"), c.Do(cmd...), "%v", cmd)
+		require.NoError(t, c.Conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+		reply := c.Do("EXEC")
 		require.True(t, strings.HasPrefix(reply, "*2\r\n"), "%v inside EXEC: %q", cmd, reply)
 	}
 }
@@ -259,14 +260,14 @@ func TestEveryCommandRunsInsideExec(t *testing.T) {
 func TestSentinelStyleTransaction(t *testing.T) {
 	ts := startServer(t)
 	victim := ts.raw(t)
-	require.Equal(t, simple("PONG"), victim.do("PING"))
+	require.Equal(t, testkit.Simple("PONG"), victim.Do("PING"))
 	c := ts.raw(t)
-	require.Equal(t, ok, c.do("MULTI"))
-	require.Equal(t, simple("QUEUED"), c.do("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"))
-	require.Equal(t, simple("QUEUED"), c.do("CONFIG", "GET", "port"))
-	reply := c.do("EXEC")
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CONFIG", "GET", "port"))
+	reply := c.Do("EXEC")
 	require.True(t, strings.HasPrefix(reply, "*2\r\n:1\r\n"), "one client killed: %q", reply)
-	victim.expectClosed()
+	victim.ExpectClosed()
 }
 
 // A monitor sees MULTI, then each queued command as EXEC runs it, then
@@ -275,12 +276,12 @@ func TestMonitorShowsATransaction(t *testing.T) {
 	ts := startServer(t)
 	c := ts.raw(t)
 	m := startMonitor(t, ts)
-	require.Equal(t, ok, c.do("MULTI"))
-	require.Equal(t, simple("QUEUED"), c.do("CL.THROTTLE", "k", "4", "1", "1"))
-	require.Equal(t, simple("QUEUED"), c.do("PTTL", "k"))
-	c.do("EXEC")
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("PTTL", "k"))
+	c.Do("EXEC")
 	for _, want := range [][]string{{"MULTI"}, {"CL.THROTTLE", "k", "4", "1", "1"}, {"PTTL", "k"}, {"EXEC"}} {
-		require.Equal(t, line(t0, addrOf(c), quote(want...)), m.read())
+		require.Equal(t, line(t0, addrOf(c), quote(want...)), m.Read())
 	}
 }
 
@@ -289,19 +290,19 @@ func TestMonitorShowsATransaction(t *testing.T) {
 func TestPauseWriteHoldsAnExecThatWrites(t *testing.T) {
 	ts := startServer(t)
 	admin, c, r := ts.raw(t), ts.raw(t), ts.raw(t)
-	require.Equal(t, ok, admin.do("CLIENT", "PAUSE", "60000", "WRITE"))
-	require.Equal(t, ok, r.do("MULTI"))
-	require.Equal(t, simple("QUEUED"), r.do("PTTL", "k"))
-	require.Equal(t, "*1\r\n"+integer(-2), r.do("EXEC"), "reads only: runs under the pause")
+	require.Equal(t, testkit.OK, admin.Do("CLIENT", "PAUSE", "60000", "WRITE"))
+	require.Equal(t, testkit.OK, r.Do("MULTI"))
+	require.Equal(t, testkit.Simple("QUEUED"), r.Do("PTTL", "k"))
+	require.Equal(t, "*1\r\n"+testkit.Int(-2), r.Do("EXEC"), "reads only: runs under the pause")
 
-	require.Equal(t, ok, c.do("MULTI"))
-	require.Equal(t, simple("QUEUED"), c.do("CL.THROTTLE", "k", "4", "1", "1"))
-	c.write(command("EXEC"))
-	require.Eventually(t, func() bool { return strings.Contains(admin.do("CLIENT", "LIST"), "flags=b") }, 5*time.Second, 5*time.Millisecond,
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
+	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
+	c.Write(testkit.Command("EXEC"))
+	require.Eventually(t, func() bool { return strings.Contains(admin.Do("CLIENT", "LIST"), "flags=b") }, 5*time.Second, 5*time.Millisecond,
 		"the EXEC waits on the pause")
-	require.Contains(t, bulkBody(t, admin.do("INFO", "clients")), "blocked_clients:1\r\n")
-	require.Equal(t, ok, admin.do("CLIENT", "UNPAUSE"))
-	require.Equal(t, "*1\r\n"+ints(0, 5, 4, -1, 1), c.read())
+	require.Contains(t, bulkBody(t, admin.Do("INFO", "clients")), "blocked_clients:1\r\n")
+	require.Equal(t, testkit.OK, admin.Do("CLIENT", "UNPAUSE"))
+	require.Equal(t, "*1\r\n"+testkit.Ints(0, 5, 4, -1, 1), c.Read())
 }
 
 // countingPersistence counts the syncs durable mode asks for.
@@ -336,15 +337,15 @@ func TestDurableExecIsOneGroupCommit(t *testing.T) {
 	p := &countingPersistence{}
 	ts := startServer(t, func(c *server.Config) { c.Persistence, c.DurableWrites = p, true })
 	c := ts.raw(t)
-	require.Equal(t, ok, c.do("MULTI"))
+	require.Equal(t, testkit.OK, c.Do("MULTI"))
 	for i := 0; i < 5; i++ {
-		require.Equal(t, simple("QUEUED"), c.do("CL.THROTTLE", fmt.Sprintf("k%d", i), "4", "1", "1"))
+		require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", fmt.Sprintf("k%d", i), "4", "1", "1"))
 	}
 	require.Zero(t, p.count(), "queueing changes nothing")
-	require.True(t, strings.HasPrefix(c.do("EXEC"), "*5\r\n"))
+	require.True(t, strings.HasPrefix(c.Do("EXEC"), "*5\r\n"))
 	require.Equal(t, 1, p.count())
 	for i := 0; i < 5; i++ {
-		c.do("CL.THROTTLE", fmt.Sprintf("k%d", i), "4", "1", "1")
+		c.Do("CL.THROTTLE", fmt.Sprintf("k%d", i), "4", "1", "1")
 	}
 	require.Equal(t, 6, p.count(), "outside a transaction, each change waits for its own")
 }

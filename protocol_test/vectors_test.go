@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/gcra/gcratest"
+	"redcell/internal/testkit"
 	"redcell/server"
 )
 
@@ -164,14 +165,12 @@ func TestVectorsRawBytes(t *testing.T) {
 				t.Run(v.Name, func(t *testing.T) {
 					ts := startServer(t)
 					c := ts.raw(t)
-					require.Contains(t, c.do("HELLO", proto), "proto\r\n:"+proto+"\r\n")
+					require.Contains(t, c.Do("HELLO", proto), "proto\r\n:"+proto+"\r\n")
+					steps := make([]testkit.Step, len(v.Steps))
 					for i, s := range v.Steps {
-						ts.Clock.Set(t0.Add(s.At))
-						want := ints(s.Want[:]...)
-						if got := c.do(v.Args(i)...); got != want {
-							t.Errorf("step %d: at %v quantity %d = %q want %q", i, s.At, s.Quantity, got, want)
-						}
+						steps[i] = testkit.Step{At: s.At, Args: v.Args(i), Want: testkit.Ints(s.Want[:]...)}
 					}
+					testkit.RunSteps(t, steps, c.Do, func(at time.Duration) { ts.Clock.Set(t0.Add(at)) })
 				})
 			}
 		})
@@ -235,15 +234,15 @@ func TestThrottleEdgeCases(t *testing.T) {
 
 	// quantity > limit on an existing key: limited, retry_after -1, the key
 	// as it was.
-	require.Equal(t, ints(0, 5, 4, -1, 1), c.do("CL.THROTTLE", "big", "4", "1", "1"))
-	require.Equal(t, ints(1, 5, 4, -1, 1), c.do("CL.THROTTLE", "big", "4", "1", "1", "6"))
-	require.Equal(t, ints(1, 5, 4, -1, 1), c.do("CL.THROTTLE", "big", "4", "1", "1", "1000000"))
-	require.Equal(t, ints(0, 5, 0, -1, 5), c.do("CL.THROTTLE", "big", "4", "1", "1", "4"), "exactly the rest of the burst")
+	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "big", "4", "1", "1"))
+	require.Equal(t, testkit.Ints(1, 5, 4, -1, 1), c.Do("CL.THROTTLE", "big", "4", "1", "1", "6"))
+	require.Equal(t, testkit.Ints(1, 5, 4, -1, 1), c.Do("CL.THROTTLE", "big", "4", "1", "1", "1000000"))
+	require.Equal(t, testkit.Ints(0, 5, 0, -1, 5), c.Do("CL.THROTTLE", "big", "4", "1", "1", "4"), "exactly the rest of the burst")
 
 	// Only count/period matters: 15 30 60 and 15 1 2 answer alike, call by call.
 	for i := 0; i < 20; i++ {
-		a := c.do("CL.THROTTLE", "ratio-a", "15", "30", "60")
-		b := c.do("CL.THROTTLE", "ratio-b", "15", "1", "2")
+		a := c.Do("CL.THROTTLE", "ratio-a", "15", "30", "60")
+		b := c.Do("CL.THROTTLE", "ratio-b", "15", "1", "2")
 		require.Equal(t, a, b, "call %d", i)
 		ts.Clock.Advance(700 * time.Millisecond)
 	}
@@ -251,24 +250,24 @@ func TestThrottleEdgeCases(t *testing.T) {
 	// Where redis-cell reports remaining > limit (6024 for k 6000 6000 1),
 	// redcell stays within the limit: ei truncates to 166666 ns, and a
 	// reset_after under a millisecond is 0 s.
-	require.Equal(t, ints(0, 6001, 6000, -1, 0), c.do("CL.THROTTLE", "fast", "6000", "6000", "1"))
+	require.Equal(t, testkit.Ints(0, 6001, 6000, -1, 0), c.Do("CL.THROTTLE", "fast", "6000", "6000", "1"))
 	// Two million a second: ei = 500 ns; reset_after 500 ns is below the
 	// millisecond that rounds up.
-	require.Equal(t, ints(0, 11, 10, -1, 0), c.do("CL.THROTTLE", "faster", "10", "2000000", "1"))
+	require.Equal(t, testkit.Ints(0, 11, 10, -1, 0), c.Do("CL.THROTTLE", "faster", "10", "2000000", "1"))
 	for i := 0; i < 11; i++ {
-		c.do("CL.THROTTLE", "faster", "10", "2000000", "1")
+		c.Do("CL.THROTTLE", "faster", "10", "2000000", "1")
 	}
-	require.Equal(t, ints(1, 11, 0, 0, 0), c.do("CL.THROTTLE", "faster", "10", "2000000", "1"), "limited with under a millisecond to wait")
+	require.Equal(t, testkit.Ints(1, 11, 0, 0, 0), c.Do("CL.THROTTLE", "faster", "10", "2000000", "1"), "limited with under a millisecond to wait")
 
 	// A TAT further ahead than the calling limit's tolerance (left there by
 	// a larger burst) is obeyed as redis-cell obeys it, and a limited call
 	// or a peek leaves it where it is.
 	for i := 0; i < 10; i++ {
-		c.do("CL.THROTTLE", "lowered", "9", "1", "1")
+		c.Do("CL.THROTTLE", "lowered", "9", "1", "1")
 	}
-	require.Equal(t, ints(1, 5, 0, 6, 10), c.do("CL.THROTTLE", "lowered", "4", "1", "1"))
-	require.Equal(t, ints(1, 5, 0, 5, 10), c.do("CL.THROTTLE", "lowered", "4", "1", "1", "0"))
-	require.Equal(t, integer(10000), c.do("PTTL", "lowered"), "the TAT is where the larger burst left it")
+	require.Equal(t, testkit.Ints(1, 5, 0, 6, 10), c.Do("CL.THROTTLE", "lowered", "4", "1", "1"))
+	require.Equal(t, testkit.Ints(1, 5, 0, 5, 10), c.Do("CL.THROTTLE", "lowered", "4", "1", "1", "0"))
+	require.Equal(t, testkit.Int(10000), c.Do("PTTL", "lowered"), "the TAT is where the larger burst left it")
 
 }
 
@@ -283,14 +282,14 @@ func TestBinaryAndLongKeys(t *testing.T) {
 		keys = append(keys, strings.Repeat("k", n))
 	}
 	for _, k := range keys {
-		require.Equal(t, ints(0, 2, 1, -1, 1), c.do("CL.THROTTLE", k, "1", "2", "1"), "key %.20q (%d bytes)", k, len(k))
-		require.Equal(t, ints(0, 2, 0, -1, 1), c.do("CL.THROTTLE", k, "1", "2", "1"), "key %.20q (%d bytes)", k, len(k))
-		require.Equal(t, integer(1), c.do("EXISTS", k), "key %.20q", k)
+		require.Equal(t, testkit.Ints(0, 2, 1, -1, 1), c.Do("CL.THROTTLE", k, "1", "2", "1"), "key %.20q (%d bytes)", k, len(k))
+		require.Equal(t, testkit.Ints(0, 2, 0, -1, 1), c.Do("CL.THROTTLE", k, "1", "2", "1"), "key %.20q (%d bytes)", k, len(k))
+		require.Equal(t, testkit.Int(1), c.Do("EXISTS", k), "key %.20q", k)
 	}
-	require.Equal(t, integer(int64(len(keys))), c.do("DBSIZE"))
-	require.Equal(t, bulks(strings.Repeat("k", server.DefaultMaxKeyLen)), c.do("KEYS", strings.Repeat("k", 1001)+"*"))
+	require.Equal(t, testkit.Int(int64(len(keys))), c.Do("DBSIZE"))
+	require.Equal(t, testkit.Bulks(strings.Repeat("k", server.DefaultMaxKeyLen)), c.Do("KEYS", strings.Repeat("k", 1001)+"*"))
 	for _, k := range keys {
-		require.Equal(t, integer(1), c.do("DEL", k), "key %.20q", k)
+		require.Equal(t, testkit.Int(1), c.Do("DEL", k), "key %.20q", k)
 	}
-	require.Equal(t, integer(0), c.do("DBSIZE"))
+	require.Equal(t, testkit.Int(0), c.Do("DBSIZE"))
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/cluster"
+	"redcell/internal/testkit"
 	"redcell/storage"
 )
 
@@ -188,25 +188,13 @@ func TestClusterExecOnASlotThatFrozeIsRetriedWhole(t *testing.T) {
 	a := nodes[0]
 	_, err := a.do(t, "CLUSTERX", "SETNODES", topology(nodes), 1)
 	require.NoError(t, err)
-	conn, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(a.port))
-	require.NoError(t, err)
-	defer conn.Close()
-	require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
-	r := bufio.NewReader(conn)
-	line := func() string {
-		l, err := r.ReadString('\n')
-		require.NoError(t, err)
-		return l
-	}
-	_, err = conn.Write([]byte("MULTI\r\nCL.THROTTLE {t}k 10 1 3600\r\n"))
-	require.NoError(t, err)
-	require.Equal(t, "+OK\r\n", line())
-	require.Equal(t, "+QUEUED\r\n", line())
+	c := testkit.Dial(t, "127.0.0.1:"+strconv.Itoa(a.port))
+	c.Write("MULTI\r\nCL.THROTTLE {t}k 10 1 3600\r\n")
+	require.Equal(t, "+OK\r\n", c.Read())
+	require.Equal(t, "+QUEUED\r\n", c.Read())
 	slot := cluster.Slot([]byte("{t}k"))
 	a.srv.store.Freeze(slot, true) // frozen in the store, not yet in the routing
-	_, err = conn.Write([]byte("EXEC\r\n"))
-	require.NoError(t, err)
-	require.Equal(t, "-TRYAGAIN Multiple keys request during rehashing of slot\r\n", line(), "the whole EXEC, not a reply inside it")
+	require.Equal(t, "-TRYAGAIN Multiple keys request during rehashing of slot\r\n", c.DoInline("EXEC"), "the whole EXEC, not a reply inside it")
 	a.srv.store.Freeze(slot, false)
 	res, err := a.do(t, "CL.THROTTLE", "{t}k", 10, 1, 3600, 0)
 	require.NoError(t, err)

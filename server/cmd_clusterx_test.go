@@ -1,10 +1,7 @@
 package server
 
 import (
-	"bufio"
 	"context"
-	"io"
-	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -15,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/cluster"
+	"redcell/internal/testkit"
 )
 
 // migrationPair is nodes a and b of a pushed topology at version 1, and
@@ -140,8 +138,8 @@ func TestClusterAskingHoldsForATransaction(t *testing.T) {
 }
 
 // fakeDestination is a migration's destination that speaks just enough of
-// CLUSTERX IMPORT to die at a chosen moment: it answers +OK to each
-// command, after delay, until die says otherwise, then closes the
+// CLUSTERX IMPORT to die at a chosen moment (a testkit.Peer): it answers +OK
+// to each command, after delay, until die says otherwise, then closes the
 // connection (a process killed: the source reads EOF at once). A topology
 // lists it as a master without slots.
 type fakeDestination struct {
@@ -152,65 +150,14 @@ type fakeDestination struct {
 
 func startFakeDestination(t *testing.T, delay time.Duration, die func(args []string) bool) *fakeDestination {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	f := &fakeDestination{id: strings.Repeat("f", 40), port: ln.Addr().(*net.TCPAddr).Port, got: make(chan []string, 1<<16)}
-	t.Cleanup(func() { _ = ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				r := bufio.NewReader(conn)
-				for {
-					args, err := readCommand(r)
-					if err != nil {
-						return
-					}
-					f.got <- args
-					if die(args) {
-						return
-					}
-					time.Sleep(delay)
-					if _, err := conn.Write([]byte("+OK\r\n")); err != nil {
-						return
-					}
-				}
-			}()
+	p := testkit.StartPeer(t, func(args []string) string {
+		if die(args) {
+			return ""
 		}
-	}()
-	return f
-}
-
-// readCommand reads one RESP array of bulk strings.
-func readCommand(r *bufio.Reader) ([]string, error) {
-	line, err := r.ReadString('\n')
-	if err != nil {
-		return nil, err
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "*")))
-	if err != nil {
-		return nil, err
-	}
-	args := make([]string, n)
-	for i := range args {
-		if line, err = r.ReadString('\n'); err != nil {
-			return nil, err
-		}
-		size, err := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "$")))
-		if err != nil {
-			return nil, err
-		}
-		buf := make([]byte, size+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		args[i] = string(buf[:size])
-	}
-	return args, nil
+		time.Sleep(delay) // a destination slow to answer, not a wait for anything
+		return "+OK\r\n"
+	})
+	return &fakeDestination{id: strings.Repeat("f", 40), port: p.Port, got: p.Got}
 }
 
 // withFakeDestination is nodes a and b serving every slot, and the fake

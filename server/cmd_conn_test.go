@@ -1,13 +1,13 @@
 package server
 
 import (
-	"strconv"
 	"testing"
+
+	"redcell/internal/testkit"
 )
 
 func helloMap(proto, id int64) string {
-	b := func(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
-	i := func(n int64) string { return ":" + strconv.FormatInt(n, 10) + "\r\n" }
+	b, i := testkit.Bulk, testkit.Int
 	body := b("server") + b("redis") + b("version") + b(RedisVersion) + b("proto") + i(proto) +
 		b("id") + i(id) + b("mode") + b("standalone") + b("role") + b("master") + b("modules") + "*0\r\n"
 	if proto == 3 {
@@ -21,27 +21,20 @@ func helloMap(proto, id int64) string {
 // unauthenticated.
 func TestAuthOrder(t *testing.T) {
 	tc := newTestClient(t, Config{RequirePass: "pw"})
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"NOSUCH"}, "-ERR unknown command 'NOSUCH', with args beginning with: \r\n"},
-		{[]string{"GET"}, "-ERR wrong number of arguments for 'get' command\r\n"},
-		{[]string{"GET", "k"}, errReply(errNoAuth)},
-		{[]string{"CL.THROTTLE", "k", "1", "1", "1"}, errReply(errNoAuth)},
-		{[]string{"CLIENT", "TRACKING", "on"}, errReply(errNoAuth)},
-		{[]string{"HELLO", "3"}, errReply(errHelloNoAuth)},
-		{[]string{"AUTH", "nope"}, errReply(errWrongPass)},
-		{[]string{"HELLO", "3", "AUTH", "default", "nope"}, errReply(errWrongPass)},
-		{[]string{"PING"}, errReply(errNoAuth)},
-		{[]string{"HELLO", "3", "AUTH", "default", "pw"}, helloMap(3, 1)},
-		{[]string{"PING"}, "+PONG\r\n"},
-		{[]string{"GET", "k"}, "_\r\n"},
-	} {
-		if got := tc.do(c.args...); got != c.want {
-			t.Errorf("%q = %q want %q", c.args, got, c.want)
-		}
-	}
+	testkit.RunSteps(t, []testkit.Step{
+		{Args: []string{"NOSUCH"}, Want: "-ERR unknown command 'NOSUCH', with args beginning with: \r\n"},
+		{Args: []string{"GET"}, Want: "-ERR wrong number of arguments for 'get' command\r\n"},
+		{Args: []string{"GET", "k"}, Want: errReply(errNoAuth)},
+		{Args: []string{"CL.THROTTLE", "k", "1", "1", "1"}, Want: errReply(errNoAuth)},
+		{Args: []string{"CLIENT", "TRACKING", "on"}, Want: errReply(errNoAuth)},
+		{Args: []string{"HELLO", "3"}, Want: errReply(errHelloNoAuth)},
+		{Args: []string{"AUTH", "nope"}, Want: errReply(errWrongPass)},
+		{Args: []string{"HELLO", "3", "AUTH", "default", "nope"}, Want: errReply(errWrongPass)},
+		{Args: []string{"PING"}, Want: errReply(errNoAuth)},
+		{Args: []string{"HELLO", "3", "AUTH", "default", "pw"}, Want: helloMap(3, 1)},
+		{Args: []string{"PING"}, Want: "+PONG\r\n"},
+		{Args: []string{"GET", "k"}, Want: "_\r\n"},
+	}, tc.do, nil)
 
 	tc2 := newTestClient(t, Config{RequirePass: "pw"})
 	if got := tc2.do("QUIT"); got != "+OK\r\n" || !tc2.conn.closed {
@@ -54,26 +47,19 @@ func TestAuthOrder(t *testing.T) {
 
 func TestHelloSwitchesProtocol(t *testing.T) {
 	tc := newTestClient(t, Config{})
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"HELLO"}, helloMap(2, 1)},
-		{[]string{"HELLO", "3"}, helloMap(3, 1)},
-		{[]string{"CLIENT", "GETNAME"}, "_\r\n"},
-		{[]string{"HELLO", "3", "SETNAME", "svc"}, helloMap(3, 1)},
-		{[]string{"CLIENT", "GETNAME"}, "$3\r\nsvc\r\n"},
-		{[]string{"HELLO", "2"}, helloMap(2, 1)},
-		{[]string{"CLIENT", "SETNAME", ""}, "+OK\r\n"},
-		{[]string{"CLIENT", "GETNAME"}, "$-1\r\n"},
-		{[]string{"HELLO", "0"}, "-NOPROTO unsupported protocol version\r\n"},
-		{[]string{"HELLO", "+3"}, "-ERR Protocol version is not an integer or out of range\r\n"},
-		{[]string{"HELLO", "3", "SETNAME"}, "-ERR Syntax error in HELLO option 'SETNAME'\r\n"},
-	} {
-		if got := tc.do(c.args...); got != c.want {
-			t.Errorf("%q = %q want %q", c.args, got, c.want)
-		}
-	}
+	testkit.RunSteps(t, []testkit.Step{
+		{Args: []string{"HELLO"}, Want: helloMap(2, 1)},
+		{Args: []string{"HELLO", "3"}, Want: helloMap(3, 1)},
+		{Args: []string{"CLIENT", "GETNAME"}, Want: "_\r\n"},
+		{Args: []string{"HELLO", "3", "SETNAME", "svc"}, Want: helloMap(3, 1)},
+		{Args: []string{"CLIENT", "GETNAME"}, Want: "$3\r\nsvc\r\n"},
+		{Args: []string{"HELLO", "2"}, Want: helloMap(2, 1)},
+		{Args: []string{"CLIENT", "SETNAME", ""}, Want: "+OK\r\n"},
+		{Args: []string{"CLIENT", "GETNAME"}, Want: "$-1\r\n"},
+		{Args: []string{"HELLO", "0"}, Want: "-NOPROTO unsupported protocol version\r\n"},
+		{Args: []string{"HELLO", "+3"}, Want: "-ERR Protocol version is not an integer or out of range\r\n"},
+		{Args: []string{"HELLO", "3", "SETNAME"}, Want: "-ERR Syntax error in HELLO option 'SETNAME'\r\n"},
+	}, tc.do, nil)
 	if tc.c.session.resp != 2 {
 		t.Errorf("protocol after failed HELLOs = %d want 2", tc.c.session.resp)
 	}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"redcell/internal/testkit"
 )
 
 // PTTL rounds the nanoseconds left to the nearest millisecond; TTL rounds
@@ -15,7 +17,7 @@ func TestTTLRounding(t *testing.T) {
 	var now atomic.Int64
 	now.Store(t0.UnixNano())
 	tc := newTestClient(t, Config{Now: func() time.Time { return time.Unix(0, now.Load()) }})
-	if got := tc.do("CL.THROTTLE", "k", "0", "1", "10"); got != intsReply(0, 1, 0, -1, 10) {
+	if got := tc.do("CL.THROTTLE", "k", "0", "1", "10"); got != testkit.Ints(0, 1, 0, -1, 10) {
 		t.Fatalf("setup: %q", got)
 	}
 	tat := t0.Add(10 * time.Second)
@@ -101,34 +103,23 @@ func TestScanCursorWalk(t *testing.T) {
 	}
 }
 
-// parseScanReply reads "*2\r\n$n\r\ncursor\r\n*m\r\n$..." into its parts.
+// parseScanReply reads SCAN's reply, "*2\r\n$n\r\ncursor\r\n*m\r\n$...", into
+// its parts: an array of the cursor and the keys, every string a bulk one.
 func parseScanReply(t *testing.T, reply string) (string, []string) {
 	t.Helper()
-	var cursor string
-	var n int
-	rest := reply
-	if _, err := fmt.Sscanf(rest, "*2\r\n$%d\r\n", &n); err != nil {
+	v, err := testkit.Parse(reply)
+	if err != nil {
 		t.Fatalf("bad SCAN reply %q: %v", reply, err)
 	}
-	rest = rest[len("*2\r\n$")+len(strconv.Itoa(n))+2:]
-	cursor, rest = rest[:n], rest[n+2:]
-	var m int
-	if _, err := fmt.Sscanf(rest, "*%d\r\n", &m); err != nil {
-		t.Fatalf("bad SCAN reply %q: %v", reply, err)
+	if v.Kind != '*' || len(v.Elems) != 2 || v.Elems[0].Kind != '$' || v.Elems[1].Kind != '*' {
+		t.Fatalf("bad SCAN reply %q", reply)
 	}
-	rest = rest[len("*")+len(strconv.Itoa(m))+2:]
-	keys := make([]string, 0, m)
-	for i := 0; i < m; i++ {
-		var l int
-		if _, err := fmt.Sscanf(rest, "$%d\r\n", &l); err != nil {
-			t.Fatalf("bad SCAN reply %q: %v", reply, err)
+	keys := make([]string, 0, len(v.Elems[1].Elems))
+	for _, k := range v.Elems[1].Elems {
+		if k.Kind != '$' {
+			t.Fatalf("bad SCAN reply %q", reply)
 		}
-		rest = rest[len("$")+len(strconv.Itoa(l))+2:]
-		keys = append(keys, rest[:l])
-		rest = rest[l+2:]
+		keys = append(keys, k.Text)
 	}
-	if rest != "" {
-		t.Fatalf("trailing bytes in SCAN reply %q", reply)
-	}
-	return cursor, keys
+	return v.Elems[0].Text, keys
 }

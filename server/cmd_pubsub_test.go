@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/storage"
 )
 
@@ -48,11 +48,9 @@ func frame(resp int, elems ...string) string {
 	return fmt.Sprintf("%s%d\r\n%s", kind, len(elems), strings.Join(elems, ""))
 }
 
-func num(n int) string { return fmt.Sprintf(":%d\r\n", n) }
-
 // sub is an (un)subscription reply: kind, the name, the count after it.
 func sub(resp int, kind, name string, count int) string {
-	return frame(resp, bulkReply(kind), bulkReply(name), num(count))
+	return frame(resp, testkit.Bulk(kind), testkit.Bulk(name), testkit.Int(int64(count)))
 }
 
 func subscribedError(name string) string {
@@ -60,9 +58,9 @@ func subscribedError(name string) string {
 }
 
 // helloReply is what HELLO 3 answers the first client of a server.
-var hello3 = "%7\r\n" + bulkReply("server") + bulkReply("redis") + bulkReply("version") + bulkReply(RedisVersion) +
-	bulkReply("proto") + num(3) + bulkReply("id") + num(1) + bulkReply("mode") + bulkReply("standalone") +
-	bulkReply("role") + bulkReply("master") + bulkReply("modules") + "*0\r\n"
+var hello3 = "%7\r\n" + testkit.Bulk("server") + testkit.Bulk("redis") + testkit.Bulk("version") + testkit.Bulk(RedisVersion) +
+	testkit.Bulk("proto") + testkit.Int(3) + testkit.Bulk("id") + testkit.Int(1) + testkit.Bulk("mode") + testkit.Bulk("standalone") +
+	testkit.Bulk("role") + testkit.Bulk("master") + testkit.Bulk("modules") + "*0\r\n"
 
 // Subscribed under RESP2, a client gets an array for each (un)subscription,
 // with its count of channels and patterns; may run only (P)(UN)SUBSCRIBE,
@@ -71,14 +69,14 @@ var hello3 = "%7\r\n" + bulkReply("server") + bulkReply("redis") + bulkReply("ve
 // arguments unsubscribes from every channel, and with none answers a null.
 func TestPubsubRESP2(t *testing.T) {
 	runScript(t, []scriptStep{
-		{"UNSUBSCRIBE", frame(2, bulkReply("unsubscribe"), "$-1\r\n", num(0))},
+		{"UNSUBSCRIBE", frame(2, testkit.Bulk("unsubscribe"), "$-1\r\n", testkit.Int(0))},
 		{"UNSUBSCRIBE x y", sub(2, "unsubscribe", "x", 0) + sub(2, "unsubscribe", "y", 0)},
 		{"PING", "+PONG\r\n"},
 		{"SUBSCRIBE a b", sub(2, "subscribe", "a", 1) + sub(2, "subscribe", "b", 2)},
 		{"SUBSCRIBE a", sub(2, "subscribe", "a", 2)},
 		{"PSUBSCRIBE h?llo", sub(2, "psubscribe", "h?llo", 3)},
-		{"PING", frame(2, bulkReply("pong"), bulkReply(""))},
-		{"PING x", frame(2, bulkReply("pong"), bulkReply("x"))},
+		{"PING", frame(2, testkit.Bulk("pong"), testkit.Bulk(""))},
+		{"PING x", frame(2, testkit.Bulk("pong"), testkit.Bulk("x"))},
 		{"GET k", subscribedError("get")},
 		{"PUBLISH a m", subscribedError("publish")},
 		{"CLIENT LIST", subscribedError("client|list")},
@@ -88,9 +86,9 @@ func TestPubsubRESP2(t *testing.T) {
 		{"UNSUBSCRIBE b c", sub(2, "unsubscribe", "b", 2) + sub(2, "unsubscribe", "c", 2)},
 		{"SUBSCRIBE b", sub(2, "subscribe", "b", 3)},
 		{"UNSUBSCRIBE", sub(2, "unsubscribe", "a", 2) + sub(2, "unsubscribe", "b", 1)},
-		{"PING", frame(2, bulkReply("pong"), bulkReply(""))},
+		{"PING", frame(2, testkit.Bulk("pong"), testkit.Bulk(""))},
 		{"PUNSUBSCRIBE", sub(2, "punsubscribe", "h?llo", 0)},
-		{"PUNSUBSCRIBE", frame(2, bulkReply("punsubscribe"), "$-1\r\n", num(0))},
+		{"PUNSUBSCRIBE", frame(2, testkit.Bulk("punsubscribe"), "$-1\r\n", testkit.Int(0))},
 		{"PING", "+PONG\r\n"},
 		{"GET k", "$-1\r\n"},
 		{"SUBSCRIBE a", sub(2, "subscribe", "a", 1)},
@@ -105,34 +103,34 @@ func TestPubsubRESP2(t *testing.T) {
 func TestPubsubRESP3(t *testing.T) {
 	runScript(t, []scriptStep{
 		{"HELLO 3", hello3},
-		{"UNSUBSCRIBE", frame(3, bulkReply("unsubscribe"), "_\r\n", num(0))},
+		{"UNSUBSCRIBE", frame(3, testkit.Bulk("unsubscribe"), "_\r\n", testkit.Int(0))},
 		{"SUBSCRIBE foo", sub(3, "subscribe", "foo", 1)},
 		{"PING", "+PONG\r\n"},
 		{"GET k", "_\r\n"},
-		{"PUBLISH foo bar", num(1) + frame(3, bulkReply("message"), bulkReply("foo"), bulkReply("bar"))},
-		{"PUBLISH other bar", num(0)},
+		{"PUBLISH foo bar", testkit.Int(1) + frame(3, testkit.Bulk("message"), testkit.Bulk("foo"), testkit.Bulk("bar"))},
+		{"PUBLISH other bar", testkit.Int(0)},
 		{"MULTI", "+OK\r\n"},
 		{"PING abc", "+QUEUED\r\n"},
 		{"PUBLISH foo bar", "+QUEUED\r\n"},
 		{"PUBLISH foo vaz", "+QUEUED\r\n"},
 		{"PING def", "+QUEUED\r\n"},
-		{"EXEC", "*4\r\n" + bulkReply("abc") + num(1) + num(1) + bulkReply("def") +
-			frame(3, bulkReply("message"), bulkReply("foo"), bulkReply("bar")) +
-			frame(3, bulkReply("message"), bulkReply("foo"), bulkReply("vaz"))},
+		{"EXEC", "*4\r\n" + testkit.Bulk("abc") + testkit.Int(1) + testkit.Int(1) + testkit.Bulk("def") +
+			frame(3, testkit.Bulk("message"), testkit.Bulk("foo"), testkit.Bulk("bar")) +
+			frame(3, testkit.Bulk("message"), testkit.Bulk("foo"), testkit.Bulk("vaz"))},
 		{"PSUBSCRIBE f*", sub(3, "psubscribe", "f*", 2)},
-		{"PUBLISH foo x", num(2) + frame(3, bulkReply("message"), bulkReply("foo"), bulkReply("x")) +
-			frame(3, bulkReply("pmessage"), bulkReply("f*"), bulkReply("foo"), bulkReply("x"))},
-		{"PUBLISH fab y", num(1) + frame(3, bulkReply("pmessage"), bulkReply("f*"), bulkReply("fab"), bulkReply("y"))},
-		{"PUBSUB NUMSUB foo fab", "*4\r\n" + bulkReply("foo") + num(1) + bulkReply("fab") + num(0)},
-		{"PUBSUB NUMPAT", num(1)},
-		{"PUBSUB CHANNELS", "*1\r\n" + bulkReply("foo")},
-		{"HELLO 2", strings.Replace(strings.Replace(hello3, "%7", "*14", 1), num(3), num(2), 1)},
+		{"PUBLISH foo x", testkit.Int(2) + frame(3, testkit.Bulk("message"), testkit.Bulk("foo"), testkit.Bulk("x")) +
+			frame(3, testkit.Bulk("pmessage"), testkit.Bulk("f*"), testkit.Bulk("foo"), testkit.Bulk("x"))},
+		{"PUBLISH fab y", testkit.Int(1) + frame(3, testkit.Bulk("pmessage"), testkit.Bulk("f*"), testkit.Bulk("fab"), testkit.Bulk("y"))},
+		{"PUBSUB NUMSUB foo fab", "*4\r\n" + testkit.Bulk("foo") + testkit.Int(1) + testkit.Bulk("fab") + testkit.Int(0)},
+		{"PUBSUB NUMPAT", testkit.Int(1)},
+		{"PUBSUB CHANNELS", "*1\r\n" + testkit.Bulk("foo")},
+		{"HELLO 2", strings.Replace(strings.Replace(hello3, "%7", "*14", 1), testkit.Int(3), testkit.Int(2), 1)},
 		{"GET k", subscribedError("get")},
 		{"PUBLISH foo z", subscribedError("publish")},
 		{"RESET", "+RESET\r\n"},
 		{"GET k", "$-1\r\n"},
-		{"PUBSUB NUMSUB foo", "*2\r\n" + bulkReply("foo") + num(0)},
-		{"PUBSUB NUMPAT", num(0)},
+		{"PUBSUB NUMSUB foo", "*2\r\n" + testkit.Bulk("foo") + testkit.Int(0)},
+		{"PUBSUB NUMPAT", testkit.Int(0)},
 	})
 }
 
@@ -144,7 +142,7 @@ func TestPubsubInMulti(t *testing.T) {
 		{"PUBLISH a m", "+QUEUED\r\n"},
 		{"SUBSCRIBE a", "+QUEUED\r\n"},
 		{"PUBSUB NUMSUB a", "+QUEUED\r\n"},
-		{"EXEC", "*3\r\n" + num(0) + sub(2, "subscribe", "a", 1) + "*2\r\n" + bulkReply("a") + num(1)},
+		{"EXEC", "*3\r\n" + testkit.Int(0) + sub(2, "subscribe", "a", 1) + "*2\r\n" + testkit.Bulk("a") + testkit.Int(1)},
 		{"GET k", subscribedError("get")},
 		{"RESET", "+RESET\r\n"},
 		{"MULTI", "+OK\r\n"},
@@ -178,8 +176,7 @@ func TestReset(t *testing.T) {
 // of its own, as a subscriber needs; the test reads what it is sent.
 type subscriber struct {
 	c      *client
-	conn   net.Conn
-	rd     *bufio.Reader
+	conn   *testkit.Conn
 	served chan struct{}
 }
 
@@ -188,7 +185,7 @@ func newSubscriber(t *testing.T, srv *Server) *subscriber {
 	client, server := net.Pipe()
 	c := newConn(srv, server)
 	require.True(t, srv.accept(c))
-	s := &subscriber{c: c.cl, conn: client, rd: bufio.NewReader(client), served: make(chan struct{})}
+	s := &subscriber{c: c.cl, conn: testkit.NewConn(t, client, 4096), served: make(chan struct{})}
 	go func() { srv.serveConn(c); close(s.served) }()
 	t.Cleanup(func() { _ = client.Close(); <-s.served })
 	return s
@@ -196,17 +193,15 @@ func newSubscriber(t *testing.T, srv *Server) *subscriber {
 
 func (s *subscriber) send(t *testing.T, line string) {
 	t.Helper()
-	require.NoError(t, s.conn.SetWriteDeadline(time.Now().Add(10*time.Second)))
-	_, err := io.WriteString(s.conn, line+"\r\n")
-	require.NoError(t, err)
+	s.conn.Write(line + "\r\n")
 }
 
 // read reads exactly len(want) bytes and checks they are want.
 func (s *subscriber) read(t *testing.T, want string) {
 	t.Helper()
-	require.NoError(t, s.conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	require.NoError(t, s.conn.Conn.SetReadDeadline(time.Now().Add(testkit.Timeout)))
 	got := make([]byte, len(want))
-	_, err := io.ReadFull(s.rd, got)
+	_, err := io.ReadFull(s.conn.Reader, got)
 	require.NoError(t, err, "read so far %q", got)
 	require.Equal(t, want, string(got))
 }
@@ -232,26 +227,26 @@ func TestPubsubDeliversToOthers(t *testing.T) {
 	s2.send(t, "SUBSCRIBE news")
 	s2.read(t, sub(2, "subscribe", "news", 1))
 	s3.send(t, "HELLO 3")
-	s3.read(t, strings.Replace(hello3, num(1), num(2), 1))
+	s3.read(t, strings.Replace(hello3, testkit.Int(1), testkit.Int(2), 1))
 	s3.send(t, "PSUBSCRIBE n*")
 	s3.read(t, sub(3, "psubscribe", "n*", 1))
 	s3.send(t, "SUBSCRIBE news other")
 	s3.read(t, sub(3, "subscribe", "news", 2)+sub(3, "subscribe", "other", 3))
 
 	p := publisher(t, srv)
-	require.Equal(t, num(3), p.do("PUBLISH", "news", "hi"))
-	s2.read(t, frame(2, bulkReply("message"), bulkReply("news"), bulkReply("hi")))
-	s3.read(t, frame(3, bulkReply("message"), bulkReply("news"), bulkReply("hi")))
-	s3.read(t, frame(3, bulkReply("pmessage"), bulkReply("n*"), bulkReply("news"), bulkReply("hi")))
-	require.Equal(t, num(1), p.do("PUBLISH", "nope", "x"))
-	s3.read(t, frame(3, bulkReply("pmessage"), bulkReply("n*"), bulkReply("nope"), bulkReply("x")))
-	require.Equal(t, num(0), p.do("PUBLISH", "zzz", "x"))
+	require.Equal(t, testkit.Int(3), p.do("PUBLISH", "news", "hi"))
+	s2.read(t, frame(2, testkit.Bulk("message"), testkit.Bulk("news"), testkit.Bulk("hi")))
+	s3.read(t, frame(3, testkit.Bulk("message"), testkit.Bulk("news"), testkit.Bulk("hi")))
+	s3.read(t, frame(3, testkit.Bulk("pmessage"), testkit.Bulk("n*"), testkit.Bulk("news"), testkit.Bulk("hi")))
+	require.Equal(t, testkit.Int(1), p.do("PUBLISH", "nope", "x"))
+	s3.read(t, frame(3, testkit.Bulk("pmessage"), testkit.Bulk("n*"), testkit.Bulk("nope"), testkit.Bulk("x")))
+	require.Equal(t, testkit.Int(0), p.do("PUBLISH", "zzz", "x"))
 
-	require.Equal(t, "*2\r\n"+bulkReply("news")+bulkReply("other"), p.do("PUBSUB", "CHANNELS"))
-	require.Equal(t, "*1\r\n"+bulkReply("other"), p.do("PUBSUB", "CHANNELS", "o*"))
-	require.Equal(t, "*4\r\n"+bulkReply("news")+num(2)+bulkReply("n*")+num(0), p.do("PUBSUB", "NUMSUB", "news", "n*"))
+	require.Equal(t, "*2\r\n"+testkit.Bulk("news")+testkit.Bulk("other"), p.do("PUBSUB", "CHANNELS"))
+	require.Equal(t, "*1\r\n"+testkit.Bulk("other"), p.do("PUBSUB", "CHANNELS", "o*"))
+	require.Equal(t, "*4\r\n"+testkit.Bulk("news")+testkit.Int(2)+testkit.Bulk("n*")+testkit.Int(0), p.do("PUBSUB", "NUMSUB", "news", "n*"))
 	require.Equal(t, "*0\r\n", p.do("PUBSUB", "NUMSUB"))
-	require.Equal(t, num(1), p.do("PUBSUB", "NUMPAT"))
+	require.Equal(t, testkit.Int(1), p.do("PUBSUB", "NUMPAT"))
 	require.Equal(t, errReply(errSubcommandSyntax([]byte("channels"), "PUBSUB")), p.do("PUBSUB", "channels", "a", "b"))
 	info := p.do("INFO", "stats", "clients")
 	require.Contains(t, info, "\r\npubsub_channels:2\r\npubsub_patterns:1\r\n")
@@ -263,15 +258,15 @@ func TestPubsubDeliversToOthers(t *testing.T) {
 
 	s3.send(t, "PUNSUBSCRIBE")
 	s3.read(t, sub(3, "punsubscribe", "n*", 2))
-	require.NoError(t, s2.conn.Close())
+	require.NoError(t, s2.conn.Conn.Close())
 	<-s2.served
-	require.Equal(t, num(1), p.do("PUBLISH", "news", "again"))
-	s3.read(t, frame(3, bulkReply("message"), bulkReply("news"), bulkReply("again")))
+	require.Equal(t, testkit.Int(1), p.do("PUBLISH", "news", "again"))
+	s3.read(t, frame(3, testkit.Bulk("message"), testkit.Bulk("news"), testkit.Bulk("again")))
 	require.Contains(t, p.do("INFO", "stats", "clients"), "\r\npubsub_clients:1\r\n")
-	require.NoError(t, s3.conn.Close())
+	require.NoError(t, s3.conn.Conn.Close())
 	<-s3.served
 	require.Contains(t, p.do("INFO", "stats", "clients"), "\r\npubsub_channels:0\r\npubsub_patterns:0\r\n")
-	require.Equal(t, num(0), p.do("PUBLISH", "news", "gone"))
+	require.Equal(t, testkit.Int(0), p.do("PUBLISH", "news", "gone"))
 }
 
 // A subscriber that does not read is disconnected once what waits for it
@@ -287,10 +282,10 @@ func TestPubsubSlowSubscriberIsDisconnected(t *testing.T) {
 	// and no more than four messages fit behind it.
 	for i := 0; !s.c.killed.Load(); i++ {
 		require.Less(t, i, 100, "the subscriber was not disconnected")
-		require.Contains(t, []string{num(1), num(0)}, p.do("PUBLISH", "ch", payload), "publish %d", i)
+		require.Contains(t, []string{testkit.Int(1), testkit.Int(0)}, p.do("PUBLISH", "ch", payload), "publish %d", i)
 	}
 	<-s.served // its connection closed and its subscriptions gone
-	require.Equal(t, num(0), p.do("PUBLISH", "ch", payload))
+	require.Equal(t, testkit.Int(0), p.do("PUBLISH", "ch", payload))
 	require.Contains(t, p.do("INFO", "clients"), "\r\nconnected_clients:1\r\n")
 }
 
@@ -306,8 +301,8 @@ func TestPubsubAndMonitorOnOneConnection(t *testing.T) {
 	s.read(t, sub(2, "subscribe", "ch", 1))
 	s.read(t, "+1795953600.000000 [0 pipe] \"SUBSCRIBE\" \"ch\"\r\n")
 	p := publisher(t, srv)
-	require.Equal(t, num(1), p.do("PUBLISH", "ch", "hi"))
-	s.read(t, frame(2, bulkReply("message"), bulkReply("ch"), bulkReply("hi")))
+	require.Equal(t, testkit.Int(1), p.do("PUBLISH", "ch", "hi"))
+	s.read(t, frame(2, testkit.Bulk("message"), testkit.Bulk("ch"), testkit.Bulk("hi")))
 	s.read(t, "+1795953600.000000 [0 127.0.0.1:50000] \"PUBLISH\" \"ch\" \"hi\"\r\n")
 	require.Contains(t, p.do("CLIENT", "LIST"), " flags=OP db=0 sub=1 psub=0 ")
 	s.send(t, "GET k")
@@ -316,7 +311,7 @@ func TestPubsubAndMonitorOnOneConnection(t *testing.T) {
 	s.read(t, "+RESET\r\n")
 	require.Zero(t, srv.hooks.Load(), "no monitor left")
 	s.send(t, "PUBLISH ch x")
-	s.read(t, num(0))
+	s.read(t, testkit.Int(0))
 }
 
 // CLIENT KILL TYPE pubsub kills the subscribed clients and TYPE normal the
@@ -327,7 +322,7 @@ func TestClientTypePubsub(t *testing.T) {
 	s.send(t, "SUBSCRIBE ch")
 	s.read(t, sub(2, "subscribe", "ch", 1))
 	k, other := publisher(t, srv), publisher(t, srv)
-	require.Equal(t, bulkReply(srv.clientByID(1).info(t0)+"\n"), k.do("CLIENT", "LIST", "TYPE", "pubsub"))
+	require.Equal(t, testkit.Bulk(srv.clientByID(1).info(t0)+"\n"), k.do("CLIENT", "LIST", "TYPE", "pubsub"))
 	require.NotContains(t, k.do("CLIENT", "LIST", "TYPE", "normal"), "id=1 ")
 	require.Contains(t, k.do("CLIENT", "LIST", "TYPE", "normal"), "id=3 ")
 	require.Equal(t, "$0\r\n\r\n", k.do("CLIENT", "LIST", "TYPE", "replica"))
@@ -335,7 +330,7 @@ func TestClientTypePubsub(t *testing.T) {
 	require.Equal(t, "+OK\r\n", k.do("MULTI"))
 	require.Equal(t, "+QUEUED\r\n", k.do("CLIENT", "KILL", "TYPE", "pubsub"))
 	require.Equal(t, "+QUEUED\r\n", k.do("CLIENT", "KILL", "TYPE", "normal"))
-	require.Equal(t, "*2\r\n"+num(1)+num(1), k.do("EXEC"))
+	require.Equal(t, "*2\r\n"+testkit.Int(1)+testkit.Int(1), k.do("EXEC"))
 	<-s.served
 	require.True(t, other.conn.closed, "the other normal client was killed")
 	require.False(t, k.conn.closed, "the caller was skipped")
@@ -364,14 +359,7 @@ func TestSubscribeNeedsANetwork(t *testing.T) {
 func TestPubsubCommandInfo(t *testing.T) {
 	tc := newTestClient(t, Config{})
 	info := func(name string, arity int, flags, acl []string) string {
-		simple := func(ss []string) string {
-			out := fmt.Sprintf("*%d\r\n", len(ss))
-			for _, s := range ss {
-				out += "+" + s + "\r\n"
-			}
-			return out
-		}
-		return "*10\r\n" + bulkReply(name) + num(arity) + simple(flags) + num(0) + num(0) + num(0) + simple(acl) + "*0\r\n*0\r\n*0\r\n"
+		return "*10\r\n" + testkit.Bulk(name) + testkit.Int(int64(arity)) + testkit.Simples(flags...) + testkit.Int(0) + testkit.Int(0) + testkit.Int(0) + testkit.Simples(acl...) + "*0\r\n*0\r\n*0\r\n"
 	}
 	require.Equal(t, "*3\r\n"+
 		info("subscribe", -2, []string{"pubsub", "noscript", "loading", "stale"}, []string{"@pubsub", "@slow"})+
@@ -404,24 +392,24 @@ func TestShardedPubsub(t *testing.T) {
 	s2.send(t, "SSUBSCRIBE news sport")
 	s2.read(t, sub(2, "ssubscribe", "news", 1)+sub(2, "ssubscribe", "sport", 2))
 	s3.send(t, "HELLO 3")
-	s3.read(t, strings.Replace(hello3, num(1), num(2), 1))
+	s3.read(t, strings.Replace(hello3, testkit.Int(1), testkit.Int(2), 1))
 	s3.send(t, "SSUBSCRIBE news")
 	s3.read(t, sub(3, "ssubscribe", "news", 1))
 
 	p := publisher(t, srv)
-	require.Equal(t, num(2), p.do("SPUBLISH", "news", "hi"), "the shard channel's two subscribers, no pattern")
-	s2.read(t, frame(2, bulkReply("smessage"), bulkReply("news"), bulkReply("hi")))
-	s3.read(t, frame(3, bulkReply("smessage"), bulkReply("news"), bulkReply("hi")))
-	require.Equal(t, num(2), p.do("PUBLISH", "news", "plain"), "the channel's subscriber and the pattern's")
-	s2.read(t, frame(2, bulkReply("message"), bulkReply("news"), bulkReply("plain")))
-	s2.read(t, frame(2, bulkReply("pmessage"), bulkReply("n*"), bulkReply("news"), bulkReply("plain")))
-	require.Equal(t, num(0), p.do("SPUBLISH", "nothing", "x"))
+	require.Equal(t, testkit.Int(2), p.do("SPUBLISH", "news", "hi"), "the shard channel's two subscribers, no pattern")
+	s2.read(t, frame(2, testkit.Bulk("smessage"), testkit.Bulk("news"), testkit.Bulk("hi")))
+	s3.read(t, frame(3, testkit.Bulk("smessage"), testkit.Bulk("news"), testkit.Bulk("hi")))
+	require.Equal(t, testkit.Int(2), p.do("PUBLISH", "news", "plain"), "the channel's subscriber and the pattern's")
+	s2.read(t, frame(2, testkit.Bulk("message"), testkit.Bulk("news"), testkit.Bulk("plain")))
+	s2.read(t, frame(2, testkit.Bulk("pmessage"), testkit.Bulk("n*"), testkit.Bulk("news"), testkit.Bulk("plain")))
+	require.Equal(t, testkit.Int(0), p.do("SPUBLISH", "nothing", "x"))
 
-	require.Equal(t, "*2\r\n"+bulkReply("news")+bulkReply("sport"), p.do("PUBSUB", "SHARDCHANNELS"))
-	require.Equal(t, "*1\r\n"+bulkReply("sport"), p.do("PUBSUB", "SHARDCHANNELS", "s*"))
-	require.Equal(t, "*1\r\n"+bulkReply("news"), p.do("PUBSUB", "CHANNELS"))
-	require.Equal(t, "*4\r\n"+bulkReply("news")+num(2)+bulkReply("x")+num(0), p.do("PUBSUB", "SHARDNUMSUB", "news", "x"))
-	require.Equal(t, "*2\r\n"+bulkReply("news")+num(1), p.do("PUBSUB", "NUMSUB", "news"))
+	require.Equal(t, "*2\r\n"+testkit.Bulk("news")+testkit.Bulk("sport"), p.do("PUBSUB", "SHARDCHANNELS"))
+	require.Equal(t, "*1\r\n"+testkit.Bulk("sport"), p.do("PUBSUB", "SHARDCHANNELS", "s*"))
+	require.Equal(t, "*1\r\n"+testkit.Bulk("news"), p.do("PUBSUB", "CHANNELS"))
+	require.Equal(t, "*4\r\n"+testkit.Bulk("news")+testkit.Int(2)+testkit.Bulk("x")+testkit.Int(0), p.do("PUBSUB", "SHARDNUMSUB", "news", "x"))
+	require.Equal(t, "*2\r\n"+testkit.Bulk("news")+testkit.Int(1), p.do("PUBSUB", "NUMSUB", "news"))
 	info := p.do("INFO", "stats", "clients")
 	require.Contains(t, info, "\r\npubsub_channels:1\r\npubsub_patterns:1\r\npubsubshard_channels:2\r\n")
 	require.Contains(t, info, "\r\npubsub_clients:2\r\n")
@@ -444,9 +432,9 @@ func TestShardedPubsub(t *testing.T) {
 	s2.read(t, sub(2, "sunsubscribe", "a", 0)+sub(2, "sunsubscribe", "b", 0))
 	s2.send(t, "GET k")
 	s2.read(t, "$-1\r\n")
-	require.Equal(t, num(1), p.do("SPUBLISH", "news", "s3"))
-	s3.read(t, frame(3, bulkReply("smessage"), bulkReply("news"), bulkReply("s3")))
-	require.NoError(t, s3.conn.Close())
+	require.Equal(t, testkit.Int(1), p.do("SPUBLISH", "news", "s3"))
+	s3.read(t, frame(3, testkit.Bulk("smessage"), testkit.Bulk("news"), testkit.Bulk("s3")))
+	require.NoError(t, s3.conn.Conn.Close())
 	<-s3.served
 	require.Contains(t, p.do("INFO", "stats"), "\r\npubsubshard_channels:0\r\n")
 	require.Equal(t, errReply(errWrongArgs("spublish")), p.do("SPUBLISH", "news"))

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/replication"
 	"redcell/storage"
 )
@@ -184,19 +185,19 @@ func TestSentinelReconfigurationKeepsReplicaLinks(t *testing.T) {
 	require.Len(t, before.Replicas, 1)
 
 	sentinelTx := func(t *testing.T, addr, host, port string) string {
-		bystander, sentinel := dialRESP(t, addr), dialRESP(t, addr)
-		require.Equal(t, "+PONG\r\n", bystander.do(t, "PING"))
+		bystander, sentinel := testkit.Dial(t, addr), testkit.Dial(t, addr)
+		require.Equal(t, "+PONG\r\n", bystander.DoInline("PING"))
 		for _, cmd := range []string{"MULTI", "SLAVEOF " + host + " " + port, "CONFIG REWRITE",
 			"CLIENT KILL TYPE normal", "CLIENT KILL TYPE pubsub"} {
 			want := "+QUEUED\r\n"
 			if cmd == "MULTI" {
 				want = "+OK\r\n"
 			}
-			require.Equal(t, want, sentinel.do(t, cmd), cmd)
+			require.Equal(t, want, sentinel.DoInline(cmd), cmd)
 		}
-		exec := sentinel.do(t, "EXEC")
-		require.NoError(t, bystander.c.SetReadDeadline(time.Now().Add(10*time.Second)))
-		_, err := bystander.r.ReadByte()
+		exec := sentinel.DoInline("EXEC")
+		require.NoError(t, bystander.Conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+		_, err := bystander.Reader.ReadByte()
 		require.ErrorIs(t, err, io.EOF, "the bystander, a normal client, is disconnected")
 		return exec
 	}

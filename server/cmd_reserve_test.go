@@ -6,31 +6,33 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"redcell/internal/testkit"
 )
 
 // CL.RESERVE on a manual clock: MAXWAIT 0 decides as CL.THROTTLE, in
 // milliseconds; a MAXWAIT queues calls behind the burst.
 func TestReserve(t *testing.T) {
-	runSteps(t, Config{}, []step{
-		{0, []string{"CL.RESERVE", "r", "4", "1", "1"}, intsReply(0, 5, 4, 0, 1000)},
-		{0, []string{"CL.RESERVE", "r", "4", "1", "1", "3"}, intsReply(0, 5, 1, 0, 4000)},
-		{0, []string{"cl.reserve", "r", "4", "1", "1"}, intsReply(0, 5, 0, 0, 5000)},
-		{0, []string{"CL.RESERVE", "r", "4", "1", "1"}, intsReply(1, 5, 0, 1000, 5000)},
-		{0, []string{"CL.THROTTLE", "r", "4", "1", "1"}, intsReply(1, 5, 0, 1, 5)},
+	runSteps(t, Config{}, []testkit.Step{
+		{Args: []string{"CL.RESERVE", "r", "4", "1", "1"}, Want: testkit.Ints(0, 5, 4, 0, 1000)},
+		{Args: []string{"CL.RESERVE", "r", "4", "1", "1", "3"}, Want: testkit.Ints(0, 5, 1, 0, 4000)},
+		{Args: []string{"cl.reserve", "r", "4", "1", "1"}, Want: testkit.Ints(0, 5, 0, 0, 5000)},
+		{Args: []string{"CL.RESERVE", "r", "4", "1", "1"}, Want: testkit.Ints(1, 5, 0, 1000, 5000)},
+		{Args: []string{"CL.THROTTLE", "r", "4", "1", "1"}, Want: testkit.Ints(1, 5, 0, 1, 5)},
 		// With a MAXWAIT, the sixth call is queued one emission interval on,
 		// the seventh two; the eighth would wait past it.
-		{0, []string{"CL.RESERVE", "r", "4", "1", "1", "MAXWAIT", "2000"}, intsReply(0, 5, 0, 1000, 6000)},
-		{0, []string{"CL.RESERVE", "r", "4", "1", "1", "1", "maxwait", "2000"}, intsReply(0, 5, 0, 2000, 7000)},
-		{0, []string{"CL.RESERVE", "r", "4", "1", "1", "MAXWAIT", "2000"}, intsReply(1, 5, 0, 3000, 7000)},
-		{1500 * time.Millisecond, []string{"CL.RESERVE", "r", "4", "1", "1", "MAXWAIT", "2000"}, intsReply(0, 5, 0, 1500, 6500)},
+		{Args: []string{"CL.RESERVE", "r", "4", "1", "1", "MAXWAIT", "2000"}, Want: testkit.Ints(0, 5, 0, 1000, 6000)},
+		{Args: []string{"CL.RESERVE", "r", "4", "1", "1", "1", "maxwait", "2000"}, Want: testkit.Ints(0, 5, 0, 2000, 7000)},
+		{Args: []string{"CL.RESERVE", "r", "4", "1", "1", "MAXWAIT", "2000"}, Want: testkit.Ints(1, 5, 0, 3000, 7000)},
+		{At: 1500 * time.Millisecond, Args: []string{"CL.RESERVE", "r", "4", "1", "1", "MAXWAIT", "2000"}, Want: testkit.Ints(0, 5, 0, 1500, 6500)},
 		// A peek tells the wait a call would have, and reserves nothing.
-		{1500 * time.Millisecond, []string{"CL.RESERVE", "r", "4", "1", "1", "0", "MAXWAIT", "60000"}, intsReply(0, 5, 0, 1500, 6500)},
-		{1500 * time.Millisecond, []string{"PTTL", "r"}, ":6500\r\n"},
+		{At: 1500 * time.Millisecond, Args: []string{"CL.RESERVE", "r", "4", "1", "1", "0", "MAXWAIT", "60000"}, Want: testkit.Ints(0, 5, 0, 1500, 6500)},
+		{At: 1500 * time.Millisecond, Args: []string{"PTTL", "r"}, Want: ":6500\r\n"},
 		// More than the limit is never allowed at once (-1, as CL.THROTTLE's
 		// retry_after), but may be queued.
-		{0, []string{"CL.RESERVE", "x", "4", "1", "1", "6"}, intsReply(1, 5, 5, -1, 0)},
-		{0, []string{"EXISTS", "x"}, ":0\r\n"},
-		{0, []string{"CL.RESERVE", "x", "4", "1", "1", "6", "MAXWAIT", "100000"}, intsReply(0, 5, 0, 1000, 6000)},
+		{Args: []string{"CL.RESERVE", "x", "4", "1", "1", "6"}, Want: testkit.Ints(1, 5, 5, -1, 0)},
+		{Args: []string{"EXISTS", "x"}, Want: ":0\r\n"},
+		{Args: []string{"CL.RESERVE", "x", "4", "1", "1", "6", "MAXWAIT", "100000"}, Want: testkit.Ints(0, 5, 0, 1000, 6000)},
 	})
 }
 
@@ -41,9 +43,9 @@ func TestReserveBurstOfAHundred(t *testing.T) {
 	tc := newTestClient(t, Config{})
 	for i := range 100 {
 		got := tc.do("CL.RESERVE", "q", "0", "10", "1", "1", "MAXWAIT", "2000")
-		want := intsReply(1, 1, 0, 2100, 2100)
+		want := testkit.Ints(1, 1, 0, 2100, 2100)
 		if i <= 20 {
-			want = intsReply(0, 1, 0, int64(i)*100, int64(i+1)*100)
+			want = testkit.Ints(0, 1, 0, int64(i)*100, int64(i+1)*100)
 		}
 		require.Equal(t, want, got, "call %d", i)
 	}
@@ -128,25 +130,25 @@ func splitLines(s string) []string {
 
 func TestReserveErrors(t *testing.T) {
 	e := func(text string) string { return "-" + text + "\r\n" }
-	runSteps(t, Config{}, []step{
-		{0, []string{"CL.RESERVE", "k", "1", "1"}, e("ERR wrong number of arguments for 'cl.reserve' command")},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "1", "MAXWAIT", "1", "x"}, e("ERR wrong number of arguments for 'cl.reserve' command")},
-		{0, []string{"CL.RESERVE", "k", "x", "1", "1"}, e(errBurstNotInteger.text)},
-		{0, []string{"CL.RESERVE", "k", "1", "x", "1"}, e(errCountNotInteger.text)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "x"}, e(errPeriodNotInteger.text)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "x"}, e(errQuantityNotInteger.text)},
-		{0, []string{"CL.RESERVE", "k", "-1", "1", "1"}, e(errNegativeBurst.text)},
-		{0, []string{"CL.RESERVE", "k", "1", "0", "1"}, e(errZeroRate.text)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "-1"}, e(errNegativeQuantity.text)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT"}, e(errSyntax.text)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "1", "MAXWAIT"}, e(errSyntax.text)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "1", "2"}, e(errSyntax.text)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "1", "WAIT", "1"}, e(errSyntax.text)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "x"}, e(errMaxWaitNotInteger.text)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "-1"}, e(errNegativeMaxWait.text)},
-		{0, []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "9223372036854775807"}, e(errOutOfRange.text)},
-		{0, []string{"EXISTS", "k"}, ":0\r\n"},
-		{0, []string{"CL.WINDOW", "w", "5", "60"}, intsReply(0, 5, 4, -1, 60)},
-		{0, []string{"CL.RESERVE", "w", "1", "1", "1"}, e(errWrongType.text)},
+	runSteps(t, Config{}, []testkit.Step{
+		{Args: []string{"CL.RESERVE", "k", "1", "1"}, Want: e("ERR wrong number of arguments for 'cl.reserve' command")},
+		{Args: []string{"CL.RESERVE", "k", "1", "1", "1", "1", "MAXWAIT", "1", "x"}, Want: e("ERR wrong number of arguments for 'cl.reserve' command")},
+		{Args: []string{"CL.RESERVE", "k", "x", "1", "1"}, Want: e(errBurstNotInteger.text)},
+		{Args: []string{"CL.RESERVE", "k", "1", "x", "1"}, Want: e(errCountNotInteger.text)},
+		{Args: []string{"CL.RESERVE", "k", "1", "1", "x"}, Want: e(errPeriodNotInteger.text)},
+		{Args: []string{"CL.RESERVE", "k", "1", "1", "1", "x"}, Want: e(errQuantityNotInteger.text)},
+		{Args: []string{"CL.RESERVE", "k", "-1", "1", "1"}, Want: e(errNegativeBurst.text)},
+		{Args: []string{"CL.RESERVE", "k", "1", "0", "1"}, Want: e(errZeroRate.text)},
+		{Args: []string{"CL.RESERVE", "k", "1", "1", "1", "-1"}, Want: e(errNegativeQuantity.text)},
+		{Args: []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT"}, Want: e(errSyntax.text)},
+		{Args: []string{"CL.RESERVE", "k", "1", "1", "1", "1", "MAXWAIT"}, Want: e(errSyntax.text)},
+		{Args: []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "1", "2"}, Want: e(errSyntax.text)},
+		{Args: []string{"CL.RESERVE", "k", "1", "1", "1", "1", "WAIT", "1"}, Want: e(errSyntax.text)},
+		{Args: []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "x"}, Want: e(errMaxWaitNotInteger.text)},
+		{Args: []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "-1"}, Want: e(errNegativeMaxWait.text)},
+		{Args: []string{"CL.RESERVE", "k", "1", "1", "1", "MAXWAIT", "9223372036854775807"}, Want: e(errOutOfRange.text)},
+		{Args: []string{"EXISTS", "k"}, Want: ":0\r\n"},
+		{Args: []string{"CL.WINDOW", "w", "5", "60"}, Want: testkit.Ints(0, 5, 4, -1, 60)},
+		{Args: []string{"CL.RESERVE", "w", "1", "1", "1"}, Want: e(errWrongType.text)},
 	})
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,16 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/gcra"
+	"redcell/internal/testkit"
 	"redcell/storage"
 )
-
-func intsReply(vs ...int64) string {
-	s := "*" + strconv.Itoa(len(vs)) + "\r\n"
-	for _, v := range vs {
-		s += ":" + strconv.FormatInt(v, 10) + "\r\n"
-	}
-	return s
-}
 
 // The handler path from dispatch to reply, on a clock the test moves.
 func TestThrottleHandler(t *testing.T) {
@@ -31,28 +23,22 @@ func TestThrottleHandler(t *testing.T) {
 		reads.Add(1)
 		return time.Unix(0, now.Load())
 	}})
-	for i, s := range []struct {
-		at   time.Duration
-		args []string
-		want string
-	}{
-		{0, []string{"CL.THROTTLE", "k", "4", "1", "1", "6"}, intsReply(1, 5, 5, -1, 0)},
-		{0, []string{"CL.THROTTLE", "k", "4", "1", "1"}, intsReply(0, 5, 4, -1, 1)},
-		{0, []string{"cl.throttle", "k", "4", "1", "1", "4"}, intsReply(0, 5, 0, -1, 5)},
-		{0, []string{"CL.THROTTLE", "k", "4", "1", "1"}, intsReply(1, 5, 0, 1, 5)},
-		{2500 * time.Millisecond, []string{"CL.THROTTLE", "k", "4", "1", "1", "0"}, intsReply(0, 5, 2, -1, 3)},
-		{2500 * time.Millisecond, []string{"CL.THROTTLE", "k", "-4", "1", "1"}, errReply(errNegativeBurst)},
-		{2500 * time.Millisecond, []string{"CL.THROTTLE", "k", "4", "1"}, "-ERR wrong number of arguments for 'cl.throttle' command\r\n"},
-	} {
-		now.Store(t0.Add(s.at).UnixNano())
+	testkit.RunSteps(t, []testkit.Step{
+		{Args: []string{"CL.THROTTLE", "k", "4", "1", "1", "6"}, Want: testkit.Ints(1, 5, 5, -1, 0)},
+		{Args: []string{"CL.THROTTLE", "k", "4", "1", "1"}, Want: testkit.Ints(0, 5, 4, -1, 1)},
+		{Args: []string{"cl.throttle", "k", "4", "1", "1", "4"}, Want: testkit.Ints(0, 5, 0, -1, 5)},
+		{Args: []string{"CL.THROTTLE", "k", "4", "1", "1"}, Want: testkit.Ints(1, 5, 0, 1, 5)},
+		{At: 2500 * time.Millisecond, Args: []string{"CL.THROTTLE", "k", "4", "1", "1", "0"}, Want: testkit.Ints(0, 5, 2, -1, 3)},
+		{At: 2500 * time.Millisecond, Args: []string{"CL.THROTTLE", "k", "-4", "1", "1"}, Want: errReply(errNegativeBurst)},
+		{At: 2500 * time.Millisecond, Args: []string{"CL.THROTTLE", "k", "4", "1"}, Want: "-ERR wrong number of arguments for 'cl.throttle' command\r\n"},
+	}, func(args ...string) string {
 		before := reads.Load()
-		if got := tc.do(s.args...); got != s.want {
-			t.Errorf("step %d: at %v %q = %q want %q", i, s.at, s.args, got, s.want)
-		}
+		reply := tc.do(args...)
 		if n := reads.Load() - before; n > 1 {
-			t.Errorf("step %d: the clock was read %d times; once per command is the contract", i, n)
+			t.Errorf("%q: the clock was read %d times; once per command is the contract", args, n)
 		}
-	}
+		return reply
+	}, func(at time.Duration) { now.Store(t0.Add(at).UnixNano()) })
 	if got, want := tc.srv.counters().allowed, int64(3); got != want {
 		t.Errorf("allowed decisions = %d want %d", got, want)
 	}
@@ -159,12 +145,12 @@ func TestLimitersRefuseChangesWhileTheDiskFails(t *testing.T) {
 		{[]string{"CL.WINDOW", "new", "1", "60"}, m},
 		{[]string{"CL.WINDOW", "new", "1", "60", "PRECISION", "1"}, m},
 		{[]string{"EXISTS", "new"}, ":0\r\n"},
-		{[]string{"CL.THROTTLE", "full", "0", "1", "60"}, intsReply(1, 1, 0, 60, 60)},
-		{[]string{"GCRA", "full", "0", "1", "60"}, intsReply(1, 1, 0, 60, 60)},
-		{[]string{"CL.RESERVE", "full", "0", "1", "60"}, intsReply(1, 1, 0, 60000, 60000)},
-		{[]string{"CL.RESERVE", "full", "0", "1", "60", "0"}, intsReply(0, 1, 0, 0, 60000)},
-		{[]string{"CL.WINDOW", "win", "1", "60"}, intsReply(1, 1, 0, 60, 60)},
-		{[]string{"CL.WINDOW", "win", "1", "60", "0"}, intsReply(0, 1, 0, -1, 60)},
+		{[]string{"CL.THROTTLE", "full", "0", "1", "60"}, testkit.Ints(1, 1, 0, 60, 60)},
+		{[]string{"GCRA", "full", "0", "1", "60"}, testkit.Ints(1, 1, 0, 60, 60)},
+		{[]string{"CL.RESERVE", "full", "0", "1", "60"}, testkit.Ints(1, 1, 0, 60000, 60000)},
+		{[]string{"CL.RESERVE", "full", "0", "1", "60", "0"}, testkit.Ints(0, 1, 0, 0, 60000)},
+		{[]string{"CL.WINDOW", "win", "1", "60"}, testkit.Ints(1, 1, 0, 60, 60)},
+		{[]string{"CL.WINDOW", "win", "1", "60", "0"}, testkit.Ints(0, 1, 0, -1, 60)},
 	} {
 		require.Equal(t, c.want, tc.do(c.args...), "%q", c.args)
 	}

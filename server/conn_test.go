@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/gcra"
+	"redcell/internal/testkit"
 	"redcell/storage"
 )
 
@@ -57,16 +58,6 @@ func serveScript(t testing.TB, input string, chunk int) string {
 	return sc.written.String()
 }
 
-func bulkReply(s string) string { return fmt.Sprintf("$%d\r\n%s\r\n", len(s), s) }
-
-func multibulk(args ...string) string {
-	out := fmt.Sprintf("*%d\r\n", len(args))
-	for _, a := range args {
-		out += bulkReply(a)
-	}
-	return out
-}
-
 // However the input is cut into reads, a command split across them,
 // arguments longer than the read buffer (which then grows), the buffer's
 // unparsed tail moved to its front, every command gets its reply, in order,
@@ -75,9 +66,9 @@ func TestConnRepliesWhateverTheReads(t *testing.T) {
 	var input, want strings.Builder
 	for i, size := range []int{0, 1, 100, 4000, 5000, 20000, 70000, 3} {
 		arg := strings.Repeat(string(rune('a'+i)), size)
-		input.WriteString(multibulk("ECHO", arg))
-		want.WriteString(bulkReply(arg))
-		input.WriteString(multibulk("CL.THROTTLE", "user:1", "2", "1", "60"))
+		input.WriteString(testkit.Command("ECHO", arg))
+		want.WriteString(testkit.Bulk(arg))
+		input.WriteString(testkit.Command("CL.THROTTLE", "user:1", "2", "1", "60"))
 		remaining := 2 - i
 		if remaining >= 0 {
 			fmt.Fprintf(&want, "*5\r\n:0\r\n:3\r\n:%d\r\n:-1\r\n:%d\r\n", remaining, 60*(i+1))
@@ -96,7 +87,7 @@ func TestConnRepliesWhateverTheReads(t *testing.T) {
 // QUIT's reply is sent and nothing after it runs, whatever was pipelined
 // behind it.
 func TestConnQuitEndsTheBatch(t *testing.T) {
-	got := serveScript(t, "PING\r\nQUIT\r\nPING\r\n"+multibulk("CL.THROTTLE", "k", "1", "1", "1"), 1<<20)
+	got := serveScript(t, "PING\r\nQUIT\r\nPING\r\n"+testkit.Command("CL.THROTTLE", "k", "1", "1", "1"), 1<<20)
 	require.Equal(t, "+PONG\r\n+OK\r\n", got)
 }
 
@@ -121,7 +112,7 @@ func newLoopConn(t testing.TB) (*Server, *conn, *loopConn) {
 func newLoopConnOn(t testing.TB, srv *Server) (*Server, *conn, *loopConn) {
 	var batch strings.Builder
 	for i := range 16 {
-		batch.WriteString(multibulk("CL.THROTTLE", fmt.Sprintf("key:%d", i), "100", "10", "1"))
+		batch.WriteString(testkit.Command("CL.THROTTLE", fmt.Sprintf("key:%d", i), "100", "10", "1"))
 	}
 	lc := &loopConn{batch: []byte(batch.String())}
 	c := newConn(srv, lc)
@@ -209,7 +200,7 @@ func benchConnBatchKeys(b *testing.B, keys int) {
 	for i := range cc.batches {
 		var batch []byte
 		for range 16 {
-			batch = append(batch, multibulk("CL.THROTTLE", fmt.Sprintf("key:%012d", rng.IntN(keys)), "100", "10", "1")...)
+			batch = append(batch, testkit.Command("CL.THROTTLE", fmt.Sprintf("key:%012d", rng.IntN(keys)), "100", "10", "1")...)
 		}
 		cc.batches[i] = batch
 	}
@@ -226,7 +217,7 @@ func TestConnServesManyArguments(t *testing.T) {
 	for i := range args {
 		args[i] = fmt.Sprintf("k%d", i)
 	}
-	input := multibulk(append([]string{"DEL"}, args...)...) + "PING\r\n"
+	input := testkit.Command(append([]string{"DEL"}, args...)...) + "PING\r\n"
 	sc := &scriptConn{in: []byte(input), chunk: 1 << 20}
 	c := newConn(srv, sc)
 	require.True(t, srv.accept(c))

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tidwall/redcon"
 
+	"redcell/internal/testkit"
 	"redcell/storage"
 )
 
@@ -90,12 +92,14 @@ func fuzzConn(t *testing.T, fs *fuzzServer, data []byte) {
 		}
 		_ = conn.(*net.TCPConn).CloseWrite()
 		replies, _ := io.ReadAll(conn) // a reset is fine: the server closed with input unread
-		for rest := replies; len(rest) > 0; {
-			n, err := replyLen(rest)
-			if err != nil {
-				t.Fatalf("reply %q is not RESP: %v (of %q)", rest, err, replies)
+		for rd := bufio.NewReader(bytes.NewReader(replies)); ; {
+			reply, err := testkit.ReadReply(rd)
+			if errors.Is(err, io.EOF) { // before a reply's first byte: the end
+				break
 			}
-			rest = rest[n:]
+			if err != nil {
+				t.Fatalf("reply %q is not RESP: %v (of %q)", reply, err, replies)
+			}
 		}
 		_ = bystander.SetDeadline(time.Now().Add(10 * time.Second))
 		if _, err := io.WriteString(bystander, "HELLO 2\r\nPING\r\n"); err != nil {
@@ -111,62 +115,6 @@ func fuzzConn(t *testing.T, fs *fuzzServer, data []byte) {
 			got += string(buf[:n])
 		}
 	}
-}
-
-// replyLen returns the length of the one RESP2 or RESP3 reply at the start
-// of b, or an error if b does not start with a whole, well-formed reply.
-func replyLen(b []byte) (int, error) {
-	line := bytes.Index(b, []byte("\r\n"))
-	if line < 1 {
-		return 0, errors.New("no reply line")
-	}
-	head, body := b[0], string(b[1:line])
-	n := line + 2
-	count := func() (int, error) {
-		v, err := strconv.Atoi(body)
-		if err != nil || v < -1 {
-			return 0, fmt.Errorf("bad length %q", body)
-		}
-		return v, nil
-	}
-	switch head {
-	case '+', '-', '_', '#', ',', '(':
-		if bytes.ContainsAny([]byte(body), "\r\n") {
-			return 0, errors.New("a CR or LF inside a line")
-		}
-		return n, nil
-	case ':':
-		if _, err := strconv.ParseInt(body, 10, 64); err != nil {
-			return 0, fmt.Errorf("bad integer %q", body)
-		}
-		return n, nil
-	case '$', '=', '!':
-		size, err := count()
-		if err != nil || size < 0 {
-			return n, err
-		}
-		if len(b) < n+size+2 || string(b[n+size:n+size+2]) != "\r\n" {
-			return 0, fmt.Errorf("bulk of %d bytes is cut short or not ended by CRLF", size)
-		}
-		return n + size + 2, nil
-	case '*', '~', '>', '%', '|':
-		items, err := count()
-		if err != nil {
-			return 0, err
-		}
-		if head == '%' || head == '|' {
-			items *= 2
-		}
-		for i := 0; i < items; i++ {
-			k, err := replyLen(b[n:])
-			if err != nil {
-				return 0, fmt.Errorf("element %d: %w", i, err)
-			}
-			n += k
-		}
-		return n, nil
-	}
-	return 0, fmt.Errorf("unknown reply type %q", head)
 }
 
 // fuzzCommandNames are the commands FuzzCommands picks from.
@@ -279,14 +227,13 @@ func checkReplyCount(args [][]byte, out []byte) error {
 	if strings.HasSuffix(name, "subscribe") && len(out) > 0 && out[0] != '-' {
 		want = max(1, len(args)-1)
 	}
+	rd := bufio.NewReader(bytes.NewReader(out))
 	for i := range want {
-		n, err := replyLen(out)
-		if err != nil {
+		if _, err := testkit.ReadReply(rd); err != nil {
 			return fmt.Errorf("reply %d of %d: %w", i+1, want, err)
 		}
-		out = out[n:]
 	}
-	if len(out) > 0 {
+	if _, err := rd.Peek(1); err == nil {
 		return fmt.Errorf("more than %d replies", want)
 	}
 	return nil

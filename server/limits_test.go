@@ -1,15 +1,13 @@
 package server
 
 import (
-	"bufio"
-	"io"
 	"net"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/storage"
 )
 
@@ -23,20 +21,6 @@ func startServer(t testing.TB, cfg Config) (string, *Server) {
 	go func() { _ = srv.Serve(ln); close(done) }()
 	t.Cleanup(func() { _ = srv.Close(); <-done })
 	return ln.Addr().String(), srv
-}
-
-// exchange writes raw bytes and reads everything until the server closes
-// the connection or goes quiet.
-func exchange(t testing.TB, addr, raw string) string {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer c.Close()
-	_, err = io.WriteString(c, raw)
-	require.NoError(t, err)
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(2*time.Second)))
-	out, _ := io.ReadAll(bufio.NewReader(c))
-	return string(out)
 }
 
 func TestRefusesAnnouncedSizesBeyondTheLimits(t *testing.T) {
@@ -70,11 +54,11 @@ func TestRefusesAnnouncedSizesBeyondTheLimits(t *testing.T) {
 		{"answered before refusal", "PING\r\n*1\r\n$4\r\nPING\r\n*1\r\n$999\r\n", "+PONG\r\n+PONG\r\n-ERR Protocol error: invalid bulk length\r\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			require.Equal(t, c.want, exchange(t, addr, c.raw))
+			require.Equal(t, c.want, testkit.Converse(t, addr, c.raw))
 		})
 	}
 	// The server is still serving.
-	require.Equal(t, "+PONG\r\n", exchange(t, addr, "PING\r\nQUIT\r\n")[:7])
+	require.Equal(t, "+PONG\r\n", testkit.Converse(t, addr, "PING\r\nQUIT\r\n")[:7])
 }
 
 func TestPassesCommandsAtTheLimits(t *testing.T) {
@@ -89,7 +73,7 @@ func TestPassesCommandsAtTheLimits(t *testing.T) {
 		"$100\r\n" + key + "\r\n" +
 		"$58\r\n" + strings.Repeat("i", 58) + "\r\n" +
 		"-ERR unknown command '', with args beginning with: \r\n+OK\r\n"
-	require.Equal(t, want, exchange(t, addr, raw))
+	require.Equal(t, want, testkit.Converse(t, addr, raw))
 }
 
 // Before a connection authenticates, Redis 7's smaller limits apply; AUTH
@@ -98,19 +82,19 @@ func TestUnauthenticatedLimits(t *testing.T) {
 	addr, _ := startServer(t, Config{RequirePass: "pw"})
 	eleven := "*11\r\n" + strings.Repeat("$1\r\nx\r\n", 11)
 	big := "*2\r\n$4\r\nECHO\r\n$16385\r\n" + strings.Repeat("b", 16385) + "\r\n"
-	require.Equal(t, "-ERR Protocol error: unauthenticated multibulk length\r\n", exchange(t, addr, eleven))
-	require.Equal(t, "-ERR Protocol error: unauthenticated bulk length\r\n", exchange(t, addr, big))
+	require.Equal(t, "-ERR Protocol error: unauthenticated multibulk length\r\n", testkit.Converse(t, addr, eleven))
+	require.Equal(t, "-ERR Protocol error: unauthenticated bulk length\r\n", testkit.Converse(t, addr, big))
 	require.Equal(t, "+OK\r\n-ERR unknown command 'x', with args beginning with: 'x' 'x' 'x' 'x' 'x' 'x' 'x' 'x' 'x' 'x' \r\n"+
 		"$16385\r\n"+strings.Repeat("b", 16385)+"\r\n+OK\r\n",
-		exchange(t, addr, "AUTH pw\r\n"+eleven+big+"QUIT\r\n"))
+		testkit.Converse(t, addr, "AUTH pw\r\n"+eleven+big+"QUIT\r\n"))
 	// A refusal among commands handed on one at a time (found by
 	// FuzzServerConnBeforeAuth: it panicked, taking the server down).
 	require.Equal(t, "-NOAUTH Authentication required.\r\n-ERR Protocol error: unauthenticated bulk length\r\n",
-		exchange(t, addr, "PING\r\n*2\r\n$4\r\nECHO\r\n$20000\r\n"))
-	require.Equal(t, "+OK\r\n-ERR Protocol error: invalid multibulk length\r\n", exchange(t, addr, "AUTH pw\r\n*-0\r\n"))
+		testkit.Converse(t, addr, "PING\r\n*2\r\n$4\r\nECHO\r\n$20000\r\n"))
+	require.Equal(t, "+OK\r\n-ERR Protocol error: invalid multibulk length\r\n", testkit.Converse(t, addr, "AUTH pw\r\n*-0\r\n"))
 	// Empty commands are read and ignored, before AUTH as after, as Redis does.
 	require.Equal(t, "-NOAUTH Authentication required.\r\n+OK\r\n+OK\r\n",
-		exchange(t, addr, "*0\r\n*-1\r\nPING\r\n*-7\r\nAUTH pw\r\n*0\r\nQUIT\r\n"))
+		testkit.Converse(t, addr, "*0\r\n*-1\r\nPING\r\n*-7\r\nAUTH pw\r\n*0\r\nQUIT\r\n"))
 	// Inline commands are not limited before AUTH beyond their line length.
-	require.Equal(t, "-NOAUTH Authentication required.\r\n+OK\r\n", exchange(t, addr, "ECHO "+strings.Repeat("c", 20000)+"\r\nQUIT\r\n"))
+	require.Equal(t, "-NOAUTH Authentication required.\r\n+OK\r\n", testkit.Converse(t, addr, "ECHO "+strings.Repeat("c", 20000)+"\r\nQUIT\r\n"))
 }

@@ -1,13 +1,13 @@
 package server
 
 import (
-	"io"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/storage"
 )
 
@@ -33,11 +33,7 @@ func TestServeWaitsForRunningCommands(t *testing.T) {
 	srv := New(Config{Persistence: p}, storage.New(storage.Config{Shards: 1}))
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	conn, err := net.Dial("tcp", ln.Addr().String())
-	require.NoError(t, err)
-	defer conn.Close()
-	_, err = io.WriteString(conn, "SAVE\r\n")
-	require.NoError(t, err)
+	testkit.Dial(t, ln.Addr().String()).Write("SAVE\r\n")
 	<-p.entered
 
 	require.NoError(t, srv.Close())

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/storage"
 )
 
@@ -50,29 +50,10 @@ func TestEventLoopsAnswerAsGoroutinesDo(t *testing.T) {
 		for _, srv := range []*Server{plainSrv, loopSrv} {
 			require.Eventually(t, func() bool { return len(srv.connectedClients()) == 0 }, 10*time.Second, time.Millisecond)
 		}
-		want := converse(t, plainAddr, script)
-		require.NotEmpty(t, want, "script %d answers something, or is closed", i)
-		require.Equal(t, want, converse(t, loopAddr, script), "script %d: %q", i, script)
+		want := testkit.Converse(t, plainAddr, script)
+		require.NotEmpty(t, want, "script %d answers something", i)
+		require.Equal(t, want, testkit.Converse(t, loopAddr, script), "script %d: %q", i, script)
 	}
-}
-
-// converse sends script whole and reads until the server closes.
-func converse(t *testing.T, addr, script string) string {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	defer c.Close()
-	_, err = io.WriteString(c, script)
-	require.NoError(t, err)
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
-	out, err := io.ReadAll(bufio.NewReader(c))
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		t.Fatalf("the server did not close after %q; got %q", script, out)
-	}
-	if len(out) == 0 {
-		return "(closed)"
-	}
-	return string(out)
 }
 
 // A connection waiting on its loop is closed by CLIENT KILL from another,
@@ -81,31 +62,31 @@ func converse(t *testing.T, addr, script string) string {
 // from its own goroutine.
 func TestEventLoopConnectionsAreKilledAndLeave(t *testing.T) {
 	addr, srv := startServer(t, Config{EventLoops: 1})
-	idle := dialRESP(t, addr)
-	id := idle.do(t, "CLIENT ID")
+	idle := testkit.Dial(t, addr)
+	id := idle.DoInline("CLIENT ID")
 	if haveEventLoops {
 		require.True(t, onLoop(t, srv, id), "a plain connection is served by the loop")
 	}
 
-	killer := dialRESP(t, addr)
-	require.Equal(t, ":1\r\n", killer.do(t, "CLIENT KILL ID "+strings.TrimSuffix(strings.TrimPrefix(id, ":"), "\r\n")))
-	require.NoError(t, idle.c.SetReadDeadline(time.Now().Add(10*time.Second)))
-	_, err := idle.r.ReadByte()
+	killer := testkit.Dial(t, addr)
+	require.Equal(t, ":1\r\n", killer.DoInline("CLIENT KILL ID "+strings.TrimSuffix(strings.TrimPrefix(id, ":"), "\r\n")))
+	require.NoError(t, idle.Conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err := idle.Reader.ReadByte()
 	require.ErrorIs(t, err, io.EOF, "the killed client's connection ends")
 	require.Eventually(t, func() bool {
-		return !strings.Contains(killer.do(t, "CLIENT LIST"), "id="+strings.Trim(id, ":\r\n")+" ")
+		return !strings.Contains(killer.DoInline("CLIENT LIST"), "id="+strings.Trim(id, ":\r\n")+" ")
 	}, 10*time.Second, 10*time.Millisecond)
 
 	// SLOWLOG is an admin command: the connection leaves the loop for it
 	// and keeps working.
-	mover := dialRESP(t, addr)
-	moverID := mover.do(t, "CLIENT ID")
-	require.Equal(t, "*2\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n", mover.do(t, "CONFIG GET maxclients"))
+	mover := testkit.Dial(t, addr)
+	moverID := mover.DoInline("CLIENT ID")
+	require.Equal(t, "*2\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n", mover.DoInline("CONFIG GET maxclients"))
 	require.True(t, onLoop(t, srv, moverID) || !haveEventLoops, "CONFIG GET runs on the loop")
-	require.Equal(t, ":0\r\n", mover.do(t, "SLOWLOG LEN"))
+	require.Equal(t, ":0\r\n", mover.DoInline("SLOWLOG LEN"))
 	require.False(t, onLoop(t, srv, moverID), "left its loop")
-	require.Equal(t, "+PONG\r\n", mover.do(t, "PING"))
-	require.Equal(t, "*5\r\n:0\r\n:2\r\n:1\r\n:-1\r\n:1\r\n", mover.do(t, "CL.THROTTLE m 1 1 1"))
+	require.Equal(t, "+PONG\r\n", mover.DoInline("PING"))
+	require.Equal(t, "*5\r\n:0\r\n:2\r\n:1\r\n:-1\r\n:1\r\n", mover.DoInline("CL.THROTTLE m 1 1 1"))
 }
 
 // With a loop per listener, and its connections closed by Close, Serve
@@ -118,66 +99,15 @@ func TestEventLoopsEndWithTheServer(t *testing.T) {
 		srv := New(Config{EventLoops: 2}, storage.New(storage.Config{Shards: 1}))
 		done := make(chan error, 1)
 		go func() { done <- srv.Serve(ln) }()
-		c := dialRESP(t, ln.Addr().String())
-		require.Equal(t, "+PONG\r\n", c.do(t, "PING"))
+		c := testkit.Dial(t, ln.Addr().String())
+		require.Equal(t, "+PONG\r\n", c.DoInline("PING"))
 		require.NoError(t, srv.Close())
 		require.NoError(t, <-done)
-		_, err = c.r.ReadByte()
+		_, err = c.Reader.ReadByte()
 		require.Error(t, err, "Close closed the loop's connection")
 	}
 	require.Eventually(t, func() bool { return runtime.NumGoroutine() <= before+1 }, 10*time.Second, 10*time.Millisecond,
 		"goroutines: %d before, %d after", before, runtime.NumGoroutine())
-}
-
-// respClient is a raw client that reads one reply line per simple reply and
-// a whole reply for arrays of simple elements (enough for these tests).
-type respClient struct {
-	c net.Conn
-	r *bufio.Reader
-}
-
-func dialRESP(t *testing.T, addr string) *respClient {
-	t.Helper()
-	c, err := net.Dial("tcp", addr)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = c.Close() })
-	return &respClient{c: c, r: bufio.NewReader(c)}
-}
-
-// do sends an inline command and returns its reply: one line, or for an
-// array or a bulk string the header with every line of it.
-func (rc *respClient) do(t *testing.T, cmd string) string {
-	t.Helper()
-	require.NoError(t, rc.c.SetDeadline(time.Now().Add(10*time.Second)))
-	_, err := fmt.Fprintf(rc.c, "%s\r\n", cmd)
-	require.NoError(t, err)
-	return rc.reply(t)
-}
-
-func (rc *respClient) reply(t *testing.T) string {
-	t.Helper()
-	line, err := rc.r.ReadString('\n')
-	require.NoError(t, err)
-	switch line[0] {
-	case '*':
-		var n int
-		_, err := fmt.Sscanf(line, "*%d\r\n", &n)
-		require.NoError(t, err)
-		for range n {
-			line += rc.reply(t)
-		}
-	case '$':
-		var n int
-		_, err := fmt.Sscanf(line, "$%d\r\n", &n)
-		require.NoError(t, err)
-		if n >= 0 {
-			b := make([]byte, n+2)
-			_, err := io.ReadFull(rc.r, b)
-			require.NoError(t, err)
-			line += string(b)
-		}
-	}
-	return line
 }
 
 // onLoop reports whether an event loop serves the client whose CLIENT ID

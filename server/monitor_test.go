@@ -1,14 +1,13 @@
 package server
 
 import (
-	"bufio"
-	"io"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/storage"
 )
 
@@ -103,21 +102,15 @@ func TestMonitorHook(t *testing.T) {
 	served := make(chan struct{})
 	go func() { srv.serveConn(c); close(served) }()
 
-	_, err := io.WriteString(client, "MONITOR\r\n")
-	require.NoError(t, err)
-	rd := bufio.NewReader(client)
-	reply, err := rd.ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, "+OK\r\n", reply)
+	monitor := testkit.NewConn(t, client, 4096)
+	require.Equal(t, "+OK\r\n", monitor.DoInline("MONITOR"))
 	require.Equal(t, uint32(hookMonitor), srv.hooks.Load())
 
 	other := newFakeConn()
 	require.True(t, srv.accept(other))
 	srv.handle(other, redconCommand(argv("PING")))
 	require.Equal(t, "+PONG\r\n", other.take())
-	got, err := rd.ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, "+1795953600.000000 [0 127.0.0.1:50000] \"PING\"\r\n", got)
+	require.Equal(t, "+1795953600.000000 [0 127.0.0.1:50000] \"PING\"\r\n", monitor.Read())
 
 	require.NoError(t, client.Close())
 	<-served

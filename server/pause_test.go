@@ -1,8 +1,6 @@
 package server
 
 import (
-	"bufio"
-	"io"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
 	"redcell/storage"
 )
 
@@ -32,7 +31,7 @@ func TestPauseHook(t *testing.T) {
 	require.True(t, tc.srv.accept(other))
 	now.Add(int64(time.Second))
 	tc.srv.handle(other, redconCommand(argv("CL.THROTTLE", "k", "1", "1", "1")))
-	require.Equal(t, intsReply(0, 2, 1, -1, 1), other.take(), "the pause was over: the write ran at once")
+	require.Equal(t, testkit.Ints(0, 2, 1, -1, 1), other.take(), "the pause was over: the write ran at once")
 	require.Zero(t, tc.srv.hooks.Load(), "and the command that found it over lifted it")
 }
 
@@ -44,21 +43,9 @@ func TestCloseEndsPausedClients(t *testing.T) {
 	require.NoError(t, err)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	dial := func() (net.Conn, *bufio.Reader) {
-		c, err := net.Dial("tcp", ln.Addr().String())
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = c.Close() })
-		return c, bufio.NewReader(c)
-	}
-	pauser, pr := dial()
-	_, err = io.WriteString(pauser, "CLIENT PAUSE 600000\r\n")
-	require.NoError(t, err)
-	reply, err := pr.ReadString('\n')
-	require.NoError(t, err)
-	require.Equal(t, "+OK\r\n", reply)
-	waiter, _ := dial()
-	_, err = io.WriteString(waiter, "PING\r\n")
-	require.NoError(t, err)
+	pauser := testkit.Dial(t, ln.Addr().String())
+	require.Equal(t, "+OK\r\n", pauser.DoInline("CLIENT PAUSE 600000"))
+	testkit.Dial(t, ln.Addr().String()).Write("PING\r\n")
 	require.Eventually(t, func() bool {
 		for _, c := range srv.connectedClients() {
 			if c.waiting.Load() {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/gcra"
+	"redcell/internal/testkit"
 	"redcell/storage"
 )
 
@@ -42,10 +43,10 @@ func TestPrefetchedPipelineRepliesAsAnyOther(t *testing.T) {
 			hits[key] = 1 // decided once when the store was filled
 		}
 		hits[key]++
-		input.WriteString(multibulk("CL.THROTTLE", key, "10", "1", "60"))
+		input.WriteString(testkit.Command("CL.THROTTLE", key, "10", "1", "60"))
 		fmt.Fprintf(&want, "*5\r\n:0\r\n:11\r\n:%d\r\n:-1\r\n:%d\r\n", 11-hits[key], 60*hits[key])
 		if i%11 == 10 {
-			input.WriteString(multibulk("PING") + "PING\r\n")
+			input.WriteString(testkit.Command("PING") + "PING\r\n")
 			want.WriteString("+PONG\r\n+PONG\r\n")
 		}
 	}
@@ -64,7 +65,7 @@ func TestPrefetchedBatchAllocatesNothing(t *testing.T) {
 	srv := newPrefetchingServer(t)
 	var batch strings.Builder
 	for i := range 16 {
-		batch.WriteString(multibulk("CL.THROTTLE", fmt.Sprintf("key:%d", i*2500), "100", "10", "1"))
+		batch.WriteString(testkit.Command("CL.THROTTLE", fmt.Sprintf("key:%d", i*2500), "100", "10", "1"))
 	}
 	lc := &loopConn{batch: []byte(batch.String())}
 	c := newConn(srv, lc)

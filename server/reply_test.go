@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/redcon"
 
+	"redcell/internal/testkit"
 	"redcell/storage"
 )
 
@@ -116,27 +117,15 @@ func TestWriteErrorKeepsOneLine(t *testing.T) {
 
 func redconCommand(args [][]byte) redcon.Command { return redcon.Command{Args: args} }
 
-// step is one command of a table test, at an offset from t0, and the reply
-// it must get.
-type step struct {
-	at   time.Duration
-	args []string
-	want string
-}
-
-// runSteps runs steps in order on one connection to a fresh server whose
-// clock each step sets, and returns the client for further checks.
-func runSteps(t *testing.T, cfg Config, steps []step) *testClient {
+// runSteps runs steps in order (testkit.RunSteps) on one connection to a
+// fresh server whose clock each step sets to t0 and its At, and returns
+// the client for further checks.
+func runSteps(t *testing.T, cfg Config, steps []testkit.Step) *testClient {
 	t.Helper()
 	var now atomic.Int64
 	cfg.Now = func() time.Time { return time.Unix(0, now.Load()) }
 	tc := newTestClient(t, cfg)
-	for i, s := range steps {
-		now.Store(t0.Add(s.at).UnixNano())
-		if got := tc.do(s.args...); got != s.want {
-			t.Errorf("step %d: at %v %q = %q want %q", i, s.at, s.args, got, s.want)
-		}
-	}
+	testkit.RunSteps(t, steps, tc.do, func(at time.Duration) { now.Store(t0.Add(at).UnixNano()) })
 	return tc
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"redcell/gcra"
+	"redcell/internal/testkit"
 	"redcell/resp"
 	"redcell/storage"
 )
@@ -155,7 +156,7 @@ func TestCommandAccounting(t *testing.T) {
 	require.Equal(t, int64(4), c.errorReplies)
 
 	cmdstats := tc.do("INFO", "commandstats")
-	require.Equal(t, bulkString("# Commandstats\r\n"+
+	require.Equal(t, testkit.Bulk("# Commandstats\r\n"+
 		"cmdstat_auth:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"+
 		"cmdstat_cl.throttle:calls=5,usec=0,usec_per_call=0.00,rejected_calls=1,failed_calls=1\r\n"+
 		"cmdstat_exists:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"+
@@ -163,7 +164,7 @@ func TestCommandAccounting(t *testing.T) {
 		"cmdstat_ping:calls=0,usec=0,usec_per_call=0.00,rejected_calls=1,failed_calls=0\r\n"+
 		"cmdstat_ttl:calls=1,usec=0,usec_per_call=0.00,rejected_calls=0,failed_calls=0\r\n"), cmdstats,
 		"an injected clock measures no durations")
-	require.Equal(t, bulkString("# Errorstats\r\nerrorstat_ERR:count=3\r\nerrorstat_NOAUTH:count=1\r\n"), tc.do("INFO", "errorstats"))
+	require.Equal(t, testkit.Bulk("# Errorstats\r\nerrorstat_ERR:count=3\r\nerrorstat_NOAUTH:count=1\r\n"), tc.do("INFO", "errorstats"))
 	stats := tc.do("INFO", "stats")
 	// The two INFOs before this one count; as in Redis, a command counts
 	// once it has run, so this INFO does not see itself.
@@ -172,8 +173,6 @@ func TestCommandAccounting(t *testing.T) {
 		require.Contains(t, stats, "\r\n"+line+"\r\n")
 	}
 }
-
-func bulkString(s string) string { return "$" + itoa(int64(len(s))) + "\r\n" + s + "\r\n" }
 
 // On the real clock every command's duration is measured: the time from
 // dispatch to the buffered reply.
