@@ -101,6 +101,7 @@ func newCommandTable() commandTable {
 		gcraFamily(),        // cmd_gcra.go
 		reserveFamily(),     // cmd_reserve.go
 		windowFamily(),      // cmd_window.go
+		countFamily(),       // cmd_count.go
 		keysFamily(),        // cmd_keys.go
 		objectFamily(),      // cmd_object.go
 		connFamily(),        // cmd_conn.go

@@ -19,6 +19,7 @@ type Keyspace interface {
 	Preview(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, bool, error)
 	Reserve(key []byte, r gcra.Rate, now gcra.Instant, maxWait time.Duration, dry bool) (gcra.Reservation, bool, error)
 	Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) (window.Result, bool, error)
+	Count(key []byte, spec window.CountSpec, now gcra.Instant, dry bool) (window.Tally, bool, error)
 	Get(key []byte, now gcra.Instant) (gcra.Instant, Kind, bool)
 	Fingerprint(key []byte, now gcra.Instant) (uint64, bool)
 	Delete(key []byte, now gcra.Instant) bool
@@ -123,6 +124,11 @@ func (tx *Txn) Reserve(key []byte, r gcra.Rate, now gcra.Instant, maxWait time.D
 func (tx *Txn) Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) (res window.Result, stored bool, err error) {
 	tx.withShard(key, func(sh *shard) { res, stored, err = tx.s.window(sh, key, spec, now, dry) })
 	return res, stored, err
+}
+
+func (tx *Txn) Count(key []byte, spec window.CountSpec, now gcra.Instant, dry bool) (t window.Tally, stored bool, err error) {
+	tx.withShard(key, func(sh *shard) { t, stored, err = tx.s.count(sh, key, spec, now, dry) })
+	return t, stored, err
 }
 
 func (tx *Txn) Get(key []byte, now gcra.Instant) (exp gcra.Instant, kind Kind, ok bool) {
