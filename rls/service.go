@@ -23,6 +23,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"redcell/gcra"
 )
 
 // Options are a Service's settings. The zero value is the reference's
@@ -62,6 +64,13 @@ func NewService(rules *Rules, d Decider, now func() time.Time, opts Options, met
 	}
 	s.rules.Store(rules)
 	return s
+}
+
+// Use makes the service decide with d at the times now reads, for the
+// requests that follow: the daemon loads the rules before the store opens,
+// and gives the service its store once it has one.
+func (s *Service) Use(d Decider, now func() time.Time) {
+	s.decider, s.now = d, now
 }
 
 // SetRules puts rules in force for the requests that follow.
@@ -279,7 +288,10 @@ func (s *Service) outcome(c *Call, now time.Time) outcome {
 		r := c.Result
 		o.over = r.Limited
 		o.remaining = uint32(min(max(r.Remaining, 0), math.MaxUint32))
-		o.reset = max(r.ResetAfter, 0)
+		// Whole seconds, as the engines' commands reply them, so that an
+		// answer decided here and one forwarded to another node read
+		// alike.
+		o.reset = time.Duration(max(gcra.Seconds(r.ResetAfter), 0)) * time.Second
 		o.threshold = uint64(max(r.Limit, 0))
 		o.after = o.threshold - uint64(o.remaining)
 		o.before = o.after
