@@ -112,7 +112,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	}
 	rules := s.rules.Load()
 	ds := make([]descriptor, len(req.Descriptors))
-	replaced := map[string]bool{}
+	var replaced map[string]bool // the names replaced, made when one is
 	entries := make([]Entry, 0, 8)
 	for i, d := range req.Descriptors {
 		x := &ds[i]
@@ -147,6 +147,9 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		}
 		for _, lim := range x.limits {
 			for _, r := range lim.Replaces {
+				if replaced == nil {
+					replaced = map[string]bool{}
+				}
 				replaced[r] = true
 			}
 		}
@@ -165,7 +168,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		x := &ds[i]
 		kept := x.calls[:0]
 		for _, c := range x.calls {
-			if c.Limit.Name == "" || !replaced[c.Limit.Name] {
+			if replaced == nil || c.Limit.Name == "" || !replaced[c.Limit.Name] {
 				kept = append(kept, c)
 			}
 		}
