@@ -84,6 +84,16 @@ type Config struct {
 	ClusterEnabled    string
 	ClusterAnnounceIP string
 
+	// Envoy's rate limit service (rls.go): RLSAddr serves it (empty:
+	// off), with the rules at RLSConfig, reloaded every
+	// RLSReloadInterval (0: never).
+	RLSAddr            string
+	RLSConfig          string
+	RLSResponseHeaders bool
+	RLSKeyPrefix       string
+	RLSMergeDomains    bool
+	RLSReloadInterval  time.Duration
+
 	// Actions instead of serving: print the version; ping the server this
 	// configuration describes and exit 0 if it answers.
 	Version     bool
@@ -136,6 +146,9 @@ func (c Config) Validate() error {
 	}
 	if c.ClusterMode() && c.ReplicaOf != "" {
 		return errors.New("--replicaof: in cluster mode a node's master is the topology's (CLUSTERX SETNODES)")
+	}
+	if err := c.validateRLS(); err != nil {
+		return err
 	}
 	if err := c.validateReplication(); err != nil {
 		return err

@@ -206,6 +206,7 @@ func TestDurationFlagsSayWhatADurationIs(t *testing.T) {
 		{[]string{"--flush-interval=soon"}, nil, `invalid value "soon" for --flush-interval: a duration is a number and a unit, as 1s, 500ms or 1m30s`},
 		{[]string{"--flush-interval", "1sec"}, nil, `invalid value "1sec" for --flush-interval: unknown unit "sec" in a duration: the units are ns, us, ms, s, m and h`},
 		{nil, env{"REDCELL_FLUSH_INTERVAL": "5"}, `invalid value "5" for REDCELL_FLUSH_INTERVAL: a duration needs a unit, as 1s or 500ms`},
+		{[]string{"--rls-reload-interval", "5"}, nil, `invalid value "5" for --rls-reload-interval: a duration needs a unit, as 1s or 500ms`},
 		{[]string{"--timeout", "soon"}, nil, `invalid value "soon" for --timeout: must be whole seconds or a duration such as 90s or 5m`},
 		{nil, env{"REDCELL_TIMEOUT": "soon"}, `invalid value "soon" for REDCELL_TIMEOUT: must be whole seconds or a duration such as 90s or 5m`},
 	} {
@@ -222,7 +223,7 @@ func TestDurationFlagsSayWhatADurationIs(t *testing.T) {
 			}
 		}
 	})
-	require.Equal(t, []string{"flush-interval"}, durations, "the flags this test covers; --timeout is of type seconds")
+	require.Equal(t, []string{"flush-interval", "rls-reload-interval"}, durations, "the flags this test covers; --timeout is of type seconds")
 }
 
 func TestVersionLine(t *testing.T) {

@@ -87,6 +87,7 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "least severe `level` logged: debug, info, warn or error (debug adds every client error)")
 	addSecurityFlags(fs, cfg)
 	addReplicationFlags(fs, cfg)
+	addRLSFlags(fs, cfg)
 	fs.StringVar(&cfg.ClusterEnabled, "cluster-enabled", "no",
 		"`yes|no|emulated`: serve as a Redis Cluster node, with the topology pushed by CLUSTERX SETNODES (yes: no slot is served before "+
 			"the first push; emulated: until then this node alone serves every slot)")

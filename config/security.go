@@ -61,8 +61,10 @@ func (c Config) validateSecurity() error {
 		return fmt.Errorf("--tls-port %d: the plain --port uses it", c.TLSPort)
 	case c.TLSPort != 0 && (c.TLSCertFile == "" || c.TLSKeyFile == ""):
 		return errors.New("--tls-port needs --tls-cert-file and --tls-key-file")
-	case c.TLSPort == 0 && (c.TLSCertFile != "" || c.TLSKeyFile != "" || c.TLSCACertFile != ""):
-		return errors.New("--tls-cert-file, --tls-key-file and --tls-ca-cert-file need --tls-port")
+	case c.TLSPort == 0 && c.RLSAddr == "" && (c.TLSCertFile != "" || c.TLSKeyFile != "" || c.TLSCACertFile != ""):
+		return errors.New("--tls-cert-file, --tls-key-file and --tls-ca-cert-file need --tls-port or --rls-addr")
+	case c.RLSAddr != "" && (c.TLSCertFile == "") != (c.TLSKeyFile == ""):
+		return errors.New("TLS for --rls-addr needs both --tls-cert-file and --tls-key-file")
 	case c.TLSAuthClients != "yes" && c.TLSAuthClients != "no" && c.TLSAuthClients != "optional":
 		return fmt.Errorf("--tls-auth-clients %q: must be yes, optional or no", c.TLSAuthClients)
 	case c.TLSAuthClients == "optional" && c.TLSCACertFile == "":

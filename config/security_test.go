@@ -114,7 +114,7 @@ func TestTLSFlags(t *testing.T) {
 		{[]string{"--tls-port", "6380"}, "--tls-port needs --tls-cert-file and --tls-key-file"},
 		{[]string{"--tls-port", "6379", "--tls-cert-file", "c", "--tls-key-file", "k"}, "--tls-port 6379: the plain --port uses it"},
 		{[]string{"--tls-port", "70000"}, "--tls-port 70000: must be between 0 and 65535"},
-		{[]string{"--tls-cert-file", "c"}, "--tls-cert-file, --tls-key-file and --tls-ca-cert-file need --tls-port"},
+		{[]string{"--tls-cert-file", "c"}, "--tls-cert-file, --tls-key-file and --tls-ca-cert-file need --tls-port or --rls-addr"},
 		{[]string{"--tls-port", "6380", "--tls-cert-file", "c", "--tls-key-file", "k", "--tls-auth-clients", "sometimes"},
 			`--tls-auth-clients "sometimes": must be yes, optional or no`},
 		{[]string{"--tls-port", "6380", "--tls-cert-file", "c", "--tls-key-file", "k", "--tls-auth-clients", "optional"},

@@ -35,6 +35,9 @@ type Options struct {
 	// once it listens, before the store opens, and the start waits for it
 	// to return: tests hold the load with it.
 	listening func(net.Addr)
+	// rlsReady, if not nil, is called with the rate limit service's address
+	// once it serves.
+	rlsReady func(net.Addr)
 }
 
 // Run serves cfg until ctx is done or a client sends SHUTDOWN, then closes
@@ -78,6 +81,13 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		}
 		defer stopPprof()
 	}
+	// The rate limit service's listener and rules, before the store too:
+	// a bad rules file stops the start with its file, line and reason.
+	rlsSvc, err := openRLS(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer rlsSvc.close()
 	if opts.listening != nil {
 		opts.listening(ls.plain.Addr())
 	}
@@ -135,8 +145,24 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		Limits:        cfg.ServerLimits(logger),
 	}, st.store)
 	if ls.metrics != nil {
-		stopMetrics := serveMetrics(ls.metrics, registry(srv, st), logger)
+		reg := registry(srv, st)
+		if rlsSvc != nil {
+			reg.MustRegister(rlsSvc.metrics.Collectors()...)
+		}
+		stopMetrics := serveMetrics(ls.metrics, reg, logger)
 		defer stopMetrics()
+	}
+	stopRLS := func() {}
+	if rlsSvc != nil {
+		stop, err := rlsSvc.serve(ctx, cfg, st, repl, cl, port, logger)
+		if err != nil {
+			return err
+		}
+		stopRLS = sync.OnceFunc(stop)
+		defer stopRLS()
+		if opts.rlsReady != nil {
+			opts.rlsReady(rlsSvc.ln.Addr())
+		}
 	}
 
 	srv.FollowTopology()
@@ -170,6 +196,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		serving--
 		cancel()
 	}
+	stopRLS() // its calls under way end before the store's last changes
 	_ = srv.Close()
 	for ; serving > 0; serving-- {
 		err = errors.Join(err, <-served)

@@ -101,6 +101,7 @@ func newCommandTable() commandTable {
 		gcraFamily(),
 		reserveFamily(),
 		windowFamily(),
+		countFamily(),
 		keysFamily(),
 		objectFamily(),
 		connFamily(),

@@ -100,6 +100,33 @@ func (s *Store) window(sh *shard, key []byte, spec window.Spec, now gcra.Instant
 	return res, stored, err
 }
 
+// Count runs one count (window.Count: a fixed window that counts every hit,
+// envoyproxy/ratelimit's) for key at now under its shard lock; its state is
+// a window's, so the key is of KindWindow. With dry nothing is stored, and
+// stored reports whether it would have been. A key holding a TAT is
+// ErrWrongType.
+func (s *Store) Count(key []byte, spec window.CountSpec, now gcra.Instant, dry bool) (t window.Tally, stored bool, err error) {
+	sh := s.shardOf(key)
+	sh.mu.Lock()
+	t, stored, err = s.count(sh, key, spec, now, dry)
+	sh.mu.Unlock()
+	return t, stored, err
+}
+
+func (s *Store) count(sh *shard, key []byte, spec window.CountSpec, now gcra.Instant, dry bool) (t window.Tally, stored bool, err error) {
+	stored, err = s.update(sh, key, KindWindow, now, dry, func(state []byte) ([]byte, gcra.Instant, bool) {
+		var next []byte
+		var exp gcra.Instant
+		var store bool
+		t, next, exp, store = window.Count(spec, state, now, sh.scratch[:0])
+		if cap(next) <= maxScratch {
+			sh.scratch = next
+		}
+		return next, exp, store
+	})
+	return t, stored, err
+}
+
 // maxScratch bounds the decision buffer a shard keeps between decisions.
 const maxScratch = 64 << 10
 

@@ -166,3 +166,36 @@ func TestFormatOneStoreLoads(t *testing.T) {
 	require.NoError(t, closer.Close())
 	require.NoError(t, p.Close())
 }
+
+// A count is a window on the key: counted over the limit, read back by
+// CL.WINDOW PRECISION 1, WRONGTYPE for a TAT key, and gone once its window
+// ends.
+func TestCountIsAWindowKey(t *testing.T) {
+	s := New(Config{Shards: 4})
+	c, err := window.NewCountSpec(10, 3)
+	require.NoError(t, err)
+	now := t0 - t0%gcra.Instant(sec(10))
+	for i, want := range []int64{3, 6, 9} {
+		tally, stored, err := s.Count([]byte("rl"), c, now+gcra.Instant(i), false)
+		require.NoError(t, err)
+		require.True(t, stored)
+		require.Equal(t, want, tally.Count)
+	}
+	res, _, err := s.Window([]byte("rl"), windowSpec(t, 5, 10, 0, 1), now+gcra.Instant(sec(1)), false)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), res.Remaining, "CL.WINDOW sees the 9 hits counted")
+	kind, _, ok := s.Value([]byte("rl"), now)
+	require.True(t, ok)
+	require.Equal(t, KindWindow, kind)
+
+	rate, err := gcra.NewRate(5, 1, 10, 1)
+	require.NoError(t, err)
+	_, err = s.Throttle([]byte("tat"), rate, now)
+	require.NoError(t, err)
+	_, _, err = s.Count([]byte("tat"), c, now, false)
+	require.ErrorIs(t, err, ErrWrongType)
+
+	tally, _, err := s.Count([]byte("rl"), window.CountSpec{Window: 10 * 1e9}, now+gcra.Instant(sec(10)), false)
+	require.NoError(t, err)
+	require.Equal(t, int64(0), tally.Count, "the next window")
+}

@@ -18,6 +18,7 @@ type Keyspace interface {
 	Preview(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, bool, error)
 	Reserve(key []byte, r gcra.Rate, now gcra.Instant, maxWait time.Duration, dry bool) (gcra.Reservation, bool, error)
 	Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) (window.Result, bool, error)
+	Count(key []byte, spec window.CountSpec, now gcra.Instant, dry bool) (window.Tally, bool, error)
 	Get(key []byte, now gcra.Instant) (gcra.Instant, Kind, bool)
 	Fingerprint(key []byte, now gcra.Instant) (uint64, bool)
 	Delete(key []byte, now gcra.Instant) bool

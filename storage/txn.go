@@ -97,6 +97,11 @@ func (tx *Txn) Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) 
 	return res, stored, err
 }
 
+func (tx *Txn) Count(key []byte, spec window.CountSpec, now gcra.Instant, dry bool) (t window.Tally, stored bool, err error) {
+	tx.withShard(key, func(sh *shard) { t, stored, err = tx.s.count(sh, key, spec, now, dry) })
+	return t, stored, err
+}
+
 func (tx *Txn) Get(key []byte, now gcra.Instant) (exp gcra.Instant, kind Kind, ok bool) {
 	tx.withShard(key, func(sh *shard) { exp, kind, ok = tx.s.get(sh, key, now) })
 	return exp, kind, ok

@@ -1,0 +1,77 @@
+package rls
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"redcell/storage"
+)
+
+const twoAnHour = "domain: api\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 2}\n"
+
+// An override whose unit is UNKNOWN, which makes the reference panic and
+// exit, is refused with the reason; the service goes on.
+func TestOverrideWithAnUnknownUnitIsRefused(t *testing.T) {
+	r := newRig(t, loadString(t, twoAnHour), Options{}, referenceNow)
+	_, err := r.client.ShouldRateLimit(context.Background(), request("api", withOverride(desc(E{"user", "a"}), 5, typev3.RateLimitUnit_UNKNOWN)))
+	require.Equal(t, codes.InvalidArgument, status.Code(err))
+	require.Equal(t, "descriptor 0: the limit override's unit 0 is not second, minute, hour, day, week, month or year", status.Convert(err).Message())
+	require.Equal(t, uint32(1), r.call(t, request("api", desc(E{"user", "a"}))).Statuses[0].LimitRemaining)
+}
+
+// Without --rls-response-headers no header is added.
+func TestNoHeadersByDefault(t *testing.T) {
+	r := newRig(t, loadString(t, twoAnHour), Options{}, referenceNow)
+	require.Empty(t, r.call(t, request("api", desc(E{"user", "a"}))).ResponseHeadersToAdd)
+}
+
+// A node that must not change keys (a replica) refuses the requests that
+// would, and answers those that only check (hits_addend 0).
+func TestRefusedChanges(t *testing.T) {
+	store := storage.New(storage.Config{Shards: 2})
+	clock := &manualClock{t: referenceNow}
+	local := &Local{Store: store, Refused: func() error { return errors.New("READONLY this node is a replica") }}
+	r := startRig(t, NewService(loadString(t, twoAnHour), local, clock.Now, Options{}, nil), store, clock)
+	_, err := r.client.ShouldRateLimit(context.Background(), request("api", desc(E{"user", "a"})))
+	require.Equal(t, codes.Unavailable, status.Code(err))
+	require.Equal(t, "rate limit decision failed: READONLY this node is a replica", status.Convert(err).Message())
+	st := r.call(t, request("api", withHits(desc(E{"user", "a"}), 0))).Statuses[0]
+	require.Equal(t, uint32(2), st.LimitRemaining)
+}
+
+// The reference's stats per rule: three hits on a limit of 2 are three
+// total, two within, one near (past 80%: the second), one over.
+func TestMetricsPerRule(t *testing.T) {
+	store := storage.New(storage.Config{Shards: 2})
+	clock := &manualClock{t: referenceNow}
+	m := NewMetrics()
+	r := startRig(t, NewService(loadString(t, twoAnHour), &Local{Store: store}, clock.Now, Options{}, m), store, clock)
+	for range 3 {
+		r.call(t, request("api", desc(E{"user", "a"})))
+	}
+	for name, want := range map[string]float64{"total_hits": 3, "within_limit": 2, "near_limit": 1, "over_limit": 1, "shadow_mode": 0} {
+		var got float64
+		switch name {
+		case "total_hits":
+			got = testutil.ToFloat64(m.totalHits.WithLabelValues("api.user"))
+		case "within_limit":
+			got = testutil.ToFloat64(m.withinLimit.WithLabelValues("api.user"))
+		case "near_limit":
+			got = testutil.ToFloat64(m.nearLimit.WithLabelValues("api.user"))
+		case "over_limit":
+			got = testutil.ToFloat64(m.overLimit.WithLabelValues("api.user"))
+		case "shadow_mode":
+			got = testutil.ToFloat64(m.shadowMode.WithLabelValues("api.user"))
+		}
+		require.Equal(t, want, got, name)
+	}
+	require.Equal(t, 2.0, testutil.ToFloat64(m.requests.WithLabelValues("OK")))
+	require.Equal(t, 1.0, testutil.ToFloat64(m.requests.WithLabelValues("OVER_LIMIT")))
+}
