@@ -96,10 +96,14 @@ func (p *peer) call(args ...string) error {
 }
 
 // value sends one command and returns its reply (an error reply as a
-// resp.ReplyError error), within peerTimeout.
+// resp.ReplyError error), by the deadline, or within peerTimeout.
 func (p *peer) value(args ...string) (any, error) {
 	p.send(args...)
-	_ = p.conn.SetDeadline(time.Now().Add(peerTimeout))
+	d := p.deadline
+	if d.IsZero() {
+		d = time.Now().Add(peerTimeout)
+	}
+	_ = p.conn.SetDeadline(d)
 	if err := p.w.Flush(); err != nil {
 		return nil, err
 	}

@@ -60,6 +60,9 @@ type SentinelWatch struct {
 	mu       sync.Mutex
 	answered map[string]time.Time // each Sentinel's last answer
 	warned   time.Time            // the last warning of a hold that lasts
+	// checked is when the peers' topologies were last asked (catchUp);
+	// zero before the first time.
+	checked time.Time
 }
 
 // NewSentinelWatch returns the watch of cfg.State's Sentinels, which makes
@@ -169,10 +172,17 @@ type sentinelReplica struct {
 	suspect bool
 }
 
-// poll asks every Sentinel for its masters, records each shard's master at
-// the highest epoch reported, and releases a held node once a majority of
-// the Sentinels answered.
+// poll catches up with the peers' topology when it is time (catchUp: first
+// of all, so before a held node is released), asks every Sentinel for its
+// masters, records each shard's master at the highest epoch reported, and
+// releases a held node once a majority of the Sentinels answered.
 func (w *SentinelWatch) poll(ctx context.Context) {
+	if time.Since(w.checked) >= topologyCheckEvery {
+		w.checked = time.Now()
+		if w.catchUp(ctx) && !w.cfg.State.Held() {
+			w.follower.Follow()
+		}
+	}
 	addrs := w.cfg.State.Sentinels()
 	if len(addrs) == 0 {
 		return

@@ -53,6 +53,7 @@ func clusterFamily() []*command {
 				sub("clusterx|setnodes", -4, admin, "Sets the whole topology, at a version newer than the current one's.", cmdClusterxSetNodes),
 				sub("clusterx|setsentinels", -2, admin, "Sets the Sentinels that decide the cluster's failovers.", cmdClusterxSetSentinels),
 				sub("clusterx|setslot", 6, admin, "Gives one slot to a node, at the next version.", cmdClusterxSetSlot),
+				sub("clusterx|topology", 2, stale, "Returns the topology as pushed, and its version.", cmdClusterxTopology),
 				sub("clusterx|version", 2, stale, "Returns the topology's version.", cmdClusterxVersion),
 			}},
 		{name: "readonly", arity: 1, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast", "@connection"}, group: "cluster", since: "3.0.0",

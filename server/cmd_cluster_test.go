@@ -310,7 +310,10 @@ func TestClusterFactsInInfoAndMetrics(t *testing.T) {
 		require.NoError(t, err)
 	}
 	a := nodes[0]
-	_, err := a.do(t, "CLUSTERX", "SETSENTINELS", "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3")
+	got, err := a.do(t, "CLUSTERX", "TOPOLOGY")
+	require.NoError(t, err)
+	require.Equal(t, []any{int64(7), topology(nodes)}, got, "the topology as pushed, for a peer catching up")
+	_, err = a.do(t, "CLUSTERX", "SETSENTINELS", "127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3")
 	require.NoError(t, err)
 	info, err := a.rdb.Info(context.Background(), "cluster").Result()
 	require.NoError(t, err)

@@ -127,6 +127,27 @@ func cmdClusterxSentinels(c *client, _ [][]byte, _ time.Time) {
 	}
 }
 
+// CLUSTERX TOPOLOGY
+//
+// The topology as the operator pushed it (without the failovers Sentinel
+// reported, which CLUSTER NODES shows) in CLUSTERX SETNODES's format, and its
+// version: [version, text], [-1, ""] before any push. A node restarted asks
+// its peers for it to catch up with pushes it missed.
+func cmdClusterxTopology(c *client, _ [][]byte, _ time.Time) {
+	if !c.clusterOn() {
+		return
+	}
+	c.writeArray(2)
+	top := c.srv.cluster.Pushed()
+	if top == nil || top.Version < 0 {
+		c.writeInt(-1)
+		c.writeBulkString("")
+		return
+	}
+	c.writeInt(top.Version)
+	c.writeBulkString(top.Text())
+}
+
 // CLUSTERX VERSION
 func cmdClusterxVersion(c *client, _ [][]byte, _ time.Time) {
 	if c.clusterOn() {
