@@ -3,6 +3,8 @@ package server
 import (
 	"slices"
 	"time"
+
+	"redcell/internal/glob"
 )
 
 // Pub/Sub's commands, as Redis 7 answers them; the registry and how
@@ -205,7 +207,7 @@ func (c *client) pubsubChannels(args [][]byte, kind subKind) {
 	ps.mu.RLock()
 	names := make([]string, 0, len(ps.subs[kind]))
 	for name := range ps.subs[kind] {
-		if len(args) == 2 || globMatch(args[2], name) {
+		if len(args) == 2 || glob.Match(args[2], name) {
 			names = append(names, name)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"redcell/internal/glob"
 )
 
 // serverFamily is the server's commands, for the command table
@@ -144,7 +146,7 @@ func cmdConfig(c *client, args [][]byte, _ time.Time) {
 		names := make([]string, 0, len(params))
 		for name := range params {
 			for _, pat := range args[2:] {
-				if globMatch([]byte(strings.ToLower(string(pat))), name) {
+				if glob.Match([]byte(strings.ToLower(string(pat))), name) {
 					names = append(names, name)
 					break
 				}
