@@ -209,14 +209,14 @@ func TestPasswords(t *testing.T) {
 func TestUnrestricted(t *testing.T) {
 	cs := testCommands()
 	for rules, want := range map[string]bool{
-		"+@all ~* &*":              true,
+		"+@all ~* &*":               true,
 		"+@all allkeys allchannels": true,
-		"+@all ~* &* -flushall":    false,
-		"+@all ~* &* -@all +@all":  true,
-		"+@all ~*":                 false,
-		"+@all %RW~* &*":           false, // a pattern *, not allkeys: Redis checks keys for it
-		"-@all +@all ~* &* +get":   true,
-		"+get (+@all ~* &*)":       true,
+		"+@all ~* &* -flushall":     false,
+		"+@all ~* &* -@all +@all":   true,
+		"+@all ~*":                  false,
+		"+@all %RW~* &*":            false, // a pattern *, not allkeys: Redis checks keys for it
+		"-@all +@all ~* &* +get":    true,
+		"+get (+@all ~* &*)":        true,
 	} {
 		require.Equal(t, want, userWith(t, cs, rules).Unrestricted(), rules)
 	}
