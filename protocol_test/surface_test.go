@@ -480,13 +480,15 @@ func TestCommand(t *testing.T) {
 	require.Equal(t, errReply("ERR Invalid number of arguments specified for command"), c.do("COMMAND", "GETKEYS", "CL.THROTTLE", "k"))
 	require.Equal(t, errReply("ERR wrong number of arguments for 'command|getkeys' command"), c.do("COMMAND", "GETKEYS"))
 
-	// COMMAND INFO cl.throttle, byte for byte, as Redis 7 shapes an entry.
+	// COMMAND INFO cl.throttle, byte for byte, as Redis 7 shapes an entry;
+	// its key-spec is the one Redis gives a module's command (redis-cell's):
+	// RW access update, so ACLs need read and write on the key.
 	throttleInfo := "*10\r\n" + bulk("cl.throttle") + integer(-5) +
 		"*3\r\n" + simple("write") + simple("denyoom") + simple("fast") +
 		integer(1) + integer(1) + integer(1) +
 		"*2\r\n" + simple("@write") + simple("@fast") +
 		"*0\r\n" + // tips
-		"*1\r\n*6\r\n" + bulk("flags") + "*2\r\n" + simple("RW") + simple("update") +
+		"*1\r\n*6\r\n" + bulk("flags") + "*3\r\n" + simple("RW") + simple("access") + simple("update") +
 		bulk("begin_search") + "*4\r\n" + bulk("type") + bulk("index") + bulk("spec") + "*2\r\n" + bulk("index") + integer(1) +
 		bulk("find_keys") + "*4\r\n" + bulk("type") + bulk("range") + bulk("spec") +
 		"*6\r\n" + bulk("lastkey") + integer(0) + bulk("keystep") + integer(1) + bulk("limit") + integer(0) +

@@ -17,7 +17,7 @@ import (
 //	KILL ... | PAUSE timeout [WRITE|ALL] | UNPAUSE | HELP | TRACKING ...
 func clientFamily() []*command {
 	return []*command{
-		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, acl: []string{"@slow", "@connection"},
+		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, acl: []string{"@slow"},
 			group: "connection", since: "2.4.0", complexity: "Depends on subcommand.", summary: "A container for client connection commands.",
 			subcommands: []*command{
 				clientSubcommand("id", 2, "5.0.0", "Returns the unique client ID of the connection.", "O(1)", cmdClientID),
