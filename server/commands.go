@@ -126,6 +126,7 @@ func newCommandTable() commandTable {
 		pubsubFamily(),
 		replicationFamily(),
 		clusterFamily(),
+		aclFamily(),
 	} {
 		for _, cmd := range family {
 			t.register(cmd)

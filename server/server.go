@@ -31,8 +31,14 @@ const RedisVersion = "7.2.0"
 // Config configures a Server. The zero Config serves without a password on
 // the real clock.
 type Config struct {
-	// RequirePass, when set, makes clients AUTH (or HELLO ... AUTH) first.
+	// RequirePass is the default user's password (Redis's requirepass):
+	// set, clients AUTH (or HELLO ... AUTH) first. An ACL file's line for
+	// the default user wins over it.
 	RequirePass string
+	// ACLFile is Redis's aclfile: the users LoadACLFile loads at the start,
+	// ACL LOAD reloads and ACL SAVE writes. "": the default user alone,
+	// and ACL SETUSER's users live until the process ends.
+	ACLFile string
 	// Clock is the clock decisions are made on: a wall clock that never
 	// steps (package clock). The default is one started by New.
 	Clock *clock.Clock
@@ -152,6 +158,7 @@ type Server struct {
 	failoverState atomic.Value
 
 	authFails *authLimiter // failed AUTH attempts by address
+	users     *users       // the ACL users, the ACL LOG
 
 	// Counters, and how they are kept: stats.
 	stats      stats
@@ -202,6 +209,7 @@ func New(cfg Config, store *storage.Store) *Server {
 	}
 	s.started = s.now()
 	s.commands = newCommandTable()
+	s.users = newUsers(s.commands.rules, cfg.RequirePass, cfg.ACLFile)
 	s.limits = cfg.Limits.withDefaults()
 	s.outputTotal.limit = s.limits.MaxOutputTotal
 	return s
@@ -262,9 +270,16 @@ func (s *Server) accept(conn connection) bool {
 	c.stripe = int(c.id) & (statStripes - 1)
 	c.session.respSeen.Store(2)
 	c.lastActive.Store(now.UnixNano())
-	c.session.authed = s.cfg.RequirePass == ""
 	c.ks = s.store
-	if !s.admit(c) {
+	// The default user is bound and the client admitted under users.mu,
+	// so that a change of the default user meanwhile reaches it.
+	s.users.mu.Lock()
+	def := s.users.set.Get("default")
+	c.bind(def)
+	c.setAuthed(def.Enabled() && def.NoPass())
+	admitted := s.admit(c)
+	s.users.mu.Unlock()
+	if !admitted {
 		s.stats.rejectedConnections.Add(1)
 		return reject(conn)
 	}
