@@ -55,7 +55,10 @@ type Config struct {
 
 	// Security and limits (validateSecurity, ServerLimits): who may
 	// connect, what one client may cost.
-	RequirePassFile   string
+	RequirePassFile string
+	// ACLFile is Redis's aclfile: the users loaded at the start, which
+	// ACL LOAD reloads and ACL SAVE writes; "" for none.
+	ACLFile           string
 	ProtectedMode     bool
 	MaxClients        int
 	Timeout           time.Duration

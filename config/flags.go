@@ -103,9 +103,14 @@ func addSecurityFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.RequirePassFile, "requirepass-file", "",
 		"read the password clients must AUTH with from the first line of this `file`, "+
 			"which keeps it out of the process's arguments (as REDCELL_REQUIREPASS does)")
+	fs.StringVar(&cfg.ACLFile, "aclfile", "",
+		"load ACL users from this `file` at the start, in Redis's ACL file format (\"user <name> <rules>\" lines); ACL LOAD reloads it "+
+			"and ACL SAVE writes the users in force to it. It must exist (an empty file is fine). Its default user, if it has one, "+
+			"wins over --requirepass")
 	cfg.ProtectedMode = true
 	fs.Var((*yesNo)(&cfg.ProtectedMode), "protected-mode",
-		"refuse (`yes|no`) to listen on an address other than the loopback without a password, as Redis's protected mode")
+		"refuse (`yes|no`) to listen on an address other than the loopback without a password, as Redis's protected mode "+
+			"(with --aclfile: while its default user takes any password)")
 	fs.IntVar(&cfg.MaxClients, "maxclients", server.DefaultMaxClients,
 		"most open client `connections`; one more is answered ERR max number of clients reached (lowered to fit the open-files limit)")
 	fs.Var((*seconds)(&cfg.Timeout), "timeout",

@@ -278,3 +278,19 @@ func (c *client) subscriptionsAllowed(u *acl.User) bool {
 	}
 	return true
 }
+
+// UserNames returns the names of the users in force, in name order.
+func (s *Server) UserNames() []string {
+	us := s.users
+	us.mu.Lock()
+	defer us.mu.Unlock()
+	var out []string
+	for _, u := range us.set.All() {
+		out = append(out, u.Name())
+	}
+	return out
+}
+
+// DefaultUserOpen reports whether a new connection needs no password: the
+// default user is on and nopass (protected mode's question).
+func (s *Server) DefaultUserOpen() bool { return s.users.defaultOpen() }
