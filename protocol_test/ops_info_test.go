@@ -172,7 +172,11 @@ func TestInfoFieldsAreRedisFields(t *testing.T) {
 // laterRedisFields are fields of a Redis later than 7.0, with the version
 // that added them: a redis-server older than that does not print them.
 var laterRedisFields = map[string]string{
-	"pubsub_clients": "7.4.0",
+	"pubsub_clients":            "7.4.0",
+	"acl_access_denied_auth":    "7.2.0",
+	"acl_access_denied_cmd":     "7.2.0",
+	"acl_access_denied_key":     "7.2.0",
+	"acl_access_denied_channel": "7.2.0",
 }
 
 // versionBefore reports whether version a is older than b, both dotted
