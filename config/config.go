@@ -81,6 +81,11 @@ type Config struct {
 	ReplBacklogSize int64
 	ReplBufferLimit int64
 	ReplicaPriority int
+	// MinReplicasToWrite and MinReplicasMaxLag are Redis's
+	// min-replicas-to-write and min-replicas-max-lag: a master with fewer
+	// replicas acknowledging within the lag refuses decisions that store.
+	MinReplicasToWrite int
+	MinReplicasMaxLag  time.Duration
 
 	// Cluster mode (ClusterMode): ClusterEnabled is yes, no or emulated;
 	// ClusterAnnounceIP is the address an emulated node reports.

@@ -146,6 +146,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 	srv.FollowTopology()
 	background := runBackground(ctx, cfg, st)
 	background.Go(func() { srv.WatchSentinels(ctx) })
+	background.Go(func() { repl.WatchGoodReplicas(ctx) })
 	served := make(chan error, 2)
 	serving := 1
 	handedOver = true

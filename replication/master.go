@@ -173,6 +173,7 @@ func (n *Node) PSync(conn net.Conn, r Replica, replID string, offset int64) (*Li
 	} else {
 		l.state.Store("online")
 		l.acked.Store(h.off)
+		n.RefreshGoodReplicas()
 		reply := "+CONTINUE " + n.currentID() + "\r\n"
 		go l.stream(h, []byte(reply))
 	}
@@ -289,6 +290,7 @@ func (l *Link) Ack(offset int64) {
 	close(l.n.acked)
 	l.n.acked = make(chan struct{})
 	l.n.mu.Unlock()
+	l.n.RefreshGoodReplicas()
 }
 
 // Close ends the link and closes its connection. It is idempotent.
@@ -301,6 +303,7 @@ func (l *Link) Close() {
 	// within the backlog continues (+CONTINUE).
 	delete(n.links, l)
 	n.mu.Unlock()
+	n.RefreshGoodReplicas()
 }
 
 // end stops the link's stream and closes its connection, once.

@@ -12,6 +12,7 @@
 package replication
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -66,6 +67,14 @@ type Config struct {
 	FeedInterval, PingInterval, Timeout time.Duration
 	// MasterUser and MasterAuth authenticate a replica to its master.
 	MasterUser, MasterAuth string
+	// MinReplicas and MinReplicasMaxLag are Redis's min-replicas-to-write
+	// and min-replicas-max-lag: while a master has fewer than MinReplicas
+	// replicas online that acknowledged the stream within
+	// MinReplicasMaxLag, it refuses writes (FewReplicasFlag). MinReplicas
+	// 0 (the default) or a negative lag turns the check off; a lag of 0
+	// means DefaultMinReplicasMaxLag, as in Redis.
+	MinReplicas       int
+	MinReplicasMaxLag time.Duration
 	// ListeningPort is the port a replica announces to its master
 	// (REPLCONF listening-port), which Sentinel connects to.
 	ListeningPort int
@@ -91,6 +100,14 @@ type Node struct {
 	streamMu sync.Mutex
 	authMu   sync.Mutex
 	replica  atomic.Bool // the hot path's read: is this node a replica?
+	// fewReplicas is the hot path's other read: is this node a master
+	// with fewer good replicas than min-replicas-to-write asks
+	// (RefreshGoodReplicas)? goodReplicas is how many it had then;
+	// minReplicas and minLag (nanoseconds) are the settings.
+	fewReplicas  atomic.Bool
+	goodReplicas atomic.Int64
+	minReplicas  atomic.Int64
+	minLag       atomic.Int64
 	upstream *upstream   // while a replica: its link to its master
 	replID   string
 	// replID2 and offset2 are the previous master's stream id and the
@@ -148,6 +165,13 @@ func New(cfg Config) *Node {
 	n := &Node{cfg: cfg, store: cfg.Store, log: cfg.Logger, backlog: newBacklog(cfg.BacklogSize, cfg.BufferLimit),
 		replID: newReplID(), offset2: -1, links: map[*Link]struct{}{}, acked: make(chan struct{})}
 	n.priority.Store(DefaultReplicaPriority)
+	switch {
+	case cfg.MinReplicasMaxLag == 0:
+		cfg.MinReplicasMaxLag = DefaultMinReplicasMaxLag
+	case cfg.MinReplicasMaxLag < 0:
+		cfg.MinReplicasMaxLag = 0
+	}
+	n.SetMinReplicas(cfg.MinReplicas, cfg.MinReplicasMaxLag)
 	return n
 }
 
@@ -165,6 +189,80 @@ func (n *Node) IsReplica() bool { return n.replica.Load() }
 // (the server's decisions): set while the node is a replica. Only the node
 // changes it.
 func (n *Node) ReplicaFlag() *atomic.Bool { return &n.replica }
+
+// DefaultMinReplicasMaxLag is Redis's min-replicas-max-lag default.
+const DefaultMinReplicasMaxLag = 10 * time.Second
+
+// SetMinReplicas sets min-replicas-to-write and min-replicas-max-lag
+// (CONFIG SET), and at once whether writes are refused by them.
+func (n *Node) SetMinReplicas(count int, maxLag time.Duration) {
+	n.minReplicas.Store(int64(count))
+	n.minLag.Store(int64(maxLag))
+	n.RefreshGoodReplicas()
+}
+
+// MinReplicas returns min-replicas-to-write and min-replicas-max-lag.
+func (n *Node) MinReplicas() (count int, maxLag time.Duration) {
+	return int(n.minReplicas.Load()), time.Duration(n.minLag.Load())
+}
+
+// FewReplicasFlag is the flag a hot path loads to know whether a master
+// refuses writes for want of good replicas (min-replicas-to-write): set
+// while the check is on, the node is a master, and fewer replicas are
+// online with an acknowledgement within min-replicas-max-lag. Only the
+// node changes it, at RefreshGoodReplicas.
+func (n *Node) FewReplicasFlag() *atomic.Bool { return &n.fewReplicas }
+
+// GoodReplicas is how many replicas were good at the last
+// RefreshGoodReplicas: INFO's min_slaves_good_slaves.
+func (n *Node) GoodReplicas() int { return int(n.goodReplicas.Load()) }
+
+// RefreshGoodReplicas counts the replicas online whose last
+// acknowledgement is at most min-replicas-max-lag old, now, and sets
+// FewReplicasFlag from the count, as Redis's refreshGoodSlavesCount; it
+// runs on every change of the settings, of the role and of the links, on
+// every acknowledgement, and every WatchReplicasInterval
+// (WatchGoodReplicas), so that a replica gone silent counts as gone within
+// the lag and that interval.
+func (n *Node) RefreshGoodReplicas() {
+	want, lag := n.minReplicas.Load(), time.Duration(n.minLag.Load())
+	if want <= 0 || lag <= 0 {
+		n.goodReplicas.Store(0)
+		n.fewReplicas.Store(false)
+		return
+	}
+	now := n.cfg.Now().UnixNano()
+	n.mu.Lock()
+	good := int64(0)
+	for l := range n.links {
+		if l.state.Load() == "online" && time.Duration(now-l.ackedAt.Load()) <= lag {
+			good++
+		}
+	}
+	replica := n.upstream != nil
+	n.mu.Unlock()
+	n.goodReplicas.Store(good)
+	n.fewReplicas.Store(!replica && good < want)
+}
+
+// WatchReplicasInterval is how often WatchGoodReplicas counts the good
+// replicas (Redis: once a second, in its replicationCron).
+const WatchReplicasInterval = 100 * time.Millisecond
+
+// WatchGoodReplicas runs RefreshGoodReplicas every WatchReplicasInterval
+// until ctx ends.
+func (n *Node) WatchGoodReplicas(ctx context.Context) {
+	t := time.NewTicker(WatchReplicasInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n.RefreshGoodReplicas()
+		}
+	}
+}
 
 // SetPriority sets replica-priority, which INFO reports for Sentinel: 0
 // means never promote.
@@ -206,6 +304,7 @@ func (n *Node) FailoverTo(host string, port int) error {
 }
 
 func (n *Node) replicaOf(host string, port int, failover bool) (already bool, err error) {
+	defer n.RefreshGoodReplicas() // a replica refuses writes as a replica, a master by its replicas
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {

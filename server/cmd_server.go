@@ -7,7 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"redcell/acl"
 	"redcell/internal/glob"
+	"redcell/replication"
 )
 
 // serverFamily is the server's commands, for the command table
@@ -243,6 +245,27 @@ func (c *client) configSet(pairs [][]byte) {
 				return
 			}
 			changes = append(changes, change{name, func() { n.SetPriority(p) }})
+		case n != nil && (name == "min-replicas-to-write" || name == "min-slaves-to-write" ||
+			name == "min-replicas-max-lag" || name == "min-slaves-max-lag"):
+			v, err := strconv.ParseInt(val, 10, 64)
+			if err != nil {
+				c.writeError(errConfigValue(name, val))
+				return
+			}
+			if v < 0 || v > math.MaxInt32 {
+				c.writeError(errConfigRange(name, 0, math.MaxInt32))
+				return
+			}
+			lagSetting := strings.HasSuffix(name, "max-lag")
+			changes = append(changes, change{name, func() {
+				count, lag := n.MinReplicas()
+				if lagSetting {
+					lag = time.Duration(v) * time.Second
+				} else {
+					count = int(v)
+				}
+				n.SetMinReplicas(count, lag)
+			}})
 		case n != nil && (name == "masterauth" || name == "masteruser"):
 			changes = append(changes, change{name, func() {
 				user, pass := n.MasterAuth()
@@ -297,6 +320,10 @@ func (s *Server) configParams() map[string]string {
 		appendonly = "yes"
 	}
 	limit, policy := s.store.MemoryLimit()
+	minReplicas, minLag := 0, replication.DefaultMinReplicasMaxLag
+	if s.repl != nil {
+		minReplicas, minLag = s.repl.MinReplicas()
+	}
 	return map[string]string{
 		"bind":                              s.cfg.Bind,
 		"port":                              strconv.Itoa(s.cfg.Port),
@@ -322,6 +349,12 @@ func (s *Server) configParams() map[string]string {
 		"replicaof":                         s.replicaOfParam(),
 		"slaveof":                           s.replicaOfParam(),
 		"repl-backlog-size":                 strconv.Itoa(s.replicaStatus().BacklogSize),
+		"min-replicas-to-write":             strconv.Itoa(minReplicas),
+		"min-slaves-to-write":               strconv.Itoa(minReplicas),
+		"min-replicas-max-lag":              strconv.FormatInt(int64(minLag/time.Second), 10),
+		"min-slaves-max-lag":                strconv.FormatInt(int64(minLag/time.Second), 10),
+		"aclfile":                           s.users.file,
+		"acllog-max-len":                    strconv.Itoa(acl.DefaultLogMaxLen),
 		"io-threads":                        "1",
 		"hz":                                "10",
 		"slowlog-log-slower-than":           "-1",

@@ -236,12 +236,15 @@ func (c *client) changed() {
 	}
 }
 
-// writesRefused reports whether changes must be refused now: in durable mode
-// while flushes fail, a change could not be made durable, so a command that
-// would make one answers MISCONF instead (as Redis does when it cannot
-// persist), and commands that change nothing go on.
+// writesRefused reports whether changes must be refused now: on a replica
+// (READONLY); on a master with fewer good replicas than
+// min-replicas-to-write asks (NOREPLICAS), whose decisions would be lost
+// if it is cut off from them; in durable mode while flushes fail, since a
+// change could not be made durable (MISCONF, as Redis answers when it
+// cannot persist). Commands that change nothing go on: peeks, and
+// decisions that store nothing (writeRefusal says which error).
 func (s *Server) writesRefused() bool {
-	return s.replica.Load() || (s.cfg.DurableWrites && s.cfg.Persistence.Failing())
+	return s.replica.Load() || s.fewReplicas.Load() || (s.cfg.DurableWrites && s.cfg.Persistence.Failing())
 }
 
 // lookup finds a command by name, case-insensitively, without allocating.

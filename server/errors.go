@@ -452,6 +452,7 @@ func windowError(err error) replyError {
 // Replication (replicationFamily), in Redis's words where it has them.
 var (
 	errReadOnly          = replyError{errKindReadOnly, "READONLY You can't write against a read only replica."}
+	errNoReplicas        = replyError{errKindNoReplicas, "NOREPLICAS Not enough good replicas to write."}
 	errNoReplication     = commandError("ERR replication is not configured on this server")
 	errInvalidMasterPort = commandError("ERR Invalid master port")
 	errInvalidPort       = commandError("ERR value is out of range, must be positive")
@@ -489,6 +490,13 @@ func errReplication(err error) replyError {
 // errConfigValue refuses a CONFIG SET value, in Redis 7's words.
 func errConfigValue(name, val string) replyError {
 	return commandError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
+}
+
+// errConfigRange refuses a CONFIG SET number out of its range, in Redis
+// 7's words.
+func errConfigRange(name string, lo, hi int64) replyError {
+	return commandError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument must be between " +
+		strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10) + " inclusive")
 }
 
 // ErrNoConfigFile is what Config.RewriteConfig returns when there is nowhere

@@ -118,8 +118,11 @@ type Server struct {
 	repl  *replication.Node // nil: no replication
 	// replica is repl's role flag (replication.Node.ReplicaFlag), or a
 	// flag never set without replication: one load tells the hot path.
-	replica *atomic.Bool
-	cluster *cluster.State // nil: not in cluster mode
+	// fewReplicas is its flag of a master short of good replicas
+	// (min-replicas-to-write: replication.Node.FewReplicasFlag), alike.
+	replica     *atomic.Bool
+	fewReplicas *atomic.Bool
+	cluster     *cluster.State // nil: not in cluster mode
 	// migrator and follower are cluster mode's work with other nodes and
 	// with the topology; nil outside cluster mode.
 	migrator *clusternode.Migrator
@@ -181,13 +184,14 @@ func New(cfg Config, store *storage.Store) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg:     cfg,
-		store:   store,
-		repl:    cfg.Replication,
-		replica: new(atomic.Bool),
-		cluster: cfg.Cluster,
-		now:     cfg.Now,
-		clients: make(map[*client]struct{}),
+		cfg:         cfg,
+		store:       store,
+		repl:        cfg.Replication,
+		replica:     new(atomic.Bool),
+		fewReplicas: new(atomic.Bool),
+		cluster:     cfg.Cluster,
+		now:         cfg.Now,
+		clients:     make(map[*client]struct{}),
 
 		authFails: newAuthLimiter(),
 
@@ -197,6 +201,7 @@ func New(cfg Config, store *storage.Store) *Server {
 	}
 	if cfg.Replication != nil {
 		s.replica = cfg.Replication.ReplicaFlag()
+		s.fewReplicas = cfg.Replication.FewReplicasFlag()
 	}
 	if cfg.Cluster != nil {
 		nc := clusternode.Config{State: cfg.Cluster, Store: store, Password: cfg.RequirePass, Now: cfg.Now, Logger: cfg.Logger}
