@@ -94,7 +94,7 @@ func (n *Node) appendStream(p []byte) {
 // end: once a replica has acknowledged it, it holds every change made before
 // the call (WAIT).
 func (n *Node) Sync() int64 {
-	if !n.replica.Load() {
+	if !n.IsReplica() {
 		n.mu.Lock()
 		feeding := n.feeding
 		n.mu.Unlock()
@@ -147,12 +147,12 @@ func (n *Node) PSync(conn net.Conn, r Replica, replID string, offset int64) (*Li
 		n.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if n.replica.Load() && (n.upstream == nil || !n.upstream.synced()) {
+	if n.IsReplica() && (n.upstream == nil || !n.upstream.synced()) {
 		n.mu.Unlock()
 		return nil, errNotSynced
 	}
 	n.links[l] = struct{}{}
-	if !n.replica.Load() {
+	if !n.IsReplica() {
 		n.store.SetFeed(true)
 		n.startFeedLocked()
 	}
@@ -353,7 +353,7 @@ func (n *Node) Wait(numReplicas int, timeout time.Duration, done <-chan struct{}
 	if n.count(target) >= numReplicas && numReplicas > 0 {
 		return n.count(target)
 	}
-	if !n.replica.Load() {
+	if !n.IsReplica() {
 		n.appendStream([]byte(getAckCommand))
 	}
 	var deadline <-chan time.Time

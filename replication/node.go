@@ -70,7 +70,7 @@ type Config struct {
 	// MinReplicas and MinReplicasMaxLag are Redis's min-replicas-to-write
 	// and min-replicas-max-lag: while a master has fewer than MinReplicas
 	// replicas online that acknowledged the stream within
-	// MinReplicasMaxLag, it refuses writes (FewReplicasFlag). MinReplicas
+	// MinReplicasMaxLag, it refuses writes (RefuseFewReplicas). MinReplicas
 	// 0 (the default) or a negative lag turns the check off; a lag of 0
 	// means DefaultMinReplicasMaxLag, as in Redis.
 	MinReplicas       int
@@ -99,17 +99,17 @@ type Node struct {
 	mu       sync.Mutex
 	streamMu sync.Mutex
 	authMu   sync.Mutex
-	replica  atomic.Bool // the hot path's read: is this node a replica?
-	// fewReplicas is the hot path's other read: is this node a master
-	// with fewer good replicas than min-replicas-to-write asks
-	// (RefreshGoodReplicas)? goodReplicas is how many it had then;
-	// minReplicas and minLag (nanoseconds) are the settings.
-	fewReplicas  atomic.Bool
+	// refusing is the hot path's one read (RefusingFlag): 0 while the
+	// node takes writes, else why it refuses them: RefuseReplica,
+	// RefuseFewReplicas (RefreshGoodReplicas). goodReplicas is how many
+	// good replicas it had at the last count; minReplicas and minLag
+	// (nanoseconds) are min-replicas-to-write's settings.
+	refusing     atomic.Uint32
 	goodReplicas atomic.Int64
 	minReplicas  atomic.Int64
 	minLag       atomic.Int64
-	upstream *upstream   // while a replica: its link to its master
-	replID   string
+	upstream     *upstream // while a replica: its link to its master
+	replID       string
 	// replID2 and offset2 are the previous master's stream id and the
 	// offset up to which this node's stream equals it (Redis's PSYNC2): a
 	// replica of the old master continues with its new one.
@@ -181,14 +181,32 @@ func newReplID() string {
 	return hex.EncodeToString(id[:])
 }
 
+// Why a node refuses writes: the bits of RefusingFlag's word.
+const (
+	// RefuseReplica: the node is a replica (READONLY).
+	RefuseReplica uint32 = 1 << iota
+	// RefuseFewReplicas: a master with fewer good replicas than
+	// min-replicas-to-write asks (NOREPLICAS).
+	RefuseFewReplicas
+)
+
 // IsReplica reports whether the node is a replica, which refuses writes.
 // It costs one atomic load.
-func (n *Node) IsReplica() bool { return n.replica.Load() }
+func (n *Node) IsReplica() bool { return n.refusing.Load()&RefuseReplica != 0 }
 
-// ReplicaFlag is the flag IsReplica loads, for a hot path that keeps it
-// (the server's decisions): set while the node is a replica. Only the node
-// changes it.
-func (n *Node) ReplicaFlag() *atomic.Bool { return &n.replica }
+// RefusingFlag is the word a hot path (the server's decisions) loads to
+// know whether the node refuses writes: 0 while it takes them, else the
+// Refuse* bits of why. Only the node changes it.
+func (n *Node) RefusingFlag() *atomic.Uint32 { return &n.refusing }
+
+// setReplica sets or clears RefuseReplica.
+func (n *Node) setReplica(replica bool) {
+	if replica {
+		n.refusing.Or(RefuseReplica)
+	} else {
+		n.refusing.And(^RefuseReplica)
+	}
+}
 
 // DefaultMinReplicasMaxLag is Redis's min-replicas-max-lag default.
 const DefaultMinReplicasMaxLag = 10 * time.Second
@@ -206,20 +224,13 @@ func (n *Node) MinReplicas() (count int, maxLag time.Duration) {
 	return int(n.minReplicas.Load()), time.Duration(n.minLag.Load())
 }
 
-// FewReplicasFlag is the flag a hot path loads to know whether a master
-// refuses writes for want of good replicas (min-replicas-to-write): set
-// while the check is on, the node is a master, and fewer replicas are
-// online with an acknowledgement within min-replicas-max-lag. Only the
-// node changes it, at RefreshGoodReplicas.
-func (n *Node) FewReplicasFlag() *atomic.Bool { return &n.fewReplicas }
-
 // GoodReplicas is how many replicas were good at the last
 // RefreshGoodReplicas: INFO's min_slaves_good_slaves.
 func (n *Node) GoodReplicas() int { return int(n.goodReplicas.Load()) }
 
 // RefreshGoodReplicas counts the replicas online whose last
 // acknowledgement is at most min-replicas-max-lag old, now, and sets
-// FewReplicasFlag from the count, as Redis's refreshGoodSlavesCount; it
+// RefuseFewReplicas from the count, as Redis's refreshGoodSlavesCount; it
 // runs on every change of the settings, of the role and of the links, on
 // every acknowledgement, and every WatchReplicasInterval
 // (WatchGoodReplicas), so that a replica gone silent counts as gone within
@@ -228,7 +239,7 @@ func (n *Node) RefreshGoodReplicas() {
 	want, lag := n.minReplicas.Load(), time.Duration(n.minLag.Load())
 	if want <= 0 || lag <= 0 {
 		n.goodReplicas.Store(0)
-		n.fewReplicas.Store(false)
+		n.refusing.And(^RefuseFewReplicas)
 		return
 	}
 	now := n.cfg.Now().UnixNano()
@@ -242,7 +253,11 @@ func (n *Node) RefreshGoodReplicas() {
 	replica := n.upstream != nil
 	n.mu.Unlock()
 	n.goodReplicas.Store(good)
-	n.fewReplicas.Store(!replica && good < want)
+	if !replica && good < want {
+		n.refusing.Or(RefuseFewReplicas)
+	} else {
+		n.refusing.And(^RefuseFewReplicas)
+	}
 }
 
 // WatchReplicasInterval is how often WatchGoodReplicas counts the good
@@ -329,7 +344,7 @@ func (n *Node) replicaOf(host string, port int, failover bool) (already bool, er
 		// past the refusal, which FAILOVER's pause rules out). The new
 		// master, if it was its replica, continues that stream (PSYNC2);
 		// any other resynchronizes it in full.
-		n.replica.Store(true)
+		n.setReplica(true)
 		fed := n.feeding // a master whose feed never ran has no stream
 		n.stopFeedLocked()
 		if fed {
@@ -338,7 +353,7 @@ func (n *Node) replicaOf(host string, port int, failover bool) (already bool, er
 		n.store.SetFeed(false)
 		n.hasStream.Store(fed && n.backlog.active())
 	}
-	n.replica.Store(true)
+	n.setReplica(true)
 	n.dropLinksLocked() // as Redis, its replicas resynchronize with what it becomes
 	n.upstream = n.startUpstream(host, port, failover)
 	return false, nil
@@ -356,7 +371,7 @@ func (n *Node) promoteLocked() {
 	n.replID2, n.offset2 = n.replID, end
 	n.replID = newReplID()
 	n.streamMu.Unlock()
-	n.replica.Store(false)
+	n.setReplica(false)
 	n.log.Info("replication: this node is now a master", "replid", n.replID, "offset", end)
 	// The feed starts now, not when a replica comes: the old master's
 	// other replicas, pointed here by Sentinel, continue from this offset.

@@ -364,7 +364,7 @@ func (s *Server) infoReplication(_ storage.Keyspace, now time.Time) [][2]string 
 // not a peek (quantity 0) on a replica: a replica refuses every write, as
 // Redis's does, even one that would store nothing.
 func (c *client) writeOnReplica(quantity int64) bool {
-	if quantity != 0 && c.srv.replica.Load() {
+	if quantity != 0 && c.srv.refusing.Load()&replication.RefuseReplica != 0 {
 		c.writeError(errReadOnly)
 		return true
 	}
@@ -397,10 +397,10 @@ func (s *Server) replicaOfParam() string {
 // writeRefusal is the error for a write the server cannot take now: a
 // replica's READONLY, or durable mode's MISCONF while the disk fails.
 func (s *Server) writeRefusal() replyError {
-	switch {
-	case s.replica.Load():
+	switch r := s.refusing.Load(); {
+	case r&replication.RefuseReplica != 0:
 		return errReadOnly
-	case s.fewReplicas.Load():
+	case r&replication.RefuseFewReplicas != 0:
 		return errNoReplicas
 	}
 	return errMisconf

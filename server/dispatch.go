@@ -244,7 +244,7 @@ func (c *client) changed() {
 // cannot persist). Commands that change nothing go on: peeks, and
 // decisions that store nothing (writeRefusal says which error).
 func (s *Server) writesRefused() bool {
-	return s.replica.Load() || s.fewReplicas.Load() || (s.cfg.DurableWrites && s.cfg.Persistence.Failing())
+	return s.refusing.Load() != 0 || (s.cfg.DurableWrites && s.cfg.Persistence.Failing())
 }
 
 // lookup finds a command by name, case-insensitively, without allocating.

@@ -116,13 +116,12 @@ type Server struct {
 	cfg   Config
 	store *storage.Store
 	repl  *replication.Node // nil: no replication
-	// replica is repl's role flag (replication.Node.ReplicaFlag), or a
-	// flag never set without replication: one load tells the hot path.
-	// fewReplicas is its flag of a master short of good replicas
-	// (min-replicas-to-write: replication.Node.FewReplicasFlag), alike.
-	replica     *atomic.Bool
-	fewReplicas *atomic.Bool
-	cluster     *cluster.State // nil: not in cluster mode
+	// refusing is repl's word of why it refuses writes, if it does
+	// (replication.Node.RefusingFlag: a replica, a master short of good
+	// replicas), or a word never set without replication: one load tells
+	// the hot path.
+	refusing *atomic.Uint32
+	cluster  *cluster.State // nil: not in cluster mode
 	// migrator and follower are cluster mode's work with other nodes and
 	// with the topology; nil outside cluster mode.
 	migrator *clusternode.Migrator
@@ -184,14 +183,13 @@ func New(cfg Config, store *storage.Store) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg:         cfg,
-		store:       store,
-		repl:        cfg.Replication,
-		replica:     new(atomic.Bool),
-		fewReplicas: new(atomic.Bool),
-		cluster:     cfg.Cluster,
-		now:         cfg.Now,
-		clients:     make(map[*client]struct{}),
+		cfg:      cfg,
+		store:    store,
+		repl:     cfg.Replication,
+		refusing: new(atomic.Uint32),
+		cluster:  cfg.Cluster,
+		now:      cfg.Now,
+		clients:  make(map[*client]struct{}),
 
 		authFails: newAuthLimiter(),
 
@@ -200,8 +198,7 @@ func New(cfg Config, store *storage.Store) *Server {
 		debug: cfg.Logger.Enabled(context.Background(), slog.LevelDebug),
 	}
 	if cfg.Replication != nil {
-		s.replica = cfg.Replication.ReplicaFlag()
-		s.fewReplicas = cfg.Replication.FewReplicasFlag()
+		s.refusing = cfg.Replication.RefusingFlag()
 	}
 	if cfg.Cluster != nil {
 		nc := clusternode.Config{State: cfg.Cluster, Store: store, Password: cfg.RequirePass, Now: cfg.Now, Logger: cfg.Logger}
