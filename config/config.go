@@ -88,9 +88,13 @@ type Config struct {
 	MinReplicasMaxLag  time.Duration
 
 	// Cluster mode (ClusterMode): ClusterEnabled is yes, no or emulated;
-	// ClusterAnnounceIP is the address an emulated node reports.
+	// ClusterAnnounceIP is the address an emulated node reports;
+	// ClusterAuthUser and ClusterAuthPass the internal user a node
+	// authenticates to its peers as.
 	ClusterEnabled    string
 	ClusterAnnounceIP string
+	ClusterAuthUser   string
+	ClusterAuthPass   string
 
 	// Actions instead of serving: print the version; ping the server this
 	// configuration describes and exit 0 if it answers.

@@ -90,6 +90,11 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.ClusterEnabled, "cluster-enabled", "no",
 		"`yes|no|emulated`: serve as a Redis Cluster node, with the topology pushed by CLUSTERX SETNODES (yes: no slot is served before "+
 			"the first push; emulated: until then this node alone serves every slot)")
+	fs.StringVar(&cfg.ClusterAuthUser, "cluster-auth-user", "",
+		"the ACL `user` a cluster node authenticates to its peers as, to move a slot's keys, push a topology or run a planned "+
+			"failover (as Sentinel's auth-user); it needs +clusterx +client|pause +client|unpause +role +info (empty: the default user)")
+	fs.StringVar(&cfg.ClusterAuthPass, "cluster-auth-pass", "",
+		"the `password` of --cluster-auth-user (empty: --requirepass)")
 	fs.StringVar(&cfg.ClusterAnnounceIP, "cluster-announce-ip", "",
 		"the `address` an emulated cluster node reports in CLUSTER SLOTS and NODES (default: --bind, or 127.0.0.1 for a wildcard bind)")
 	fs.BoolVar(&cfg.Version, "version", false, "print the version, commit and Go version, and exit")

@@ -114,6 +114,8 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		Clock:       st.clock,
 		RequirePass: cfg.RequirePass,
 		ACLFile:     cfg.ACLFile,
+		ClusterUser: cfg.ClusterAuthUser,
+		ClusterPass: cfg.ClusterAuthPass,
 		Shutdown: func(save bool) error {
 			logger.Info("SHUTDOWN received", "save", save)
 			saveOnExit.Store(save)

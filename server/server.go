@@ -35,6 +35,11 @@ type Config struct {
 	// set, clients AUTH (or HELLO ... AUTH) first. An ACL file's line for
 	// the default user wins over it.
 	RequirePass string
+	// ClusterUser and ClusterPass are the internal user this node
+	// authenticates to its cluster peers as, for a slot's migration, a
+	// topology's push and a planned failover; ClusterPass "" is
+	// RequirePass, with ClusterUser "" the default user, as before users.
+	ClusterUser, ClusterPass string
 	// ACLFile is Redis's aclfile: the users LoadACLFile loads at the start,
 	// ACL LOAD reloads and ACL SAVE writes. "": the default user alone,
 	// and ACL SETUSER's users live until the process ends.
@@ -201,7 +206,11 @@ func New(cfg Config, store *storage.Store) *Server {
 		s.refusing = cfg.Replication.RefusingFlag()
 	}
 	if cfg.Cluster != nil {
-		nc := clusternode.Config{State: cfg.Cluster, Store: store, Password: cfg.RequirePass, Now: cfg.Now, Logger: cfg.Logger}
+		nc := clusternode.Config{State: cfg.Cluster, Store: store, User: cfg.ClusterUser, Password: cfg.ClusterPass,
+			Now: cfg.Now, Logger: cfg.Logger}
+		if nc.Password == "" {
+			nc.Password = cfg.RequirePass
+		}
 		if cfg.Replication != nil {
 			nc.Replication = cfg.Replication
 		}
