@@ -35,8 +35,8 @@ import (
 // partitionNet is the test's namespaces and addresses.
 type partitionNet struct {
 	master, replica string // namespace names
-	net                     string // "10.N", the first two octets
-	cut                     string // the master's end of the master-replica link
+	net             string // "10.N", the first two octets
+	cut             string // the master's end of the master-replica link
 }
 
 // Addresses: the test reaches the master at .1.2 and the replica's
