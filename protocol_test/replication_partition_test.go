@@ -177,10 +177,13 @@ func TestPartitionedMasterStopsDecidingWithinMinReplicasMaxLag(t *testing.T) {
 	}, 30*time.Second, 50*time.Millisecond, "the Sentinels see the master, its replica and each other: %v", &last)
 
 	load := startDecisionLoad(t, rdb, 4)
-	time.Sleep(time.Second) // a second of decisions before the cut, for the rate
-	before, _, _, _ := load.since(time.Time{})
+	loaded := time.Now()
+	require.Eventually(t, func() bool { n, _, _, _ := load.since(time.Time{}); return n >= 5000 }, 30*time.Second, 10*time.Millisecond,
+		"the load decides")
 	ip(t, "-n", n.master, "link", "set", n.cut, "down")
 	cut := time.Now()
+	before, _, _, _ := load.since(time.Time{})
+	rate := float64(before) / cut.Sub(loaded).Seconds()
 	require.Eventually(t, func() bool { _, r, _, _ := load.since(cut); return r > 0 }, 15*time.Second, 10*time.Millisecond,
 		"the isolated master refuses")
 	require.Eventually(t, func() bool {
@@ -191,9 +194,9 @@ func TestPartitionedMasterStopsDecidingWithinMinReplicasMaxLag(t *testing.T) {
 	require.NoError(t, load.err())
 
 	accepted, refused, lastAccepted, firstRefused := load.since(cut)
-	t.Logf("partition: %d decisions in the second of load before the cut; the isolated master accepted %d decisions after it, the last %v after it, "+
+	t.Logf("partition: %.0f decisions a second before the cut; the isolated master accepted %d decisions after it, the last %v after it, "+
 		"and refused from %v after it (%d refusals); --min-replicas-max-lag %v",
-		before, accepted, lastAccepted.Sub(cut).Round(time.Millisecond), firstRefused.Sub(cut).Round(time.Millisecond), refused, lag)
+		rate, accepted, lastAccepted.Sub(cut).Round(time.Millisecond), firstRefused.Sub(cut).Round(time.Millisecond), refused, lag)
 	require.Positive(t, accepted, "the master decides until the lag has passed")
 	// The replica acknowledges every second, and the master counts its good
 	// replicas every 100 ms: its last acknowledgement, up to 1 s before the
