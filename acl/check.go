@@ -3,8 +3,6 @@ package acl
 import (
 	"strings"
 	"unsafe"
-
-	"redcell/internal/glob"
 )
 
 // Reason is why a user is refused something: Redis's ACL_DENIED_*, in its
@@ -115,7 +113,7 @@ func (s *selector) firstArgAllowed(cmd *Command, args [][]byte) bool {
 func (s *selector) keyAllowed(key []byte, perm Perm) bool {
 	k := bytesString(key)
 	for _, p := range s.keys {
-		if p.perm&perm == perm && glob.Match(unsafe.Slice(unsafe.StringData(p.pattern), len(p.pattern)), k) {
+		if p.perm&perm == perm && p.match(k) {
 			return true
 		}
 	}
@@ -131,10 +129,10 @@ func (s *selector) channelAllowed(channel string, isPattern bool) bool {
 	}
 	for _, p := range s.channels {
 		if isPattern {
-			if p == channel {
+			if p.text == channel {
 				return true
 			}
-		} else if glob.Match(unsafe.Slice(unsafe.StringData(p), len(p)), channel) {
+		} else if p.match(channel) {
 			return true
 		}
 	}

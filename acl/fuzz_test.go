@@ -3,6 +3,8 @@ package acl
 import (
 	"strings"
 	"testing"
+
+	"redcell/internal/glob"
 )
 
 // Fuzzing the rules and the file: any input is refused with an error or
@@ -104,12 +106,12 @@ func parensInside(u *User) bool {
 	has := func(s string) bool { return strings.ContainsAny(s, "()") }
 	for _, s := range u.selectors {
 		for _, k := range s.keys {
-			if has(k.pattern) {
+			if has(k.text) {
 				return true
 			}
 		}
 		for _, c := range s.channels {
-			if has(c) {
+			if has(c.text) {
 				return true
 			}
 		}
@@ -120,4 +122,20 @@ func parensInside(u *User) bool {
 		}
 	}
 	return false
+}
+
+// A pattern matched by equality or by its prefix matches exactly what
+// Redis's glob matches.
+//
+//	go test -run '^$' -fuzz '^FuzzPatternAsGlob$' -fuzztime 5m ./acl/
+func FuzzPatternAsGlob(f *testing.F) {
+	for _, seed := range [][2]string{{"rl:app:*", "rl:app:1"}, {"rl:app:*", "rl:ap"}, {"*", ""}, {"k", "k"}, {"k", "K"},
+		{"a\\*", "a*"}, {"a*b", "axb"}, {"a[bc]*", "ab"}, {"**", "x"}, {"a?", "ab"}} {
+		f.Add(seed[0], seed[1])
+	}
+	f.Fuzz(func(t *testing.T, pat, s string) {
+		if got, want := newPattern(pat).match(s), glob.Match([]byte(pat), s); got != want {
+			t.Fatalf("pattern %q on %q: %v, Redis's glob %v", pat, s, got, want)
+		}
+	})
 }

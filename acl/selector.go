@@ -20,7 +20,7 @@ type selector struct {
 	// refused (+select|0), by command ID; nil when there are none.
 	firstArgs map[int][]string
 	keys      []keyPattern
-	channels  []string
+	channels  []pattern
 	// rules are the command rules in force, in order, each "+name" or
 	// "-name" in lower case ("+@read", "-keys", "+client|id"): what ACL
 	// LIST shows after +@all or -@all.
@@ -30,8 +30,8 @@ type selector struct {
 // keyPattern is a key pattern and the access it grants: ~p is both,
 // %R~p read, %W~p write.
 type keyPattern struct {
-	pattern string
-	perm    Perm
+	pattern
+	perm Perm
 }
 
 func newSelector(cs *Commands) *selector {
@@ -161,8 +161,8 @@ func (s *selector) set(cs *Commands, op string) error {
 		if hasSpace(pat) {
 			return ErrSyntax
 		}
-		if !slices.Contains(s.channels, pat) {
-			s.channels = append(s.channels, pat)
+		if !slices.ContainsFunc(s.channels, func(c pattern) bool { return c.text == pat }) {
+			s.channels = append(s.channels, newPattern(pat))
 		}
 	case len(op) > 1 && op[1] == '@' && (op[0] == '+' || op[0] == '-'):
 		return s.setCategory(cs, op[1:], op[0] == '+')
@@ -214,12 +214,12 @@ func (s *selector) addKeyPattern(op string) error {
 		return ErrSyntax
 	}
 	for i := range s.keys {
-		if s.keys[i].pattern == rest {
+		if s.keys[i].text == rest {
 			s.keys[i].perm |= perm
 			return nil
 		}
 	}
-	s.keys = append(s.keys, keyPattern{pattern: rest, perm: perm})
+	s.keys = append(s.keys, keyPattern{pattern: newPattern(rest), perm: perm})
 	return nil
 }
 
@@ -314,7 +314,7 @@ func (s *selector) describeChannels() string {
 	}
 	parts := make([]string, len(s.channels))
 	for i, c := range s.channels {
-		parts[i] = "&" + c
+		parts[i] = "&" + c.text
 	}
 	return strings.Join(parts, " ")
 }
@@ -322,11 +322,11 @@ func (s *selector) describeChannels() string {
 func (k keyPattern) String() string {
 	switch k.perm {
 	case PermRead:
-		return "%R~" + k.pattern
+		return "%R~" + k.text
 	case PermWrite:
-		return "%W~" + k.pattern
+		return "%W~" + k.text
 	}
-	return "~" + k.pattern
+	return "~" + k.text
 }
 
 // describe is the whole selector as ACL LIST shows it: keys, channels
@@ -343,7 +343,7 @@ func (s *selector) describe(cs *Commands) string {
 	} else {
 		b.WriteString("resetchannels ")
 		for _, c := range s.channels {
-			b.WriteString("&" + c + " ")
+			b.WriteString("&" + c.text + " ")
 		}
 	}
 	b.WriteString(s.describeCommands(cs))
