@@ -428,3 +428,54 @@ func TestUnrestrictedUserIsNotChecked(t *testing.T) {
 	require.Equal(t, ok, tc.do("ACL", "SETUSER", "default", "+@all"))
 	require.Zero(t, tc.c.access.Load())
 }
+
+// The README's file of users loads, and its users may do what it says
+// they may: the application decides on its prefix alone, the operator
+// reads but cannot reset or reconfigure the server, Sentinel, the replica
+// and the cluster's internal user run what they send.
+func TestREADMEUsers(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	_, section, found := strings.Cut(string(readme), "\n## Users and permissions\n")
+	require.True(t, found)
+	_, block, found := strings.Cut(section, "```\n")
+	require.True(t, found)
+	block, _, _ = strings.Cut(block, "```")
+	file := filepath.Join(t.TempDir(), "users.acl")
+	require.NoError(t, os.WriteFile(file, []byte(block), 0o600))
+	tc := newTestClient(t, Config{ACLFile: file})
+	require.NoError(t, tc.srv.LoadACLFile())
+	for _, c := range []struct {
+		user string
+		cmd  []string
+		want string
+	}{
+		{"app", []string{"CL.THROTTLE", "rl:app:user123", "15", "30", "60"}, ok},
+		{"app", []string{"CL.THROTTLE", "rl:billing:7", "15", "30", "60"}, bulk("User app has no permissions to access the 'rl:billing:7' key")},
+		{"app", []string{"FLUSHALL"}, bulk("User app has no permissions to run the 'flushall' command")},
+		{"app", []string{"CLIENT", "SETINFO", "LIB-NAME", "go-redis"}, ok},
+		{"ops", []string{"INFO"}, ok},
+		{"ops", []string{"CLIENT", "LIST"}, ok},
+		{"ops", []string{"ACL", "LOG"}, ok},
+		{"ops", []string{"DEL", "rl:app:user123"}, ok},
+		{"ops", []string{"FLUSHALL"}, bulk("User ops has no permissions to run the 'flushall' command")},
+		{"ops", []string{"CONFIG", "SET", "masterauth", "x"}, bulk("User ops has no permissions to run the 'config|set' command")},
+		{"ops", []string{"REPLICAOF", "10.0.0.1", "6379"}, bulk("User ops has no permissions to run the 'replicaof' command")},
+		{"ops", []string{"SHUTDOWN"}, bulk("User ops has no permissions to run the 'shutdown' command")},
+		{"ops", []string{"CLUSTERX", "SETNODES", "x", "1"}, bulk("User ops has no permissions to run the 'clusterx|setnodes' command")},
+		{"ops", []string{"ACL", "SETUSER", "ops", "+@all"}, bulk("User ops has no permissions to run the 'acl|setuser' command")},
+		{"sentinel", []string{"SLAVEOF", "NO", "ONE"}, ok},
+		{"sentinel", []string{"CONFIG", "REWRITE"}, ok},
+		{"sentinel", []string{"CLIENT", "KILL", "TYPE", "normal"}, ok},
+		{"sentinel", []string{"PUBLISH", "__sentinel__:hello", "x"}, ok},
+		{"sentinel", []string{"CL.THROTTLE", "k", "1", "1", "1"}, bulk("User sentinel has no permissions to run the 'cl.throttle' command")},
+		{"replica", []string{"PSYNC", "?", "-1"}, ok},
+		{"replica", []string{"REPLCONF", "ACK", "0"}, ok},
+		{"replica", []string{"DEL", "k"}, bulk("User replica has no permissions to run the 'del' command")},
+		{"cluster", []string{"CLUSTERX", "IMPORT", "1", "START", "x"}, ok},
+		{"cluster", []string{"CLIENT", "PAUSE", "10", "WRITE"}, ok},
+		{"cluster", []string{"FLUSHALL"}, bulk("User cluster has no permissions to run the 'flushall' command")},
+	} {
+		require.Equal(t, c.want, tc.do(append([]string{"ACL", "DRYRUN", c.user}, c.cmd...)...), "%s: %v", c.user, c.cmd)
+	}
+}
