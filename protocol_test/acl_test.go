@@ -191,3 +191,36 @@ func TestACLCategoriesOfRedcellsCommands(t *testing.T) {
 	require.Equal(t, []any{"@write", "@fast"}, info[0].([]any)[6])
 	require.EqualError(t, rdb.Do(c, "ACL", "CAT", "nosuch").Err(), "ERR Unknown category 'nosuch'")
 }
+
+// COMMAND INFO's categories of every command and subcommand both serve are
+// the installed redis-server's: what a user's +@category allows there it
+// allows here. SLOWLOG and LATENCY are one @admin command each here, where
+// Redis's are containers. Needs redis-server.
+func TestACLCategoriesAsRedisServer(t *testing.T) {
+	real := startRedisServer(t).raw(t)
+	ours := startServer(t).raw(t)
+	compared := 0
+	for _, name := range bulkList(t, ours.do("COMMAND", "LIST")) {
+		if name == "slowlog" || name == "latency" {
+			continue
+		}
+		want := parseRESP(t, real.do("COMMAND", "INFO", name)).elems[0]
+		if want.kind != '*' {
+			continue // redcell's own
+		}
+		got := parseRESP(t, ours.do("COMMAND", "INFO", name)).elems[0]
+		require.Equal(t, want.elems[6].String(), got.elems[6].String(), "%s: ACL categories", name)
+		theirs := map[string]string{}
+		for _, sub := range want.elems[9].elems {
+			theirs[sub.elems[0].text] = sub.elems[6].String()
+		}
+		for _, sub := range got.elems[9].elems {
+			if cats, ok := theirs[sub.elems[0].text]; ok { // a later Redis's subcommand (CLIENT SETINFO) is not there
+				require.Equal(t, cats, sub.elems[6].String(), "%s: ACL categories", sub.elems[0].text)
+				compared++
+			}
+		}
+		compared++
+	}
+	require.Greater(t, compared, 50, "commands both serve")
+}

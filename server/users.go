@@ -57,8 +57,8 @@ func (us *users) defaultUser() *acl.User {
 
 // defaultOpen reports whether a new connection is authenticated from the
 // start: the default user is on and takes any password (nopass).
-func (u *users) defaultOpen() bool {
-	d := u.defaultUser()
+func (us *users) defaultOpen() bool {
+	d := us.defaultUser()
 	return d.Enabled() && d.NoPass()
 }
 
