@@ -245,7 +245,7 @@ func TestConfigGetForTools(t *testing.T) {
 	}
 	// Several at once and by pattern, as redis_exporter asks (CONFIG GET *).
 	all := c.do("CONFIG", "GET", "*")
-	require.True(t, strings.HasPrefix(all, "*62\r\n"), "31 settings: %q", all)
+	require.True(t, strings.HasPrefix(all, "*74\r\n"), "37 settings: %q", all)
 	require.Equal(t, bulks("slowlog-log-slower-than", "-1", "slowlog-max-len", "0"), c.do("CONFIG", "GET", "slowlog*"))
 	// The exporter's other questions get Redis's empty answers.
 	require.Equal(t, "*0\r\n", c.do("SLOWLOG", "GET", "1"))
