@@ -218,4 +218,3 @@ func sentinelAnswer(addr string, args ...string) string {
 	}
 	return strings.TrimRight(line, "\r\n")
 }
-

@@ -9,13 +9,19 @@
 #
 # Settings (environment): ROUNDS=5, N=1000000 (pipelined requests a round),
 # LAT_N=200000 (unpipelined), ARGS (extra flags for both servers, e.g.
-# --in-memory).
+# --in-memory), ARGS_A and ARGS_B (for one side), BENCH_A and BENCH_B
+# (redis-benchmark's flags for one side). An ACL user's cost, on one build:
+#
+#   ARGS_B="--aclfile users.acl" BENCH_B="--user app -a app-secret" bench/ab.sh NEW NEW
+#
+# with users.acl granting app CL.THROTTLE on the loads' keys (~key:* ~hot).
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-5}
 N=${N:-1000000}
 LAT_N=${LAT_N:-200000}
 ARGS=${ARGS:-}
+declare -A side_args=([a]="${ARGS_A:-}" [b]="${ARGS_B:-}") bench_args=([a]="${BENCH_A:-}" [b]="${BENCH_B:-}")
 repo=$(cd "$(dirname "$0")/.." && pwd)
 script=bench/ab.sh
 [[ $# -ge 1 ]] || { sed -n 2,12p "$0" >&2; exit 2; }
@@ -45,7 +51,7 @@ fi
 start() {
 	local s=$1
 	# shellcheck disable=SC2086 # ARGS is meant to split
-	redcell_bin=$work/redcell.$s start_redcell_side "$s" $ARGS
+	redcell_bin=$work/redcell.$s start_redcell_side "$s" $ARGS ${side_args[$s]}
 	[[ $(redis-cli -h $HOST -p "${port[$s]}" CL.THROTTLE ab:check 15 30 60 | tr '\n' ' ') == "0 16 15 -1 2 " ]] ||
 		{ log "$script: $s does not answer CL.THROTTLE as redis-cell"; exit 1; }
 }
@@ -64,15 +70,18 @@ for r in $(seq "$ROUNDS"); do
 	order=(a b)
 	((r % 2)) || order=(b a)
 	for s in "${order[@]}"; do
-		bench "rand.$s" "" "$s" -P 16 -c 50 -r 100000 -n "$N" CL.THROTTLE key:__rand_int__ 100 10 1
-		bench "hot.$s" "" "$s" -P 16 -c 50 -n "$N" CL.THROTTLE hot 100 10 1
-		bench "lat.$s" "" "$s" -c 50 -r 100000 -n "$LAT_N" CL.THROTTLE key:__rand_int__ 100 10 1
+		# shellcheck disable=SC2086 # the side's flags are meant to split
+		bench "rand.$s" "" "$s" ${bench_args[$s]} -P 16 -c 50 -r 100000 -n "$N" CL.THROTTLE key:__rand_int__ 100 10 1
+		# shellcheck disable=SC2086
+		bench "hot.$s" "" "$s" ${bench_args[$s]} -P 16 -c 50 -n "$N" CL.THROTTLE hot 100 10 1
+		# shellcheck disable=SC2086
+		bench "lat.$s" "" "$s" ${bench_args[$s]} -c 50 -r 100000 -n "$LAT_N" CL.THROTTLE key:__rand_int__ 100 10 1
 	done
 done
 
 echo
 echo "A: $label_a; B: $label_b; $ROUNDS rounds alternated, medians; B/A is the median of per-round ratios."
-echo "Load average at end: $(cut -d' ' -f1-3 /proc/loadavg). Flags: ${ARGS:-(defaults)}."
+echo "Load average at end: $(cut -d' ' -f1-3 /proc/loadavg). Flags: ${ARGS:-(defaults)}; A: ${ARGS_A:-} ${BENCH_A:-}; B: ${ARGS_B:-} ${BENCH_B:-}."
 echo
 echo "| load | A ops/s | B ops/s | B/A | A p50 / p99 ms | B p50 / p99 ms | A / B server µs per request |"
 echo "|---|---|---|---|---|---|---|"

@@ -46,7 +46,7 @@ func (w *SentinelWatch) catchUp(ctx context.Context) bool {
 		}
 		wg.Go(func() {
 			a := answer{from: n}
-			a.version, a.text, a.err = peerTopology(ctx, n, w.cfg.Password)
+			a.version, a.text, a.err = peerTopology(ctx, n, w.cfg.User, w.cfg.Password)
 			answers[i] = a
 		})
 	}
@@ -75,8 +75,8 @@ func (w *SentinelWatch) catchUp(ctx context.Context) bool {
 
 // peerTopology asks node n for the topology it was pushed (CLUSTERX
 // TOPOLOGY): its version and text.
-func peerTopology(ctx context.Context, n cluster.Node, password string) (int64, string, error) {
-	p, err := dialPeer(n, password)
+func peerTopology(ctx context.Context, n cluster.Node, user, password string) (int64, string, error) {
+	p, err := dialPeer(n, user, password)
 	if err != nil {
 		return 0, "", err
 	}

@@ -87,7 +87,7 @@ func (f *Follower) planned(mode FailoverMode, master cluster.Node, sentinels []s
 	var m *peer
 	if mode == FailoverDefault {
 		var err error
-		if m, err = dialPeer(master, f.cfg.Password); err != nil {
+		if m, err = dialPeer(master, f.cfg.User, f.cfg.Password); err != nil {
 			return fmt.Errorf("the master at %s: %w", addrOf(master), err)
 		}
 		defer m.close()
@@ -245,7 +245,7 @@ func (f *Follower) takeOver() error {
 	version := strconv.FormatInt(base.Version+1, 10)
 	text := next.Text()
 	push := func(n cluster.Node) error {
-		p, err := dialPeer(n, f.cfg.Password)
+		p, err := dialPeer(n, f.cfg.User, f.cfg.Password)
 		if err != nil {
 			return err
 		}

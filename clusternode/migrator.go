@@ -92,9 +92,13 @@ type Config struct {
 	State *cluster.State
 	// Store is the keyspace, sharded by slot. Required.
 	Store Store
-	// Password is sent (AUTH) to a peer before a migration's first
-	// command: nodes of a cluster share one. "" sends none.
-	Password string
+	// User and Password are what this node authenticates to a peer with
+	// before a migration's first command, a topology's push or a planned
+	// failover's (AUTH user password; AUTH password for User ""): an
+	// internal user the nodes of a cluster share, allowed what peers ask
+	// of each other (CLUSTERX, CLIENT PAUSE and UNPAUSE, ROLE, INFO).
+	// Password "" sends no AUTH.
+	User, Password string
 	// Now is the clock a slot's keys are copied at: a key expired by then
 	// is not sent. The default is time.Now.
 	Now func() time.Time
@@ -159,7 +163,7 @@ func (m *Migrator) Migrate(slot int, id string) (<-chan error, error) {
 func (m *Migrator) migrate(mv *cluster.Move) error {
 	start := time.Now()
 	var frozen time.Duration
-	p, err := dialPeer(mv.Peer, m.cfg.Password)
+	p, err := dialPeer(mv.Peer, m.cfg.User, m.cfg.Password)
 	if err == nil {
 		defer p.close()
 		frozen, err = m.passes(p, mv)

@@ -31,15 +31,20 @@ const (
 	peerTimeout     = 10 * time.Second
 )
 
-// dialPeer connects to n and authenticates with password, if not empty.
-func dialPeer(n cluster.Node, password string) (*peer, error) {
+// dialPeer connects to n and authenticates as user with password, if the
+// password is not empty (without a user, as the default user).
+func dialPeer(n cluster.Node, user, password string) (*peer, error) {
 	conn, err := net.DialTimeout("tcp", net.JoinHostPort(n.IP, strconv.Itoa(n.Port)), peerDialTimeout)
 	if err != nil {
 		return nil, err
 	}
 	p := newPeer(conn)
 	if password != "" {
-		if err := p.call("AUTH", password); err != nil {
+		args := []string{"AUTH", password}
+		if user != "" {
+			args = []string{"AUTH", user, password}
+		}
+		if err := p.call(args...); err != nil {
 			p.close()
 			return nil, err
 		}

@@ -15,7 +15,7 @@ func TestPeerReadsEveryReply(t *testing.T) {
 	f := startFakePeer(t, idF, func(args []string) string {
 		switch args[0] {
 		case "AUTH":
-			if args[1] != "secret" {
+			if args[len(args)-1] != "secret" {
 				return "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
 			}
 		case "FAIL":
@@ -26,10 +26,10 @@ func TestPeerReadsEveryReply(t *testing.T) {
 		return "+OK\r\n"
 	})
 	n := cluster.Node{IP: "127.0.0.1", Port: f.port}
-	_, err := dialPeer(n, "wrong")
+	_, err := dialPeer(n, "", "wrong")
 	require.EqualError(t, err, "WRONGPASS invalid username-password pair or user is disabled.")
 
-	p, err := dialPeer(n, "secret")
+	p, err := dialPeer(n, "", "secret")
 	require.NoError(t, err)
 	defer p.close()
 	p.send("PING")
@@ -42,4 +42,10 @@ func TestPeerReadsEveryReply(t *testing.T) {
 	require.Zero(t, p.pending)
 	require.NoError(t, p.call("PING"), "in step")
 	require.Equal(t, [][]string{{"AUTH", "wrong"}, {"AUTH", "secret"}, {"PING"}, {"FAIL", "first"}, {"INT"}, {"FAIL", "second"}, {"PING"}}, f.drain())
+
+	// With a user: AUTH user password, the internal user's.
+	p, err = dialPeer(n, "cluster", "secret")
+	require.NoError(t, err)
+	p.close()
+	require.Equal(t, [][]string{{"AUTH", "cluster", "secret"}}, f.drain())
 }

@@ -55,7 +55,10 @@ type Config struct {
 
 	// Security and limits (validateSecurity, ServerLimits): who may
 	// connect, what one client may cost.
-	RequirePassFile   string
+	RequirePassFile string
+	// ACLFile is Redis's aclfile: the users loaded at the start, which
+	// ACL LOAD reloads and ACL SAVE writes; "" for none.
+	ACLFile           string
 	ProtectedMode     bool
 	MaxClients        int
 	Timeout           time.Duration
@@ -78,11 +81,20 @@ type Config struct {
 	ReplBacklogSize int64
 	ReplBufferLimit int64
 	ReplicaPriority int
+	// MinReplicasToWrite and MinReplicasMaxLag are Redis's
+	// min-replicas-to-write and min-replicas-max-lag: a master with fewer
+	// replicas acknowledging within the lag refuses decisions that store.
+	MinReplicasToWrite int
+	MinReplicasMaxLag  time.Duration
 
 	// Cluster mode (ClusterMode): ClusterEnabled is yes, no or emulated;
-	// ClusterAnnounceIP is the address an emulated node reports.
+	// ClusterAnnounceIP is the address an emulated node reports;
+	// ClusterAuthUser and ClusterAuthPass the internal user a node
+	// authenticates to its peers as.
 	ClusterEnabled    string
 	ClusterAnnounceIP string
+	ClusterAuthUser   string
+	ClusterAuthPass   string
 
 	// Envoy's rate limit service (rls.go): RLSAddr serves it (empty:
 	// off), with the rules at RLSConfig, reloaded every

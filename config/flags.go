@@ -91,6 +91,11 @@ func flagSet(cfg *Config) *flag.FlagSet {
 	fs.StringVar(&cfg.ClusterEnabled, "cluster-enabled", "no",
 		"`yes|no|emulated`: serve as a Redis Cluster node, with the topology pushed by CLUSTERX SETNODES (yes: no slot is served before "+
 			"the first push; emulated: until then this node alone serves every slot)")
+	fs.StringVar(&cfg.ClusterAuthUser, "cluster-auth-user", "",
+		"the ACL `user` a cluster node authenticates to its peers as, to move a slot's keys, push a topology or run a planned "+
+			"failover (as Sentinel's auth-user); it needs +clusterx +client|pause +client|unpause +role +info (empty: the default user)")
+	fs.StringVar(&cfg.ClusterAuthPass, "cluster-auth-pass", "",
+		"the `password` of --cluster-auth-user (empty: --requirepass)")
 	fs.StringVar(&cfg.ClusterAnnounceIP, "cluster-announce-ip", "",
 		"the `address` an emulated cluster node reports in CLUSTER SLOTS and NODES (default: --bind, or 127.0.0.1 for a wildcard bind)")
 	fs.BoolVar(&cfg.Version, "version", false, "print the version, commit and Go version, and exit")
@@ -104,9 +109,14 @@ func addSecurityFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.RequirePassFile, "requirepass-file", "",
 		"read the password clients must AUTH with from the first line of this `file`, "+
 			"which keeps it out of the process's arguments (as REDCELL_REQUIREPASS does)")
+	fs.StringVar(&cfg.ACLFile, "aclfile", "",
+		"load ACL users from this `file` at the start, in Redis's ACL file format (\"user <name> <rules>\" lines); ACL LOAD reloads it "+
+			"and ACL SAVE writes the users in force to it. It must exist (an empty file is fine). Its default user, if it has one, "+
+			"wins over --requirepass")
 	cfg.ProtectedMode = true
 	fs.Var((*yesNo)(&cfg.ProtectedMode), "protected-mode",
-		"refuse (`yes|no`) to listen on an address other than the loopback without a password, as Redis's protected mode")
+		"refuse (`yes|no`) to listen on an address other than the loopback without a password, as Redis's protected mode "+
+			"(with --aclfile: while its default user takes any password)")
 	fs.IntVar(&cfg.MaxClients, "maxclients", server.DefaultMaxClients,
 		"most open client `connections`; one more is answered ERR max number of clients reached (lowered to fit the open-files limit)")
 	fs.Var((*seconds)(&cfg.Timeout), "timeout",

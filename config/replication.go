@@ -25,6 +25,14 @@ func addReplicationFlags(fs *flag.FlagSet, cfg *Config) {
 			"before the master drops its link (Redis's client-output-buffer-limit replica hard limit)")
 	fs.IntVar(&cfg.ReplicaPriority, "replica-priority", replication.DefaultReplicaPriority,
 		"Sentinel promotes the replica with the lowest `priority` first; 0: never promote this one")
+	fs.IntVar(&cfg.MinReplicasToWrite, "min-replicas-to-write", 0,
+		"a master refuses decisions that store (NOREPLICAS) while fewer than this many `replicas` acknowledged the stream within "+
+			"--min-replicas-max-lag, so that one cut off from its replicas stops deciding what its failover would throw away; "+
+			"peeks are still answered. 0: off (CONFIG SET changes it)")
+	cfg.MinReplicasMaxLag = replication.DefaultMinReplicasMaxLag
+	fs.Var((*seconds)(&cfg.MinReplicasMaxLag), "min-replicas-max-lag",
+		"how many `seconds` (or a duration: 1500ms) old a replica's last acknowledgement may be for it to count for "+
+			"--min-replicas-to-write; 0: the check is off")
 }
 
 // ReplicaOfAddr splits --replicaof into host and port; ok is false for a
@@ -58,6 +66,12 @@ func (c Config) validateReplication() error {
 	}
 	if c.ReplicaPriority < 0 {
 		return fmt.Errorf("--replica-priority %d: must not be negative", c.ReplicaPriority)
+	}
+	if c.MinReplicasToWrite < 0 {
+		return fmt.Errorf("--min-replicas-to-write %d: must not be negative", c.MinReplicasToWrite)
+	}
+	if c.MinReplicasMaxLag < 0 {
+		return fmt.Errorf("--min-replicas-max-lag %v: must not be negative", c.MinReplicasMaxLag)
 	}
 	return nil
 }

@@ -70,12 +70,26 @@ func (c Config) validateSecurity() error {
 	case c.TLSAuthClients == "optional" && c.TLSCACertFile == "":
 		return errors.New("--tls-auth-clients optional needs --tls-ca-cert-file to check certificates against")
 	}
-	if c.ProtectedMode && c.RequirePass == "" && !loopback(c.Bind) {
-		return fmt.Errorf("--bind %s: protected mode refuses to listen on an address other than the loopback "+
-			"without a password. Set one with --requirepass-file <file> or REDCELL_REQUIREPASS; or, "+
-			"only where the network is trusted, start with --protected-mode no", c.Bind)
+	if c.ACLFile == "" {
+		return c.CheckProtected(c.RequirePass == "")
 	}
-	return nil
+	return nil // its default user decides: CheckProtected once it is loaded
+}
+
+// CheckProtected refuses to listen beyond the loopback while protected
+// mode is on and a client needs no password (defaultOpen: the default user
+// is on and nopass), as Redis's protected mode refuses such clients. With
+// --aclfile the daemon asks once the file is loaded.
+func (c Config) CheckProtected(defaultOpen bool) error {
+	if !c.ProtectedMode || !defaultOpen || loopback(c.Bind) {
+		return nil
+	}
+	how := "Set one with --requirepass-file <file> or REDCELL_REQUIREPASS"
+	if c.ACLFile != "" {
+		how = "Give the default user of --aclfile " + c.ACLFile + " one (user default on >password ...), or set --requirepass and leave it out of the file"
+	}
+	return fmt.Errorf("--bind %s: protected mode refuses to listen on an address other than the loopback "+
+		"without a password. %s; or, only where the network is trusted, start with --protected-mode no", c.Bind, how)
 }
 
 // loopback reports whether bind reaches this host only. An address that is

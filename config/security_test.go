@@ -81,6 +81,21 @@ func TestProtectedMode(t *testing.T) {
 	}
 }
 
+// With --aclfile the file's default user decides: the flags alone do not
+// refuse the start, and CheckProtected, asked once the file is loaded,
+// refuses a default user that takes any password.
+func TestProtectedModeWithACLFile(t *testing.T) {
+	cfg, err := Parse([]string{"--bind", "0.0.0.0", "--aclfile", "users.acl"}, env{}.lookup, io.Discard)
+	require.NoError(t, err)
+	require.NoError(t, cfg.CheckProtected(false))
+	require.EqualError(t, cfg.CheckProtected(true), "--bind 0.0.0.0: protected mode refuses to listen on an address other than the loopback "+
+		"without a password. Give the default user of --aclfile users.acl one (user default on >password ...), or set --requirepass "+
+		"and leave it out of the file; or, only where the network is trusted, start with --protected-mode no")
+	cfg, err = Parse([]string{"--bind", "0.0.0.0", "--aclfile", "users.acl", "--protected-mode", "no"}, env{}.lookup, io.Discard)
+	require.NoError(t, err)
+	require.NoError(t, cfg.CheckProtected(true))
+}
+
 // The password can come from a file, or the environment, so that ps does not
 // show it.
 func TestRequirePassFile(t *testing.T) {

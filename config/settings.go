@@ -63,7 +63,7 @@ func camelWords(name string) []string {
 // meets another in a name (TLS and CA in TLSCACertFile) must be here for
 // snake to split them: TestEveryFieldsLogNameSplitsItsInitialisms fails
 // for a field whose run of capitals it cannot split.
-var initialisms = []string{"TLS", "CA", "IP", "RLS"}
+var initialisms = []string{"TLS", "CA", "IP", "RLS", "ACL"}
 
 // splitInitialisms splits w into the initialisms it is made of (TLSCA into
 // TLS and CA), or returns nil if it is not made of them.

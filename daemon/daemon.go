@@ -123,6 +123,9 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 	srv := server.New(server.Config{
 		Clock:       st.clock,
 		RequirePass: cfg.RequirePass,
+		ACLFile:     cfg.ACLFile,
+		ClusterUser: cfg.ClusterAuthUser,
+		ClusterPass: cfg.ClusterAuthPass,
 		Shutdown: func(save bool) error {
 			logger.Info("SHUTDOWN received", "save", save)
 			saveOnExit.Store(save)
@@ -144,6 +147,9 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		FlushInterval: cfg.FlushInterval,
 		Limits:        cfg.ServerLimits(logger),
 	}, st.store)
+	if err := loadUsers(cfg, srv, logger); err != nil {
+		return err
+	}
 	if ls.metrics != nil {
 		reg := registry(srv, st)
 		if rlsSvc != nil {
@@ -168,6 +174,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 	srv.FollowTopology()
 	background := runBackground(ctx, cfg, st)
 	background.Go(func() { srv.WatchSentinels(ctx) })
+	background.Go(func() { repl.WatchGoodReplicas(ctx) })
 	served := make(chan error, 2)
 	serving := 1
 	handedOver = true
@@ -237,4 +244,19 @@ func eventLoops(n int) int {
 		return -1
 	}
 	return n
+}
+
+// loadUsers loads --aclfile's users, if any, and stops the start on an
+// error in it, as Redis aborts its start; then protected mode looks at the
+// default user they leave.
+func loadUsers(cfg config.Config, srv *server.Server, logger *slog.Logger) error {
+	if cfg.ACLFile == "" {
+		return nil
+	}
+	if err := srv.LoadACLFile(); err != nil {
+		return fmt.Errorf("--aclfile: %w", err)
+	}
+	users := srv.UserNames()
+	logger.Info("ACL users loaded", "file", cfg.ACLFile, "users", len(users), "names", users)
+	return cfg.CheckProtected(srv.DefaultUserOpen())
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"redcell/config"
 	"redcell/internal/atomicfile"
@@ -38,7 +39,8 @@ type savedRole struct {
 func startReplication(cfg config.Config, store *storage.Store, port int, logger *slog.Logger) (*replication.Node, error) {
 	node := replication.New(replication.Config{Store: store, BacklogSize: int(cfg.ReplBacklogSize),
 		BufferLimit: int(cfg.ReplBufferLimit),
-		MasterUser:  cfg.MasterUser, MasterAuth: cfg.MasterPass, ListeningPort: port, Logger: logger})
+		MasterUser:  cfg.MasterUser, MasterAuth: cfg.MasterPass, ListeningPort: port, Logger: logger,
+		MinReplicas: cfg.MinReplicasToWrite, MinReplicasMaxLag: minReplicasMaxLag(cfg.MinReplicasMaxLag)})
 	node.SetPriority(int64(cfg.ReplicaPriority))
 	store.SetUncounted(node.BufferMemory)
 	host, mport, replica := cfg.ReplicaOfAddr()
@@ -124,4 +126,14 @@ func readRole(path string) (role savedRole, found bool, err error) {
 		}
 	}
 	return role, true, sc.Err()
+}
+
+// minReplicasMaxLag is replication.Config.MinReplicasMaxLag for
+// --min-replicas-max-lag: its 0, which turns the check off, is a negative
+// lag there (whose 0 is the default).
+func minReplicasMaxLag(lag time.Duration) time.Duration {
+	if lag == 0 {
+		return -1
+	}
+	return lag
 }

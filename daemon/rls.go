@@ -66,7 +66,11 @@ func (r *rlsService) serve(ctx context.Context, cfg config.Config, st *state, re
 		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 			host = "127.0.0.1"
 		}
-		r.cluster = &rls.Cluster{Local: local, State: cl, Self: net.JoinHostPort(host, strconv.Itoa(port)), Password: cfg.RequirePass}
+		r.cluster = &rls.Cluster{Local: local, State: cl, Self: net.JoinHostPort(host, strconv.Itoa(port)),
+			User: cfg.ClusterAuthUser, Password: cfg.ClusterAuthPass}
+		if r.cluster.Password == "" {
+			r.cluster.Password = cfg.RequirePass
+		}
 		decider = r.cluster
 	}
 	r.svc.Use(decider, st.clock.Now)

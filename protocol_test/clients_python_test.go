@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"encoding/json"
 	"os/exec"
 	"strconv"
 	"testing"
@@ -19,6 +20,26 @@ func TestRedisPy(t *testing.T) {
 	require.NoError(t, err, "%s", stderrOf(err))
 	checkClientRun(t, out, true, "max_burst must not be negative",
 		"Command # 2 (CL.NOSUCH txabort) of pipeline caused error: unknown command 'CL.NOSUCH', with args beginning with: 'txabort' ")
+}
+
+// redis-py's username= authenticates as an ACL user (AUTH app ...): the
+// user decides on its prefix, and its refusals raise NoPermissionError with
+// Redis's words; a wrong password is refused with WRONGPASS.
+func TestRedisPyUsername(t *testing.T) {
+	python := pythonWithRedis(t)
+	ts := startServer(t)
+	appUser(t, ts.raw(t))
+	out, err := exec.Command(python, "testdata/python/acl.py", strconv.Itoa(ts.Port)).Output()
+	require.NoError(t, err, "%s", stderrOf(err))
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(out, &got), "%s", out)
+	require.Equal(t, map[string]any{
+		"decision":        []any{0.0, 16.0, 15.0, -1.0, 2.0},
+		"key_refused":     "No permissions to access a key",
+		"command_refused": "User app has no permissions to run the 'flushall' command",
+		"whoami_refused":  "User app has no permissions to run the 'acl|whoami' command",
+		"wrong_password":  "WRONGPASS invalid username-password pair or user is disabled.",
+	}, got)
 }
 
 // pythonWithRedis finds a Python that can import redis: Debian's

@@ -481,13 +481,15 @@ func TestCommand(t *testing.T) {
 	require.Equal(t, testkit.Err("ERR Invalid number of arguments specified for command"), c.Do("COMMAND", "GETKEYS", "CL.THROTTLE", "k"))
 	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'command|getkeys' command"), c.Do("COMMAND", "GETKEYS"))
 
-	// COMMAND INFO cl.throttle, byte for byte, as Redis 7 shapes an entry.
+	// COMMAND INFO cl.throttle, byte for byte, as Redis 7 shapes an entry;
+	// its key-spec is the one Redis gives a module's command (redis-cell's):
+	// RW access update, so ACLs need read and write on the key.
 	throttleInfo := "*10\r\n" + testkit.Bulk("cl.throttle") + testkit.Int(-5) +
 		"*3\r\n" + testkit.Simple("write") + testkit.Simple("denyoom") + testkit.Simple("fast") +
 		testkit.Int(1) + testkit.Int(1) + testkit.Int(1) +
 		"*2\r\n" + testkit.Simple("@write") + testkit.Simple("@fast") +
 		"*0\r\n" + // tips
-		"*1\r\n*6\r\n" + testkit.Bulk("flags") + "*2\r\n" + testkit.Simple("RW") + testkit.Simple("update") +
+		"*1\r\n*6\r\n" + testkit.Bulk("flags") + "*3\r\n" + testkit.Simple("RW") + testkit.Simple("access") + testkit.Simple("update") +
 		testkit.Bulk("begin_search") + "*4\r\n" + testkit.Bulk("type") + testkit.Bulk("index") + testkit.Bulk("spec") + "*2\r\n" + testkit.Bulk("index") + testkit.Int(1) +
 		testkit.Bulk("find_keys") + "*4\r\n" + testkit.Bulk("type") + testkit.Bulk("range") + testkit.Bulk("spec") +
 		"*6\r\n" + testkit.Bulk("lastkey") + testkit.Int(0) + testkit.Bulk("keystep") + testkit.Int(1) + testkit.Bulk("limit") + testkit.Int(0) +

@@ -85,6 +85,7 @@ func (l *Link) fullSync(psync bool) {
 		"streamed", l.eof)
 	l.state.Store("online")
 	l.acked.Store(off)
+	n.RefreshGoodReplicas()
 	l.stream(h, nil)
 }
 

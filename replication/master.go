@@ -94,7 +94,7 @@ func (n *Node) appendStream(p []byte) {
 // end: once a replica has acknowledged it, it holds every change made before
 // the call (WAIT).
 func (n *Node) Sync() int64 {
-	if !n.replica.Load() {
+	if !n.IsReplica() {
 		n.mu.Lock()
 		feeding := n.feeding
 		n.mu.Unlock()
@@ -147,12 +147,12 @@ func (n *Node) PSync(conn net.Conn, r Replica, replID string, offset int64) (*Li
 		n.mu.Unlock()
 		return nil, ErrClosed
 	}
-	if n.replica.Load() && (n.upstream == nil || !n.upstream.synced()) {
+	if n.IsReplica() && (n.upstream == nil || !n.upstream.synced()) {
 		n.mu.Unlock()
 		return nil, errNotSynced
 	}
 	n.links[l] = struct{}{}
-	if !n.replica.Load() {
+	if !n.IsReplica() {
 		n.store.SetFeed(true)
 		n.startFeedLocked()
 	}
@@ -173,6 +173,7 @@ func (n *Node) PSync(conn net.Conn, r Replica, replID string, offset int64) (*Li
 	} else {
 		l.state.Store("online")
 		l.acked.Store(h.off)
+		n.RefreshGoodReplicas()
 		reply := "+CONTINUE " + n.currentID() + "\r\n"
 		go l.stream(h, []byte(reply))
 	}
@@ -289,6 +290,7 @@ func (l *Link) Ack(offset int64) {
 	close(l.n.acked)
 	l.n.acked = make(chan struct{})
 	l.n.mu.Unlock()
+	l.n.RefreshGoodReplicas()
 }
 
 // Close ends the link and closes its connection. It is idempotent.
@@ -301,6 +303,7 @@ func (l *Link) Close() {
 	// within the backlog continues (+CONTINUE).
 	delete(n.links, l)
 	n.mu.Unlock()
+	n.RefreshGoodReplicas()
 }
 
 // end stops the link's stream and closes its connection, once.
@@ -350,7 +353,7 @@ func (n *Node) Wait(numReplicas int, timeout time.Duration, done <-chan struct{}
 	if n.count(target) >= numReplicas && numReplicas > 0 {
 		return n.count(target)
 	}
-	if !n.replica.Load() {
+	if !n.IsReplica() {
 		n.appendStream([]byte(getAckCommand))
 	}
 	var deadline <-chan time.Time

@@ -12,6 +12,7 @@
 package replication
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -66,6 +67,14 @@ type Config struct {
 	FeedInterval, PingInterval, Timeout time.Duration
 	// MasterUser and MasterAuth authenticate a replica to its master.
 	MasterUser, MasterAuth string
+	// MinReplicas and MinReplicasMaxLag are Redis's min-replicas-to-write
+	// and min-replicas-max-lag: while a master has fewer than MinReplicas
+	// replicas online that acknowledged the stream within
+	// MinReplicasMaxLag, it refuses writes (RefuseFewReplicas). MinReplicas
+	// 0 (the default) or a negative lag turns the check off; a lag of 0
+	// means DefaultMinReplicasMaxLag, as in Redis.
+	MinReplicas       int
+	MinReplicasMaxLag time.Duration
 	// ListeningPort is the port a replica announces to its master
 	// (REPLCONF listening-port), which Sentinel connects to.
 	ListeningPort int
@@ -90,9 +99,17 @@ type Node struct {
 	mu       sync.Mutex
 	streamMu sync.Mutex
 	authMu   sync.Mutex
-	replica  atomic.Bool // the hot path's read: is this node a replica?
-	upstream *upstream   // while a replica: its link to its master
-	replID   string
+	// refusing is the hot path's one read (RefusingFlag): 0 while the
+	// node takes writes, else why it refuses them: RefuseReplica,
+	// RefuseFewReplicas (RefreshGoodReplicas). goodReplicas is how many
+	// good replicas it had at the last count; minReplicas and minLag
+	// (nanoseconds) are min-replicas-to-write's settings.
+	refusing     atomic.Uint32
+	goodReplicas atomic.Int64
+	minReplicas  atomic.Int64
+	minLag       atomic.Int64
+	upstream     *upstream // while a replica: its link to its master
+	replID       string
 	// replID2 and offset2 are the previous master's stream id and the
 	// offset up to which this node's stream equals it (Redis's PSYNC2): a
 	// replica of the old master continues with its new one.
@@ -148,6 +165,13 @@ func New(cfg Config) *Node {
 	n := &Node{cfg: cfg, store: cfg.Store, log: cfg.Logger, backlog: newBacklog(cfg.BacklogSize, cfg.BufferLimit),
 		replID: newReplID(), offset2: -1, links: map[*Link]struct{}{}, acked: make(chan struct{})}
 	n.priority.Store(DefaultReplicaPriority)
+	switch {
+	case cfg.MinReplicasMaxLag == 0:
+		cfg.MinReplicasMaxLag = DefaultMinReplicasMaxLag
+	case cfg.MinReplicasMaxLag < 0:
+		cfg.MinReplicasMaxLag = 0
+	}
+	n.SetMinReplicas(cfg.MinReplicas, cfg.MinReplicasMaxLag)
 	return n
 }
 
@@ -157,14 +181,103 @@ func newReplID() string {
 	return hex.EncodeToString(id[:])
 }
 
+// Why a node refuses writes: the bits of RefusingFlag's word.
+const (
+	// RefuseReplica: the node is a replica (READONLY).
+	RefuseReplica uint32 = 1 << iota
+	// RefuseFewReplicas: a master with fewer good replicas than
+	// min-replicas-to-write asks (NOREPLICAS).
+	RefuseFewReplicas
+)
+
 // IsReplica reports whether the node is a replica, which refuses writes.
 // It costs one atomic load.
-func (n *Node) IsReplica() bool { return n.replica.Load() }
+func (n *Node) IsReplica() bool { return n.refusing.Load()&RefuseReplica != 0 }
 
-// ReplicaFlag is the flag IsReplica loads, for a hot path that keeps it
-// (the server's decisions): set while the node is a replica. Only the node
-// changes it.
-func (n *Node) ReplicaFlag() *atomic.Bool { return &n.replica }
+// RefusingFlag is the word a hot path (the server's decisions) loads to
+// know whether the node refuses writes: 0 while it takes them, else the
+// Refuse* bits of why. Only the node changes it.
+func (n *Node) RefusingFlag() *atomic.Uint32 { return &n.refusing }
+
+// setReplica sets or clears RefuseReplica.
+func (n *Node) setReplica(replica bool) {
+	if replica {
+		n.refusing.Or(RefuseReplica)
+	} else {
+		n.refusing.And(^RefuseReplica)
+	}
+}
+
+// DefaultMinReplicasMaxLag is Redis's min-replicas-max-lag default.
+const DefaultMinReplicasMaxLag = 10 * time.Second
+
+// SetMinReplicas sets min-replicas-to-write and min-replicas-max-lag
+// (CONFIG SET), and at once whether writes are refused by them.
+func (n *Node) SetMinReplicas(count int, maxLag time.Duration) {
+	n.minReplicas.Store(int64(count))
+	n.minLag.Store(int64(maxLag))
+	n.RefreshGoodReplicas()
+}
+
+// MinReplicas returns min-replicas-to-write and min-replicas-max-lag.
+func (n *Node) MinReplicas() (count int, maxLag time.Duration) {
+	return int(n.minReplicas.Load()), time.Duration(n.minLag.Load())
+}
+
+// GoodReplicas is how many replicas were good at the last
+// RefreshGoodReplicas: INFO's min_slaves_good_slaves.
+func (n *Node) GoodReplicas() int { return int(n.goodReplicas.Load()) }
+
+// RefreshGoodReplicas counts the replicas online whose last
+// acknowledgement is at most min-replicas-max-lag old, now, and sets
+// RefuseFewReplicas from the count, as Redis's refreshGoodSlavesCount; it
+// runs on every change of the settings, of the role and of the links, on
+// every acknowledgement, and every WatchReplicasInterval
+// (WatchGoodReplicas), so that a replica gone silent counts as gone within
+// the lag and that interval.
+func (n *Node) RefreshGoodReplicas() {
+	want, lag := n.minReplicas.Load(), time.Duration(n.minLag.Load())
+	if want <= 0 || lag <= 0 {
+		n.goodReplicas.Store(0)
+		n.refusing.And(^RefuseFewReplicas)
+		return
+	}
+	now := n.cfg.Now().UnixNano()
+	n.mu.Lock()
+	good := int64(0)
+	for l := range n.links {
+		if l.state.Load() == "online" && time.Duration(now-l.ackedAt.Load()) <= lag {
+			good++
+		}
+	}
+	replica := n.upstream != nil
+	n.mu.Unlock()
+	n.goodReplicas.Store(good)
+	if !replica && good < want {
+		n.refusing.Or(RefuseFewReplicas)
+	} else {
+		n.refusing.And(^RefuseFewReplicas)
+	}
+}
+
+// WatchReplicasInterval is how often WatchGoodReplicas counts the good
+// replicas (Redis: once a second, in its replicationCron).
+const WatchReplicasInterval = 100 * time.Millisecond
+
+// WatchGoodReplicas runs RefreshGoodReplicas every WatchReplicasInterval
+// until ctx ends.
+func (n *Node) WatchGoodReplicas(ctx context.Context) {
+	t := time.NewTicker(WatchReplicasInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			n.RefreshGoodReplicas()
+		}
+	}
+}
 
 // SetPriority sets replica-priority, which INFO reports for Sentinel: 0
 // means never promote.
@@ -206,6 +319,7 @@ func (n *Node) FailoverTo(host string, port int) error {
 }
 
 func (n *Node) replicaOf(host string, port int, failover bool) (already bool, err error) {
+	defer n.RefreshGoodReplicas() // a replica refuses writes as a replica, a master by its replicas
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
@@ -230,7 +344,7 @@ func (n *Node) replicaOf(host string, port int, failover bool) (already bool, er
 		// past the refusal, which FAILOVER's pause rules out). The new
 		// master, if it was its replica, continues that stream (PSYNC2);
 		// any other resynchronizes it in full.
-		n.replica.Store(true)
+		n.setReplica(true)
 		fed := n.feeding // a master whose feed never ran has no stream
 		n.stopFeedLocked()
 		if fed {
@@ -239,7 +353,7 @@ func (n *Node) replicaOf(host string, port int, failover bool) (already bool, er
 		n.store.SetFeed(false)
 		n.hasStream.Store(fed && n.backlog.active())
 	}
-	n.replica.Store(true)
+	n.setReplica(true)
 	n.dropLinksLocked() // as Redis, its replicas resynchronize with what it becomes
 	n.upstream = n.startUpstream(host, port, failover)
 	return false, nil
@@ -257,7 +371,7 @@ func (n *Node) promoteLocked() {
 	n.replID2, n.offset2 = n.replID, end
 	n.replID = newReplID()
 	n.streamMu.Unlock()
-	n.replica.Store(false)
+	n.setReplica(false)
 	n.log.Info("replication: this node is now a master", "replid", n.replID, "offset", end)
 	// The feed starts now, not when a replica comes: the old master's
 	// other replicas, pointed here by Sentinel, continue from this offset.

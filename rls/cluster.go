@@ -30,9 +30,11 @@ type Cluster struct {
 	State *cluster.State
 	// Self is this node's RESP address.
 	Self string
-	// Password authenticates to the other nodes (--requirepass); empty:
+	// User and Password authenticate to the other nodes: the cluster's
+	// internal user (--cluster-auth-user, --cluster-auth-pass), or with
+	// User empty the default user's password (--requirepass); both empty:
 	// none.
-	Password string
+	User, Password string
 
 	mu    sync.Mutex
 	pools map[string]*peerPool
@@ -280,7 +282,11 @@ func (c *Cluster) conn(addr string) (*peerConn, error) {
 	p := &peerConn{conn: nc, r: bufio.NewReader(nc)}
 	if c.Password != "" {
 		_ = nc.SetDeadline(time.Now().Add(forwardTimeout))
-		if _, err := nc.Write(resp.AppendCommand(nil, "AUTH", c.Password)); err != nil {
+		auth := []string{"AUTH", c.Password}
+		if c.User != "" {
+			auth = []string{"AUTH", c.User, c.Password}
+		}
+		if _, err := nc.Write(resp.AppendCommand(nil, auth...)); err != nil {
 			p.close()
 			return nil, err
 		}

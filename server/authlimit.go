@@ -3,7 +3,6 @@ package server
 import (
 	"net"
 	"sync"
-	"time"
 
 	"redcell/gcra"
 )
@@ -123,19 +122,4 @@ func (l *authLimiter) size() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.tats)
-}
-
-// authenticate checks user/pass for c at now under the limiter, and returns
-// the error to answer, or none if they open the default user.
-func (c *client) authenticate(user, pass []byte, now time.Time) replyError {
-	at := gcra.InstantOf(now)
-	entry, ok := c.srv.authFails.take(c.ident.addr, at)
-	if !ok {
-		return errAuthLimited
-	}
-	if !c.srv.checkPassword(user, pass) {
-		return errWrongPass // the attempt stays charged
-	}
-	c.srv.authFails.refund(entry, at)
-	return replyError{}
 }

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"redcell/acl"
 	"redcell/replication"
 	"redcell/storage"
 )
@@ -30,6 +31,13 @@ type client struct {
 	// nanoseconds: CLIENT LIST's idle=.
 	lastCmd    atomic.Pointer[command]
 	lastActive atomic.Int64
+	// access is what dispatch checks before a command (accessUnauthed,
+	// accessLimited): 0 for an authenticated connection whose user may
+	// run anything. user is the user it authenticated as, the default
+	// user until then. Both change from other goroutines too, when the
+	// user's rules do (users.userChanged).
+	access atomic.Uint32
+	user   atomic.Pointer[acl.User]
 	// stripe picks the copy of the shared counters this client writes
 	// (statStripes).
 	stripe int
@@ -248,7 +256,9 @@ func (c *client) info(now time.Time) string {
 	} else {
 		b = append(b, "NULL"...)
 	}
-	b = append(b, " user=default redir=-1 resp="...)
+	b = append(b, " user="...)
+	b = append(b, c.userName()...)
+	b = append(b, " redir=-1 resp="...)
 	b = strconv.AppendInt(b, int64(c.session.respSeen.Load()), 10)
 	b = append(b, " lib-name="...)
 	b = append(b, loadString(&c.ident.libName)...)

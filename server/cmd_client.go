@@ -17,7 +17,7 @@ import (
 //	KILL ... | PAUSE timeout [WRITE|ALL] | UNPAUSE | HELP | TRACKING ...
 func clientFamily() []*command {
 	return []*command{
-		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, acl: []string{"@slow", "@connection"},
+		{name: "client", arity: -2, flags: []string{"noscript", "loading", "stale"}, acl: []string{"@slow"},
 			group: "connection", since: "2.4.0", complexity: "Depends on subcommand.", summary: "A container for client connection commands.",
 			subcommands: []*command{
 				clientSubcommand("id", 2, "5.0.0", "Returns the unique client ID of the connection.", "O(1)", cmdClientID),
@@ -274,7 +274,7 @@ func cmdClientKill(c *client, args [][]byte, now time.Time) {
 	oldForm := len(args) == 3
 	if oldForm {
 		f.addr, f.skipMe = args[2], false
-	} else if e := f.parse(args[2:]); !e.none() {
+	} else if e := f.parse(args[2:], c.srv.users); !e.none() {
 		c.writeError(e)
 		return
 	}
@@ -311,14 +311,15 @@ type killFilter struct {
 	id     int64  // 0: any
 	addr   []byte // nil: any
 	laddr  []byte
+	user   []byte        // nil: any
 	kind   clientType    // TYPE; typeAny: any
 	maxAge time.Duration // 0: any
 	skipMe bool
 }
 
 // parse reads the new form's filters, as Redis checks them: in order, the
-// first bad one reported.
-func (f *killFilter) parse(opts [][]byte) replyError {
+// first bad one reported. A USER must be one of users.
+func (f *killFilter) parse(opts [][]byte, users *users) replyError {
 	for i := 0; i < len(opts); i += 2 {
 		if i+1 >= len(opts) {
 			return errSyntax
@@ -351,9 +352,10 @@ func (f *killFilter) parse(opts [][]byte) replyError {
 		case equalFold(opt, "laddr"):
 			f.laddr = val
 		case equalFold(opt, "user"):
-			if string(val) != "default" { // redcell's only user
+			if !users.exists(string(val)) {
 				return errNoSuchUser(val)
 			}
+			f.user = val
 		case equalFold(opt, "skipme"):
 			switch {
 			case equalFold(val, "yes"):
@@ -379,6 +381,8 @@ func (f *killFilter) matches(c *client, now time.Time) bool {
 	case f.addr != nil && string(f.addr) != c.ident.addr:
 		return false
 	case f.laddr != nil && string(f.laddr) != c.ident.laddr:
+		return false
+	case f.user != nil && string(f.user) != c.userName():
 		return false
 	case f.maxAge != 0 && now.Sub(c.ident.created).Truncate(time.Second) < f.maxAge:
 		return false

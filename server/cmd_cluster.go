@@ -26,6 +26,8 @@ func clusterFamily() []*command {
 	}
 	stale := []string{"loading", "stale"}
 	admin := []string{"admin", "stale", "no_async_loading"}
+	// CLUSTER REPLICAS and SLAVES are admin commands in Redis 7.
+	adminStale := []string{"admin", "stale"}
 	return []*command{
 		{name: "cluster", arity: -2, flags: []string{}, acl: []string{"@slow"}, group: "cluster", since: "3.0.0",
 			complexity: "Depends on subcommand.", summary: "A container for Redis Cluster commands.",
@@ -38,9 +40,9 @@ func clusterFamily() []*command {
 				sub("cluster|keyslot", 3, stale, "Returns the hash slot for a key.", cmdClusterKeySlot),
 				sub("cluster|myid", 2, stale, "Returns the ID of a node.", cmdClusterMyID),
 				sub("cluster|nodes", 2, stale, "Returns the cluster configuration for a node.", cmdClusterNodes),
-				sub("cluster|replicas", 3, stale, "Lists the replica nodes of a master node.", cmdClusterReplicas),
+				sub("cluster|replicas", 3, adminStale, "Lists the replica nodes of a master node.", cmdClusterReplicas),
 				sub("cluster|shards", 2, stale, "Returns the mapping of cluster slots to shards.", cmdClusterShards),
-				sub("cluster|slaves", 3, stale, "Lists the replica nodes of a master node.", cmdClusterReplicas),
+				sub("cluster|slaves", 3, adminStale, "Lists the replica nodes of a master node.", cmdClusterReplicas),
 				sub("cluster|slots", 2, stale, "Returns the mapping of cluster slots to nodes.", cmdClusterSlots),
 			}},
 		{name: "clusterx", arity: -2, flags: []string{"admin"}, acl: []string{"@admin", "@slow", "@dangerous"}, group: "cluster", since: "0.1.0",
@@ -49,12 +51,12 @@ func clusterFamily() []*command {
 				sub("clusterx|import", -4, admin, "Receives a slot's keys from the node migrating it here.", cmdClusterxImport),
 				sub("clusterx|migrate", -4, admin, "Moves a slot's keys, with their state, to another master.", cmdClusterxMigrate),
 				sub("clusterx|setnodeid", 3, admin, "Sets this node's ID.", cmdClusterxSetNodeID),
-				sub("clusterx|sentinels", 2, stale, "Returns the Sentinels that decide the cluster's failovers.", cmdClusterxSentinels),
+				sub("clusterx|sentinels", 2, adminStale, "Returns the Sentinels that decide the cluster's failovers.", cmdClusterxSentinels),
 				sub("clusterx|setnodes", -4, admin, "Sets the whole topology, at a version newer than the current one's.", cmdClusterxSetNodes),
 				sub("clusterx|setsentinels", -2, admin, "Sets the Sentinels that decide the cluster's failovers.", cmdClusterxSetSentinels),
 				sub("clusterx|setslot", 6, admin, "Gives one slot to a node, at the next version.", cmdClusterxSetSlot),
-				sub("clusterx|topology", 2, stale, "Returns the topology as pushed, and its version.", cmdClusterxTopology),
-				sub("clusterx|version", 2, stale, "Returns the topology's version.", cmdClusterxVersion),
+				sub("clusterx|topology", 2, adminStale, "Returns the topology as pushed, and its version.", cmdClusterxTopology),
+				sub("clusterx|version", 2, adminStale, "Returns the topology's version.", cmdClusterxVersion),
 			}},
 		{name: "readonly", arity: 1, flags: []string{"loading", "stale", "fast"}, acl: []string{"@fast", "@connection"}, group: "cluster", since: "3.0.0",
 			complexity: "O(1)", summary: "Enables read-only queries for a connection to a Redis Cluster replica node.", run: cmdReadOnly},

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"redcell/internal/glob"
 )
 
 // commandFamily is COMMAND, for the command table (newCommandTable).
@@ -97,7 +99,7 @@ func (c *client) commandList(opts [][]byte) {
 		case equalFold(kind, "aclcat"):
 			keep = func(cmd *command) bool { return slices.Contains(cmd.acl, "@"+arg) }
 		case equalFold(kind, "pattern"):
-			keep = func(cmd *command) bool { return globMatch([]byte(arg), cmd.name) }
+			keep = func(cmd *command) bool { return glob.Match([]byte(arg), cmd.name) }
 		default:
 			c.writeError(errSyntax)
 			return

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"crypto/sha256"
-	"crypto/subtle"
 	"time"
 )
 
@@ -67,15 +65,21 @@ func cmdQuit(c *client, _ [][]byte, _ time.Time) {
 //
 // Back to a new connection's state, as Redis's: out of MONITOR, any
 // transaction discarded and keys unwatched, every subscription dropped
-// without a reply, RESP2, the name cleared, and authenticated only if no
-// password is required. Library name and version stay.
+// without a reply, RESP2, the name cleared, and the default user's,
+// authenticated only if it is on and needs no password. Library name and
+// version stay.
 func cmdReset(c *client, _ [][]byte, _ time.Time) {
 	c.srv.endMonitor(c)
 	c.tx = transaction{}
 	c.srv.unsubscribeAll(c)
 	c.session.resp = 2
 	c.session.respSeen.Store(2)
-	c.session.authed = c.srv.cfg.RequirePass == ""
+	us := c.srv.users
+	us.mu.Lock()
+	def := us.set.Get("default")
+	c.bind(def)
+	us.mu.Unlock()
+	c.setAuthed(def.Enabled() && def.NoPass())
 	c.ident.name.Store(nil)
 	c.regate()
 	c.writeSimple("RESET")
@@ -98,9 +102,11 @@ func cmdSelect(c *client, args [][]byte, _ time.Time) {
 
 // AUTH [username] password
 //
-// Failed attempts are rate-limited by client address (authLimiter).
+// The password alone authenticates as the default user. Failed attempts
+// are rate-limited by client address, whatever the user (authLimiter), and
+// recorded in ACL LOG.
 func cmdAuth(c *client, args [][]byte, now time.Time) {
-	if len(args) == 2 && c.srv.cfg.RequirePass == "" {
+	if len(args) == 2 && c.srv.users.defaultUser().NoPass() {
 		c.writeError(errAuthNoPassword)
 		return
 	}
@@ -108,28 +114,11 @@ func cmdAuth(c *client, args [][]byte, now time.Time) {
 	if len(args) == 3 {
 		user = args[1]
 	}
-	if e := c.authenticate(user, pass, now); !e.none() {
+	if e := c.authenticate(args[0], user, pass, now); !e.none() {
 		c.writeError(e)
 		return
 	}
-	c.session.authed = true
 	c.writeOK()
-}
-
-// checkPassword reports whether user/pass open the default user. With no
-// password configured any password is accepted for "default", as in Redis.
-// The comparison takes the same time whatever is sent: it compares SHA-256
-// digests, as Redis does, because ConstantTimeCompare returns at once on a
-// length mismatch and so would tell the password's length.
-func (s *Server) checkPassword(user, pass []byte) bool {
-	if string(user) != "default" {
-		return false
-	}
-	if s.cfg.RequirePass == "" {
-		return true
-	}
-	got, want := sha256.Sum256(pass), sha256.Sum256([]byte(s.cfg.RequirePass))
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
 }
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
@@ -147,17 +136,15 @@ func cmdHello(c *client, args [][]byte, now time.Time) {
 		}
 		proto = int(v)
 	}
-	var setName []byte
-	authed := c.session.authed
+	// The options are read whole before AUTH is tried, as Redis reads
+	// them: a syntax error authenticates no one.
+	var setName, user, pass []byte
+	auth := false
 	for i := 2; i < len(args); i++ {
 		more := len(args) - i - 1
 		switch {
 		case equalFold(args[i], "auth") && more >= 2:
-			if e := c.authenticate(args[i+1], args[i+2], now); !e.none() {
-				c.writeError(e)
-				return
-			}
-			authed = true
+			auth, user, pass = true, args[i+1], args[i+2]
 			i += 2
 		case equalFold(args[i], "setname") && more >= 1:
 			if !validClientName(args[i+1]) {
@@ -171,11 +158,16 @@ func cmdHello(c *client, args [][]byte, now time.Time) {
 			return
 		}
 	}
-	if !authed {
+	if auth {
+		if e := c.authenticate(args[0], user, pass, now); !e.none() {
+			c.writeError(e)
+			return
+		}
+	}
+	if !c.session.authed {
 		c.writeError(errHelloNoAuth)
 		return
 	}
-	c.session.authed = true
 	if setName != nil {
 		c.setName(setName)
 	}

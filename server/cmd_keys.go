@@ -5,9 +5,9 @@ import (
 	"time"
 	"unsafe"
 
-	"redcell/storage"
-
 	"redcell/gcra"
+	"redcell/internal/glob"
+	"redcell/storage"
 )
 
 // keysFamily is the commands on keys, for the command table
@@ -179,7 +179,7 @@ func matches(pattern, key []byte) bool {
 	if pattern == nil || string(pattern) == "*" {
 		return true
 	}
-	return globMatch(pattern, unsafe.String(unsafe.SliceData(key), len(key)))
+	return glob.Match(pattern, unsafe.String(unsafe.SliceData(key), len(key)))
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]

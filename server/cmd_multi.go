@@ -3,6 +3,7 @@ package server
 import (
 	"time"
 
+	"redcell/acl"
 	"redcell/gcra"
 	"redcell/storage"
 )
@@ -191,6 +192,14 @@ func cmdExec(c *client, _ [][]byte, now time.Time) {
 	defer func() { c.ks = c.srv.store }()
 	c.writeArray(len(tx.queue))
 	for _, q := range tx.queue {
+		// The user's rules may have changed since the command was queued:
+		// it is checked again, as Redis does.
+		if c.access.Load()&accessLimited != 0 {
+			if d, _, _ := c.denial(q.spec, q.args, now); d.Reason != acl.Allowed {
+				c.writeError(errNoPermInExec(d.Reason))
+				continue
+			}
+		}
 		end := c.srv.execute(c, q.spec, q.args, now)
 		if c.srv.hooks.Load()&hookMonitor != 0 {
 			c.srv.feedMonitors(c, q.args, now) // as Redis shows them: each as it runs, then EXEC

@@ -3,6 +3,9 @@ package server
 import (
 	"slices"
 	"time"
+
+	"redcell/acl"
+	"redcell/internal/glob"
 )
 
 // Pub/Sub's commands, as Redis 7 answers them; the registry and how
@@ -19,25 +22,25 @@ func pubsubFamily() []*command {
 	subFlags := []string{"pubsub", "noscript", "loading", "stale"}
 	subACL := []string{"@pubsub", "@slow"}
 	return []*command{
-		{name: "subscribe", arity: -2, offLoop: true, inSubscribed: true, flags: subFlags, acl: subACL,
+		{name: "subscribe", arity: -2, offLoop: true, inSubscribed: true, flags: subFlags, acl: subACL, channels: acl.SubscribeChannels,
 			group: "pubsub", since: "2.0.0", complexity: "O(N) where N is the number of channels to subscribe to.", summary: "Listens for messages published to channels.", run: cmdSubscribe},
 		{name: "unsubscribe", arity: -1, inSubscribed: true, flags: subFlags, acl: subACL,
 			group: "pubsub", since: "2.0.0", complexity: "O(N) where N is the number of channels to unsubscribe.", summary: "Stops listening to messages posted to channels.", run: cmdUnsubscribe},
-		{name: "psubscribe", arity: -2, offLoop: true, inSubscribed: true, flags: subFlags, acl: subACL,
+		{name: "psubscribe", arity: -2, offLoop: true, inSubscribed: true, flags: subFlags, acl: subACL, channels: acl.SubscribePatterns,
 			group: "pubsub", since: "2.0.0", complexity: "O(N) where N is the number of patterns to subscribe to.", summary: "Listens for messages published to channels that match one or more patterns.", run: cmdPsubscribe},
 		{name: "punsubscribe", arity: -1, inSubscribed: true, flags: subFlags, acl: subACL,
 			group: "pubsub", since: "2.0.0", complexity: "O(N) where N is the number of patterns to unsubscribe.", summary: "Stops listening to messages published to channels that match one or more patterns.", run: cmdPunsubscribe},
-		{name: "publish", arity: 3, mayReplicate: true, flags: []string{"pubsub", "loading", "stale", "fast"}, acl: []string{"@pubsub", "@fast"},
+		{name: "publish", arity: 3, mayReplicate: true, flags: []string{"pubsub", "loading", "stale", "fast"}, acl: []string{"@pubsub", "@fast"}, channels: acl.PublishChannel,
 			group: "pubsub", since: "2.0.0", complexity: "O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client).", summary: "Posts a message to a channel.", run: cmdPublish},
 		// Sharded Pub/Sub: the channel is a key (not_key: no key is read),
 		// so that in a cluster it is routed to its slot's node, as Redis's.
-		{name: "ssubscribe", arity: -2, offLoop: true, inSubscribed: true, flags: subFlags, acl: subACL,
+		{name: "ssubscribe", arity: -2, offLoop: true, inSubscribed: true, flags: subFlags, acl: subACL, channels: acl.SubscribeChannels,
 			firstKey: 1, lastKey: -1, step: 1, keyFlags: []string{"not_key"},
 			group: "pubsub", since: "7.0.0", complexity: "O(N) where N is the number of shard channels to subscribe to.", summary: "Listens for messages published to shard channels.", run: cmdSsubscribe},
 		{name: "sunsubscribe", arity: -1, inSubscribed: true, flags: subFlags, acl: subACL,
 			firstKey: 1, lastKey: -1, step: 1, keyFlags: []string{"not_key"},
 			group: "pubsub", since: "7.0.0", complexity: "O(N) where N is the number of shard channels to unsubscribe.", summary: "Stops listening to messages posted to shard channels.", run: cmdSunsubscribe},
-		{name: "spublish", arity: 3, mayReplicate: true, flags: []string{"pubsub", "loading", "stale", "fast"}, acl: []string{"@pubsub", "@fast"},
+		{name: "spublish", arity: 3, mayReplicate: true, flags: []string{"pubsub", "loading", "stale", "fast"}, acl: []string{"@pubsub", "@fast"}, channels: acl.PublishChannel,
 			firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"not_key"},
 			group: "pubsub", since: "7.0.0", complexity: "O(N) where N is the number of clients subscribed to the receiving shard channel.", summary: "Post a message to a shard channel", run: cmdSpublish},
 		{name: "pubsub", arity: -2, flags: []string{}, acl: []string{"@slow"},
@@ -205,7 +208,7 @@ func (c *client) pubsubChannels(args [][]byte, kind subKind) {
 	ps.mu.RLock()
 	names := make([]string, 0, len(ps.subs[kind]))
 	for name := range ps.subs[kind] {
-		if len(args) == 2 || globMatch(args[2], name) {
+		if len(args) == 2 || glob.Match(args[2], name) {
 			names = append(names, name)
 		}
 	}

@@ -337,6 +337,9 @@ func (s *Server) infoReplication(_ storage.Keyspace, now time.Time) [][2]string 
 		out = append(out, [2]string{"role", "master"})
 	}
 	out = append(out, [2]string{"connected_slaves", strconv.Itoa(len(st.Replicas))})
+	if n, lag := s.repl.MinReplicas(); n > 0 && lag > 0 {
+		out = append(out, [2]string{"min_slaves_good_slaves", strconv.Itoa(s.repl.GoodReplicas())})
+	}
 	for k, r := range st.Replicas {
 		out = append(out, [2]string{"slave" + strconv.Itoa(k), "ip=" + r.IP + ",port=" + strconv.Itoa(r.Port) +
 			",state=" + r.State + ",offset=" + i(r.Offset) + ",lag=" + i(int64(r.Lag/time.Second))})
@@ -361,7 +364,7 @@ func (s *Server) infoReplication(_ storage.Keyspace, now time.Time) [][2]string 
 // not a peek (quantity 0) on a replica: a replica refuses every write, as
 // Redis's does, even one that would store nothing.
 func (c *client) writeOnReplica(quantity int64) bool {
-	if quantity != 0 && c.srv.replica.Load() {
+	if quantity != 0 && c.srv.refusing.Load()&replication.RefuseReplica != 0 {
 		c.writeError(errReadOnly)
 		return true
 	}
@@ -394,8 +397,11 @@ func (s *Server) replicaOfParam() string {
 // writeRefusal is the error for a write the server cannot take now: a
 // replica's READONLY, or durable mode's MISCONF while the disk fails.
 func (s *Server) writeRefusal() replyError {
-	if s.replica.Load() {
+	switch r := s.refusing.Load(); {
+	case r&replication.RefuseReplica != 0:
 		return errReadOnly
+	case r&replication.RefuseFewReplicas != 0:
+		return errNoReplicas
 	}
 	return errMisconf
 }

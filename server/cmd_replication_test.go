@@ -271,3 +271,48 @@ func TestFailoverSwitchesRolesAndKeepsEveryDecision(t *testing.T) {
 	_, err = m.rdb.Do(ctx, "CL.THROTTLE", "k1", 100, 1, 3600).Result()
 	require.EqualError(t, err, "READONLY You can't write against a read only replica.")
 }
+
+// min-replicas-to-write, as Redis's: a master with fewer good replicas
+// refuses what would store (NOREPLICAS), answers peeks and decisions that
+// store nothing, and says in INFO how many replicas are good; CONFIG SET
+// turns it on and off.
+func TestMinReplicasToWrite(t *testing.T) {
+	ctx := context.Background()
+	m := startReplNode(t)
+	noReplicas := "NOREPLICAS Not enough good replicas to write."
+	require.Equal(t, "OK", m.do(t, "CONFIG", "SET", "min-replicas-to-write", 1))
+	require.Equal(t, []any{"min-replicas-max-lag", "10", "min-replicas-to-write", "1"}, m.do(t, "CONFIG", "GET", "min-replicas-*"))
+	require.Equal(t, "0", m.info(t, "min_slaves_good_slaves"))
+	for _, cmd := range [][]any{{"CL.THROTTLE", "k", 1, 1, 60}, {"GCRA", "g", 1, 1, 60}, {"CL.WINDOW", "w", 1, 60},
+		{"CL.RESERVE", "q", 1, 1, 60}, {"DEL", "k"}, {"FLUSHALL"}} {
+		_, err := m.rdb.Do(ctx, cmd...).Result()
+		require.EqualError(t, err, noReplicas, "%v", cmd)
+	}
+	require.Equal(t, []any{int64(0), int64(2), int64(2), int64(-1), int64(0)}, m.do(t, "CL.THROTTLE", "k", 1, 1, 60, 0), "a peek")
+	require.Equal(t, []any{int64(1), int64(2), int64(2), int64(-1), int64(0)}, m.do(t, "CL.THROTTLE", "k", 1, 1, 60, 3),
+		"a decision that stores nothing: more than the burst")
+	require.Contains(t, m.do(t, "INFO", "errorstats"), "errorstat_NOREPLICAS:count=24", "go-redis tries each refused command 4 times: it retries NOREPLICAS")
+
+	// A replica that acknowledges: the master decides again.
+	r := startReplNode(t)
+	require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", m.port))
+	require.Eventually(t, func() bool {
+		_, err := m.rdb.Do(ctx, "CL.THROTTLE", "k", 1, 1, 60).Result()
+		return err == nil
+	}, 10*time.Second, 10*time.Millisecond)
+	require.Equal(t, "1", m.info(t, "min_slaves_good_slaves"))
+
+	// It goes: NOREPLICAS again, until the check is turned off.
+	require.Equal(t, "OK", r.do(t, "REPLICAOF", "NO", "ONE"))
+	require.Eventually(t, func() bool { return m.info(t, "min_slaves_good_slaves") == "0" }, 10*time.Second, 10*time.Millisecond)
+	_, err := m.rdb.Do(ctx, "CL.THROTTLE", "k", 1, 1, 60).Result()
+	require.EqualError(t, err, noReplicas)
+	require.Equal(t, "OK", m.do(t, "CONFIG", "SET", "min-replicas-max-lag", 0))
+	require.Equal(t, "", m.info(t, "min_slaves_good_slaves"), "shown only while the check is on")
+	require.Equal(t, []any{int64(0), int64(2), int64(0), int64(-1), int64(120)}, m.do(t, "CL.THROTTLE", "k", 1, 1, 60))
+
+	_, err = m.rdb.Do(ctx, "CONFIG", "SET", "min-replicas-to-write", -1).Result()
+	require.EqualError(t, err, "ERR CONFIG SET failed (possibly related to argument 'min-replicas-to-write') - argument must be between 0 and 2147483647 inclusive")
+	_, err = m.rdb.Do(ctx, "CONFIG", "SET", "min-slaves-max-lag", "x").Result()
+	require.EqualError(t, err, "ERR CONFIG SET failed (possibly related to argument 'min-slaves-max-lag') - argument couldn't be parsed into an integer")
+}

@@ -6,6 +6,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"redcell/acl"
+	"redcell/internal/glob"
+	"redcell/replication"
 )
 
 // serverFamily is the server's commands, for the command table
@@ -18,7 +22,8 @@ func serverFamily() []*command {
 			tips:  []string{"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
 			group: "server", since: "1.0.0", complexity: "O(1)", summary: "Returns information and statistics about the server.", run: cmdInfo},
 		{name: "config", arity: -2, flags: []string{}, acl: []string{"@slow"},
-			group: "server", since: "2.0.0", complexity: "Depends on subcommand.", summary: "A container for server configuration commands.", run: cmdConfig},
+			group: "server", since: "2.0.0", complexity: "Depends on subcommand.", summary: "A container for server configuration commands.",
+			subcommands: configSubcommands()},
 		{name: "shutdown", arity: -1, maxArgs: 4, flags: []string{"admin", "noscript", "loading", "stale", "no_multi", "allow_busy"}, acl: []string{"@admin", "@slow", "@dangerous"},
 			group: "server", since: "1.0.0", complexity: "O(N) when saving, where N is the number of changed keys", summary: "Saves state and shuts the server down.", run: cmdShutdown},
 		{name: "save", arity: 1, flags: []string{"admin", "noscript", "no_async_loading", "no_multi"}, acl: []string{"@admin", "@slow", "@dangerous"},
@@ -129,52 +134,96 @@ func cmdLastsave(c *client, _ [][]byte, _ time.Time) {
 	c.writeInt(p.Stats().LastSave.Unix())
 }
 
-// CONFIG GET parameter [parameter ...] | CONFIG SET parameter value
-// [parameter value ...] | CONFIG RESETSTAT | CONFIG REWRITE
+// configSubcommands are CONFIG's, with Redis 7.2's arity and flags: every
+// one but HELP is an admin command, so that ACL rules place them as Redis
+// does (@admin @dangerous; +config|get allows GET alone).
+func configSubcommands() []*command {
+	sub := func(name string, arity int, since, summary, complexity string, run func(*client, [][]byte, time.Time)) *command {
+		return &command{name: "config|" + name, arity: arity, flags: []string{"admin", "noscript", "loading", "stale"},
+			acl: []string{"@slow"}, group: "server", since: since, summary: summary, complexity: complexity, run: run}
+	}
+	help := helpSubcommand("config", "5.0.0", configHelp)
+	help.group = "server"
+	// CONFIG SET goes to every node of a cluster, as Redis 7.0's tips say
+	// (7.2 says so of RESETSTAT and REWRITE too).
+	allNodes := func(cmd *command) *command {
+		cmd.tips = []string{"request_policy:all_nodes", "response_policy:all_succeeded"}
+		return cmd
+	}
+	return []*command{
+		sub("get", -3, "2.0.0", "Returns the effective values of configuration parameters.",
+			"O(N) when N is the number of configuration parameters provided", cmdConfigGet),
+		allNodes(sub("set", -4, "2.0.0", "Sets configuration parameters in-flight.",
+			"O(N) when N is the number of configuration parameters provided", cmdConfigSet)),
+		sub("resetstat", 2, "2.0.0", "Resets the server's statistics.", "O(1)", func(c *client, _ [][]byte, _ time.Time) { c.writeOK() }),
+		sub("rewrite", 2, "2.8.0", "Persists the effective configuration to file.", "O(1)", cmdConfigRewrite),
+		help,
+	}
+}
+
+// configHelp is Redis 7.2's CONFIG HELP.
+var configHelp = []string{
+	"CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"GET <pattern>",
+	"    Return parameters matching the glob-like <pattern> and their values.",
+	"SET <directive> <value>",
+	"    Set the configuration <directive> to <value>.",
+	"RESETSTAT",
+	"    Reset statistics reported by the INFO command.",
+	"REWRITE",
+	"    Rewrite the configuration file.",
+	"HELP",
+	"    Print this help.",
+}
+
+// CONFIG GET parameter [parameter ...]
 //
-// GET reports the settings monitoring tools and clients read. SET changes
-// the replication settings Sentinel and operators change at run time
-// (replica-priority, masterauth, masteruser); the others are flags.
-// REWRITE persists the replication role (the daemon's RewriteConfig).
-func cmdConfig(c *client, args [][]byte, _ time.Time) {
-	sub := args[1]
-	switch {
-	case equalFold(sub, "get") && len(args) >= 3:
-		params := c.srv.configParams()
-		names := make([]string, 0, len(params))
-		for name := range params {
-			for _, pat := range args[2:] {
-				if globMatch([]byte(strings.ToLower(string(pat))), name) {
-					names = append(names, name)
-					break
-				}
+// The settings monitoring tools and clients read, matched by glob.
+func cmdConfigGet(c *client, args [][]byte, _ time.Time) {
+	params := c.srv.configParams()
+	names := make([]string, 0, len(params))
+	for name := range params {
+		for _, pat := range args[2:] {
+			if glob.Match([]byte(strings.ToLower(string(pat))), name) {
+				names = append(names, name)
+				break
 			}
 		}
-		sort.Strings(names)
-		c.writeMap(len(names))
-		for _, name := range names {
-			c.writeBulkString(name)
-			c.writeBulkString(params[name])
-		}
-	case equalFold(sub, "set") && len(args) >= 4 && len(args)%2 == 0:
-		c.configSet(args[2:])
-	case equalFold(sub, "resetstat") && len(args) == 2:
-		c.writeOK()
-	case equalFold(sub, "rewrite") && len(args) == 2:
-		if c.srv.cfg.RewriteConfig == nil {
-			c.writeError(errNoConfigFile)
-			return
-		}
-		if err := c.srv.cfg.RewriteConfig(); err != nil {
-			c.writeError(errRewrite(err))
-			return
-		}
-		c.writeOK()
-	case equalFold(sub, "get"), equalFold(sub, "set"), equalFold(sub, "resetstat"), equalFold(sub, "rewrite"):
-		c.writeError(errWrongArgs("config|" + strings.ToLower(string(sub))))
-	default:
-		c.writeError(errUnknownSubcommand(sub, "CONFIG"))
 	}
+	sort.Strings(names)
+	c.writeMap(len(names))
+	for _, name := range names {
+		c.writeBulkString(name)
+		c.writeBulkString(params[name])
+	}
+}
+
+// CONFIG SET parameter value [parameter value ...]
+//
+// Changes the settings Sentinel and operators change at run time
+// (replica-priority, masterauth, masteruser, min-replicas-*); the others
+// are flags.
+func cmdConfigSet(c *client, args [][]byte, _ time.Time) {
+	if len(args)%2 != 0 {
+		c.writeError(errWrongArgs("config|set"))
+		return
+	}
+	c.configSet(args[2:])
+}
+
+// CONFIG REWRITE
+//
+// Persists the replication role (the daemon's RewriteConfig).
+func cmdConfigRewrite(c *client, _ [][]byte, _ time.Time) {
+	if c.srv.cfg.RewriteConfig == nil {
+		c.writeError(errNoConfigFile)
+		return
+	}
+	if err := c.srv.cfg.RewriteConfig(); err != nil {
+		c.writeError(errRewrite(err))
+		return
+	}
+	c.writeOK()
 }
 
 // configSet is CONFIG SET's pairs: all of them applied, or none if one is
@@ -196,6 +245,27 @@ func (c *client) configSet(pairs [][]byte) {
 				return
 			}
 			changes = append(changes, change{name, func() { n.SetPriority(p) }})
+		case n != nil && (name == "min-replicas-to-write" || name == "min-slaves-to-write" ||
+			name == "min-replicas-max-lag" || name == "min-slaves-max-lag"):
+			v, err := strconv.ParseInt(val, 10, 64)
+			if err != nil {
+				c.writeError(errConfigValue(name, val))
+				return
+			}
+			if v < 0 || v > math.MaxInt32 {
+				c.writeError(errConfigRange(name, 0, math.MaxInt32))
+				return
+			}
+			lagSetting := strings.HasSuffix(name, "max-lag")
+			changes = append(changes, change{name, func() {
+				count, lag := n.MinReplicas()
+				if lagSetting {
+					lag = time.Duration(v) * time.Second
+				} else {
+					count = int(v)
+				}
+				n.SetMinReplicas(count, lag)
+			}})
 		case n != nil && (name == "masterauth" || name == "masteruser"):
 			changes = append(changes, change{name, func() {
 				user, pass := n.MasterAuth()
@@ -250,6 +320,10 @@ func (s *Server) configParams() map[string]string {
 		appendonly = "yes"
 	}
 	limit, policy := s.store.MemoryLimit()
+	minReplicas, minLag := 0, replication.DefaultMinReplicasMaxLag
+	if s.repl != nil {
+		minReplicas, minLag = s.repl.MinReplicas()
+	}
 	return map[string]string{
 		"bind":                              s.cfg.Bind,
 		"port":                              strconv.Itoa(s.cfg.Port),
@@ -275,6 +349,12 @@ func (s *Server) configParams() map[string]string {
 		"replicaof":                         s.replicaOfParam(),
 		"slaveof":                           s.replicaOfParam(),
 		"repl-backlog-size":                 strconv.Itoa(s.replicaStatus().BacklogSize),
+		"min-replicas-to-write":             strconv.Itoa(minReplicas),
+		"min-slaves-to-write":               strconv.Itoa(minReplicas),
+		"min-replicas-max-lag":              strconv.FormatInt(int64(minLag/time.Second), 10),
+		"min-slaves-max-lag":                strconv.FormatInt(int64(minLag/time.Second), 10),
+		"aclfile":                           s.users.file,
+		"acllog-max-len":                    strconv.Itoa(acl.DefaultLogMaxLen),
 		"io-threads":                        "1",
 		"hz":                                "10",
 		"slowlog-log-slower-than":           "-1",

@@ -16,8 +16,11 @@ func throttleFamily() []*command {
 }
 
 // limiterCommand is a rate limiter's table entry, CL.THROTTLE's and its
-// siblings': a fast write of the one key that is its first argument. Those
-// in Redis's string group (GCRA) are in its @string ACL category too.
+// siblings': a fast write of the one key that is its first argument, which
+// it reads too (RW access update: the key-spec Redis gives a module's
+// command, redis-cell's among them), so that a user needs both read and
+// write on the key (~p or %RW~p), its peeks included. Those in Redis's
+// string group (GCRA) are in its @string ACL category too.
 func limiterCommand(name string, arity, maxArgs int, group, since, complexity, summary string,
 	run func(c *client, args [][]byte, now time.Time)) *command {
 	acl := []string{"@write", "@fast"}
@@ -25,7 +28,7 @@ func limiterCommand(name string, arity, maxArgs int, group, since, complexity, s
 		acl = []string{"@write", "@string", "@fast"}
 	}
 	return &command{name: name, arity: arity, maxArgs: maxArgs, flags: []string{"write", "denyoom", "fast"}, acl: acl,
-		firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "update"}, prefetchKey: true,
+		firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "access", "update"}, prefetchKey: true,
 		group: group, since: since, complexity: complexity, summary: summary, run: run}
 }
 

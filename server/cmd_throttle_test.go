@@ -91,6 +91,24 @@ func BenchmarkThrottleHandler(b *testing.B) {
 	}
 }
 
+// BenchmarkThrottleHandlerRestricted is BenchmarkThrottleHandler for an
+// application user allowed CL.THROTTLE on its own prefix: what its ACL
+// check costs a decision (the command's bit, the key against the pattern).
+func BenchmarkThrottleHandlerRestricted(b *testing.B) {
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	tc := newTestClient(b, Config{Now: func() time.Time { return time.Unix(0, now.Add(1000)) }})
+	require.Equal(b, "+OK\r\n", tc.do("ACL", "SETUSER", "app", "on", "nopass", "~user:*", "+cl.throttle"))
+	require.Equal(b, "+OK\r\n", tc.do("AUTH", "app", "x"))
+	cmd := argv("CL.THROTTLE", "user:12345", "100", "10", "1")
+	require.Equal(b, testkit.Ints(0, 101, 100, -1, 1), tc.do("CL.THROTTLE", "user:12345", "100", "10", "1"))
+	b.ReportAllocs()
+	for b.Loop() {
+		tc.srv.handle(tc.conn, redconCommand(cmd))
+		tc.conn.SetBuffer(nil)
+	}
+}
+
 // BenchmarkThrottleHandlerParallel runs the handler from every goroutine,
 // each its own connection, over 10k keys, on the real clock (an injected
 // clock shared by the goroutines would be a contended counter itself).

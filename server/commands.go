@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"redcell/acl"
 )
 
 // command describes one command: how to run it and what COMMAND reports
@@ -15,7 +17,17 @@ type command struct {
 	arity   int
 	maxArgs int
 	flags   []string
-	acl     []string
+	// acl are the command's ACL categories as COMMAND shows them, in
+	// Redis's order; register adds those Redis gives a command for its
+	// flags (acl.Category.Implied) and sets cats from them.
+	acl  []string
+	cats acl.Category
+	// channels says which arguments are Pub/Sub channels a user must be
+	// allowed (PUBLISH, SUBSCRIBE, ...).
+	channels acl.ChannelArgs
+	// perm is the command as the ACL rules know it (acl.Commands), made
+	// from the fields above by newCommandTable.
+	perm *acl.Command
 	// firstKey, lastKey and step locate key arguments (0 0 0: no keys), so
 	// cluster-aware clients route on the right argument.
 	firstKey, lastKey, step int
@@ -89,6 +101,8 @@ func (cmd *command) arityOK(n int) bool {
 type commandTable struct {
 	byName map[string]*command
 	sorted []*command
+	// rules are the commands as ACL rules name them, each command's perm.
+	rules *acl.Commands
 }
 
 // newCommandTable registers every family's commands. Each family declares
@@ -113,13 +127,34 @@ func newCommandTable() commandTable {
 		pubsubFamily(),
 		replicationFamily(),
 		clusterFamily(),
+		aclFamily(),
 	} {
 		for _, cmd := range family {
 			t.register(cmd)
 		}
 	}
 	slices.SortFunc(t.sorted, func(a, b *command) int { return strings.Compare(a.name, b.name) })
+	perms := make([]*acl.Command, len(t.sorted))
+	for i, cmd := range t.sorted {
+		perms[i] = cmd.permission()
+		for _, sub := range cmd.subcommands {
+			perms[i].Subcommands = append(perms[i].Subcommands, sub.permission())
+		}
+	}
+	t.rules = acl.NewCommands(perms)
 	return t
+}
+
+// permission makes cmd's perm: its name, categories, keys and channels as
+// the ACL rules see them. A key-spec of not_key (a shard channel, which
+// cluster mode routes as a key) is no key: its argument is checked as a
+// channel.
+func (cmd *command) permission() *acl.Command {
+	cmd.perm = &acl.Command{Name: cmd.name, Categories: cmd.cats, NoAuth: cmd.noAuth, Channels: cmd.channels}
+	if cmd.firstKey != 0 && !slices.Contains(cmd.keyFlags, "not_key") {
+		cmd.perm.Keys = acl.KeySpec{First: cmd.firstKey, Last: cmd.lastKey, Step: cmd.step, Perm: acl.PermOf(cmd.keyFlags)}
+	}
+	return cmd.perm
 }
 
 // register adds cmd to the table, with its counters, and sets what its
@@ -145,6 +180,17 @@ func (t *commandTable) register(cmd *command) {
 		spec.admin = slices.Contains(spec.flags, "admin")
 		spec.offLoop = spec.offLoop || spec.admin
 		spec.noMulti = slices.Contains(spec.flags, "no_multi")
+		spec.cats = 0
+		for _, name := range spec.acl {
+			cat := acl.CategoryByName(strings.TrimPrefix(name, "@"))
+			if cat == 0 || name[0] != '@' {
+				panic("server: command " + spec.name + " has an unknown ACL category " + name)
+			}
+			spec.cats |= cat
+		}
+		spec.cats = spec.cats.Implied(spec.write, spec.readonly, spec.admin, slices.Contains(spec.flags, "pubsub"),
+			slices.Contains(spec.flags, "fast"), slices.Contains(spec.flags, "blocking"))
+		spec.acl = spec.cats.Names()
 	}
 }
 

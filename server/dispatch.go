@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/tidwall/redcon"
+
+	"redcell/acl"
 )
 
 // handle dispatches one command read on its own, at the clock's current
@@ -13,7 +15,8 @@ func (s *Server) handle(conn connection, cmd redcon.Command) {
 }
 
 // dispatch runs one command at now: look it up, check arity, then
-// authentication, in that order as Redis does, then run it. It returns the
+// authentication and the user's ACL rules, in that order as Redis does,
+// then run it. It returns the
 // clock reading taken when the command ended, if it took one, else now:
 // within a batch each command starts at the reading that ended the one
 // before, so a decision costs one clock read (runBatch).
@@ -38,10 +41,10 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 		c.writeError(errWrongArgs(spec.name))
 		return now
 	}
-	if !c.session.authed && !spec.noAuth {
-		spec.stats.rejected.Add(1)
-		c.flagTransaction()
-		c.writeError(errNoAuth)
+	// One word says whether the connection must authenticate first or
+	// its user's rules must be checked: 0 for the default user without
+	// ACLs, so the check costs that user one branch.
+	if access := c.access.Load(); access != 0 && c.refuse(access, spec, args, now) {
 		return now
 	}
 	c.lastActive.Store(now.UnixNano())
@@ -65,6 +68,62 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 		return s.executeHooked(c, spec, args, now)
 	}
 	return s.execute(c, spec, args, now)
+}
+
+// refuse answers a command its connection may not run, and reports whether
+// it did: NOAUTH before it has authenticated, NOPERM for what its user's
+// rules do not allow (recorded in ACL LOG). access is client.access, not
+// 0. AUTH, HELLO, QUIT and RESET run for anyone.
+func (c *client) refuse(access uint32, spec *command, args [][]byte, now time.Time) bool {
+	if spec.noAuth {
+		return false
+	}
+	e := errNoAuth
+	if access&accessUnauthed == 0 {
+		d, cmd, user := c.denial(spec, args, now)
+		switch d.Reason {
+		case acl.Allowed:
+			return false
+		case acl.DeniedKey:
+			e = errNoPermKey
+		case acl.DeniedChannel:
+			e = errNoPermChannel
+		default:
+			e = errNoPermCommand(user, cmd.name)
+		}
+	}
+	spec.stats.rejected.Add(1)
+	c.flagTransaction()
+	c.writeError(e)
+	return true
+}
+
+// denial checks spec with args against the client's user, and records a
+// refusal in ACL LOG: the refusal (acl.Allowed for none), the command
+// checked (a container's subcommand) and the user's name. A subcommand
+// that does not exist, or is called with the wrong number of arguments,
+// is left to its container to answer, as Redis answers both before it
+// checks ACLs.
+func (c *client) denial(spec *command, args [][]byte, now time.Time) (acl.Denial, *command, string) {
+	cmd := spec
+	if spec.subcommands != nil && len(args) > 1 {
+		sub := spec.subcommand(args[1])
+		if sub == nil || (!sub.anyArity && !sub.arityOK(len(args))) {
+			return acl.Denial{}, spec, ""
+		}
+		cmd = sub
+	}
+	u := c.user.Load()
+	d := u.Check(cmd.perm, args)
+	if d.Reason != acl.Allowed {
+		object := cmd.name
+		if d.Reason != acl.DeniedCommand {
+			object = string(args[d.Arg])
+		}
+		c.lastCmd.Store(cmd) // CLIENT INFO in the log names it, as Redis's
+		c.logDenial(d.Reason, object, u.Name(), now)
+	}
+	return d, cmd, u.Name()
 }
 
 // gate looks at a command of a gated client (client.gated) before it runs,
@@ -177,12 +236,15 @@ func (c *client) changed() {
 	}
 }
 
-// writesRefused reports whether changes must be refused now: in durable mode
-// while flushes fail, a change could not be made durable, so a command that
-// would make one answers MISCONF instead (as Redis does when it cannot
-// persist), and commands that change nothing go on.
+// writesRefused reports whether changes must be refused now: on a replica
+// (READONLY); on a master with fewer good replicas than
+// min-replicas-to-write asks (NOREPLICAS), whose decisions would be lost
+// if it is cut off from them; in durable mode while flushes fail, since a
+// change could not be made durable (MISCONF, as Redis answers when it
+// cannot persist). Commands that change nothing go on: peeks, and
+// decisions that store nothing (writeRefusal says which error).
 func (s *Server) writesRefused() bool {
-	return s.replica.Load() || (s.cfg.DurableWrites && s.cfg.Persistence.Failing())
+	return s.refusing.Load() != 0 || (s.cfg.DurableWrites && s.cfg.Persistence.Failing())
 }
 
 // lookup finds a command by name, case-insensitively, without allocating.

@@ -25,6 +25,8 @@ const (
 	errKindOOM                           // OOM
 	errKindReadOnly                      // READONLY: a write to a replica
 	errKindNoMasterLink                  // NOMASTERLINK
+	errKindNoPerm                        // NOPERM: refused by the user's ACL rules
+	errKindNoReplicas                    // NOREPLICAS: too few replicas acknowledging (min-replicas-to-write)
 	errKindMoved                         // MOVED, ASK, TRYAGAIN, CLUSTERDOWN, CROSSSLOT: cluster mode's
 	errKindAsk
 	errKindTryAgain
@@ -53,6 +55,8 @@ var errorKinds = [numErrorKinds]struct{ name, prefix, note string }{
 	errKindOOM:            {"oom", "OOM", ""},
 	errKindReadOnly:       {"readonly", "READONLY", ""},
 	errKindNoMasterLink:   {"nomasterlink", "NOMASTERLINK", ""},
+	errKindNoPerm:         {"noperm", "NOPERM", ""},
+	errKindNoReplicas:     {"noreplicas", "NOREPLICAS", ""},
 	errKindMoved:          {"moved", "MOVED", ""},
 	errKindAsk:            {"ask", "ASK", ""},
 	errKindTryAgain:       {"tryagain", "TRYAGAIN", ""},

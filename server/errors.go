@@ -2,9 +2,11 @@ package server
 
 import (
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 
+	"redcell/acl"
 	"redcell/cluster"
 	"redcell/clusternode"
 	"redcell/gcra"
@@ -40,6 +42,141 @@ var (
 	// It is sent before the connection is served, so no counter sees it.
 	errMaxClients = commandError("ERR max number of clients reached")
 )
+
+// ACLs (users, cmdACL), in Redis 7.2's words.
+var (
+	errNoPermKey     = replyError{errKindNoPerm, "NOPERM No permissions to access a key"}
+	errNoPermChannel = replyError{errKindNoPerm, "NOPERM No permissions to access a channel"}
+	errDeleteDefault = commandError("ERR The 'default' user cannot be removed")
+	errBadUsername   = commandError("ERR Usernames can't contain spaces or null characters")
+	// errNoACLFile is Redis's first sentence; its advice (CONFIG REWRITE
+	// to store users in the config file) is redcell's: there is no config
+	// file to store them in.
+	errNoACLFile  = commandError("ERR This Redis instance is not configured to use an ACL file. Start redcell with --aclfile <file> to keep the users ACL SETUSER defines (ACL SAVE) and to load them (ACL LOAD).")
+	errACLSave    = commandError("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
+	errGenpassArg = commandError("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
+)
+
+// errNoPermCommand is Redis's refusal of a command the user's rules do not
+// allow, naming the command by its full name ("client|kill").
+func errNoPermCommand(user, command string) replyError {
+	return replyError{errKindNoPerm, "NOPERM User " + user + " has no permissions to run the '" + command + "' command"}
+}
+
+// errNoPermInExec is EXEC's answer, in its reply, for a queued command the
+// user's rules no longer allow: they changed after it was queued.
+func errNoPermInExec(reason acl.Reason) replyError {
+	why := "no permission"
+	switch reason {
+	case acl.DeniedCommand:
+		why = "no permission to execute the command or subcommand"
+	case acl.DeniedKey:
+		why = "no permission to touch the specified keys"
+	case acl.DeniedChannel:
+		why = "no permission to access one of the channels used as arguments"
+	}
+	return replyError{errKindNoPerm, "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + why}
+}
+
+// aclDenial is ACL DRYRUN's answer for a refusal, as Redis words it there
+// (a reply, not an error): the key or channel named.
+func aclDenial(user, command string, reason acl.Reason, arg []byte) string {
+	switch reason {
+	case acl.DeniedKey:
+		return "User " + user + " has no permissions to access the '" + string(arg) + "' key"
+	case acl.DeniedChannel:
+		return "User " + user + " has no permissions to access the '" + string(arg) + "' channel"
+	}
+	return "User " + user + " has no permissions to run the '" + command + "' command"
+}
+
+// aclRuleReason is why a rule could not be applied, as Redis's
+// ACLSetUserStringError words it.
+func aclRuleReason(err error) string {
+	switch {
+	case errors.Is(err, acl.ErrUnknownCommand):
+		return "Unknown command or category name in ACL"
+	case errors.Is(err, acl.ErrSyntax):
+		return "Syntax error"
+	case errors.Is(err, acl.ErrPatternAfterAllKeys):
+		return "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns"
+	case errors.Is(err, acl.ErrPatternAfterAllChannels):
+		return "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels"
+	case errors.Is(err, acl.ErrNoSuchPassword):
+		return "The password you are trying to remove from the user does not exist"
+	case errors.Is(err, acl.ErrBadHash):
+		return "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"
+	case errors.Is(err, acl.ErrFirstArgOfSubcommand):
+		return "Allowing first-arg of a subcommand is not supported"
+	}
+	return "Wrong format"
+}
+
+// errACLRule is ACL SETUSER's answer for a rule it could not apply.
+func errACLRule(err error) replyError {
+	var re *acl.RuleError
+	if !errors.As(err, &re) {
+		return commandError("ERR " + err.Error())
+	}
+	if errors.Is(err, acl.ErrUnmatchedParen) {
+		return commandError("ERR Unmatched parenthesis in acl selector starting at '" + re.Op + "'.")
+	}
+	return commandError("ERR Error in ACL SETUSER modifier '" + re.Op + "': " + aclRuleReason(re.Err))
+}
+
+// errACLFileOpen is ACL LOAD's answer, and the start's error, for an ACL
+// file that cannot be read.
+func errACLFileOpen(path string, err error) replyError {
+	why := err.Error()
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		why = pe.Err.Error() // strerror's words, as Redis's
+		why = strings.ToUpper(why[:1]) + why[1:]
+	}
+	return commandError("ERR Error loading ACLs, opening file '" + path + "': " + why)
+}
+
+// errACLFile is ACL LOAD's answer, and the start's error, for an ACL file
+// with errors: every line's, in Redis's words, then its warning that
+// nothing changed.
+func errACLFile(path string, errs []acl.LineError) replyError {
+	var b strings.Builder
+	b.WriteString("ERR ")
+	at := func(e acl.LineError) string { return path + ":" + strconv.Itoa(e.Line) }
+	for _, e := range errs {
+		switch {
+		case errors.Is(e.Err, acl.ErrNoUserKeyword):
+			b.WriteString(at(e) + " should start with user keyword followed by the username. ")
+		case errors.Is(e.Err, acl.ErrBadUsername):
+			b.WriteString("'" + at(e) + ": username '" + e.Name + "' contains invalid characters. ")
+		case errors.Is(e.Err, acl.ErrDuplicateUser):
+			b.WriteString("WARNING: Duplicate user '" + e.Name + "' found on line " + strconv.Itoa(e.Line) + ". ")
+		case errors.Is(e.Err, acl.ErrUnmatchedParen):
+			b.WriteString(at(e) + ": Unmatched parenthesis in selector definition.")
+		case errors.Is(e.Err, acl.ErrUnknownCommand):
+			b.WriteString(at(e) + ": Error in applying operation '" + e.Op + "': " + aclRuleReason(e.Err) + ". ")
+		default:
+			b.WriteString(at(e) + ": " + aclRuleReason(e.Err) + ". ")
+		}
+	}
+	b.WriteString("WARNING: ACL errors detected, no change to the previously active ACL rules was performed")
+	return commandError(b.String())
+}
+
+// errUnknownCategory is ACL CAT's answer for a category Redis does not have.
+func errUnknownCategory(name []byte) replyError {
+	return commandError("ERR Unknown category '" + string(clip(name, 128)) + "'")
+}
+
+// errNoSuchUserDryRun and errNoSuchCommandDryRun are ACL DRYRUN's answers
+// for a user or a command there is not.
+func errNoSuchUserDryRun(name []byte) replyError {
+	return commandError("ERR User '" + string(name) + "' not found")
+}
+
+func errNoSuchCommandDryRun(name []byte) replyError {
+	return commandError("ERR Command '" + string(name) + "' not found")
+}
 
 // Arguments any command may take, and the keyspace.
 var (
@@ -315,6 +452,7 @@ func windowError(err error) replyError {
 // Replication (replicationFamily), in Redis's words where it has them.
 var (
 	errReadOnly          = replyError{errKindReadOnly, "READONLY You can't write against a read only replica."}
+	errNoReplicas        = replyError{errKindNoReplicas, "NOREPLICAS Not enough good replicas to write."}
 	errNoReplication     = commandError("ERR replication is not configured on this server")
 	errInvalidMasterPort = commandError("ERR Invalid master port")
 	errInvalidPort       = commandError("ERR value is out of range, must be positive")
@@ -352,6 +490,13 @@ func errReplication(err error) replyError {
 // errConfigValue refuses a CONFIG SET value, in Redis 7's words.
 func errConfigValue(name, val string) replyError {
 	return commandError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
+}
+
+// errConfigRange refuses a CONFIG SET number out of its range, in Redis
+// 7's words.
+func errConfigRange(name string, lo, hi int64) replyError {
+	return commandError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument must be between " +
+		strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10) + " inclusive")
 }
 
 // ErrNoConfigFile is what Config.RewriteConfig returns when there is nowhere

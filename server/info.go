@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"redcell/acl"
 	"redcell/gcra"
 	"redcell/storage"
 )
@@ -232,6 +233,10 @@ func (s *Server) infoStats(ks storage.Keyspace, _ time.Time) [][2]string {
 		{"sync_partial_ok", itoa(repl.SyncPartialOK)},
 		{"sync_partial_err", itoa(repl.SyncPartialErr)},
 		{"total_error_replies", itoa(c.errorReplies)},
+		{"acl_access_denied_auth", itoa(s.users.log.Denied(acl.DeniedAuth))},
+		{"acl_access_denied_cmd", itoa(s.users.log.Denied(acl.DeniedCommand))},
+		{"acl_access_denied_key", itoa(s.users.log.Denied(acl.DeniedKey))},
+		{"acl_access_denied_channel", itoa(s.users.log.Denied(acl.DeniedChannel))},
 		{"throttle_allowed", itoa(c.allowed)},
 		{"throttle_limited", itoa(c.limited)},
 	}

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+
+	"redcell/internal/glob"
 )
 
 // Pub/Sub's registry: which clients are subscribed to each channel and to
@@ -167,7 +169,7 @@ func (s *Server) publish(from *client, channel, message []byte, kind subKind) in
 	}
 	name := string(channel)
 	for _, p := range ps.subs[subPattern] {
-		if !globMatch(p.name, name) {
+		if !glob.Match(p.name, name) {
 			continue
 		}
 		msg := appendMessage(nil, subPattern, p.name, channel, message)

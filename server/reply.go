@@ -98,6 +98,17 @@ func (c *client) writeHeader(kind byte, n int) {
 	c.conn.WriteRaw(h)
 }
 
+// writeDouble writes f as Redis's addReplyDouble: a RESP3 double, or a bulk
+// string under RESP2, in the shortest form that reads back as f.
+func (c *client) writeDouble(f float64) {
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if c.session.resp == 3 {
+		c.conn.WriteRaw([]byte("," + s + "\r\n"))
+		return
+	}
+	c.conn.WriteBulkString(s)
+}
+
 // writeVerbatim writes text as RESP3 verbatim text (as Redis does for INFO
 // and CLIENT LIST), or as a bulk string under RESP2.
 func (c *client) writeVerbatim(text string) {

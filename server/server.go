@@ -31,8 +31,19 @@ const RedisVersion = "7.2.0"
 // Config configures a Server. The zero Config serves without a password on
 // the real clock.
 type Config struct {
-	// RequirePass, when set, makes clients AUTH (or HELLO ... AUTH) first.
+	// RequirePass is the default user's password (Redis's requirepass):
+	// set, clients AUTH (or HELLO ... AUTH) first. An ACL file's line for
+	// the default user wins over it.
 	RequirePass string
+	// ClusterUser and ClusterPass are the internal user this node
+	// authenticates to its cluster peers as, for a slot's migration, a
+	// topology's push and a planned failover; ClusterPass "" is
+	// RequirePass, with ClusterUser "" the default user, as before users.
+	ClusterUser, ClusterPass string
+	// ACLFile is Redis's aclfile: the users LoadACLFile loads at the start,
+	// ACL LOAD reloads and ACL SAVE writes. "": the default user alone,
+	// and ACL SETUSER's users live until the process ends.
+	ACLFile string
 	// Clock is the clock decisions are made on: a wall clock that never
 	// steps (package clock). The default is one started by New.
 	Clock *clock.Clock
@@ -110,10 +121,12 @@ type Server struct {
 	cfg   Config
 	store *storage.Store
 	repl  *replication.Node // nil: no replication
-	// replica is repl's role flag (replication.Node.ReplicaFlag), or a
-	// flag never set without replication: one load tells the hot path.
-	replica *atomic.Bool
-	cluster *cluster.State // nil: not in cluster mode
+	// refusing is repl's word of why it refuses writes, if it does
+	// (replication.Node.RefusingFlag: a replica, a master short of good
+	// replicas), or a word never set without replication: one load tells
+	// the hot path.
+	refusing *atomic.Uint32
+	cluster  *cluster.State // nil: not in cluster mode
 	// migrator and follower are cluster mode's work with other nodes and
 	// with the topology; nil outside cluster mode.
 	migrator *clusternode.Migrator
@@ -152,6 +165,7 @@ type Server struct {
 	failoverState atomic.Value
 
 	authFails *authLimiter // failed AUTH attempts by address
+	users     *users       // the ACL users, the ACL LOG
 
 	// Counters, and how they are kept: stats.
 	stats      stats
@@ -174,13 +188,13 @@ func New(cfg Config, store *storage.Store) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg:     cfg,
-		store:   store,
-		repl:    cfg.Replication,
-		replica: new(atomic.Bool),
-		cluster: cfg.Cluster,
-		now:     cfg.Now,
-		clients: make(map[*client]struct{}),
+		cfg:      cfg,
+		store:    store,
+		repl:     cfg.Replication,
+		refusing: new(atomic.Uint32),
+		cluster:  cfg.Cluster,
+		now:      cfg.Now,
+		clients:  make(map[*client]struct{}),
 
 		authFails: newAuthLimiter(),
 
@@ -189,10 +203,14 @@ func New(cfg Config, store *storage.Store) *Server {
 		debug: cfg.Logger.Enabled(context.Background(), slog.LevelDebug),
 	}
 	if cfg.Replication != nil {
-		s.replica = cfg.Replication.ReplicaFlag()
+		s.refusing = cfg.Replication.RefusingFlag()
 	}
 	if cfg.Cluster != nil {
-		nc := clusternode.Config{State: cfg.Cluster, Store: store, Password: cfg.RequirePass, Now: cfg.Now, Logger: cfg.Logger}
+		nc := clusternode.Config{State: cfg.Cluster, Store: store, User: cfg.ClusterUser, Password: cfg.ClusterPass,
+			Now: cfg.Now, Logger: cfg.Logger}
+		if nc.Password == "" {
+			nc.Password = cfg.RequirePass
+		}
 		if cfg.Replication != nil {
 			nc.Replication = cfg.Replication
 		}
@@ -202,6 +220,7 @@ func New(cfg Config, store *storage.Store) *Server {
 	}
 	s.started = s.now()
 	s.commands = newCommandTable()
+	s.users = newUsers(s.commands.rules, cfg.RequirePass, cfg.ACLFile)
 	s.limits = cfg.Limits.withDefaults()
 	s.outputTotal.limit = s.limits.MaxOutputTotal
 	return s
@@ -262,9 +281,16 @@ func (s *Server) accept(conn connection) bool {
 	c.stripe = int(c.id) & (statStripes - 1)
 	c.session.respSeen.Store(2)
 	c.lastActive.Store(now.UnixNano())
-	c.session.authed = s.cfg.RequirePass == ""
 	c.ks = s.store
-	if !s.admit(c) {
+	// The default user is bound and the client admitted under users.mu,
+	// so that a change of the default user meanwhile reaches it.
+	s.users.mu.Lock()
+	def := s.users.set.Get("default")
+	c.bind(def)
+	c.setAuthed(def.Enabled() && def.NoPass())
+	admitted := s.admit(c)
+	s.users.mu.Unlock()
+	if !admitted {
 		s.stats.rejectedConnections.Add(1)
 		return reject(conn)
 	}

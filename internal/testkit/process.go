@@ -28,6 +28,10 @@ type Program struct {
 	self bool
 }
 
+// Path is the program's file, for a caller that runs it its own way (in a
+// network namespace, say).
+func (p Program) Path() string { return p.path }
+
 // built is the redcell command, compiled once for every test that runs it.
 var built struct {
 	once      sync.Once

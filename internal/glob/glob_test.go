@@ -1,4 +1,4 @@
-package server
+package glob
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func TestGlobMatch(t *testing.T) {
+func TestMatch(t *testing.T) {
 	for _, c := range []struct {
 		pattern, s string
 		want       bool
@@ -69,8 +69,8 @@ func TestGlobMatch(t *testing.T) {
 		{"ab", "abc", false},
 		{"a", "A", false}, // case-sensitive, as KEYS is
 	} {
-		if got := globMatch([]byte(c.pattern), c.s); got != c.want {
-			t.Errorf("globMatch(%q, %q) = %v want %v", c.pattern, c.s, got, c.want)
+		if got := Match([]byte(c.pattern), c.s); got != c.want {
+			t.Errorf("Match(%q, %q) = %v want %v", c.pattern, c.s, got, c.want)
 		}
 	}
 }
@@ -78,32 +78,32 @@ func TestGlobMatch(t *testing.T) {
 // Many '*' against a long near-miss took exponential time (a KEYS or SCAN
 // MATCH from any client could pin a CPU under a shard lock). Redis's fix,
 // CVE-2022-36021, makes it polynomial; so must ours.
-func TestGlobMatchAbusivePatternIsFast(t *testing.T) {
+func TestMatchAbusivePatternIsFast(t *testing.T) {
 	pattern := []byte(strings.Repeat("*a", 30) + "*b")
 	s := strings.Repeat("a", 1000)
 	done := make(chan bool, 1)
-	go func() { done <- globMatch(pattern, s) }()
+	go func() { done <- Match(pattern, s) }()
 	select {
 	case got := <-done:
 		if got {
 			t.Fatal("matched a string without 'b'")
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("globMatch did not finish in 10s: exponential backtracking")
+		t.Fatal("Match did not finish in 10s: exponential backtracking")
 	}
-	if !globMatch(pattern, s+"b") {
+	if !Match(pattern, s+"b") {
 		t.Fatal("did not match once the 'b' is there")
 	}
 	deep := []byte(strings.Repeat("*?", 2000))
-	if globMatch(deep, strings.Repeat("x", 3000)) {
+	if Match(deep, strings.Repeat("x", 3000)) {
 		t.Fatal("nesting beyond Redis's cap of 1000 must not match")
 	}
 }
 
-func BenchmarkGlobMatch(b *testing.B) {
+func BenchmarkMatch(b *testing.B) {
 	b.ReportAllocs()
 	p := []byte("user:*:session[0-9]")
 	for b.Loop() {
-		globMatch(p, "user:12345:session7")
+		Match(p, "user:12345:session7")
 	}
 }

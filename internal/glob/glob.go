@@ -1,21 +1,24 @@
-package server
+// Package glob is Redis's glob matching (stringmatchlen), for KEYS, SCAN,
+// PSUBSCRIBE, COMMAND LIST FILTERBY PATTERN, CONFIG GET and ACL key and
+// channel patterns: one implementation, so that each answers as Redis.
+package glob
 
-// globMatch reports whether s matches the Redis glob pattern: * any run, ?
+// Match reports whether s matches the Redis glob pattern: * any run, ?
 // any byte, [abc] [^abc] [a-z] classes, and \x for a literal x. It follows
 // Redis's stringmatchlen, including its treatment of malformed patterns and
 // its defence against abusive ones: a failed '*' stops the earlier '*'s from
 // trying longer matches, so the work is polynomial, not exponential, in the
 // number of '*' (CVE-2022-36021), and nesting is capped.
-func globMatch(pattern []byte, s string) bool {
+func Match(pattern []byte, s string) bool {
 	skipLonger := false
-	return globMatchFrom(pattern, s, &skipLonger, 0)
+	return matchFrom(pattern, s, &skipLonger, 0)
 }
 
-// maxGlobNesting is Redis's cap on '*' recursion.
-const maxGlobNesting = 1000
+// maxNesting is Redis's cap on '*' recursion.
+const maxNesting = 1000
 
-func globMatchFrom(pattern []byte, s string, skipLonger *bool, nesting int) bool {
-	if nesting > maxGlobNesting {
+func matchFrom(pattern []byte, s string, skipLonger *bool, nesting int) bool {
+	if nesting > maxNesting {
 		return false
 	}
 	for len(pattern) > 0 && len(s) > 0 {
@@ -28,7 +31,7 @@ func globMatchFrom(pattern []byte, s string, skipLonger *bool, nesting int) bool
 				return true
 			}
 			for ; len(s) > 0; s = s[1:] {
-				if globMatchFrom(pattern[1:], s, skipLonger, nesting+1) {
+				if matchFrom(pattern[1:], s, skipLonger, nesting+1) {
 					return true
 				}
 				if *skipLonger {
