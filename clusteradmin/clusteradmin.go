@@ -124,6 +124,8 @@ OPTIONS of create
                              (default: none; failovers are the operator's)
     --password p             AUTH password of every node, and Sentinel's
                              auth-pass for them (default: none)
+    --user u                 the ACL user --password is for, and Sentinel's
+                             auth-user (default: the default user)
     --sentinel-password p    AUTH password of the Sentinels (default: none)
     --sentinel-prefix name   the shards' Sentinel names, name-1, name-2, ...
                              (default redcell)
@@ -139,14 +141,16 @@ OPTIONS of add-node and del-node
     --replica-of id      add-node: the master the node replicates
                          (default: the one with the fewest replicas)
     --master             add-node: a master without slots
-    --password, --sentinel-password, --sentinel-prefix, --timeout, --wait
-                         as create's
+    --user, --password, --sentinel-password, --sentinel-prefix, --timeout,
+    --wait               as create's
 
 OPTIONS of reshard
     --from host:port   the master the slots move from
     --to host:port     the master the slots move to
     --slots list       slots and ranges, comma-separated: 0-100,200
     --password p       AUTH password of every node (default: none)
+    --user u           the ACL user --password is for (default: the
+                       default user)
     --timeout d        the longest one command may take, a slot's whole
                        migration included (default 1m)
     --retry-for d      how long a slot's move is tried again across a
@@ -261,6 +265,7 @@ func ParseCreate(args []string) (CreateOptions, error) {
 	fs.IntVar(&o.Replicas, "replicas", 0, "")
 	fs.StringVar(&sentinels, "sentinels", "", "")
 	fs.StringVar(&o.Password, "password", "", "")
+	fs.StringVar(&o.User, "user", "", "")
 	fs.StringVar(&o.SentinelPassword, "sentinel-password", "", "")
 	fs.StringVar(&o.SentinelPrefix, "sentinel-prefix", DefaultSentinelPrefix, "")
 	fs.DurationVar(&o.DownAfter, "down-after", DefaultDownAfter, "")
@@ -313,6 +318,7 @@ func ParseNode(cmd string, args []string) (NodeOptions, error) {
 		fs.StringVar(&o.SentinelPrefix, "sentinel-prefix", DefaultSentinelPrefix, "")
 	}
 	fs.StringVar(&o.Password, "password", "", "")
+	fs.StringVar(&o.User, "user", "", "")
 	fs.StringVar(&o.SentinelPassword, "sentinel-password", "", "")
 	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "")
 	fs.DurationVar(&o.Wait, "wait", DefaultWait, "")
@@ -358,6 +364,7 @@ func parseReshard(args []string) (ReshardOptions, error) {
 	fs.StringVar(&o.To, "to", "", "")
 	fs.StringVar(&slots, "slots", "", "")
 	fs.StringVar(&o.Password, "password", "", "")
+	fs.StringVar(&o.User, "user", "", "")
 	fs.DurationVar(&o.Timeout, "timeout", DefaultTimeout, "")
 	fs.DurationVar(&o.RetryFor, "retry-for", DefaultRetryFor, "")
 	_, rest, err := cliflag.Parse(fs, args)

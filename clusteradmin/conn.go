@@ -20,15 +20,20 @@ type conn struct {
 // ReplyError is a node's error reply, its text without the leading '-'.
 type ReplyError = resp.ReplyError
 
-// dial connects to addr and authenticates with password, if not empty.
-func dial(addr, password string, timeout time.Duration) (*conn, error) {
+// dial connects to addr and authenticates with password, if not empty, as
+// user (the default user when "").
+func dial(addr, user, password string, timeout time.Duration) (*conn, error) {
 	nc, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
 	}
 	c := &conn{addr: addr, nc: nc, r: bufio.NewReader(nc), timeout: timeout}
 	if password != "" {
-		if _, err := c.do("AUTH", password); err != nil {
+		auth := []string{"AUTH", password}
+		if user != "" {
+			auth = []string{"AUTH", user, password}
+		}
+		if _, err := c.do(auth...); err != nil {
 			c.close()
 			return nil, fmt.Errorf("AUTH: %w", err)
 		}

@@ -27,6 +27,9 @@ type CreateOptions struct {
 	// Password is the nodes' AUTH password, also given to the Sentinels
 	// (auth-pass) for each shard; "" for none.
 	Password string
+	// User is the nodes' ACL user the password is for, also given to the
+	// Sentinels (auth-user); "" for the default user.
+	User string
 	// SentinelPassword is the Sentinels' own AUTH password; "" for none.
 	SentinelPassword string
 	// SentinelPrefix names each shard for Sentinel: <prefix>-<n>, n from 1
@@ -120,9 +123,9 @@ func Create(o CreateOptions) error {
 	if len(o.Nodes) == 0 {
 		return errors.New("no nodes given")
 	}
-	nodes := newSession(o.Password, o.Timeout)
+	nodes := newSession(o.User, o.Password, o.Timeout)
 	defer nodes.close()
-	sentinels := newSession(o.SentinelPassword, o.Timeout)
+	sentinels := newSession("", o.SentinelPassword, o.Timeout)
 	defer sentinels.close()
 
 	surveys, err := surveyNodes(nodes, o.Nodes)
@@ -205,6 +208,9 @@ func Create(o CreateOptions) error {
 					"failover-timeout", strconv.FormatInt(o.FailoverTimeout.Milliseconds(), 10)}
 				if o.Password != "" {
 					set = append(set, "auth-pass", o.Password)
+				}
+				if o.User != "" {
+					set = append(set, "auth-user", o.User)
 				}
 				if _, err := sentinels.call(addr, "Sentinel "+addr, set...); err != nil {
 					return err

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"redcell/internal/testkit"
+
 	"redcell/cluster"
 	"redcell/server"
 	"redcell/storage"
@@ -32,7 +34,7 @@ func startNode(t *testing.T, mode string) *testNode {
 	srv := server.New(cfg, storage.New(storage.Config{Shards: 8, BySlot: mode != "no"}))
 	done := make(chan struct{})
 	go func() { _ = srv.Serve(ln); close(done) }()
-	c, err := dial(ln.Addr().String(), "", 5*time.Second)
+	c, err := dial(ln.Addr().String(), "", "", 5*time.Second)
 	require.NoError(t, err)
 	n := &testNode{addr: ln.Addr().String(), srv: srv, c: c}
 	if mode != "no" {
@@ -249,4 +251,18 @@ func TestCreateMain(t *testing.T) {
 	stdout.Reset()
 	require.Equal(t, 0, Main([]string{"create", "--help"}, &stdout, &stderr))
 	require.Contains(t, stdout.String(), "redcell cluster create host:port [host:port ...] [--replicas n]")
+}
+
+// --user makes every connection authenticate as that ACL user, and is
+// Sentinel's auth-user for the shards.
+func TestUserAuthenticatesAsAnACLUser(t *testing.T) {
+	o, err := ParseCreate([]string{"127.0.0.1:1", "--user", "ops", "--password", "s3cret"})
+	require.NoError(t, err)
+	require.Equal(t, "ops", o.User)
+	require.Equal(t, "s3cret", o.Password)
+	peer := testkit.StartPeer(t, func(args []string) string { return "+OK\r\n" })
+	c, err := dial(peer.Addr, "ops", "s3cret", 5*time.Second)
+	require.NoError(t, err)
+	c.close()
+	require.Equal(t, [][]string{{"AUTH", "ops", "s3cret"}}, peer.Drain())
 }

@@ -24,11 +24,11 @@ type NodeOptions struct {
 	// without slots instead (reshard gives it some).
 	ReplicaOf string
 	Master    bool
-	// Password, SentinelPassword, SentinelPrefix, Timeout and Wait are as
+	// User, Password, SentinelPassword, SentinelPrefix, Timeout and Wait are as
 	// CreateOptions's (SentinelPrefix names a master added).
-	Password, SentinelPassword, SentinelPrefix string
-	Timeout, Wait                              time.Duration
-	Out                                        io.Writer
+	User, Password, SentinelPassword, SentinelPrefix string
+	Timeout, Wait                                    time.Duration
+	Out                                              io.Writer
 }
 
 func (o *NodeOptions) defaults() {
@@ -145,7 +145,7 @@ func (c *clusterView) masterOf(n *Node) *Node {
 // replica, is linked to its master and seen by every Sentinel.
 func AddNode(o NodeOptions) error {
 	o.defaults()
-	s := newSession(o.Password, o.Timeout)
+	s := newSession(o.User, o.Password, o.Timeout)
 	defer s.close()
 	c, err := readCluster(s, o.Existing, o.Out)
 	if err != nil {
@@ -213,7 +213,7 @@ func AddNode(o NodeOptions) error {
 		return err
 	}
 	if len(c.sentinels) > 0 {
-		ss := newSession(o.SentinelPassword, o.Timeout)
+		ss := newSession("", o.SentinelPassword, o.Timeout)
 		defer ss.close()
 		if master != nil {
 			err = waitFor(deadline, func() error { return sentinelsSeeReplica(ss, c.sentinels, master.Addr, m.Addr()) })
@@ -368,6 +368,9 @@ func registerMaster(s *session, c *clusterView, m Member, o NodeOptions) error {
 	}
 	if o.Password != "" {
 		set = append(set, "auth-pass", o.Password)
+		if o.User != "" {
+			set = append(set, "auth-user", o.User)
+		}
 	}
 	for _, sn := range c.sentinels {
 		if _, err := s.call(sn, "Sentinel "+sn, "SENTINEL", "MONITOR", name, m.Host, strconv.Itoa(m.Port), quorum); err != nil {
@@ -395,7 +398,7 @@ func registerMaster(s *session, c *clusterView, m Member, o NodeOptions) error {
 // or SENTINEL REMOVE of a master's name.
 func DelNode(o NodeOptions) error {
 	o.defaults()
-	s := newSession(o.Password, o.Timeout)
+	s := newSession(o.User, o.Password, o.Timeout)
 	defer s.close()
 	c, err := readCluster(s, o.Existing, o.Out)
 	if err != nil {
@@ -446,7 +449,7 @@ func DelNode(o NodeOptions) error {
 	}
 
 	if len(c.sentinels) > 0 {
-		ss := newSession(o.SentinelPassword, o.Timeout)
+		ss := newSession("", o.SentinelPassword, o.Timeout)
 		defer ss.close()
 		for _, sn := range c.sentinels {
 			name, err := shardName(ss, sn, shardMaster.Addr)

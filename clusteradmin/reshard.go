@@ -16,6 +16,7 @@ type ReshardOptions struct {
 	From, To string // host:port of the source and destination masters
 	Slots    []int  // the slots to move (ParseSlots)
 	Password string // AUTH password of every node; "" for none
+	User     string // the ACL user Password is for; "" for the default user
 	// Timeout bounds each command sent to a node, a slot's whole
 	// migration included. The default value is DefaultTimeout.
 	Timeout time.Duration
@@ -103,7 +104,7 @@ func Reshard(o ReshardOptions) error {
 	if o.Out == nil {
 		o.Out = io.Discard
 	}
-	r := &resharder{session: newSession(o.Password, o.Timeout), o: o, behind: map[string]int64{}}
+	r := &resharder{session: newSession(o.User, o.Password, o.Timeout), o: o, behind: map[string]int64{}}
 	defer r.close()
 	p, err := r.plan()
 	if err != nil {

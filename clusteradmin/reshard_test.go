@@ -36,7 +36,7 @@ func startNodes(t *testing.T, pass string, ids ...string) []*testNode {
 		srv := server.New(server.Config{Cluster: st, RequirePass: pass}, storage.New(storage.Config{Shards: 8, BySlot: true}))
 		done := make(chan struct{})
 		go func() { _ = srv.Serve(ln); close(done) }()
-		c, err := dial(ln.Addr().String(), pass, 5*time.Second)
+		c, err := dial(ln.Addr().String(), "", pass, 5*time.Second)
 		require.NoError(t, err)
 		n := &testNode{id: id, addr: ln.Addr().String(), srv: srv, st: st, c: c}
 		t.Cleanup(func() { c.close(); _ = srv.Close(); <-done })
@@ -290,7 +290,7 @@ func (n *testNode) restart(t *testing.T) {
 	done := make(chan struct{})
 	srv := n.srv
 	go func() { _ = srv.Serve(ln); close(done) }()
-	n.c, err = dial(n.addr, "", 5*time.Second)
+	n.c, err = dial(n.addr, "", "", 5*time.Second)
 	require.NoError(t, err)
 	t.Cleanup(func() { n.c.close(); _ = srv.Close(); <-done })
 }

@@ -11,13 +11,14 @@ import (
 // to, each authenticated with password and each command bounded by
 // timeout.
 type session struct {
+	user     string // the ACL user password is for; "" for the default user
 	password string
 	timeout  time.Duration
 	conns    map[string]*conn // by address
 }
 
-func newSession(password string, timeout time.Duration) *session {
-	return &session{password: password, timeout: timeout, conns: map[string]*conn{}}
+func newSession(user, password string, timeout time.Duration) *session {
+	return &session{user: user, password: password, timeout: timeout, conns: map[string]*conn{}}
 }
 
 // conn returns the connection to addr (name names it in errors), dialing
@@ -26,7 +27,7 @@ func (s *session) conn(addr, name string) (*conn, error) {
 	if c := s.conns[addr]; c != nil {
 		return c, nil
 	}
-	c, err := dial(addr, s.password, s.timeout)
+	c, err := dial(addr, s.user, s.password, s.timeout)
 	if err != nil {
 		return nil, &NodeError{Node: name, Command: "connecting", Err: err}
 	}
