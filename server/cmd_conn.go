@@ -73,6 +73,7 @@ func cmdReset(c *client, _ [][]byte, _ time.Time) {
 	c.srv.endMonitor(c)
 	c.tx = transaction{}
 	c.srv.unsubscribeAll(c)
+	c.srv.tracking.disable(c)
 	c.session.resp = 2
 	c.session.respSeen.Store(2)
 	c.session.authed = c.srv.cfg.RequirePass == ""

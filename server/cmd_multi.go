@@ -191,6 +191,9 @@ func cmdExec(c *client, _ [][]byte, now time.Time) {
 	defer func() { c.ks = c.srv.store }()
 	c.writeArray(len(tx.queue))
 	for _, q := range tx.queue {
+		if c.tracking.on {
+			c.rememberKeys(q.spec, q.args) // as Redis, which remembers a transaction's reads as they run
+		}
 		end := c.srv.execute(c, q.spec, q.args, now)
 		if c.srv.hooks.Load()&hookMonitor != 0 {
 			c.srv.feedMonitors(c, q.args, now) // as Redis shows them: each as it runs, then EXEC

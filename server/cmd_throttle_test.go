@@ -109,6 +109,25 @@ func BenchmarkThrottleHandlerAllowed(b *testing.B) {
 	require.True(b, strings.HasPrefix(tc.do("CL.THROTTLE", "user:12345", "1000000", "1000000", "1"), "*5\r\n:0\r\n"), "still allowed")
 }
 
+// BenchmarkThrottleHandlerAllowedPersisted is BenchmarkThrottleHandlerAllowed
+// on a store that records its changes for a persister (storage.Config
+// TrackChanges), as a server with a --dir runs: the change log's branch and
+// the client tracking's are one test (storage's table.markDirty).
+func BenchmarkThrottleHandlerAllowedPersisted(b *testing.B) {
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	srv := New(Config{Now: func() time.Time { return time.Unix(0, now.Add(1000)) }}, storage.New(storage.Config{TrackChanges: true}))
+	conn := newFakeConn()
+	require.True(b, srv.accept(conn))
+	cmd := argv("CL.THROTTLE", "user:12345", "1000000", "1000000", "1")
+	b.ReportAllocs()
+	for b.Loop() {
+		srv.handle(conn, redconCommand(cmd))
+		conn.SetBuffer(nil)
+	}
+	require.Equal(b, 1, srv.store.PendingChanges(), "one key, recorded once")
+}
+
 // BenchmarkThrottleHandlerParallel runs the handler from every goroutine,
 // each its own connection, over 10k keys, on the real clock (an injected
 // clock shared by the goroutines would be a contended counter itself).

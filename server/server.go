@@ -143,7 +143,8 @@ type Server struct {
 	pause    atomic.Pointer[pauseState]
 	monMu    sync.Mutex // serializes changes of monitors with hookMonitor
 	monitors atomic.Pointer[[]*outbox]
-	pubsub   pubsub // the subscriptions
+	pubsub   pubsub   // the subscriptions
+	tracking tracking // CLIENT TRACKING: who may cache which keys
 
 	// failover is the FAILOVER in progress, if any (cmdFailover);
 	// failoverState is INFO's master_failover_state.
@@ -200,6 +201,7 @@ func New(cfg Config, store *storage.Store) *Server {
 		s.follower = clusternode.NewFollower(nc, s.migrator)
 		s.sentinels = clusternode.NewSentinelWatch(nc, s.follower)
 	}
+	s.tracking.init(s)
 	s.started = s.now()
 	s.commands = newCommandTable()
 	s.limits = cfg.Limits.withDefaults()
@@ -264,11 +266,15 @@ func (s *Server) accept(conn connection) bool {
 	c.lastActive.Store(now.UnixNano())
 	c.session.authed = s.cfg.RequirePass == ""
 	c.ks = s.store
+	if s.cfg.DurableWrites {
+		c.onChange = changeDurable
+	}
 	if !s.admit(c) {
 		s.stats.rejectedConnections.Add(1)
 		return reject(conn)
 	}
 	conn.setClient(c)
+	s.tracking.registerClient(c)
 	s.stats.connections.Add(1)
 	return true
 }
@@ -281,6 +287,8 @@ func (s *Server) closed(conn connection, err error) {
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
+	s.tracking.disable(c)
+	s.tracking.forgetClient(c)
 	if c.repl.link != nil {
 		c.repl.link.Close()
 	}
