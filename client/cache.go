@@ -34,11 +34,12 @@ type refusalShard struct {
 
 // refusal is one key's entry. tat is the key's TAT as an instant of the
 // process's clock (nanoseconds since the client's start, monotonic), a
-// lower bound of the server's. owner is the tracking connection whose
-// invalidations cover it.
+// lower bound of the server's, and read when it was read (the spans from
+// read are cut for the clocks' rates: Client.cachedRefusal). owner is the
+// tracking connection whose invalidations cover it.
 type refusal struct {
 	key        string
-	tat        int64
+	tat, read  int64
 	owner      *tracker
 	prev, next *refusal // by age: prev older
 }
@@ -60,27 +61,25 @@ func (c *refusals) shard(key string) *refusalShard {
 	return &c.shards[maphash.String(c.seed, key)&c.mask]
 }
 
-// get returns key's TAT if it is cached.
-func (c *refusals) get(key string) (int64, bool) {
+// get returns key's TAT and when it was read, if it is cached.
+func (c *refusals) get(key string) (tat, read int64, ok bool) {
 	sh := c.shard(key)
 	sh.mu.Lock()
-	e, ok := sh.entries[key]
-	var tat int64
-	if ok {
-		tat = e.tat
+	if e, found := sh.entries[key]; found {
+		tat, read, ok = e.tat, e.read, true
 	}
 	sh.mu.Unlock()
-	return tat, ok
+	return tat, read, ok
 }
 
-// put caches key's TAT, owned by t, evicting the shard's oldest entry if it
-// is full. It returns how many entries it evicted.
-func (c *refusals) put(key string, tat int64, t *tracker) int {
+// put caches key's TAT, read at read, owned by t, evicting the shard's
+// oldest entry if it is full. It returns how many entries it evicted.
+func (c *refusals) put(key string, tat, read int64, t *tracker) int {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if e, ok := sh.entries[key]; ok {
-		e.tat, e.owner = tat, t
+		e.tat, e.read, e.owner = tat, read, t
 		return 0
 	}
 	evicted := 0
@@ -88,7 +87,7 @@ func (c *refusals) put(key string, tat int64, t *tracker) int {
 		sh.unlink(sh.oldest)
 		evicted++
 	}
-	sh.link(&refusal{key: key, tat: tat, owner: t})
+	sh.link(&refusal{key: key, tat: tat, read: read, owner: t})
 	return evicted
 }
 

@@ -242,18 +242,8 @@ func (c *Client) AllowN(ctx context.Context, key string, limit Limit, n int64) (
 		return Decision{}, err
 	}
 	c.stats.decisions.Add(1)
-	if c.cache != nil {
-		if tat, ok := c.cache.get(key); ok {
-			now := c.now()
-			if d, _ := gcraDecide(&r, tat, now, inc); !d.Allowed {
-				d.Local = true
-				c.stats.cacheHits.Add(1)
-				return d, nil
-			}
-			if tat <= now {
-				c.cache.dropExpired(key, tat) // it refuses nothing any more
-			}
-		}
+	if d, ok := c.cachedRefusal(key, &r, inc); ok {
+		return d, nil
 	}
 	nd, err := c.nodeFor(ctx, key)
 	if err != nil {
@@ -264,6 +254,13 @@ func (c *Client) AllowN(ctx context.Context, key string, limit Limit, n int64) (
 	}
 	if nd.down.Load() {
 		return c.fallback(ctx, key, &r, inc, n)
+	}
+	if nd.tracker.awaitRead(ctx, key, c.opt.Timeout) {
+		// The key's state, read after a refusal a moment ago, has come:
+		// it may answer this call too.
+		if d, ok := c.cachedRefusal(key, &r, inc); ok {
+			return d, nil
+		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.opt.Timeout)
 	args := r.args()
@@ -285,6 +282,40 @@ func (c *Client) AllowN(ctx context.Context, key string, limit Limit, n int64) (
 		nd.tracker.fetch(key)
 	}
 	return d, nil
+}
+
+// cachedRefusal answers a call on key from the cache when the TAT cached
+// refuses it: until the instant the server would allow it, which is cut, by
+// 1/1024 of the span from when the TAT was read, for the clocks' rates
+// (NTP slews a clock by at most 500 ppm), or for good when it costs more
+// than a burst holds.
+func (c *Client) cachedRefusal(key string, r *rate, inc int64) (Decision, bool) {
+	if c.cache == nil {
+		return Decision{}, false
+	}
+	tat, read, ok := c.cache.get(key)
+	if !ok {
+		return Decision{}, false
+	}
+	now := c.now()
+	d, _ := gcraDecide(r, tat, now, inc)
+	if d.Allowed {
+		if tat <= now {
+			c.cache.dropExpired(key, tat) // it refuses nothing any more
+		}
+		return Decision{}, false
+	}
+	if inc <= r.dvt {
+		until := tat + inc - r.dvt
+		until -= (until - read) >> 10
+		if now >= until {
+			return Decision{}, false // so near the instant that the server decides
+		}
+		d.RetryAfter = time.Duration(until - now)
+	}
+	d.Local = true
+	c.stats.cacheHits.Add(1)
+	return d, true
 }
 
 // callerError reports whether err is the caller's to see rather than the

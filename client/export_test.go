@@ -7,7 +7,7 @@ func Cached(c *Client, key string) bool {
 	if c.cache == nil {
 		return false
 	}
-	_, ok := c.cache.get(key)
+	_, _, ok := c.cache.get(key)
 	return ok
 }
 

@@ -331,7 +331,7 @@ func (t *tracker) reply(v value) {
 	t.mu.Unlock()
 	if rq.key != "" && !rq.dirty {
 		if tat, ok := localTAT(rq, v); ok {
-			t.c.stats.evictions.Add(int64(t.c.cache.put(rq.key, tat, t)))
+			t.c.stats.evictions.Add(int64(t.c.cache.put(rq.key, tat, rq.sent, t)))
 		}
 	}
 	if rq.done != nil {
@@ -364,8 +364,7 @@ func (t *tracker) sync(ctx context.Context) bool {
 // server's clock) as an instant of the client's clock, no later than the
 // server's: the server read TIME after the request was sent, so its
 // reading (truncated to the microsecond, so up to 1 us early) maps to no
-// earlier than sent; and the span until the TAT is cut by 1/512 for the
-// clocks' rates, which NTP keeps within 500 ppm of the truth each.
+// earlier than sent.
 func localTAT(rq *request, get value) (int64, bool) {
 	if get.kind != '$' || get.null || len(rq.time.elems) != 2 {
 		return 0, false // absent (nothing to cache), or an error: MOVED, WRONGTYPE
@@ -380,7 +379,7 @@ func localTAT(rq *request, get value) (int64, bool) {
 	if span <= 0 {
 		return 0, false // the key allows everything now
 	}
-	return rq.sent + span - span>>9, true
+	return rq.sent + span, true
 }
 
 // fetch reads key's TAT on the tracking connection, which also makes the
@@ -396,13 +395,38 @@ func (t *tracker) fetch(key string) {
 		t.mu.Unlock()
 		return
 	}
-	rq := &request{key: key}
+	rq := &request{key: key, done: make(chan struct{})}
 	t.inflight[key] = rq
 	t.sendLocked(rq, "TIME")
 	t.writeLocked("GET", key)
 	t.flushLocked()
 	t.mu.Unlock()
 	t.c.stats.fetches.Add(1)
+}
+
+// awaitRead waits, at most wait, for the read of key in flight, if any,
+// and reports whether there was one: a call on a key just refused waits
+// for its state (about a round trip on this connection) rather than make
+// a round trip of its own, which the state may make needless.
+func (t *tracker) awaitRead(ctx context.Context, key string, wait time.Duration) bool {
+	if t == nil || !t.up.Load() {
+		return false
+	}
+	t.mu.Lock()
+	rq := t.inflight[key]
+	t.mu.Unlock()
+	if rq == nil {
+		return false
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-rq.done:
+		return true
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // send writes one request of one command.
