@@ -95,6 +95,10 @@ type Client struct {
 	// now is the client's clock: nanoseconds since base, monotonic.
 	now func() int64
 
+	// deadlines is set when go-redis bounds a call by its context's
+	// deadline (ContextTimeoutEnabled): throttle need not.
+	deadlines bool
+
 	// single is the node of a plain or failover client (and of any other
 	// UniversalClient, uncached); a cluster client's nodes are by address.
 	single  *node
@@ -141,8 +145,10 @@ func New(rdb redis.UniversalClient, opt Options) *Client {
 	switch r := rdb.(type) {
 	case *redis.Client:
 		c.single = c.newNode(r)
+		c.deadlines = r.Options().ContextTimeoutEnabled
 	case *redis.ClusterClient:
 		c.cluster = r
+		c.deadlines = r.Options().ContextTimeoutEnabled
 	default:
 		c.single = &node{ping: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }}
 	}
@@ -255,17 +261,16 @@ func (c *Client) AllowN(ctx context.Context, key string, limit Limit, n int64) (
 	if nd.down.Load() {
 		return c.fallback(ctx, key, &r, inc, n)
 	}
-	if nd.tracker.awaitRead(ctx, key, c.opt.Timeout) {
+	ctx, cancel := context.WithTimeout(ctx, c.opt.Timeout) // the wait and the round trip share it
+	defer cancel()
+	if nd.tracker.awaitRead(ctx, key) {
 		// The key's state, read after a refusal a moment ago, has come:
 		// it may answer this call too.
 		if d, ok := c.cachedRefusal(key, &r, inc); ok {
 			return d, nil
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.opt.Timeout)
-	args := r.args()
-	reply, err := c.rdb.Do(cctx, "CL.THROTTLE", key, args[0], args[1], args[2], n).Int64Slice()
-	cancel()
+	reply, err := c.throttle(ctx, key, r.args(), n)
 	c.stats.serverCalls.Add(1)
 	if err != nil {
 		if callerError(ctx, err) {
@@ -282,6 +287,25 @@ func (c *Client) AllowN(ctx context.Context, key string, limit Limit, n int64) (
 		nd.tracker.fetch(key)
 	}
 	return d, nil
+}
+
+// throttle sends CL.THROTTLE and returns its reply, or an error once ctx
+// (Options.Timeout) has ended. go-redis bounds a call's socket reads and
+// writes by its context only with ContextTimeoutEnabled; without it, the
+// call runs on a goroutine of its own, which go-redis's own timeouts end,
+// and the caller does not wait for it.
+func (c *Client) throttle(ctx context.Context, key string, args [3]string, n int64) ([]int64, error) {
+	if c.deadlines {
+		return c.rdb.Do(ctx, "CL.THROTTLE", key, args[0], args[1], args[2], n).Int64Slice()
+	}
+	done := make(chan *redis.Cmd, 1)
+	go func() { done <- c.rdb.Do(ctx, "CL.THROTTLE", key, args[0], args[1], args[2], n) }()
+	select {
+	case cmd := <-done:
+		return cmd.Int64Slice()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // cachedRefusal answers a call on key from the cache when the TAT cached

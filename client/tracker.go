@@ -404,11 +404,12 @@ func (t *tracker) fetch(key string) {
 	t.c.stats.fetches.Add(1)
 }
 
-// awaitRead waits, at most wait, for the read of key in flight, if any,
-// and reports whether there was one: a call on a key just refused waits
-// for its state (about a round trip on this connection) rather than make
-// a round trip of its own, which the state may make needless.
-func (t *tracker) awaitRead(ctx context.Context, key string, wait time.Duration) bool {
+// awaitRead waits, until ctx ends, for the read of key in flight, if any,
+// and reports whether there was one and it came: a call on a key just
+// refused waits for its state (about a round trip on this connection)
+// rather than make a round trip of its own, which the state may make
+// needless.
+func (t *tracker) awaitRead(ctx context.Context, key string) bool {
 	if t == nil || !t.up.Load() {
 		return false
 	}
@@ -418,15 +419,12 @@ func (t *tracker) awaitRead(ctx context.Context, key string, wait time.Duration)
 	if rq == nil {
 		return false
 	}
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
 	select {
 	case <-rq.done:
 		return true
-	case <-timer.C:
 	case <-ctx.Done():
+		return false
 	}
-	return false
 }
 
 // send writes one request of one command.
