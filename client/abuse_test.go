@@ -62,6 +62,7 @@ func TestAnAbusiveKeyIsAnsweredLocally(t *testing.T) {
 	t.Logf("client: %d attempts in %v, %d allowed, %d CL.THROTTLE and %d reads of a TAT (%d round trips saved: %d cache hits)",
 		attempts, took.Round(time.Millisecond), viaClient, calls, st.Reads, attempts-int(calls), st.CacheHits)
 	t.Logf("plain go-redis: %d attempts in %v, %d allowed, %d CL.THROTTLE", attempts, plainTook.Round(time.Millisecond), viaPlain, plainCalls)
+	require.Zero(t, st.Fallbacks)
 	require.Equal(t, int64(viaClient), serverAllowed, "every allowed call is the server's")
 	require.EqualValues(t, attempts, plainCalls)
 	require.Less(t, calls, int64(4*viaClient+20), "a few server calls per call allowed, not one per attempt")

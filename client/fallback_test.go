@@ -98,7 +98,7 @@ func TestFallbacksAnswerWhileTheServerDoesNot(t *testing.T) {
 func TestTheServerKilledAndRestartedUnderLoad(t *testing.T) {
 	p := testkit.Start(t, testkit.Binary(t), nil, "--bind", "127.0.0.1", "--port", "0", "--in-memory")
 	rdb := goRedis(t, p.Addr)
-	c := newLimiter(t, rdb, client.Options{})
+	c := newLimiter(t, rdb, client.Options{Timeout: client.DefaultTimeout})
 	limit := client.Limit{Burst: 99, Count: 1000, Period: time.Second}
 
 	type call struct {

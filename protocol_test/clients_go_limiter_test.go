@@ -19,10 +19,12 @@ import (
 // lives on, through a failover and a slot moved, and its fallback answers
 // while there is no master.
 
-// limiterOver is a client.Client over rdb, closed when the test ends.
+// limiterOver is a client.Client over rdb, closed when the test ends. Its
+// timeout is a second, so that a busy machine's slow call is not taken for
+// a node gone (a dead one refuses connections at once).
 func limiterOver(t *testing.T, rdb redis.UniversalClient) *client.Client {
 	t.Helper()
-	c := client.New(rdb, client.Options{})
+	c := client.New(rdb, client.Options{Timeout: time.Second})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }
