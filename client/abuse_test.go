@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"redcell/client"
@@ -126,6 +127,22 @@ func BenchmarkRoundTrip(b *testing.B) {
 	rc := startRedcell(b)
 	c := newLimiter(b, goRedis(b, rc.Addr), client.Options{})
 	limit := client.Limit{Burst: 1 << 30, Count: 1 << 20, Period: time.Second} // never limited at this pace
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if d, err := c.Allow(ctx, "k", limit); err != nil || !d.Allowed || d.Local {
+			b.Fatal(d, err)
+		}
+	}
+}
+
+// BenchmarkRoundTripContextTimeout is BenchmarkRoundTrip over a go-redis
+// client that bounds its calls by their context (ContextTimeoutEnabled):
+// the call runs on the caller's goroutine.
+func BenchmarkRoundTripContextTimeout(b *testing.B) {
+	rc := startRedcell(b)
+	c := newLimiter(b, goRedis(b, rc.Addr, func(o *redis.Options) { o.ContextTimeoutEnabled = true }), client.Options{})
+	limit := client.Limit{Burst: 1 << 30, Count: 1 << 20, Period: time.Second}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
