@@ -105,32 +105,22 @@ func TestHandshakeGoRedisRESP2(t *testing.T) {
 }
 
 // rueidis sends HELLO 3 and, unless DisableCache is set, CLIENT TRACKING ON
-// OPTIN. redcell refuses tracking, so a rueidis user must set DisableCache:
-// NewClient fails with redcell's message and rueidis.ErrNoCache, which says
-// exactly that.
+// OPTIN: both handshakes work (its client-side caching itself:
+// TestRueidisClientSideCaching).
 func TestHandshakeRueidis(t *testing.T) {
 	ts := startServer(t)
-
-	_, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{ts.Addr}})
-	require.ErrorIs(t, err, rueidis.ErrNoCache)
-	require.Equal(t, strings.TrimPrefix(errTrackingRefused, "ERR ")+": [CLIENT TRACKING ON OPTIN]\n"+rueidis.ErrNoCache.Error(), err.Error())
-
-	c := ts.rueidis(t) // DisableCache: true
-	line, err := c.Do(ctx(t), c.B().ClientInfo().Build()).ToString()
-	require.NoError(t, err)
-	require.Contains(t, line, " resp=3 lib-name=rueidis lib-ver="+rueidis.LibVer+"\n")
-	got, err := c.Do(ctx(t), c.B().Arbitrary("CL.THROTTLE").Keys("k").Args("4", "1", "1").Build()).AsIntSlice()
-	require.NoError(t, err)
-	require.Equal(t, []int64{0, 5, 4, -1, 1}, got)
-}
-
-// The refusal itself, on the wire: an error, and the connection goes on.
-func TestClientTrackingIsRefused(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
-	require.Equal(t, testkit.Err(errTrackingRefused), c.Do("CLIENT", "TRACKING", "ON", "OPTIN"))
-	require.Equal(t, testkit.Err(errTrackingRefused), c.Do("CLIENT", "TRACKING", "off"))
-	require.Equal(t, testkit.Simple("PONG"), c.Do("PING"))
+	for _, disableCache := range []bool{false, true} {
+		c := ts.rueidis(t, func(o *rueidis.ClientOption) { o.DisableCache = disableCache })
+		line, err := c.Do(ctx(t), c.B().ClientInfo().Build()).ToString()
+		require.NoError(t, err)
+		require.Contains(t, line, " resp=3 lib-name=rueidis lib-ver="+rueidis.LibVer+"\n")
+		if !disableCache {
+			require.Contains(t, line, " flags=t ", "tracking")
+		}
+		got, err := c.Do(ctx(t), c.B().Arbitrary("CL.THROTTLE").Keys("k").Args("4", "1", "1").Build()).AsIntSlice()
+		require.NoError(t, err)
+		require.Len(t, got, 5)
+	}
 }
 
 func TestHandshakeRedisCLI(t *testing.T) {

@@ -97,8 +97,8 @@ func (e endpoint) goRedis(t testing.TB, opts ...func(*redis.Options)) *redis.Cli
 	return rdb
 }
 
-// rueidis returns a rueidis client with client-side caching off, as redcell
-// requires.
+// rueidis returns a rueidis client with client-side caching off (the tests
+// of caching itself turn it on).
 func (e endpoint) rueidis(t testing.TB, opts ...func(*rueidis.ClientOption)) rueidis.Client {
 	t.Helper()
 	o := rueidis.ClientOption{InitAddress: []string{e.Addr}, DisableCache: true}

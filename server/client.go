@@ -52,6 +52,10 @@ type client struct {
 	// pays one test in dispatch, as it did for MULTI alone. regate keeps
 	// them.
 	gated, restricted bool
+	// onChange has a bit for each thing a change of a key the client's
+	// command makes must do (changeDurable, changeNoloop): client.changed
+	// tests them all at once.
+	onChange uint8
 
 	batch   batchState
 	session session
@@ -64,9 +68,10 @@ type client struct {
 	// outbox is the connection's writer once others write to it too
 	// (startOutbox): set by the client's own goroutine before anything
 	// that pushes to it can find it. nil until then.
-	outbox  *outbox
-	monitor monitorState
-	repl    replicaLink
+	outbox   *outbox
+	monitor  monitorState
+	repl     replicaLink
+	tracking trackingConn
 
 	// killed is set, once, by kill; done is closed with it, which wakes the
 	// client if its command waits on CLIENT PAUSE. waiting is set while it
@@ -91,8 +96,11 @@ type batchState struct {
 	closing bool
 	// leaveLoop is set by dispatch for a command that must not run on an
 	// event loop (onLoop): the connection leaves its loop, and the command
-	// and the rest of the batch run on a goroutine of its own.
-	leaveLoop bool
+	// and the rest of the batch run on a goroutine of its own. With
+	// leaveAfter, set by a command that ran and needs the connection off
+	// the loop from now on (CLIENT TRACKING, a subcommand, which dispatch
+	// does not look at), it is only the rest of the batch.
+	leaveLoop, leaveAfter bool
 }
 
 // session is what HELLO, AUTH and RESET set: the protocol the client speaks
@@ -188,17 +196,18 @@ func (c *client) kill() bool {
 }
 
 // regate sets gated and restricted from the client's state, wherever a
-// transaction begins or ends, its subscriptions change or its protocol does.
+// transaction begins or ends, its subscriptions change, its protocol does or
+// it turns tracking on or off.
 func (c *client) regate() {
 	c.restricted = c.session.resp == 2 && c.subscriptions() > 0
-	c.gated = c.tx.multi != nil || c.restricted
+	c.gated = c.tx.multi != nil || c.restricted || c.tracking.on
 }
 
 // flags is CLIENT LIST's flags field, as Redis's: S for a replica, O for a
-// monitor, P for a subscriber, b for a client whose command waits, in that
-// order, or N for none of them.
+// monitor, P for a subscriber, b for a client whose command waits, then the
+// tracking flags (appendTrackingFlags), in that order, or N for none of them.
 func (c *client) flags() string {
-	var b [4]byte
+	var b [8]byte
 	f := b[:0]
 	if c.repl.linked.Load() {
 		f = append(f, 'S')
@@ -212,6 +221,7 @@ func (c *client) flags() string {
 	if c.waiting.Load() {
 		f = append(f, 'b')
 	}
+	f = c.appendTrackingFlags(f)
 	if len(f) == 0 {
 		return "N"
 	}
@@ -258,7 +268,9 @@ func (c *client) info(now time.Time) string {
 	}
 	b = append(b, " user="...)
 	b = append(b, c.userName()...)
-	b = append(b, " redir=-1 resp="...)
+	b = append(b, " redir="...)
+	b = strconv.AppendInt(b, c.redirect(), 10)
+	b = append(b, " resp="...)
 	b = strconv.AppendInt(b, int64(c.session.respSeen.Load()), 10)
 	b = append(b, " lib-name="...)
 	b = append(b, loadString(&c.ident.libName)...)

@@ -216,7 +216,7 @@ func cmdClusterxImport(c *client, args [][]byte, _ time.Time) {
 		err = m.StartImport(slot, string(args[4]))
 	case equalFold(op, "key") && len(args) == 6:
 		if err = m.ImportKey(slot, args[4], args[5]); err == nil {
-			c.changed()
+			c.changed(args[4])
 		}
 	case equalFold(op, "done") && len(args) == 4:
 		err = m.EndImport(slot)

@@ -72,6 +72,7 @@ func cmdReset(c *client, _ [][]byte, _ time.Time) {
 	c.srv.endMonitor(c)
 	c.tx = transaction{}
 	c.srv.unsubscribeAll(c)
+	c.srv.tracking.disable(c)
 	c.session.resp = 2
 	c.session.respSeen.Store(2)
 	us := c.srv.users

@@ -56,7 +56,7 @@ func cmdCount(c *client, args [][]byte, now time.Time) {
 		c.writeError(windowError(err))
 		return
 	}
-	if stored && !c.storedChange(refused) {
+	if stored && !c.storedChange(refused, args[1]) {
 		return
 	}
 	c.writeArray(2)

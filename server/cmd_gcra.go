@@ -95,7 +95,7 @@ func cmdGCRA(c *client, args [][]byte, now time.Time) {
 	}
 	c.srv.stats.countDecision(c.stripe, decideGCRA, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
 	if !res.Limited {
-		c.changed()
+		c.changed(args[1])
 	}
 	c.writeInts(res.IntsCeil())
 }

@@ -64,11 +64,9 @@ func cmdDel(c *client, args [][]byte, now time.Time) {
 	n := int64(0)
 	for _, key := range args[1:] {
 		if c.ks.Delete(key, at) {
+			c.changed(key)
 			n++
 		}
-	}
-	if n > 0 {
-		c.changed()
 	}
 	c.writeInt(n)
 }
@@ -252,7 +250,7 @@ func cmdFlush(c *client, args [][]byte, _ time.Time) {
 		return
 	}
 	c.ks.Clear()
-	c.changed()
+	c.changedAll()
 	c.writeOK()
 }
 

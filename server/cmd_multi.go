@@ -200,6 +200,9 @@ func cmdExec(c *client, _ [][]byte, now time.Time) {
 				continue
 			}
 		}
+		if c.tracking.on {
+			c.rememberKeys(q.spec, q.args) // as Redis, which remembers a transaction's reads as they run
+		}
 		end := c.srv.execute(c, q.spec, q.args, now)
 		if c.srv.hooks.Load()&hookMonitor != 0 {
 			c.srv.feedMonitors(c, q.args, now) // as Redis shows them: each as it runs, then EXEC

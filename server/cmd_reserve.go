@@ -46,7 +46,7 @@ func cmdReserve(c *client, args [][]byte, now time.Time) {
 		c.writeError(throttleError(err))
 		return
 	}
-	if stored && !c.storedChange(refused) {
+	if stored && !c.storedChange(refused, args[1]) {
 		return
 	}
 	c.srv.stats.countDecision(c.stripe, decideReserve, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
@@ -57,12 +57,12 @@ func cmdReserve(c *client, args [][]byte, now time.Time) {
 // its reply may go: while changes are refused (durable mode with a failing
 // disk, writesRefused) the change could not be acknowledged, so the reply is
 // MISCONF instead.
-func (c *client) storedChange(refused bool) bool {
+func (c *client) storedChange(refused bool, key []byte) bool {
 	if refused {
 		c.writeError(c.srv.writeRefusal())
 		return false
 	}
-	c.changed()
+	c.changed(key)
 	return true
 }
 

@@ -90,7 +90,7 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 	}
 	c.srv.stats.countDecision(c.stripe, decideThrottle, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
 	if !res.Limited && quantity > 0 {
-		c.changed()
+		c.changed(args[1])
 	}
 	c.writeInts(res.Ints())
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -107,6 +108,42 @@ func BenchmarkThrottleHandlerRestricted(b *testing.B) {
 		tc.srv.handle(tc.conn, redconCommand(cmd))
 		tc.conn.SetBuffer(nil)
 	}
+}
+
+// BenchmarkThrottleHandlerAllowed is BenchmarkThrottleHandler on a rate
+// that allows every call (an emission interval of 1 us, the clock moving 1 us
+// a call), so that each one stores its TAT: the path of a decision that
+// changes its key, which BenchmarkThrottleHandler's limited key never takes.
+func BenchmarkThrottleHandlerAllowed(b *testing.B) {
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	tc := newTestClient(b, Config{Now: func() time.Time { return time.Unix(0, now.Add(1000)) }})
+	cmd := argv("CL.THROTTLE", "user:12345", "1000000", "1000000", "1")
+	b.ReportAllocs()
+	for b.Loop() {
+		tc.srv.handle(tc.conn, redconCommand(cmd))
+		tc.conn.SetBuffer(nil)
+	}
+	require.True(b, strings.HasPrefix(tc.do("CL.THROTTLE", "user:12345", "1000000", "1000000", "1"), "*5\r\n:0\r\n"), "still allowed")
+}
+
+// BenchmarkThrottleHandlerAllowedPersisted is BenchmarkThrottleHandlerAllowed
+// on a store that records its changes for a persister (storage.Config
+// TrackChanges), as a server with a --dir runs: the change log's branch and
+// the client tracking's are one test (storage's table.markDirty).
+func BenchmarkThrottleHandlerAllowedPersisted(b *testing.B) {
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	srv := New(Config{Now: func() time.Time { return time.Unix(0, now.Add(1000)) }}, storage.New(storage.Config{TrackChanges: true}))
+	conn := newFakeConn()
+	require.True(b, srv.accept(conn))
+	cmd := argv("CL.THROTTLE", "user:12345", "1000000", "1000000", "1")
+	b.ReportAllocs()
+	for b.Loop() {
+		srv.handle(conn, redconCommand(cmd))
+		conn.SetBuffer(nil)
+	}
+	require.Equal(b, 1, srv.store.PendingChanges(), "one key, recorded once")
 }
 
 // BenchmarkThrottleHandlerParallel runs the handler from every goroutine,

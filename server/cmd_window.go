@@ -48,7 +48,7 @@ func cmdWindow(c *client, args [][]byte, now time.Time) {
 		c.writeError(windowError(err))
 		return
 	}
-	if stored && !c.storedChange(refused) {
+	if stored && !c.storedChange(refused, args[1]) {
 		return
 	}
 	// The key was live when the window held something before this call.

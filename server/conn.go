@@ -185,6 +185,11 @@ func (s *Server) runConn(c *conn) error {
 	if c.refusal != "" {
 		return c.refuse(c.refusal, errRejected)
 	}
+	if cl := c.cl; cl != nil && cl.tracking.on {
+		// It left its event loop for tracking (CLIENT TRACKING), whose
+		// reply its outbox sends first.
+		cl.startTrackingOutbox()
+	}
 	// What is buffered is run first: nothing for a new connection, and
 	// for one that left its event loop mid-batch, the rest of the batch.
 	if err := s.runBatch(c); err != nil || c.closed {
@@ -234,8 +239,12 @@ func (s *Server) runBatch(c *conn) error {
 		now = s.dispatch(cl, args, now)
 		if cl.batch.leaveLoop {
 			// The command needs a goroutine of its own (dispatch): it
-			// runs there, and the rest of the batch after it.
+			// runs there, and the rest of the batch after it; or it ran,
+			// and the rest of the batch runs there (leaveAfter).
 			cl.batch.leaveLoop = false
+			if cl.batch.leaveAfter {
+				cl.batch.leaveAfter, args = false, nil
+			}
 			c.pending = args
 			return errLeaveLoop
 		}
@@ -282,6 +291,9 @@ func (c *conn) flush() error {
 		return nil
 	case c.outbox != nil:
 		c.outbox.pushReplies(c.out)
+		if c.cl.tracking.inBatch {
+			c.cl.afterReplies() // what waited for these replies follows them
+		}
 	case len(c.out) == 0:
 		return nil
 	default:

@@ -129,7 +129,8 @@ func (c *client) denial(spec *command, args [][]byte, now time.Time) (acl.Denial
 // gate looks at a command of a gated client (client.gated) before it runs,
 // after the checks every command passes, as Redis does: subscribed under
 // RESP2, only a few commands may run; inside MULTI, commands are queued for
-// EXEC, or refused (which aborts it). It reports whether it answered the
+// EXEC, or refused (which aborts it); a tracking client's command is seen
+// by tracking first (beforeCommand). It reports whether it answered the
 // command, which then does not run now.
 func (c *client) gate(spec *command, args [][]byte) bool {
 	if c.restricted && !spec.inSubscribed {
@@ -149,6 +150,9 @@ func (c *client) gate(spec *command, args [][]byte) bool {
 			c.writeError(errSubscribedContext(name))
 			return true
 		}
+	}
+	if c.tracking.on {
+		c.beforeCommand(spec, args)
 	}
 	if c.tx.multi == nil || spec.txControl {
 		return false
@@ -228,11 +232,39 @@ func (s *Server) syncBeforeReply(c *client) {
 	}
 }
 
-// changed records that the current command changed stored state: in durable
-// mode its reply waits for a sync.
-func (c *client) changed() {
-	if c.srv.cfg.DurableWrites {
+// changed records that the current command changed key's stored state: in
+// durable mode its reply waits for a sync, and a NOLOOP tracking client is
+// not told of its own change (ownChange). One test covers both.
+func (c *client) changed(key []byte) {
+	if c.onChange != 0 {
+		c.changedSlow(key)
+	}
+}
+
+// changedAll is changed for a command that changed every key (FLUSHALL),
+// which every tracking client is told of, NOLOOP or not, as in Redis.
+func (c *client) changedAll() {
+	if c.onChange&changeDurable != 0 {
 		c.batch.unsynced = true
+	}
+}
+
+// What a change of a key must do besides, by client (client.onChange).
+const (
+	changeDurable uint8 = 1 << iota // durable mode: the reply waits for a sync
+	changeNoloop                    // CLIENT TRACKING ... NOLOOP
+)
+
+// changedSlow is kept out of changed, so that changed stays small enough to
+// be inlined in the decisions' handlers.
+//
+//go:noinline
+func (c *client) changedSlow(key []byte) {
+	if c.onChange&changeDurable != 0 {
+		c.batch.unsynced = true
+	}
+	if c.onChange&changeNoloop != 0 {
+		c.ownChange(key)
 	}
 }
 

@@ -254,7 +254,6 @@ var (
 	errClientName        = commandError("ERR Client names cannot contain spaces, newlines or special characters.")
 	errNoSuchClient      = commandError("ERR No such client")
 	errInvalidClientID   = commandError("ERR Invalid client ID")
-	errTracking          = commandError("ERR client tracking is not supported by redcell; connect with client-side caching disabled (rueidis: DisableCache: true)")
 	errKillClientID      = commandError("ERR client-id should be greater than 0")
 	errKillMaxAgeInteger = commandError("ERR maxage is not an integer or out of range")
 	errKillMaxAge        = commandError("ERR maxage should be greater than 0")
@@ -327,6 +326,37 @@ func errSetinfoValue(attr []byte) replyError {
 // errUnknownClientType words a bad CLIENT LIST or KILL TYPE as Redis does.
 func errUnknownClientType(name []byte) replyError {
 	return commandError("ERR Unknown client type '" + string(clip(name, 128)) + "'")
+}
+
+// CLIENT TRACKING and CLIENT CACHING: Redis 7's texts.
+var (
+	errTrackingOneRedirect   = commandError("ERR A client can only redirect to a single other client")
+	errTrackingNoRedirect    = commandError("ERR The client ID you want redirect to does not exist")
+	errTrackingPrefixNoBcast = commandError("ERR PREFIX option requires BCAST mode to be enabled")
+	errTrackingSwitchBcast   = commandError("ERR You can't switch BCAST mode on/off before disabling tracking for this client, and then re-enabling it with a different mode.")
+	errTrackingOptBcast      = commandError("ERR OPTIN and OPTOUT are not compatible with BCAST")
+	errTrackingOptinOptout   = commandError("ERR You can't specify both OPTIN mode and OPTOUT mode")
+	errTrackingSwitchOpt     = commandError("ERR You can't switch OPTIN/OPTOUT mode before disabling tracking for this client, and then re-enabling it with a different mode.")
+	errCachingNotTracking    = commandError("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled")
+	errCachingYesNotOptin    = commandError("ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.")
+	errCachingNoNotOptout    = commandError("ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.")
+)
+
+// errPrefixOverlap words BCAST prefixes that overlap as Redis does: with
+// one the client had (existing), or with another of the same command. As
+// Redis formats them with %s, a prefix ends at its first NUL byte.
+func errPrefixOverlap(prefix, other string, existing bool) replyError {
+	cut := func(s string) string {
+		if i := strings.IndexByte(s, 0); i >= 0 {
+			return s[:i]
+		}
+		return s
+	}
+	with := "another provided"
+	if existing {
+		with = "an existing"
+	}
+	return commandError("ERR Prefix '" + cut(prefix) + "' overlaps with " + with + " prefix '" + cut(other) + "'. Prefixes for a single client must not overlap.")
 }
 
 // errNoSuchUser words CLIENT KILL USER of an unknown user as Redis does.

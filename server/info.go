@@ -133,6 +133,7 @@ func (s *Server) infoClients(ks storage.Keyspace, _ time.Time) [][2]string {
 		{"connected_clients", strconv.Itoa(n)},
 		{"maxclients", strconv.Itoa(s.limits.MaxClients)},
 		{"blocked_clients", strconv.Itoa(blocked)},
+		{"tracking_clients", itoa(s.tracking.clients.Load())},
 		{"pubsub_clients", strconv.Itoa(subscribers)},
 	}
 }
@@ -217,6 +218,7 @@ func (s *Server) infoStats(ks storage.Keyspace, _ time.Time) [][2]string {
 	c := s.counters()
 	channels, patterns, shardChannels, _ := s.pubsubCounts()
 	repl := s.replicaStatus()
+	trackedKeys, trackedItems, prefixes := s.tracking.counts()
 	return [][2]string{
 		{"total_connections_received", itoa(c.connections)},
 		{"total_commands_processed", itoa(c.commandsProcessed)},
@@ -232,6 +234,9 @@ func (s *Server) infoStats(ks storage.Keyspace, _ time.Time) [][2]string {
 		{"sync_full", itoa(repl.SyncFull)},
 		{"sync_partial_ok", itoa(repl.SyncPartialOK)},
 		{"sync_partial_err", itoa(repl.SyncPartialErr)},
+		{"tracking_total_keys", itoa(trackedKeys)},
+		{"tracking_total_items", itoa(trackedItems)},
+		{"tracking_total_prefixes", strconv.Itoa(prefixes)},
 		{"total_error_replies", itoa(c.errorReplies)},
 		{"acl_access_denied_auth", itoa(s.users.log.Denied(acl.DeniedAuth))},
 		{"acl_access_denied_cmd", itoa(s.users.log.Denied(acl.DeniedCommand))},

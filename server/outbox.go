@@ -75,6 +75,9 @@ func newOutbox(c *client, w io.Writer, limit int) *outbox {
 func (c *client) startOutbox() *outbox {
 	if c.outbox == nil {
 		c.outbox = c.conn.startOutbox(c.srv.outboxBacklog())
+		if c.outbox != nil {
+			c.tracking.outbox.Store(c.outbox) // for invalidations (tracking)
+		}
 	}
 	return c.outbox
 }

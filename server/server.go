@@ -156,7 +156,8 @@ type Server struct {
 	pause    atomic.Pointer[pauseState]
 	monMu    sync.Mutex // serializes changes of monitors with hookMonitor
 	monitors atomic.Pointer[[]*outbox]
-	pubsub   pubsub // the subscriptions
+	pubsub   pubsub   // the subscriptions
+	tracking tracking // CLIENT TRACKING: who may cache which keys
 
 	// failover is the FAILOVER in progress, if any (cmdFailover);
 	// failoverState is INFO's master_failover_state.
@@ -218,6 +219,7 @@ func New(cfg Config, store *storage.Store) *Server {
 		s.follower = clusternode.NewFollower(nc, s.migrator)
 		s.sentinels = clusternode.NewSentinelWatch(nc, s.follower)
 	}
+	s.tracking.init(s)
 	s.started = s.now()
 	s.commands = newCommandTable()
 	s.users = newUsers(s.commands.rules, cfg.RequirePass, cfg.ACLFile)
@@ -282,6 +284,9 @@ func (s *Server) accept(conn connection) bool {
 	c.session.respSeen.Store(2)
 	c.lastActive.Store(now.UnixNano())
 	c.ks = s.store
+	if s.cfg.DurableWrites {
+		c.onChange = changeDurable
+	}
 	// The default user is bound and the client admitted under users.mu,
 	// so that a change of the default user meanwhile reaches it.
 	s.users.mu.Lock()
@@ -295,6 +300,7 @@ func (s *Server) accept(conn connection) bool {
 		return reject(conn)
 	}
 	conn.setClient(c)
+	s.tracking.registerClient(c)
 	s.stats.connections.Add(1)
 	return true
 }
@@ -307,6 +313,8 @@ func (s *Server) closed(conn connection, err error) {
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
+	s.tracking.disable(c)
+	s.tracking.forgetClient(c)
 	if c.repl.link != nil {
 		c.repl.link.Close()
 	}

@@ -26,6 +26,7 @@ func (s *Store) SetFeed(on bool) {
 			return
 		}
 		f.on = on
+		sh.t.rehook()
 		if !on {
 			for i := range sh.t.entries {
 				sh.t.entries[i].n &^= feedBit

@@ -98,6 +98,9 @@ type Store struct {
 	bySlot   bool
 	slotKeys []int32
 	frozen   []bool // by slot, with slotKeys; each guarded by its slot's shard lock
+	// observer is told of every change (Observe); each table holds a copy
+	// (table.obs) read under its shard's lock, this one is for Clear.
+	observer atomic.Pointer[observerBox]
 }
 
 type shard struct {
@@ -324,7 +327,8 @@ func (s *Store) Restore(key []byte, kind Kind, exp gcra.Instant, value []byte) e
 	defer sh.mu.Unlock()
 	log, feed := sh.t.log.on, sh.t.feed.on
 	sh.t.log.on, sh.t.feed.on = false, false
-	defer func() { sh.t.log.on, sh.t.feed.on = log, feed }()
+	defer func() { sh.t.log.on, sh.t.feed.on = log, feed; sh.t.rehook() }()
+	sh.t.rehook()
 	return sh.t.set(key, kind, exp, value)
 }
 

@@ -17,8 +17,11 @@ func (s *Store) length(tx *Txn) int {
 // Expired returns how many keys have been removed because their TAT passed.
 func (s *Store) Expired() int64 { return s.expired.Load() }
 
-// Clear deletes every key.
-func (s *Store) Clear() { s.forShards(nil, func(sh *shard) { sh.t.clear() }) }
+// Clear deletes every key, and then tells the observer (Observer.Cleared).
+func (s *Store) Clear() {
+	s.forShards(nil, func(sh *shard) { sh.t.clear() })
+	s.cleared()
+}
 
 // ExpireSome examines at most perShard keys in every shard, resuming where
 // the previous call stopped, deletes those whose TAT is <= now, and returns

@@ -47,6 +47,11 @@ type table struct {
 	// log records which keys changed, for the persister, and feed the same
 	// for replication (changeLog).
 	log, feed changeLog
+	// obs, when set, is told of each change as it is made (Store.Observe).
+	obs Observer
+	// hooked is set while a log is on or obs is set (rehook): markDirty's
+	// one test.
+	hooked bool
 
 	// slotKeys is the store's count of keys per slot when it shards by
 	// slot (Store.CountInSlot), else nil.
@@ -130,7 +135,7 @@ func keyHash(key []byte) uint64 { return maphash.Bytes(keySeed, key) }
 func hashKey(key []byte) uint32 { return uint32(keyHash(key) >> 32) }
 
 func newTable(track bool) table {
-	return table{mem: newTableMem(), log: changeLog{on: track, bit: dirtyBit}, feed: changeLog{bit: feedBit}}
+	return table{mem: newTableMem(), log: changeLog{on: track, bit: dirtyBit}, feed: changeLog{bit: feedBit}, hooked: track}
 }
 
 // len returns the number of keys, expired or not.
@@ -348,6 +353,9 @@ func (t *table) removeAt(i int) {
 	e := &t.entries[i]
 	t.deleteSlot(t.slotOf(i))
 	t.deleted(t.keyOf(e))
+	if t.obs != nil {
+		t.obs.Changed(t.keyOf(e))
+	}
 	if t.slotKeys != nil {
 		t.slotKeys[cluster.Slot(t.keyOf(e))]--
 	}

@@ -122,8 +122,21 @@ func (tx *Txn) Delete(key []byte, now gcra.Instant) (ok bool) {
 // should hold every shard (Lock with all), or they see the other shards as
 // of their own moment.
 
-func (tx *Txn) Clear()   { tx.s.forShards(tx, func(sh *shard) { sh.t.clear() }) }
 func (tx *Txn) Len() int { return tx.s.length(tx) }
+
+// Observe is Store.Observe from within the transaction: the shards it holds
+// are set without locking them again.
+func (tx *Txn) Observe(o Observer) {
+	tx.s.setObserver(o)
+	tx.s.forShards(tx, func(sh *shard) { sh.t.obs = o; sh.t.rehook() })
+}
+
+// Clear is Store.Clear within the transaction; the observer is told while
+// the transaction still holds its shards.
+func (tx *Txn) Clear() {
+	tx.s.forShards(tx, func(sh *shard) { sh.t.clear() })
+	tx.s.cleared()
+}
 
 func (tx *Txn) Scan(cursor uint64, count int, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) uint64 {
 	return tx.s.scan(tx, cursor, count, now, fn)
