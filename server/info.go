@@ -170,6 +170,16 @@ func (s *Server) infoMemory(ks storage.Keyspace, _ time.Time) [][2]string {
 	}
 }
 
+// unsavedChanges is rdb_changes_since_last_save: Persistence.Pending, exact,
+// unless ks is a transaction's keyspace, whose shard locks are held (EXEC):
+// then the store's count read through it, plus the flush's.
+func (s *Server) unsavedChanges(ks storage.Keyspace, p Persistence) int {
+	if ks == storage.Keyspace(s.store) {
+		return p.Pending()
+	}
+	return ks.PendingChanges() + p.InFlight()
+}
+
 // infoPersistence reports flushing in the fields Redis users watch: the
 // rdb_* fields describe redcell's flushes to Pebble.
 func (s *Server) infoPersistence(ks storage.Keyspace, now time.Time) [][2]string {
@@ -197,7 +207,7 @@ func (s *Server) infoPersistence(ks storage.Keyspace, now time.Time) [][2]string
 		{"loading", "0"},
 		{"persistence_enabled", "1"},
 		{"async_loading", "0"},
-		{"rdb_changes_since_last_save", itoa(int64(ks.PendingChanges() + p.InFlight()))},
+		{"rdb_changes_since_last_save", itoa(int64(s.unsavedChanges(ks, p)))},
 		{"rdb_bgsave_in_progress", inProgress},
 		{"rdb_last_save_time", itoa(st.LastSave.Unix())},
 		{"rdb_last_bgsave_status", status},

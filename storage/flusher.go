@@ -71,6 +71,10 @@ type Flusher struct {
 	// written, for Pending.
 	unsynced int
 	taken    atomic.Int64
+	// handover is held while changes pass between the store and taken
+	// (taken from it, or handed back by a failed flush), so that Pending,
+	// which holds it too, never counts them in both or in neither.
+	handover sync.Mutex
 
 	lastSave     atomic.Int64 // unix seconds of the last successful flush
 	lastDuration atomic.Int64 // nanoseconds
@@ -145,8 +149,10 @@ func (f *Flusher) Flush() error {
 	shards := f.store.Shards()
 	for i := 0; i < shards && err == nil; i++ {
 		before := len(f.buf)
+		f.handover.Lock()
 		f.buf = f.store.TakeShardChanges(i, f.buf)
 		f.taken.Add(int64(len(f.buf) - before))
+		f.handover.Unlock()
 		last := i == shards-1
 		// A shard may hold more than flushBatch changes: write them in
 		// batches of flushBatch, and keep the rest for the next shard's.
@@ -170,8 +176,10 @@ func (f *Flusher) Flush() error {
 	if err != nil {
 		// The failed batch may hold a key twice and has its TATs
 		// converted: requeue by key only, which takes each key as it is.
+		f.handover.Lock()
 		f.store.Requeue(f.buf)
 		f.taken.Add(-int64(len(f.buf)))
+		f.handover.Unlock()
 	} else if f.unsynced > 0 || written == 0 && f.failing.Load() > 0 {
 		// A flush whose sync failed left writes to sync; or flushes have
 		// been failing, and with nothing to write this sync is what tells
@@ -254,11 +262,16 @@ func kind(text string) string {
 // Pending returns how many changes are not yet durable: recorded in the
 // store, or taken by a flush and not yet synced.
 func (f *Flusher) Pending() int {
+	f.handover.Lock()
+	defer f.handover.Unlock()
 	return f.store.PendingChanges() + int(f.taken.Load())
 }
 
 // InFlight returns how many changes a flush has taken from the store and
-// not yet synced: Pending without the store's own count.
+// not yet synced: Pending without the store's own count, for a caller that
+// holds the store's shard locks (INFO in a transaction), which Pending would
+// wait for under handover while a flush waits for them. Its sum with the
+// store's count may be off by the changes a flush is handing over.
 func (f *Flusher) InFlight() int { return int(f.taken.Load()) }
 
 // Failing reports whether the last flush failed: in durable mode, changes
