@@ -592,7 +592,7 @@ func TestInfo(t *testing.T) {
 	require.Contains(t, text, "# Keyspace\r\ndb0:keys=4,expires=4,avg_ttl=3600000\r\n")
 
 	c2 := ts.raw(t)
-	require.Equal(t, "# Clients\r\nconnected_clients:2\r\nmaxclients:10000\r\nblocked_clients:0\r\npubsub_clients:0\r\n", bulkBody(t, c2.Do("INFO", "clients")))
+	require.Equal(t, "# Clients\r\nconnected_clients:2\r\nmaxclients:10000\r\nblocked_clients:0\r\ntracking_clients:0\r\npubsub_clients:0\r\n", bulkBody(t, c2.Do("INFO", "clients")))
 	require.Equal(t, testkit.OK, c.Do("FLUSHDB"))
 	require.Equal(t, "# Keyspace\r\n", bulkBody(t, c.Do("INFO", "KEYSPACE")))
 	two := bulkBody(t, c.Do("INFO", "server", "keyspace"))
