@@ -253,18 +253,19 @@ func (s *Server) runBatch(c *conn) error {
 	if refused != nil && c.loop != nil {
 		return errLeaveLoop // the refusal is sent from a goroutine (refuse)
 	}
+	if c.loop != nil {
+		// Written once the loop has run every connection epoll woke it
+		// for, as Redis writes replies before it sleeps again: the
+		// clients' wake-ups come together too. In durable mode the loop
+		// first syncs once for every change of the round (eventLoop.commit).
+		c.loop.queueFlush(c)
+		return nil
+	}
 	if cl.batch.unsynced {
 		s.syncBeforeReply(cl)
 		if c.closed {
 			return nil
 		}
-	}
-	if c.loop != nil {
-		// Written once the loop has run every connection epoll woke it
-		// for, as Redis writes replies before it sleeps again: the
-		// clients' wake-ups come together too.
-		c.loop.queueFlush(c)
-		return nil
 	}
 	if err := c.flush(); err != nil || refused == nil {
 		return err
