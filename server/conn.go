@@ -321,6 +321,15 @@ func (c *conn) Close() error {
 	if c.closed {
 		return nil
 	}
+	if c.cl != nil && c.cl.batch.unsynced {
+		// QUIT, or CLIENT KILL of itself, after a change in the same
+		// batch (durable mode): the replies go out now, not after the
+		// batch, so the change is synced now.
+		c.srv.syncBeforeReply(c.cl)
+		if c.closed {
+			return nil
+		}
+	}
 	_ = c.flush()
 	c.closed = true
 	if c.outbox != nil {

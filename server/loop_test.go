@@ -260,3 +260,20 @@ func TestEventLoopFailingDiskGivesMisconf(t *testing.T) {
 	require.Equal(t, testkit.Ints(0, 1, 1, -1, 0), c.Do("CL.THROTTLE", "new", "0", "1", "60", "0"), "a peek changes nothing")
 }
 
+// In durable mode, QUIT after a change in the same pipeline sends the
+// change's reply only once it is synced, served by a loop or by a goroutine.
+func TestDurableQuitAfterAChangeWaitsForTheSync(t *testing.T) {
+	for _, loops := range []int{1, -1} {
+		t.Run(fmt.Sprintf("event loops %d", loops), func(t *testing.T) {
+			p := newGatedPersistence(t)
+			_, c := startDurableLoops(t, p, loops)
+			c.Write("CL.THROTTLE q 0 1 60\r\nQUIT\r\n")
+			p.awaitSync()
+			noReply(t, c)
+			p.finish(nil)
+			require.Equal(t, testkit.Ints(0, 1, 0, -1, 60), c.Read())
+			require.Equal(t, testkit.OK, c.Read())
+			c.ExpectClosed()
+		})
+	}
+}
