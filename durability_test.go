@@ -174,10 +174,17 @@ func TestSaveThenKillKeepsEverything(t *testing.T) {
 }
 
 // In durable mode (--flush-interval 0) every acknowledged decision survives a
-// SIGKILL that lands in the middle of a load.
+// SIGKILL that lands in the middle of a load: with the connections served by
+// an event loop (one sync a round for all of them) and each by a goroutine.
 func TestDurableModeLosesNoAcknowledgedDecisionOnKill(t *testing.T) {
+	for _, loops := range []string{"1", "0"} {
+		t.Run("event loops "+loops, func(t *testing.T) { testDurableKill(t, "--event-loops", loops) })
+	}
+}
+
+func testDurableKill(t *testing.T, args ...string) {
 	dir := t.TempDir()
-	c := startChild(t, "--dir", dir, "--flush-interval", "0")
+	c := startChild(t, append([]string{"--dir", dir, "--flush-interval", "0"}, args...)...)
 
 	var acked sync.Map // key -> struct{}: allowed and acknowledged
 	var count atomic.Int64

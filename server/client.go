@@ -88,7 +88,8 @@ type batchState struct {
 	// (writeError), for its failed count (execute).
 	failed bool
 	// unsynced is set in durable mode by a command that changed state: the
-	// batch's replies wait for a sync (syncBeforeReply).
+	// batch's replies wait for a sync (syncBeforeReply, or on an event
+	// loop the round's commit).
 	unsynced bool
 	// closing is set by QUIT and SHUTDOWN, and wherever the connection
 	// must end: the commands after it are not run, and the connection

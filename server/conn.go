@@ -262,18 +262,19 @@ func (s *Server) runBatch(c *conn) error {
 	if refused != nil && c.loop != nil {
 		return errLeaveLoop // the refusal is sent from a goroutine (refuse)
 	}
+	if c.loop != nil {
+		// Written once the loop has run every connection epoll woke it
+		// for, as Redis writes replies before it sleeps again: the
+		// clients' wake-ups come together too. In durable mode the loop
+		// first syncs once for every change of the round (eventLoop.commit).
+		c.loop.queueFlush(c)
+		return nil
+	}
 	if cl.batch.unsynced {
 		s.syncBeforeReply(cl)
 		if c.closed {
 			return nil
 		}
-	}
-	if c.loop != nil {
-		// Written once the loop has run every connection epoll woke it
-		// for, as Redis writes replies before it sleeps again: the
-		// clients' wake-ups come together too.
-		c.loop.queueFlush(c)
-		return nil
 	}
 	if err := c.flush(); err != nil || refused == nil {
 		return err
@@ -331,6 +332,15 @@ func (c *conn) drop() {
 func (c *conn) Close() error {
 	if c.closed {
 		return nil
+	}
+	if c.cl != nil && c.cl.batch.unsynced {
+		// QUIT, or CLIENT KILL of itself, after a change in the same
+		// batch (durable mode): the replies go out now, not after the
+		// batch, so the change is synced now.
+		c.srv.syncBeforeReply(c.cl)
+		if c.closed {
+			return nil
+		}
 	}
 	_ = c.flush()
 	c.closed = true

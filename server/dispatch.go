@@ -220,7 +220,9 @@ func (s *Server) execute(c *client, spec *command, args [][]byte, now time.Time)
 }
 
 // syncBeforeReply runs in durable mode after the last command of a batch
-// that changed state, before the batch's replies are sent (runConn): it waits
+// that changed state, before the batch's replies are sent (runBatch, on a
+// connection with its own goroutine; an event loop syncs once a round
+// instead, eventLoop.commit): it waits
 // for the group commit that covers the changes. If that fails the replies are
 // dropped and the connection closed, so nothing unpersisted is acknowledged.
 func (s *Server) syncBeforeReply(c *client) {

@@ -38,8 +38,9 @@ const loopWaitMillis = 250
 // BGSAVE, SHUTDOWN, MONITOR, SLOWLOG, LATENCY), for SUBSCRIBE and
 // PSUBSCRIBE, whose outbox others write to (command.offLoop), while a pause
 // or a monitor is in force (dispatch), for a reply the socket does not take
-// whole, and for a refusal of its input. TLS connections, durable mode and the
-// maxclients refusal never use a loop.
+// whole, and for a refusal of its input. TLS connections and the maxclients
+// refusal never use a loop. In durable mode a round's replies wait for one
+// sync of all its changes (commit).
 type eventLoop struct {
 	srv    *Server
 	epfd   int
@@ -47,8 +48,10 @@ type eventLoop struct {
 	conns  map[int32]*conn
 	events []unix.EpollEvent
 	// flushes are the connections with replies to write once the round
-	// of events has run (queueFlush).
-	flushes []*conn
+	// of events has run (queueFlush); unsynced is set when one of them
+	// changed state in durable mode, which the round's commit syncs first.
+	flushes  []*conn
+	unsynced bool
 
 	mu      sync.Mutex
 	added   []*conn
@@ -283,15 +286,27 @@ func (l *eventLoop) serve(c *conn) {
 	}
 }
 
+// queueFlush has c's replies written at the end of the round (flushAll),
+// after the round's commit if c changed state in durable mode.
 func (l *eventLoop) queueFlush(c *conn) {
+	if c.cl.batch.unsynced {
+		l.unsynced = true
+		l.flushes = append(l.flushes, c) // even without replies: commit looks at it
+		return
+	}
 	if len(c.out) > 0 {
 		l.flushes = append(l.flushes, c)
 	}
 }
 
 // flushAll writes the replies of the round: a connection whose socket does
-// not take them whole leaves the loop to write the rest.
+// not take them whole leaves the loop to write the rest. In durable mode,
+// if a command of the round changed state, the round's changes are synced
+// first (commit): no reply of the round is written before then.
 func (l *eventLoop) flushAll() {
+	if l.unsynced {
+		l.commit()
+	}
 	for i, c := range l.flushes {
 		l.flushes[i] = nil
 		if c.loop != l {
@@ -305,6 +320,38 @@ func (l *eventLoop) flushAll() {
 		}
 	}
 	l.flushes = l.flushes[:0]
+}
+
+// commit is durable mode's group commit on an event loop, as Redis's
+// appendfsync always: one sync (Persistence.Sync) for every change the
+// round's commands made, once they have all run and before any of their
+// replies is written. A round is one epoll wait's worth of ready
+// connections, so under load a sync covers many clients' decisions, and the
+// loop's clients wait for the disk together instead of each connection's
+// goroutine waking for its own. The loop waits for the sync, as Redis's
+// does: input that arrives meanwhile is the next round's.
+//
+// If the sync fails, the connections that changed state are closed without
+// their replies, as syncBeforeReply closes a goroutine's: nothing that is
+// not on disk is acknowledged. Those that changed nothing are answered;
+// from then on changes are refused (MISCONF, writesRefused).
+func (l *eventLoop) commit() {
+	l.unsynced = false
+	err := l.srv.cfg.Persistence.Sync()
+	if err != nil {
+		l.srv.logError("durable write failed; closing the connections unacknowledged", err)
+	}
+	for _, c := range l.flushes {
+		if c.loop != l || !c.cl.batch.unsynced {
+			continue // closed since, or nothing to sync
+		}
+		c.cl.batch.unsynced = false
+		if err != nil {
+			c.cl.batch.closing = true
+			c.drop()
+			l.finish(c, nil)
+		}
+	}
 }
 
 // sweep closes the connections idle past Limits.IdleTimeout, as conn.read's

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -124,4 +126,154 @@ func onLoop(t *testing.T, srv *Server, id string) bool {
 	}
 	t.Fatalf("no client %q", id)
 	return false
+}
+
+// gatedPersistence is durable mode's disk for tests: each Sync announces
+// itself (entered), then waits for the test to let it return (finish). Its
+// flushes fail once a Sync has returned an error, as the flusher's do. When
+// the test ends, every Sync returns at once, with an error.
+type gatedPersistence struct {
+	nopPersistence
+	t       *testing.T
+	entered chan struct{}
+	release chan error
+	ended   chan struct{}
+	failing atomic.Bool
+}
+
+func newGatedPersistence(t *testing.T) *gatedPersistence {
+	return &gatedPersistence{t: t, entered: make(chan struct{}, 16), release: make(chan error), ended: make(chan struct{})}
+}
+
+func (p *gatedPersistence) Sync() error {
+	p.entered <- struct{}{}
+	var err error
+	select {
+	case err = <-p.release:
+	case <-p.ended:
+		err = errors.New("the test has ended")
+	}
+	if err != nil {
+		p.failing.Store(true)
+	}
+	return err
+}
+
+func (p *gatedPersistence) Failing() bool { return p.failing.Load() }
+
+// awaitSync waits until a Sync has begun.
+func (p *gatedPersistence) awaitSync() {
+	p.t.Helper()
+	select {
+	case <-p.entered:
+	case <-time.After(testkit.Timeout):
+		p.t.Fatal("no sync began")
+	}
+}
+
+// finish lets the Sync that has begun return err.
+func (p *gatedPersistence) finish(err error) {
+	p.t.Helper()
+	select {
+	case p.release <- err:
+	case <-time.After(testkit.Timeout):
+		p.t.Fatal("no sync to finish")
+	}
+}
+
+// startDurable starts a durable-mode server with one event loop on p, and
+// dials it: the connection is served by the loop.
+func startDurable(t *testing.T, p *gatedPersistence) (string, *testkit.Conn) {
+	t.Helper()
+	if !haveEventLoops {
+		t.Skip("no event loops on this platform")
+	}
+	return startDurableLoops(t, p, 1)
+}
+
+// startDurableLoops is startDurable with loops event loops (Config.EventLoops;
+// -1 for a goroutine per connection).
+func startDurableLoops(t *testing.T, p *gatedPersistence, loops int) (string, *testkit.Conn) {
+	t.Helper()
+	at := time.Unix(1_700_000_000, 0)
+	addr, srv := startServer(t, Config{Now: func() time.Time { return at }, EventLoops: loops, DurableWrites: true, Persistence: p})
+	t.Cleanup(func() { close(p.ended) }) // before the server's Close (cleanups run last first): its loop may wait in Sync
+	c := testkit.Dial(t, addr)
+	require.Equal(t, haveEventLoops && loops > 0, onLoop(t, srv, c.DoInline("CLIENT ID")), "a durable plain connection is served by a loop if there is one")
+	return addr, c
+}
+
+// In durable mode on an event loop, a change's reply is written only once
+// the sync that covers it has returned: while the sync is held, nothing
+// arrives; a change made while a sync runs waits for the next one.
+func TestEventLoopRepliesWaitForTheCommit(t *testing.T) {
+	p := newGatedPersistence(t)
+	addr, a := startDurable(t, p)
+	b := testkit.Dial(t, addr)
+	require.Equal(t, "+PONG\r\n", b.DoInline("PING"), "a command that changes nothing syncs nothing")
+
+	a.Write(testkit.Command("CL.THROTTLE", "a", "1", "1", "60"))
+	p.awaitSync()
+	// The loop waits for the sync: b's change runs after it began, so it
+	// is the next sync's.
+	b.Write(testkit.Command("CL.THROTTLE", "b", "1", "1", "60"))
+	noReply(t, a)
+	p.finish(nil)
+	require.Equal(t, testkit.Ints(0, 2, 1, -1, 60), a.Read(), "answered once synced")
+
+	p.awaitSync()
+	noReply(t, b)
+	p.finish(nil)
+	require.Equal(t, testkit.Ints(0, 2, 1, -1, 60), b.Read())
+}
+
+// noReply asserts that nothing has arrived on c: the server has not written
+// to it. Written before a sync it waits on, a reply would be there already.
+func noReply(t *testing.T, c *testkit.Conn) {
+	t.Helper()
+	require.NoError(t, c.Conn.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+	b, err := c.Reader.Peek(1)
+	var ne net.Error
+	require.True(t, errors.As(err, &ne) && ne.Timeout(), "a reply before the sync: %q, %v", b, err)
+}
+
+// In durable mode on an event loop, a change whose sync fails is not
+// acknowledged: its connection is closed without the reply. From then on
+// changes answer MISCONF, and what changes nothing is answered, as on a
+// connection with its own goroutine.
+func TestEventLoopFailingDiskGivesMisconf(t *testing.T) {
+	p := newGatedPersistence(t)
+	addr, c := startDurable(t, p)
+	c.Write(testkit.Command("CL.THROTTLE", "k", "0", "1", "60"))
+	p.awaitSync()
+	p.finish(nil)
+	require.Equal(t, testkit.Ints(0, 1, 0, -1, 60), c.Read())
+
+	c.Write(testkit.Command("CL.THROTTLE", "lost", "0", "1", "60"))
+	p.awaitSync()
+	p.finish(errors.New("disk on fire"))
+	c.ExpectClosed()
+
+	c = testkit.Dial(t, addr)
+	require.Equal(t, errReply(errMisconf), c.Do("CL.THROTTLE", "new", "0", "1", "60"))
+	require.Equal(t, testkit.Ints(1, 1, 0, 60, 60), c.Do("CL.THROTTLE", "k", "0", "1", "60"), "a limited decision changes nothing")
+	require.Equal(t, testkit.Ints(0, 1, 1, -1, 0), c.Do("CL.THROTTLE", "new", "0", "1", "60", "0"), "a peek changes nothing")
+}
+
+// In durable mode, QUIT after a change in the same pipeline sends the
+// change's reply only once it is synced, served by a loop or by a goroutine.
+func TestDurableQuitAfterAChangeWaitsForTheSync(t *testing.T) {
+	for _, loops := range []int{1, -1} {
+		t.Run(fmt.Sprintf("event loops %d", loops), func(t *testing.T) {
+			p := newGatedPersistence(t)
+			_, c := startDurableLoops(t, p, loops)
+			c.Write("CL.THROTTLE q 0 1 60\r\nQUIT\r\n")
+			p.awaitSync()
+			noReply(t, c)
+			p.finish(nil)
+			require.Equal(t, testkit.Ints(0, 1, 0, -1, 60), c.Read())
+			require.Equal(t, testkit.OK, c.Read())
+			c.ExpectClosed()
+		})
+	}
 }

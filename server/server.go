@@ -62,8 +62,8 @@ type Config struct {
 	DurableWrites bool
 	// EventLoops is how many event loops serve each listener's plain (TCP
 	// and Unix) connections: 0 means DefaultEventLoops, a negative number
-	// none (a goroutine per connection, as TLS connections and durable
-	// mode always have). eventLoop says why.
+	// none (a goroutine per connection, as TLS connections always have).
+	// eventLoop says why.
 	EventLoops int
 	// Limits bound what one command may announce; zero fields take the
 	// defaults (DefaultMaxBulkLen, DefaultMaxArgs, DefaultMaxInlineLen).
@@ -254,7 +254,7 @@ func DefaultEventLoops() int { return max(1, runtime.GOMAXPROCS(0)/2) }
 // eventLoops is how many event loops serve a plain listener.
 func (s *Server) eventLoops() int {
 	switch {
-	case !haveEventLoops || s.cfg.DurableWrites || s.cfg.EventLoops < 0:
+	case !haveEventLoops || s.cfg.EventLoops < 0:
 		return 0
 	case s.cfg.EventLoops == 0:
 		return DefaultEventLoops()

@@ -88,14 +88,15 @@ type Flusher struct {
 
 	// Group commit for durable mode: Sync waits for a flush that started
 	// after its call; one flush serves every waiter that arrived before it.
+	// A group commit runs while started > completed.
 	gmu       sync.Mutex
 	gcond     *sync.Cond
-	requested uint64 // highest generation some Sync waits for
 	started   uint64 // generation of the newest flush begun
 	completed uint64 // generation of the newest flush finished
 	lastErrG  error  // result of the flush that set completed
 	stopped   error  // set when group commit stops: Sync fails at once
-	wake      chan struct{}
+	// wake tells RunGroupCommit that a group commit failed.
+	wake chan struct{}
 }
 
 // NewFlusher returns a Flusher from store to backend. The store must be
@@ -361,54 +362,34 @@ func (f *Flusher) BackgroundSave() bool {
 // Wait waits until no BackgroundSave is running.
 func (f *Flusher) Wait() { f.bg.Wait() }
 
-// RunGroupCommit serves Sync until ctx is done: each pass takes every change
-// made so far and syncs it once for all the callers waiting. While flushes
-// fail it also retries on its own, pausing as Run does, so that the server
-// learns when the disk has room again even though, in durable mode, no new
-// change arrives meanwhile.
+// RunGroupCommit is Sync's companion until ctx is done: while flushes fail
+// it retries them on its own, pausing as Run does, so that the server learns
+// when the disk has room again even though, in durable mode, no new change
+// arrives meanwhile (changes are refused); when ctx is done, every Sync
+// waiting and every later one fails.
 func (f *Flusher) RunGroupCommit(ctx context.Context) {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
 	for {
-		f.gmu.Lock()
-		idle := f.requested <= f.completed
-		f.gmu.Unlock()
-		if idle {
-			select {
-			case <-ctx.Done():
-				f.failWaiters(ctx.Err())
-				return
-			case <-f.wake:
-				continue
-			case <-retry.C:
-				if f.Flush() != nil {
-					retry.Reset(f.retryPause(time.Second))
-				}
-				continue
+		select {
+		case <-ctx.Done():
+			f.failWaiters(ctx.Err())
+			return
+		case <-f.wake: // a group commit failed
+			retry.Reset(f.retryPause(time.Second))
+		case <-retry.C:
+			if f.Flush() != nil {
+				retry.Reset(f.retryPause(time.Second))
 			}
 		}
-		f.gmu.Lock()
-		f.started++
-		gen := f.started
-		f.gmu.Unlock()
-
-		err := f.Flush()
-		if err != nil {
-			retry.Reset(f.retryPause(time.Second))
-		}
-
-		f.gmu.Lock()
-		f.completed, f.lastErrG = gen, err
-		f.gcond.Broadcast()
-		f.gmu.Unlock()
 	}
 }
 
 // failWaiters releases every waiting Sync with err when group commit stops.
 func (f *Flusher) failWaiters(err error) {
 	f.gmu.Lock()
-	f.completed, f.lastErrG, f.stopped = f.requested, err, err
+	f.completed, f.lastErrG, f.stopped = f.started+1, err, err
 	f.gcond.Broadcast()
 	f.gmu.Unlock()
 }
@@ -417,7 +398,12 @@ func (f *Flusher) failWaiters(err error) {
 var ErrGroupCommitStopped = errors.New("storage: group commit stopped")
 
 // Sync blocks until every change made before the call is durable, sharing
-// one backend sync with concurrent callers. RunGroupCommit must be running.
+// one backend sync with concurrent callers (group commit): the caller that
+// finds no group commit running runs one itself, for every change so far,
+// and those that arrive meanwhile wait for it to end, then run the next as
+// one. Why the caller runs it: handing each to a goroutine of the flusher's
+// cost two more wake-ups per commit, on the path every durable reply waits
+// on. RunGroupCommit must be running.
 func (f *Flusher) Sync() error {
 	f.gmu.Lock()
 	defer f.gmu.Unlock()
@@ -425,15 +411,26 @@ func (f *Flusher) Sync() error {
 		return f.stopped
 	}
 	target := f.started + 1 // a flush that begins after our changes
-	if f.requested < target {
-		f.requested = target
-	}
-	select {
-	case f.wake <- struct{}{}:
-	default:
-	}
 	for f.completed < target {
-		f.gcond.Wait()
+		if f.started > f.completed {
+			f.gcond.Wait() // one runs: the next is ours, or shared with ours
+			continue
+		}
+		f.started++
+		gen := f.started
+		f.gmu.Unlock()
+		err := f.Flush()
+		f.gmu.Lock()
+		if gen > f.completed { // not overtaken by failWaiters
+			f.completed, f.lastErrG = gen, err
+		}
+		f.gcond.Broadcast()
+		if err != nil {
+			select {
+			case f.wake <- struct{}{}: // RunGroupCommit retries on its own
+			default:
+			}
+		}
 	}
 	return f.lastErrG
 }
