@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"math"
 	"unsafe"
 
 	"redcell/gcra"
@@ -20,7 +21,16 @@ type Change struct {
 // took the changes, so that a flush writes only those. A written key is
 // remembered by its entry (dirtyBit on the entry, its index in records); a
 // deleted key by its bytes, as it no longer has an entry. A key may be
-// recorded more than once; takeChanges reports a write once per call.
+// recorded more than once; a take reports a write once.
+//
+// A take (Store.takeChanges) works through the records in steps of at most
+// takeChunk, the shard unlocked between them, so that no change set, however
+// large, holds the lock for long. It begins by setting the records aside
+// (taking, takingGone) for itself; what is recorded meanwhile goes to fresh
+// records for the next take, except what concerns the entries the take still
+// has to report: an entry moved (removeAt) or a key deleted with its bit set
+// is recorded for the take too, so that it reports every change made before
+// it began, as the key is at some moment of the take.
 //
 // It is off (records nothing) for a store that nothing persists.
 type changeLog struct {
@@ -33,30 +43,50 @@ type changeLog struct {
 	// follow the previous deleted keys' in gone.
 	records []uint32
 	gone    []byte
+	// taking and takingGone are the records of the take under way (active),
+	// worked through up to takePos and goneOff.
+	active           bool
+	taking           []uint32
+	takingGone       []byte
+	takePos, goneOff int
 }
 
 // deletedBit in a record marks a deleted key's length.
 const deletedBit = 1 << 31
 
-// wrote records that the entry at i was written, or moved to i with its
-// dirty bit still set.
+// wrote records that the entry at i was written.
 func (l *changeLog) wrote(i int) {
 	if l.on {
 		l.records = append(l.records, uint32(i))
 	}
 }
 
-// deleted records that key is gone.
-func (l *changeLog) deleted(key []byte) {
-	if l.on {
-		l.records = append(l.records, deletedBit|uint32(len(key)))
-		l.gone = append(l.gone, key...)
+// movedTo records that an entry with the log's bit set moved to i: for the
+// take under way too, which may hold its record at its old index.
+func (l *changeLog) movedTo(i int) {
+	l.wrote(i)
+	if l.active {
+		l.taking = append(l.taking, uint32(i))
+	}
+}
+
+// deleted records that key is gone; pending says whether its entry had the
+// log's bit set, a change a take under way may still have to report.
+func (l *changeLog) deleted(key []byte, pending bool) {
+	if !l.on {
+		return
+	}
+	l.records = append(l.records, deletedBit|uint32(len(key)))
+	l.gone = append(l.gone, key...)
+	if pending && l.active {
+		l.taking = append(l.taking, deletedBit|uint32(len(key)))
+		l.takingGone = append(l.takingGone, key...)
 	}
 }
 
 // pending is how many changes are recorded: at least one per changed key,
 // zero exactly when nothing waits.
-func (l *changeLog) pending() int { return len(l.records) }
+func (l *changeLog) pending() int { return len(l.records) + len(l.taking) - l.takePos }
 
 // markDirty records a write of the entry at i in each log that is on, once
 // until that log's changes are taken.
@@ -86,10 +116,11 @@ func (t *table) markAllDirty() {
 	}
 }
 
-// deleted records in each log that key is gone.
-func (t *table) deleted(key []byte) {
-	t.log.deleted(key)
-	t.feed.deleted(key)
+// deleted records in each log that the key of e is gone.
+func (t *table) deleted(e *entry) {
+	key := t.keyOf(e)
+	t.log.deleted(key, e.n&dirtyBit != 0)
+	t.feed.deleted(key, e.n&feedBit != 0)
 }
 
 // moved records, in each log that holds it, that the recorded entry now at
@@ -97,10 +128,10 @@ func (t *table) deleted(key []byte) {
 func (t *table) moved(i int) {
 	n := t.entries[i].n
 	if n&dirtyBit != 0 {
-		t.log.wrote(i)
+		t.log.movedTo(i)
 	}
 	if n&feedBit != 0 {
-		t.feed.wrote(i)
+		t.feed.movedTo(i)
 	}
 }
 
@@ -116,52 +147,83 @@ func (t *table) requeue(key []byte) {
 		}
 		return
 	}
-	t.log.deleted(key)
+	t.log.deleted(key, false)
 }
 
+// takeChunk bounds the records a take works through in one hold of the
+// shard's lock: some 1024 random reads of the table, about 100 us.
+var takeChunk = 1024
+
 // takeChanges appends every change l recorded since the last call to buf,
-// one per written key, and forgets them. A deleted key is reported unless it
-// has been written since (then its write is reported); it may be reported
-// more than once if it was deleted more than once.
+// one per written key, and forgets them, all at once: the table's own
+// callers hold nothing else up (Store.takeChanges takes a shard's changes in
+// steps).
 func (t *table) takeChanges(l *changeLog, buf []Change) []Change {
-	if len(l.records) == 0 {
-		return buf
+	t.beginTake(l)
+	for done := false; !done; {
+		buf, done = t.takeSome(l, buf, math.MaxInt)
 	}
+	return buf
+}
+
+// beginTake sets l's records aside for a take.
+func (t *table) beginTake(l *changeLog) {
+	l.active = true
+	l.records, l.taking = l.taking[:0], l.records
+	l.gone, l.takingGone = l.takingGone[:0], l.gone
+	l.takePos, l.goneOff = 0, 0
+}
+
+// takeSome works through up to limit of the take's records, appending the
+// changes they report to buf, and reports whether the take is done (then it
+// is over: the log has no take under way). A deleted key is reported unless
+// it is present now; a present key is then reported as it is, if it is
+// recorded, as its write may have come after the take began.
+func (t *table) takeSome(l *changeLog, buf []Change, limit int) ([]Change, bool) {
 	// First pass: decide what to report, each Key a view of the table's
 	// memory, which does not move until we return.
 	start, size := len(buf), 0
 	view := func(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-	off := 0
-	for _, c := range l.records {
+	report := func(i int) {
+		e := &t.entries[i]
+		e.n &^= l.bit
+		key := t.keyOf(e)
+		ch := Change{Key: view(key), TAT: e.exp, Kind: e.kind()}
+		if e.boxed() {
+			v := t.value(e)
+			ch.Value = view(v)
+			size += len(v)
+		}
+		buf = append(buf, ch)
+		size += len(key)
+	}
+	end := min(len(l.taking), l.takePos+limit)
+	for _, c := range l.taking[l.takePos:end] {
 		if c&deletedBit == 0 {
 			// A write, unless the entry moved (then it was recorded again)
-			// or was already reported in this call.
+			// or was already reported.
 			if i := int(c); i < len(t.entries) && t.entries[i].n&l.bit != 0 {
-				e := &t.entries[i]
-				e.n &^= l.bit
-				key := t.keyOf(e)
-				ch := Change{Key: view(key), TAT: e.exp, Kind: e.kind()}
-				if e.boxed() {
-					v := t.value(e)
-					ch.Value = view(v)
-					size += len(v)
-				}
-				buf = append(buf, ch)
-				size += len(key)
+				report(i)
 			}
 			continue
 		}
-		key := l.gone[off : off+int(c&^deletedBit)]
-		off += len(key)
-		// A key written again since is reported by its write, or was
-		// restored without tracking: either way nothing is deleted.
-		if t.lookup(key) < 0 {
+		key := l.takingGone[l.goneOff : l.goneOff+int(c&^deletedBit)]
+		l.goneOff += len(key)
+		switch i := t.lookup(key); {
+		case i < 0:
 			buf = append(buf, Change{Key: view(key)})
 			size += len(key)
+		case t.entries[i].n&l.bit != 0:
+			// Written again: by the take's end, perhaps, recorded for
+			// the next take alone.
+			report(i)
 		}
+		// Otherwise reported by its write already, or restored without
+		// tracking: either way nothing is deleted.
 	}
+	l.takePos = end
 	// Second pass: copy the keys into one string, one allocation for the
-	// batch, so each Change.Key stays valid whatever the table does once
+	// step, so each Change.Key stays valid whatever the table does once
 	// unlocked.
 	keys := make([]byte, 0, size)
 	for _, c := range buf[start:] {
@@ -169,18 +231,23 @@ func (t *table) takeChanges(l *changeLog, buf []Change) []Change {
 		keys = append(keys, c.Value...)
 	}
 	s := view(keys)
-	off = 0
+	off := 0
 	for j := start; j < len(buf); j++ {
 		n, m := len(buf[j].Key), len(buf[j].Value)
 		buf[j].Key = s[off : off+n]
 		buf[j].Value = s[off+n : off+n+m]
 		off += n + m
 	}
-	// Keep the buffers for the next batch unless a burst made them large.
-	if cap(l.records) > 1<<16 {
-		l.records, l.gone = nil, nil
-	} else {
-		l.records, l.gone = l.records[:0], l.gone[:0]
+	if l.takePos < len(l.taking) {
+		return buf, false
 	}
-	return buf
+	// Keep the buffers for the next take unless a burst made them large.
+	l.active = false
+	if cap(l.taking) > 1<<16 {
+		l.taking, l.takingGone = nil, nil
+	} else {
+		l.taking, l.takingGone = l.taking[:0], l.takingGone[:0]
+	}
+	l.takePos, l.goneOff = 0, 0
+	return buf, true
 }

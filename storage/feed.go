@@ -38,13 +38,11 @@ func (s *Store) SetFeed(on bool) {
 // TakeFeed appends to buf every key of shard i (0 <= i < Shards()) changed
 // since the previous call while the feed was on, as TakeShardChanges does
 // for the persister: once per key with its state as it is now, a deleted
-// key with TAT zero. The shard's lock is held only to copy the changes.
+// key with TAT zero. The shard's lock is held only to copy the changes, at
+// most takeChunk of them at a time.
 func (s *Store) TakeFeed(i int, buf []Change) []Change {
 	sh := &s.shards[i]
-	sh.mu.Lock()
-	buf = sh.t.takeChanges(&sh.t.feed, buf)
-	sh.mu.Unlock()
-	return buf
+	return s.takeChanges(sh, &sh.t.feed, buf)
 }
 
 // CopyShard appends to buf every live key of shard i with its state, copied

@@ -347,7 +347,7 @@ func (t *table) remove(key []byte) bool {
 func (t *table) removeAt(i int) {
 	e := &t.entries[i]
 	t.deleteSlot(t.slotOf(i))
-	t.deleted(t.keyOf(e))
+	t.deleted(e)
 	if t.slotKeys != nil {
 		t.slotKeys[cluster.Slot(t.keyOf(e))]--
 	}
@@ -428,7 +428,7 @@ func (t *table) expire(cursor, n int, now gcra.Instant) (next, expired int) {
 // clear deletes every key.
 func (t *table) clear() {
 	for i := range t.entries {
-		t.deleted(t.keyOf(&t.entries[i]))
+		t.deleted(&t.entries[i])
 		if t.slotKeys != nil {
 			t.slotKeys[cluster.Slot(t.keyOf(&t.entries[i]))]--
 		}

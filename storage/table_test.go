@@ -41,7 +41,7 @@ func (t *table) check(tb testing.TB) {
 	}
 	require.Equal(tb, len(t.entries), used, "one slot per entry")
 	pending := map[int]bool{}
-	for _, c := range t.log.records {
+	for _, c := range append(t.log.records, t.log.taking[t.log.takePos:]...) {
 		if c&deletedBit == 0 {
 			pending[int(c)] = true
 		}
