@@ -83,8 +83,8 @@ type table struct {
 type entry struct {
 	exp gcra.Instant
 	// n is the entry's tag (its Kind + 1; 0 for an empty slot), longBit,
-	// dirtyBit, feedBit, an inline key's length and the distance from the
-	// key's home slot.
+	// dirtyBit, feedBit, an inline key's length and 14 bits of its hash
+	// (hashBits), and the distance from the key's home slot.
 	n uint32
 	// key holds the key when inline (a TAT key of up to inlineKey bytes).
 	// Otherwise bytes 8-11 hold its length and 12-15 its hash (hashKey), and
@@ -128,12 +128,17 @@ const (
 	// lenShift and inlineLenMask place an inline key's length.
 	lenShift      = 8
 	inlineLenMask = 31 << lenShift
+	// hashBitsShift and hashBitsMask place 14 bits of an inline key's hash
+	// (hashBits): a lookup passes over all but one in 16384 of the other
+	// keys of its length without comparing their bytes.
+	hashBitsShift = 13
+	hashBitsMask  = (1<<14 - 1) << hashBitsShift
 	// distMask is the entry's distance from its key's home slot.
 	distMask = 255
 	maxDist  = distMask
-	// inlineSig is what entry.n holds, masked so, for an inline key of
-	// each length: tatTag | length<<lenShift.
-	inlineSig = tagMask | longBit | inlineLenMask
+	// inlineSig is what entry.n holds, masked so, for an inline key:
+	// tatTag | length<<lenShift | hashBits of its hash.
+	inlineSig = tagMask | longBit | hashBitsMask | inlineLenMask
 
 	// lenMask bounds a key's length: a key is at most 256 MiB long.
 	lenMask = 1<<28 - 1
@@ -196,6 +201,10 @@ func (t *table) next(p int) int {
 	return p
 }
 
+// hashBits is the bits of a key's hash h an inline entry keeps in n: the low
+// ones, as keys near one another share the high ones that pick their homes.
+func hashBits(h uint32) uint32 { return h << hashBitsShift & hashBitsMask }
+
 // hashOf is the table's hash of e's key.
 func (t *table) hashOf(e *entry) uint32 {
 	if e.inline() {
@@ -222,7 +231,7 @@ func (t *table) keyOf(e *entry) []byte {
 func (t *table) find(key []byte, h uint32) (int, bool) {
 	sig := uint32(inlineSig) // no entry's: an inline key of this length cannot be
 	if len(key) <= inlineKey {
-		sig = tatTag | uint32(len(key))<<lenShift
+		sig = tatTag | uint32(len(key))<<lenShift | hashBits(h)
 	}
 	p := t.home(h)
 	for d := uint32(0); ; d++ {
@@ -308,7 +317,7 @@ func (t *table) add(key []byte, h uint32, exp gcra.Instant, kind Kind, value []b
 		e.setOutside(len(key), h)
 		e.setVal(t.addBlob(key, value))
 	case len(key) <= inlineKey:
-		e.n |= uint32(len(key)) << lenShift
+		e.n |= uint32(len(key))<<lenShift | hashBits(h)
 		copy(e.key[:], key)
 	default:
 		e.n |= longBit

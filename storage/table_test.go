@@ -41,6 +41,11 @@ func (t *table) check(tb testing.TB) {
 		key := t.keyOf(e)
 		h := hashKey(key)
 		require.Equal(tb, h, t.hashOf(e), "slot %d: the hash kept is the key's", p)
+		if e.inline() {
+			require.Equal(tb, hashBits(h), e.n&hashBitsMask, "slot %d: an inline key's hash bits", p)
+		} else {
+			require.Zero(tb, e.n&hashBitsMask, "slot %d: hash bits only for an inline key", p)
+		}
 		home := t.home(h)
 		require.Equal(tb, (p-home+n)%n, e.dist(), "slot %d (%q): distance from its home %d", p, key, home)
 		for q := home; q != p; q = t.next(q) {
