@@ -25,16 +25,16 @@ func TestObjectStrlenMemory(t *testing.T) {
 		{Args: []string{"CL.THROTTLE", "k", "4", "1", "10"}, Want: testkit.Ints(0, 5, 4, -1, 10)},
 		{Args: []string{"GET", "k"}, Want: "$19\r\n" + tat + "\r\n"},
 		{Args: []string{"STRLEN", "k"}, Want: ":19\r\n"},
-		{Args: []string{"MEMORY", "USAGE", "k"}, Want: ":96\r\n"}, // alone in its shard: a 32-byte entry and 8 slots of 8 bytes
-		{Args: []string{"memory", "usage", "k", "SAMPLES", "0"}, Want: ":96\r\n"},
-		{Args: []string{"MEMORY", "USAGE", "k", "samples", "5", "SAMPLES", "7"}, Want: ":96\r\n"},
+		{Args: []string{"MEMORY", "USAGE", "k"}, Want: ":256\r\n"}, // alone in its shard: a table of 8 slots of 32 bytes
+		{Args: []string{"memory", "usage", "k", "SAMPLES", "0"}, Want: ":256\r\n"},
+		{Args: []string{"MEMORY", "USAGE", "k", "samples", "5", "SAMPLES", "7"}, Want: ":256\r\n"},
 		{Args: []string{"OBJECT", "ENCODING", "k"}, Want: "$3\r\nint\r\n"},
 		{Args: []string{"OBJECT", "REFCOUNT", "k"}, Want: ":1\r\n"},
 		{Args: []string{"OBJECT", "IDLETIME", "k"}, Want: ":0\r\n"},
 		{Args: []string{"OBJECT", "FREQ", "k"}, Want: errReply(errNoLFU)},
 		{Args: []string{"DEL", "k"}, Want: ":1\r\n"},
 		{Args: []string{"CL.THROTTLE", long, "4", "1", "10"}, Want: testkit.Ints(0, 5, 4, -1, 10)},
-		{Args: []string{"MEMORY", "USAGE", long}, Want: ":126\r\n"}, // and its 30 bytes in the arena
+		{Args: []string{"MEMORY", "USAGE", long}, Want: ":286\r\n"}, // and its 30 bytes in the arena
 
 		{Args: []string{"MEMORY", "USAGE", "k", "SAMPLES"}, Want: "-ERR syntax error\r\n"},
 		{Args: []string{"MEMORY", "USAGE", "k", "SAMPLES", "-1"}, Want: "-ERR syntax error\r\n"},

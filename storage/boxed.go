@@ -15,15 +15,12 @@ import (
 // key must be absent or of that kind).
 func (t *table) putBoxed(key []byte, kind Kind, exp gcra.Instant, value []byte) error {
 	h := hashKey(key)
-	i := -1
-	if len(t.entries) > 0 {
-		i, _ = t.find(key, h)
-	}
-	if i < 0 {
+	p := t.lookupHashed(key, h)
+	if p < 0 {
 		return t.add(key, h, exp, kind, value)
 	}
-	t.entries[i].exp = exp
-	t.setValue(i, value)
+	t.slots[p].exp = exp
+	t.setValue(p, value)
 	return nil
 }
 
@@ -42,13 +39,10 @@ func (s *Store) update(sh *shard, key []byte, kind Kind, now gcra.Instant, dry b
 	}
 	t := &sh.t
 	h := hashKey(key)
-	i := -1 // the key's entry, found once
-	if len(t.entries) > 0 {
-		i, _ = t.find(key, h)
-	}
+	i := t.lookupHashed(key, h) // the key's slot, found once
 	var state []byte
 	if i >= 0 {
-		switch e := &t.entries[i]; {
+		switch e := &t.slots[i]; {
 		case e.kind() != kind && e.exp > now:
 			return false, ErrWrongType
 		case e.exp <= now:
@@ -64,7 +58,7 @@ func (s *Store) update(sh *shard, key []byte, kind Kind, now gcra.Instant, dry b
 		return store, nil
 	}
 	if i >= 0 {
-		t.entries[i].exp = newExp
+		t.slots[i].exp = newExp
 		t.setValue(i, next)
 		return true, nil
 	}
@@ -153,7 +147,7 @@ func (s *Store) fingerprint(sh *shard, key []byte, now gcra.Instant) (uint64, bo
 	var h maphash.Hash
 	h.SetSeed(fingerprintSeed)
 	h.WriteByte(byte(kind))
-	_, _ = h.Write(sh.t.value(&sh.t.entries[sh.t.lookup(key)]))
+	_, _ = h.Write(sh.t.value(&sh.t.slots[sh.t.lookup(key)]))
 	return h.Sum64() ^ uint64(exp), true
 }
 
@@ -167,7 +161,7 @@ func (s *Store) Value(key []byte, now gcra.Instant) (Kind, []byte, bool) {
 	if !ok || kind == KindTAT {
 		return kind, nil, ok
 	}
-	return kind, append([]byte(nil), sh.t.value(&sh.t.entries[sh.t.lookup(key)])...), true
+	return kind, append([]byte(nil), sh.t.value(&sh.t.slots[sh.t.lookup(key)])...), true
 }
 
 // otherKind handles a key of another kind than a decision wants: if it has

@@ -43,7 +43,7 @@ func TestBoxedValuesMatchAMapModel(t *testing.T) {
 	for k, v := range model {
 		i := tab.lookup([]byte(k))
 		require.GreaterOrEqual(t, i, 0, k)
-		require.Equal(t, v, string(tab.value(&tab.entries[i])), k)
+		require.Equal(t, v, string(tab.value(&tab.slots[i])), k)
 	}
 	tab.release()
 }

@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"math"
+	"math/bits"
 	"unsafe"
 
 	"redcell/gcra"
@@ -18,53 +20,118 @@ type Change struct {
 
 // changeLog records which of a table's keys changed since the persister last
 // took the changes, so that a flush writes only those. A written key is
-// remembered by its entry (dirtyBit on the entry, its index in records); a
-// deleted key by its bytes, as it no longer has an entry. A key may be
-// recorded more than once; takeChanges reports a write once per call.
+// marked on its entry (the log's bit: dirtyBit for the persister's, feedBit
+// for replication's) and its block of blockSlots slots in blocks; a deleted
+// key is remembered by its bytes, as it no longer has an entry. Entries move
+// between slots (a key placed before them, one deleted before them, a
+// resize) and take their bit with them, so nothing records where a key was:
+// a take (takeSome) reads the blocks marked, and each entry marked in them.
+//
+// A take works in steps of at most takeChunk keys, the shard unlocked
+// between them (Store.takeChanges), so that no change set, however large,
+// holds the lock for long. It reports every change made before it began, each
+// key as it is at some moment of the take: it walks the blocks in order from
+// the first, and an entry that moves behind it (rescan) or a key deleted with
+// its bit still set (taking) is taken too; a resize starts the walk again
+// from the first block.
 //
 // It is off (records nothing) for a store that nothing persists.
 type changeLog struct {
-	on bool
-	// bit is the entry.n bit that marks a key recorded in this log and not
-	// yet taken: dirtyBit for the persister's, feedBit for replication's.
+	on  bool
 	bit uint32
-	// records has one element per recorded change: an entry index whose key
-	// was written, or deletedBit | length for a deleted key whose bytes
-	// follow the previous deleted keys' in gone.
-	records []uint32
-	gone    []byte
+	// blocks has a bit per block of blockSlots slots: set when an entry
+	// there may carry the log's bit; marked counts the entries that do.
+	blocks []uint64
+	marked int
+	// goneLens has the length of each deleted key, whose bytes follow the
+	// previous ones' in gone.
+	goneLens []uint32
+	gone     []byte
+
+	// A take under way (active): the next block it reads (cursor), the
+	// least block behind it that a marked entry moved to (rescan, noRescan
+	// when none), and the deleted keys it reports, up to gonePos in
+	// takingLens and goneOff in takingGone.
+	active           bool
+	cursor, rescan   int
+	takingLens       []uint32
+	takingGone       []byte
+	gonePos, goneOff int
 }
 
-// deletedBit in a record marks a deleted key's length.
-const deletedBit = 1 << 31
+const (
+	// blockShift makes a block 16 slots (512 bytes): a take reads the
+	// blocks marked, so a block the size of a few cache lines costs it
+	// little for each change.
+	blockShift = 4
+	noRescan   = math.MaxInt
+)
 
-// wrote records that the entry at i was written, or moved to i with its
-// dirty bit still set.
-func (l *changeLog) wrote(i int) {
-	if l.on {
-		l.records = append(l.records, uint32(i))
+// resized clears the log's blocks for a table just resized: the table marks
+// them again as it places its entries. A take under way starts its walk
+// again.
+func (l *changeLog) resized() {
+	l.blocks = nil
+	if l.active {
+		l.cursor, l.rescan = 0, noRescan
 	}
 }
 
-// deleted records that key is gone.
-func (l *changeLog) deleted(key []byte) {
+// markBlock marks the block of slot p of a table of n slots, making the
+// blocks first if they are not made.
+func (l *changeLog) markBlock(p, n int) {
+	b := p >> blockShift
+	if b>>6 >= len(l.blocks) {
+		l.blocks = append(l.blocks, make([]uint64, (n>>blockShift+64)/64-len(l.blocks))...)
+	}
+	l.blocks[b>>6] |= 1 << (b & 63)
+}
+
+// moved notes that an entry marked in the log is now at slot p of a table of
+// n slots.
+func (l *changeLog) moved(p, n int) {
+	l.markBlock(p, n)
+	if b := p >> blockShift; l.active && b < l.cursor {
+		l.rescan = min(l.rescan, b)
+	}
+}
+
+// deleted records that key is gone; marked says whether its entry carried
+// the log's bit: a change a take under way may not have reported yet.
+func (l *changeLog) deleted(key []byte, marked bool) {
+	if marked {
+		l.marked--
+		if l.active {
+			l.takingLens = append(l.takingLens, uint32(len(key)))
+			l.takingGone = append(l.takingGone, key...)
+		}
+	}
 	if l.on {
-		l.records = append(l.records, deletedBit|uint32(len(key)))
+		l.goneLens = append(l.goneLens, uint32(len(key)))
 		l.gone = append(l.gone, key...)
 	}
 }
 
 // pending is how many changes are recorded: at least one per changed key,
 // zero exactly when nothing waits.
-func (l *changeLog) pending() int { return len(l.records) }
+func (l *changeLog) pending() int { return l.marked + len(l.goneLens) + len(l.takingLens) - l.gonePos }
 
-// markDirty records a write of the entry at i in each log that is on, once
-// until that log's changes are taken, and tells the observer, if any, of
+// mark sets the log's bit on the entry at slot p, unless it is set.
+func (t *table) mark(l *changeLog, p int) {
+	if e := &t.slots[p]; e.n&l.bit == 0 {
+		e.n |= l.bit
+		l.marked++
+		l.markBlock(p, len(t.slots))
+	}
+}
+
+// markDirty records a write of the entry at slot p in each log that is on,
+// once until that log's changes are taken, and tells the observer, if any, of
 // every write. With no log on and no observer it costs one test, inlined:
 // the hot path of a store that nothing persists, replicates or observes.
-func (t *table) markDirty(i int) {
+func (t *table) markDirty(p int) {
 	if t.hooked {
-		t.markDirtyHooked(i)
+		t.markDirtyHooked(p)
 	}
 }
 
@@ -72,18 +139,15 @@ func (t *table) markDirty(i int) {
 // is turned on or off.
 func (t *table) rehook() { t.hooked = t.log.on || t.feed.on || t.obs != nil }
 
-func (t *table) markDirtyHooked(i int) {
-	e := &t.entries[i]
-	if t.log.on && e.n&dirtyBit == 0 {
-		e.n |= dirtyBit
-		t.log.wrote(i)
+func (t *table) markDirtyHooked(p int) {
+	if t.log.on {
+		t.mark(&t.log, p)
 	}
-	if t.feed.on && e.n&feedBit == 0 {
-		e.n |= feedBit
-		t.feed.wrote(i)
+	if t.feed.on {
+		t.mark(&t.feed, p)
 	}
 	if t.obs != nil {
-		t.obs.Changed(t.keyOf(e))
+		t.obs.Changed(t.keyOf(&t.slots[p]))
 	}
 }
 
@@ -93,29 +157,44 @@ func (t *table) markAllDirty() {
 	if !t.log.on {
 		return
 	}
-	for i := range t.entries {
-		if e := &t.entries[i]; e.n&dirtyBit == 0 {
-			e.n |= dirtyBit
-			t.log.wrote(i)
+	for p := range t.slots {
+		if t.slots[p].used() {
+			t.mark(&t.log, p)
 		}
 	}
 }
 
-// deleted records in each log that key is gone.
-func (t *table) deleted(key []byte) {
-	t.log.deleted(key)
-	t.feed.deleted(key)
+// deleted records in each log that the key of e is gone.
+func (t *table) deleted(e *entry) {
+	if !t.log.on && !t.feed.on && e.n&(dirtyBit|feedBit) == 0 {
+		return
+	}
+	key := t.keyOf(e)
+	t.log.deleted(key, e.n&dirtyBit != 0)
+	t.feed.deleted(key, e.n&feedBit != 0)
 }
 
-// moved records, in each log that holds it, that the recorded entry now at
-// i was moved there (removeAt).
-func (t *table) moved(i int) {
-	n := t.entries[i].n
+// moved notes, in each log that marks it, that the entry now at slot p moved
+// there. (Whether the log is on or not: an entry marked must be found.)
+func (t *table) moved(p int) {
+	n := t.slots[p].n
 	if n&dirtyBit != 0 {
-		t.log.wrote(i)
+		t.log.moved(p, len(t.slots))
 	}
 	if n&feedBit != 0 {
-		t.feed.wrote(i)
+		t.feed.moved(p, len(t.slots))
+	}
+}
+
+// notePending marks, in each log, the block of a marked entry placed at p
+// by a resize.
+func (t *table) notePending(p int) {
+	n := t.slots[p].n
+	if n&dirtyBit != 0 {
+		t.log.markBlock(p, len(t.slots))
+	}
+	if n&feedBit != 0 {
+		t.feed.markBlock(p, len(t.slots))
 	}
 }
 
@@ -124,59 +203,93 @@ func (t *table) moved(i int) {
 // write), a deletion if it is absent. Each key stays recorded once however
 // often its flush fails.
 func (t *table) requeue(key []byte) {
-	if i := t.lookup(key); i >= 0 {
-		if e := &t.entries[i]; e.n&dirtyBit == 0 {
-			e.n |= dirtyBit
-			t.log.wrote(i)
-		}
+	if p := t.lookup(key); p >= 0 {
+		t.mark(&t.log, p)
 		return
 	}
-	t.log.deleted(key)
+	t.log.deleted(key, false)
 }
 
+// takeChunk bounds the keys a take reports in one hold of the shard's lock:
+// some 1024 entries read and copied, about 100 us.
+var takeChunk = 1024
+
 // takeChanges appends every change l recorded since the last call to buf,
-// one per written key, and forgets them. A deleted key is reported unless it
-// has been written since (then its write is reported); it may be reported
-// more than once if it was deleted more than once.
+// one per written key, and forgets them, all at once: the table's own
+// callers hold nothing else up (Store.takeChanges takes a shard's changes in
+// steps).
 func (t *table) takeChanges(l *changeLog, buf []Change) []Change {
-	if len(l.records) == 0 {
-		return buf
+	t.beginTake(l)
+	for done := false; !done; {
+		buf, done = t.takeSome(l, buf, math.MaxInt)
 	}
+	return buf
+}
+
+// beginTake starts a take of l: the walk of the blocks from the first, and
+// the keys deleted so far.
+func (t *table) beginTake(l *changeLog) {
+	l.active = true
+	l.cursor, l.rescan = 0, noRescan
+	l.goneLens, l.takingLens = l.takingLens[:0], l.goneLens
+	l.gone, l.takingGone = l.takingGone[:0], l.gone
+	l.gonePos, l.goneOff = 0, 0
+}
+
+// takeSome goes on with l's take for up to about limit keys (whole blocks),
+// appending the changes they report to buf, and reports whether the take is
+// done (then it is over: the log has no take under way). A deleted key is
+// reported unless it is present now; a present key is then reported as it
+// is, if it is marked, as its write may have come after the take began.
+func (t *table) takeSome(l *changeLog, buf []Change, limit int) ([]Change, bool) {
 	// First pass: decide what to report, each Key a view of the table's
 	// memory, which does not move until we return.
 	start, size := len(buf), 0
 	view := func(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-	off := 0
-	for _, c := range l.records {
-		if c&deletedBit == 0 {
-			// A write, unless the entry moved (then it was recorded again)
-			// or was already reported in this call.
-			if i := int(c); i < len(t.entries) && t.entries[i].n&l.bit != 0 {
-				e := &t.entries[i]
-				e.n &^= l.bit
-				key := t.keyOf(e)
-				ch := Change{Key: view(key), TAT: e.exp, Kind: e.kind()}
-				if e.boxed() {
-					v := t.value(e)
-					ch.Value = view(v)
-					size += len(v)
-				}
-				buf = append(buf, ch)
-				size += len(key)
-			}
-			continue
+	report := func(e *entry) {
+		e.n &^= l.bit
+		l.marked--
+		key := t.keyOf(e)
+		ch := Change{Key: view(key), TAT: e.exp, Kind: e.kind()}
+		if e.boxed() {
+			v := t.value(e)
+			ch.Value = view(v)
+			size += len(v)
 		}
-		key := l.gone[off : off+int(c&^deletedBit)]
-		off += len(key)
-		// A key written again since is reported by its write, or was
-		// restored without tracking: either way nothing is deleted.
-		if t.lookup(key) < 0 {
+		buf = append(buf, ch)
+		size += len(key)
+	}
+	for len(buf)-start < limit {
+		b := l.nextBlock()
+		if b < 0 {
+			break
+		}
+		l.blocks[b>>6] &^= 1 << (b & 63)
+		for p := b << blockShift; p < min(len(t.slots), (b+1)<<blockShift); p++ {
+			if e := &t.slots[p]; e.n&l.bit != 0 {
+				report(e)
+			}
+		}
+		l.cursor = b + 1
+	}
+	for l.gonePos < len(l.takingLens) && len(buf)-start < limit {
+		key := l.takingGone[l.goneOff : l.goneOff+int(l.takingLens[l.gonePos])]
+		l.gonePos++
+		l.goneOff += len(key)
+		switch p := t.lookup(key); {
+		case p < 0:
 			buf = append(buf, Change{Key: view(key)})
 			size += len(key)
+		case t.slots[p].n&l.bit != 0:
+			// Written again: by the take's end, perhaps, marked for the
+			// next take alone.
+			report(&t.slots[p])
 		}
+		// Otherwise reported by its write already, or restored without
+		// tracking: either way nothing is deleted.
 	}
 	// Second pass: copy the keys into one string, one allocation for the
-	// batch, so each Change.Key stays valid whatever the table does once
+	// step, so each Change.Key stays valid whatever the table does once
 	// unlocked.
 	keys := make([]byte, 0, size)
 	for _, c := range buf[start:] {
@@ -184,18 +297,45 @@ func (t *table) takeChanges(l *changeLog, buf []Change) []Change {
 		keys = append(keys, c.Value...)
 	}
 	s := view(keys)
-	off = 0
+	off := 0
 	for j := start; j < len(buf); j++ {
 		n, m := len(buf[j].Key), len(buf[j].Value)
 		buf[j].Key = s[off : off+n]
 		buf[j].Value = s[off+n : off+n+m]
 		off += n + m
 	}
-	// Keep the buffers for the next batch unless a burst made them large.
-	if cap(l.records) > 1<<16 {
-		l.records, l.gone = nil, nil
-	} else {
-		l.records, l.gone = l.records[:0], l.gone[:0]
+	if l.nextBlock() >= 0 || l.gonePos < len(l.takingLens) {
+		return buf, false
 	}
-	return buf
+	// Keep the buffers for the next take unless a burst made them large.
+	l.active = false
+	if cap(l.takingLens) > 1<<16 {
+		l.takingLens, l.takingGone = nil, nil
+	} else {
+		l.takingLens, l.takingGone = l.takingLens[:0], l.takingGone[:0]
+	}
+	l.gonePos, l.goneOff = 0, 0
+	return buf, true
+}
+
+// nextBlock is the next marked block of the take's walk at or after its
+// cursor, going back once to rescan when the walk reaches the end; -1 when
+// there is none.
+func (l *changeLog) nextBlock() int {
+	for {
+		for w := l.cursor >> 6; w < len(l.blocks); w++ {
+			word := l.blocks[w]
+			if w == l.cursor>>6 {
+				word &^= 1<<(l.cursor&63) - 1
+			}
+			if word != 0 {
+				return w<<6 + bits.TrailingZeros64(word)
+			}
+		}
+		if l.rescan == noRescan {
+			l.cursor = len(l.blocks) << 6
+			return -1
+		}
+		l.cursor, l.rescan = l.rescan, noRescan
+	}
 }

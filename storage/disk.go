@@ -334,7 +334,7 @@ func (d *disk) used() int64 {
 // Fatalf breaks the store instead of exiting, and background errors logged
 // once per run of failures and slowed down.
 func (d *disk) pebbleOptions() *pebble.Options {
-	return &pebble.Options{
+	o := &pebble.Options{
 		FS:     vfs.OnDiskFull(d.fs, d.onDiskFull),
 		Logger: pebbleLogger{l: d.logger, fatal: d.fatal},
 		EventListener: &pebble.EventListener{
@@ -357,6 +357,8 @@ func (d *disk) pebbleOptions() *pebble.Options {
 			},
 		},
 	}
+	o.Experimental.CompactionScheduler = newCompactionPacer()
+	return o
 }
 
 // backgroundError is Pebble's report of a failed flush or compaction, which

@@ -28,10 +28,11 @@ func (s *Store) SetFeed(on bool) {
 		f.on = on
 		sh.t.rehook()
 		if !on {
-			for i := range sh.t.entries {
-				sh.t.entries[i].n &^= feedBit
+			for i := range sh.t.slots {
+				sh.t.slots[i].n &^= feedBit
 			}
-			f.records, f.gone = nil, nil
+			f.blocks, f.marked = nil, 0
+			f.goneLens, f.gone = nil, nil
 		}
 	})
 }
@@ -39,13 +40,11 @@ func (s *Store) SetFeed(on bool) {
 // TakeFeed appends to buf every key of shard i (0 <= i < Shards()) changed
 // since the previous call while the feed was on, as TakeShardChanges does
 // for the persister: once per key with its state as it is now, a deleted
-// key with TAT zero. The shard's lock is held only to copy the changes.
+// key with TAT zero. The shard's lock is held only to copy the changes, at
+// most takeChunk of them at a time.
 func (s *Store) TakeFeed(i int, buf []Change) []Change {
 	sh := &s.shards[i]
-	sh.mu.Lock()
-	buf = sh.t.takeChanges(&sh.t.feed, buf)
-	sh.mu.Unlock()
-	return buf
+	return s.takeChanges(sh, &sh.t.feed, buf)
 }
 
 // CopyShard appends to buf every live key of shard i with its state, copied
@@ -64,8 +63,8 @@ func (s *Store) CopyShard(i int, now gcra.Instant, buf []Change) []Change {
 func (t *table) copyLive(now gcra.Instant, keep func(key []byte) bool, buf []Change) []Change {
 	live := func(e *entry) bool { return e.exp > now && (keep == nil || keep(t.keyOf(e))) }
 	size := 0
-	for j := range t.entries {
-		if e := &t.entries[j]; live(e) {
+	for j := range t.slots {
+		if e := &t.slots[j]; e.used() && live(e) {
 			size += e.keyLen()
 			if e.boxed() {
 				size += len(t.value(e))
@@ -73,9 +72,9 @@ func (t *table) copyLive(now gcra.Instant, keep func(key []byte) bool, buf []Cha
 		}
 	}
 	data := make([]byte, 0, size)
-	for j := range t.entries {
-		e := &t.entries[j]
-		if !live(e) {
+	for j := range t.slots {
+		e := &t.slots[j]
+		if !e.used() || !live(e) {
 			continue
 		}
 		off := len(data)
@@ -101,7 +100,7 @@ func (s *Store) Apply(key []byte, kind Kind, exp gcra.Instant, value []byte) err
 	sh := s.shardOf(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if i := sh.t.lookup(key); i >= 0 && sh.t.entries[i].kind() != kind {
+	if i := sh.t.lookup(key); i >= 0 && sh.t.slots[i].kind() != kind {
 		sh.t.removeAt(i)
 	}
 	return sh.t.set(key, kind, exp, value)

@@ -181,22 +181,35 @@ func (s *Store) makeRoom(sh *shard) error {
 // (all of them in a shard that holds no more), the one with the nearest TAT,
 // and reports whether there was one.
 func (sh *shard) evictOne() bool {
-	n := len(sh.t.entries)
-	if n == 0 {
+	t := &sh.t
+	if t.count == 0 {
 		return false
 	}
 	best := -1
 	var bestTAT gcra.Instant
-	for k := 0; k < min(evictionSamples, n); k++ {
-		i := k
-		if n > evictionSamples {
-			i = int(sh.random() % uint64(n))
-		}
-		if tat := sh.t.entries[i].exp; best < 0 || tat < bestTAT {
-			best, bestTAT = i, tat
+	consider := func(p int) {
+		if tat := t.slots[p].exp; best < 0 || tat < bestTAT {
+			best, bestTAT = p, tat
 		}
 	}
-	sh.t.removeAt(best)
+	if t.count <= evictionSamples {
+		for p := range t.slots {
+			if t.slots[p].used() {
+				consider(p)
+			}
+		}
+	} else {
+		// A random slot, or the first key after it: the table is at
+		// least a fifth full, so the walk is short.
+		for range evictionSamples {
+			p := int(sh.random() % uint64(len(t.slots)))
+			for !t.slots[p].used() {
+				p = t.next(p)
+			}
+			consider(p)
+		}
+	}
+	t.removeAt(best)
 	return true
 }
 
@@ -212,16 +225,13 @@ func (sh *shard) random() uint64 {
 	return sh.rng
 }
 
-// mappedInUse is the part of the table's mapped regions in use: entries up
-// to the count, the whole index (hashing touches all of it), the arena up to
-// its end. Regions in the Go heap are counted with the heap.
+// mappedInUse is the part of the table's mapped regions in use: the whole
+// table of slots (hashing touches all of it), the arenas up to their end.
+// Regions in the Go heap are counted with the heap.
 func (t *table) mappedInUse() int64 {
 	var n int64
-	if t.mem.entries.mapped {
-		n += int64(len(t.entries)) * int64(unsafe.Sizeof(entry{}))
-	}
 	if t.mem.slots.mapped {
-		n += int64(len(t.slots)) * 8
+		n += int64(len(t.slots)) * entrySize
 	}
 	if t.mem.arena.mapped {
 		n += int64(len(t.arena))

@@ -13,7 +13,7 @@ func indexBytesOf(s *Store) int64 {
 	var n int64
 	for i := range s.shards {
 		s.shards[i].mu.Lock()
-		n += int64(len(s.shards[i].t.slots)) * 8
+		n += int64(len(s.shards[i].t.slots)) * entrySize
 		s.shards[i].mu.Unlock()
 	}
 	return n
@@ -34,8 +34,8 @@ func TestPrefetchingFollowsTheIndexSize(t *testing.T) {
 		require.Less(t, n, 200_000, "never prefetching")
 	}
 	require.GreaterOrEqual(t, indexBytesOf(s), int64(prefetchMinIndex))
-	// 256 KiB of slots, at most 3/4 full: some 16-24 thousand keys.
-	require.Greater(t, n, 12_000)
+	// 1 MiB of slots, 70% to 87.5% full: some 23-29 thousand keys.
+	require.Greater(t, n, 20_000)
 	require.Less(t, n, 30_000)
 
 	for i := range n - 1000 {

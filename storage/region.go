@@ -45,7 +45,7 @@ func (r region) free() {
 // emptied (a discarded Store), a cleanup unmaps them.
 type tableMem struct{ *regionSet }
 
-type regionSet struct{ slots, entries, arena, vals region }
+type regionSet struct{ slots, arena, vals region }
 
 func newTableMem() *tableMem {
 	m := &tableMem{&regionSet{}}
@@ -55,7 +55,6 @@ func newTableMem() *tableMem {
 
 func (rs *regionSet) free() {
 	rs.slots.free()
-	rs.entries.free()
 	rs.arena.free()
 	rs.vals.free()
 	*rs = regionSet{}

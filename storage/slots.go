@@ -102,8 +102,11 @@ func (s *Store) KeysInSlot(slot, count int, now gcra.Instant, fn func(key []byte
 	sh := &s.shards[slot&int(s.mask)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	for j := 0; j < sh.t.len() && count > 0; j++ {
-		e := &sh.t.entries[j]
+	for j := 0; j < len(sh.t.slots) && count > 0; j++ {
+		e := &sh.t.slots[j]
+		if !e.used() {
+			continue
+		}
 		if key := sh.t.keyOf(e); e.exp > now && cluster.Slot(key) == slot {
 			fn(key)
 			count--
@@ -122,13 +125,19 @@ func (s *Store) DeleteSlot(slot int) int {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	n := 0
-	for j := 0; j < sh.t.len(); {
-		if cluster.Slot(sh.t.keyOf(&sh.t.entries[j])) == slot {
-			sh.t.removeAt(j) // the last entry moved to j: look at j again
-			n++
-			continue
+	// A deletion moves the next entries back, and may shrink the table,
+	// moving every entry: pass again until a pass finds none of the slot's.
+	for found := true; found; {
+		found = false
+		for j := 0; j < len(sh.t.slots); {
+			if e := &sh.t.slots[j]; e.used() && cluster.Slot(sh.t.keyOf(e)) == slot {
+				sh.t.removeAt(j) // the next entry may have moved to j: look at j again
+				n++
+				found = true
+				continue
+			}
+			j++
 		}
-		j++
 	}
 	s.setFrozen(sh, slot, false)
 	return n

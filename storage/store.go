@@ -190,7 +190,7 @@ func (s *Store) ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant
 	var tat gcra.Instant // an expired TAT is <= now: Decide treats it as absent
 	i := sh.t.lookupHashed(key, h)
 	if i >= 0 {
-		e := &sh.t.entries[i]
+		e := &sh.t.slots[i]
 		tat = e.exp
 		if e.boxed() {
 			if s.otherKind(sh, key, tat, now) {
@@ -389,14 +389,41 @@ func (s *Store) TakeChanges(buf []Change) []Change {
 }
 
 // TakeShardChanges is TakeChanges for shard i alone (0 <= i < Shards()), so
-// that a flush can write the store in bounded batches.
+// that a flush can write the store in bounded batches. It holds the shard's
+// lock for at most takeChunk changes at a time, whatever their number, and
+// reports every change made before it was called, each key as it is at
+// some moment of the call.
 func (s *Store) TakeShardChanges(i int, buf []Change) []Change {
 	sh := &s.shards[i]
-	sh.mu.Lock()
-	buf = sh.t.takeChanges(&sh.t.log, buf)
-	sh.mu.Unlock()
-	return buf
+	return s.takeChanges(sh, &sh.t.log, buf)
 }
+
+// takeChanges takes l's changes, l a log of sh's table, in steps of at most
+// takeChunk records, the lock released between them. Only one take of a
+// log may run at once (the Flusher's lock, or replication's one goroutine).
+func (s *Store) takeChanges(sh *shard, l *changeLog, buf []Change) []Change {
+	sh.mu.Lock()
+	sh.t.beginTake(l)
+	for {
+		var done bool
+		buf, done = sh.t.takeSome(l, buf, takeChunk)
+		sh.mu.Unlock()
+		if done {
+			return buf
+		}
+		// Let a decision waiting on the lock have it: Unlock alone hands
+		// it over only to a waiter that has run again.
+		runtime.Gosched()
+		if betweenTakeSteps != nil {
+			betweenTakeSteps()
+		}
+		sh.mu.Lock()
+	}
+}
+
+// betweenTakeSteps, when set (by tests), runs between a take's steps,
+// the shard unlocked.
+var betweenTakeSteps func()
 
 // Reserve runs one CL.RESERVE decision (gcra.Reserve) for key at now under
 // its shard lock and stores the new TAT when the reservation is made. With

@@ -41,45 +41,46 @@ func (s *Store) ExpireSome(now gcra.Instant, perShard int) int {
 	return total
 }
 
-// Scan calls fn for live keys, at most count entries examined, starting at
+// Scan calls fn for live keys, about count of them examined, starting at
 // cursor, and returns the cursor to pass next; 0 means the scan is complete.
-// As Redis's SCAN, a key present for the whole scan is returned at least once
-// unless it is moved by a concurrent deletion. fn runs under the key's shard
-// lock and gets a view of the key's bytes, valid only during the call: it
-// must copy what it keeps (nothing is copied for a key it passes over), be
-// quick, and not call the Store.
+// A key present for the whole scan is returned exactly once, however the
+// shards grow, shrink or move their keys meanwhile: a shard is walked in the
+// order of its keys' hashes (table.scan). fn runs under the key's shard lock
+// and gets a view of the key's bytes, valid only during the call: it must
+// copy what it keeps (nothing is copied for a key it passes over), be quick,
+// and not call the Store.
 func (s *Store) Scan(cursor uint64, count int, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) uint64 {
 	return s.scan(nil, cursor, count, now, fn)
 }
 
 func (s *Store) scan(tx *Txn, cursor uint64, count int, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) uint64 {
-	// The cursor is shard<<32 | index within the shard's entries.
-	si, idx := int(cursor>>32), int(cursor&0xffffffff)
+	// The cursor is shard<<32 | the hash the shard's walk goes on from.
+	si, from := int(cursor>>32), cursor&0xffffffff
 	for si < len(s.shards) && count > 0 {
 		sh := &s.shards[si]
 		held := tx.holds(si)
 		if !held {
 			sh.mu.Lock()
 		}
-		for idx < sh.t.len() && count > 0 {
-			if tat := sh.t.expAt(idx); tat > now {
-				fn(sh.t.viewAt(idx), tat)
+		covered, next, done := sh.t.scan(from, count, func(e *entry) {
+			if e.exp > now {
+				fn(sh.t.keyOf(e), e.exp)
 			}
-			idx++
-			count--
-		}
-		done := idx >= sh.t.len()
+		})
 		if !held {
 			sh.mu.Unlock()
 		}
+		count -= max(covered, 1)
 		if done {
-			si, idx = si+1, 0
+			si, from = si+1, 0
+		} else {
+			from = next
 		}
 	}
 	if si >= len(s.shards) {
 		return 0
 	}
-	return uint64(si)<<32 | uint64(idx)
+	return uint64(si)<<32 | from
 }
 
 // Each calls fn for every live key, one whole shard at a time under its
@@ -88,9 +89,9 @@ func (s *Store) Each(now gcra.Instant, fn func(key []byte, tat gcra.Instant)) { 
 
 func (s *Store) each(tx *Txn, now gcra.Instant, fn func(key []byte, tat gcra.Instant)) {
 	s.forShards(tx, func(sh *shard) {
-		for j := 0; j < sh.t.len(); j++ {
-			if tat := sh.t.expAt(j); tat > now {
-				fn(sh.t.viewAt(j), tat)
+		for p := range sh.t.slots {
+			if e := &sh.t.slots[p]; e.used() && e.exp > now {
+				fn(sh.t.keyOf(e), e.exp)
 			}
 		}
 	})

@@ -14,25 +14,41 @@ import (
 // table is one shard's keyspace. It is not safe for concurrent use: its shard's
 // mutex guards it.
 //
-// Keys live in a dense array, entries, so that the sweeper and SCAN can walk
-// it with a plain index as their cursor; removing a key moves the last entry
-// into its place. An open-addressing index, slots, finds a key's entry. A key
-// of up to inlineKey bytes is stored in its entry, so a lookup touches two
-// cache lines (slot, entry); a longer one lives in a byte arena. None of the
+// The table is one array of 32-byte entries, slots, in which a key's entry is
+// found from its hash alone: it lives at its home slot or, pushed on by
+// collisions, in the slots after it (linear probing), two to a cache line. So
+// a lookup is one random read of memory, where an index of slots pointing into
+// a dense array of entries took two dependent ones, each a cache miss once
+// the keyspace outgrows the caches (pipelined over 100k keys, the index's
+// find took 22% of the server's CPU). A key of up to inlineKey bytes is
+// stored in its entry; a longer one lives in a byte arena, a boxed kind's
+// state (and its key) in the value arena (table.setValue). None of the
 // arrays holds a pointer, so the garbage collector never scans them, and
 // large ones are mapped outside the Go heap (see region): a million keys cost
 // their own bytes in RSS, not twice that under GOGC's heap goal.
 //
-// A table holds at most 2^32-2 keys (a shard, not the store; the index keeps
-// an entry's position in 32 bits); a key is under 256 MiB. Beyond either
-// it refuses the key (ErrFull, ErrKeyTooLong) rather than fail.
+// The probing is Robin Hood's: along a run of occupied slots the entries are
+// in the order of their home slots, each entry's distance from its home is in
+// its entry (at most maxDist), and a lookup stops at the first entry that is
+// closer to its home than the key would be. A key's home is its hash scaled
+// to the table's length (hash*len>>32), so the table may have any length: it
+// grows by a quarter when it would be more than 7/8 full, which keeps it
+// between 70% and 87.5% full, 36.6 to 45.7 bytes a key. And a home grows
+// with the hash, so SCAN walks a table in the order of its keys' hashes, and
+// a resize between two calls neither skips nor repeats a key (table.scan).
+// Deleting shifts the entries after it back (no tombstones).
+//
+// A table holds at most 2^32-2 keys (a shard, not the store); a key is under
+// 256 MiB. Beyond either it refuses the key (ErrFull, ErrKeyTooLong) rather
+// than fail.
 type table struct {
-	// entries has one element per key; its capacity is mem.entries'.
-	entries []entry
-	// slots is the index: 0 for an empty slot, else the key's 32-bit hash
-	// in the high half and its entry index + 1 in the low half. Its length
-	// is zero or a power of two; linear probing; at most 3/4 full.
-	slots []uint64
+	// slots holds the entries, empty ones zero; its length is zero or at
+	// least minSlots, its capacity mem.slots'.
+	slots []entry
+	count int // occupied slots
+	// resizes counts the moves to new slots, so that a walk that deletes
+	// (expire) knows to start again.
+	resizes int
 	// arena holds the keys longer than inlineKey; its capacity is
 	// mem.arena's. Removed keys leave garbage bytes until it is compacted.
 	arena   []byte
@@ -59,27 +75,34 @@ type table struct {
 
 	// index is where slots is and how long, for prefetches made without
 	// the lock (Store.PrefetchIndex); written under it by setSlots, which also
-	// keeps the store's count of index bytes, indexBytes (nil: none).
-	index      atomic.Uint64
+	// keeps the store's count of table bytes, indexBytes (nil: none).
+	index      atomic.Pointer[tableIndex]
 	indexBytes *atomic.Int64
 }
 
-// entry is one key: its kind, when it expires and its state. A TAT key (the
-// GCRA family's) holds its TAT in exp, which is also when it expires, and a
-// key of up to inlineKey bytes in the entry itself: 32 bytes a key. A key of
-// another kind (a window) keeps its key and its state together in the value
-// arena (table.setValue), and exp is only its expiry.
+// entry is one key, or an empty slot (n zero): its kind, when it expires and
+// its state. A TAT key (the GCRA family's) holds its TAT in exp, which is
+// also when it expires, and a key of up to inlineKey bytes in the entry
+// itself. A key of another kind (a window) keeps its key and its state
+// together in the value arena (table.setValue), and exp is only its expiry.
 type entry struct {
 	exp gcra.Instant
-	n   uint32 // key length (lenMask), kind (kindMask), dirtyBit, feedBit
-	// key holds the key when inline (a TAT key of up to inlineKey bytes),
-	// else the key's offset in the arena (little-endian, bytes 0-7); for a
-	// boxed kind, its blob's offset in the value arena (0-7) and its
-	// state's capacity (16-19): the key is in the blob (entry.valOff).
+	// n is the entry's tag (its Kind + 1; 0 for an empty slot), longBit,
+	// dirtyBit, feedBit, an inline key's length and 14 bits of its hash
+	// (hashBits), and the distance from the key's home slot.
+	n uint32
+	// key holds the key when inline (a TAT key of up to inlineKey bytes).
+	// Otherwise bytes 8-11 hold its length and 12-15 its hash (hashKey), and
+	// a long TAT key's offset in the arena is in bytes 0-7 (little-endian); a
+	// boxed kind's blob's offset in the value arena is there, and its state's
+	// capacity in bytes 16-19: the key is in the blob (entry.valOff).
 	key [inlineKey]byte
 }
 
-const inlineKey = 20 // makes an entry 32 bytes: two per cache line
+const (
+	inlineKey = 20 // makes an entry 32 bytes: two per cache line
+	entrySize = 32
+)
 
 // Kind is what a key holds.
 type Kind uint8
@@ -94,33 +117,64 @@ const (
 )
 
 const (
-	// dirtyBit in entry.n marks a key written since the last takeChanges
-	// (only when tracking).
+	// dirtyBit in entry.n marks a key written since the persister last took
+	// the changes (only when tracking).
 	dirtyBit = 1 << 31
-	// kindShift and kindMask place the Kind in entry.n.
-	kindShift = 29
-	kindMask  = 3 << kindShift
 	// feedBit marks a key written since replication last took the
 	// changes (only while it records them).
-	feedBit = 1 << 28
-	// lenMask is the key's length: a key is at most 256 MiB long.
-	lenMask = feedBit - 1
+	feedBit = 1 << 30
+	// tagShift and tagMask place the entry's tag in entry.n: its Kind + 1,
+	// 0 for an empty slot.
+	tagShift = 28
+	tagMask  = 3 << tagShift
+	tatTag   = uint32(KindTAT+1) << tagShift
+	// longBit marks a TAT key too long for its entry, kept in the arena.
+	longBit = 1 << 27
+	// lenShift and inlineLenMask place an inline key's length.
+	lenShift      = 8
+	inlineLenMask = 31 << lenShift
+	// hashBitsShift and hashBitsMask place 14 bits of an inline key's hash
+	// (hashBits): a lookup passes over all but one in 16384 of the other
+	// keys of its length without comparing their bytes.
+	hashBitsShift = 13
+	hashBitsMask  = (1<<14 - 1) << hashBitsShift
+	// distMask is the entry's distance from its key's home slot.
+	distMask = 255
+	maxDist  = distMask
+	// inlineSig is what entry.n holds, masked so, for an inline key:
+	// tatTag | length<<lenShift | hashBits of its hash.
+	inlineSig = tagMask | longBit | hashBitsMask | inlineLenMask
+
+	// lenMask bounds a key's length: a key is at most 256 MiB long.
+	lenMask = 1<<28 - 1
 
 	minSlots     = 8
-	minEntries   = 4
 	minArena     = 256
 	compactArena = 4 << 10 // arenas smaller than this are never compacted
 )
 
-func (e *entry) kind() Kind     { return Kind(e.n & kindMask >> kindShift) }
-func (e *entry) keyLen() int    { return int(e.n & lenMask) }
-func (e *entry) inline() bool   { return e.n&(kindMask|lenMask) <= inlineKey }
-func (e *entry) boxed() bool    { return e.n&kindMask != 0 }
+func (e *entry) used() bool     { return e.n&tagMask != 0 }
+func (e *entry) kind() Kind     { return Kind(e.n>>tagShift&3) - 1 }
+func (e *entry) inline() bool   { return e.n&(tagMask|longBit) == tatTag }
+func (e *entry) boxed() bool    { return e.n&tagMask > tatTag }
+func (e *entry) dist() int      { return int(e.n & distMask) }
 func (e *entry) keyOff() uint64 { return binary.LittleEndian.Uint64(e.key[:]) }
 
-// maxEntries is the most keys one table holds: the index keeps an entry's
-// position + 1 in 32 bits, and 0 means an empty slot. (A variable so that a
-// test can reach it without 4 billion keys.)
+func (e *entry) keyLen() int {
+	if e.inline() {
+		return int(e.n & inlineLenMask >> lenShift)
+	}
+	return int(binary.LittleEndian.Uint32(e.key[8:]))
+}
+
+// setOutside records the length and hash of a key kept outside the entry.
+func (e *entry) setOutside(n int, h uint32) {
+	binary.LittleEndian.PutUint32(e.key[8:], uint32(n))
+	binary.LittleEndian.PutUint32(e.key[12:], h)
+}
+
+// maxEntries is the most keys one table holds. (A variable so that a test
+// can reach it without 4 billion keys.)
 var maxEntries = math.MaxUint32 - 1
 
 var keySeed = maphash.MakeSeed()
@@ -130,8 +184,7 @@ var keySeed = maphash.MakeSeed()
 // (hashKey), so that a decision hashes its key once.
 func keyHash(key []byte) uint64 { return maphash.Bytes(keySeed, key) }
 
-// hashKey is the table's hash of a key: its low bits pick the home slot, all
-// 32 are kept in the slot to skip most mismatches without reading the entry.
+// hashKey is the table's hash of a key, which picks its home slot.
 func hashKey(key []byte) uint32 { return uint32(keyHash(key) >> 32) }
 
 func newTable(track bool) table {
@@ -139,87 +192,95 @@ func newTable(track bool) table {
 }
 
 // len returns the number of keys, expired or not.
-func (t *table) len() int { return len(t.entries) }
+func (t *table) len() int { return t.count }
 
-// expAt returns when the entry at i expires (a TAT key's TAT), for i < len().
-func (t *table) expAt(i int) gcra.Instant { return t.entries[i].exp }
+// home is the slot where a key whose hash is h belongs: h scaled to the
+// table's length, so that homes grow with hashes.
+func (t *table) home(h uint32) int { return int(uint64(h) * uint64(len(t.slots)) >> 32) }
 
-// keyAt returns a copy of the key at i, for i < len(): the copy stays valid
-// whatever happens to the table afterwards.
-func (t *table) keyAt(i int) string { return string(t.keyOf(&t.entries[i])) }
+// next is the slot after p, wrapping around.
+func (t *table) next(p int) int {
+	if p++; p == len(t.slots) {
+		return 0
+	}
+	return p
+}
 
-// viewAt returns the key at i, for i < len(), as a view of the table's
-// memory: valid until the table next changes.
-func (t *table) viewAt(i int) []byte { return t.keyOf(&t.entries[i]) }
+// hashBits is the bits of a key's hash h an inline entry keeps in n: the low
+// ones, as keys near one another share the high ones that pick their homes.
+func hashBits(h uint32) uint32 { return h << hashBitsShift & hashBitsMask }
+
+// hashOf is the table's hash of e's key.
+func (t *table) hashOf(e *entry) uint32 {
+	if e.inline() {
+		return hashKey(e.key[:e.keyLen()])
+	}
+	return binary.LittleEndian.Uint32(e.key[12:])
+}
 
 // keyOf returns e's key as a view of the table's memory, valid until the
 // table next changes.
 func (t *table) keyOf(e *entry) []byte {
-	n := e.keyLen()
 	if e.inline() {
-		return e.key[:n]
+		return e.key[:e.keyLen()]
 	}
 	if e.boxed() {
 		return t.boxedKey(e)
 	}
 	off := e.keyOff()
-	return t.arena[off : off+uint64(n)]
+	return t.arena[off : off+uint64(e.keyLen())]
 }
 
-// find returns the entry index of key, whose hash is h, and the position of
-// its slot; for an absent key, -1 and the empty slot where it would go. The
-// index must not be empty.
-func (t *table) find(key []byte, h uint32) (idx, pos int) {
-	mask := len(t.slots) - 1
-	for p := int(h) & mask; ; p = (p + 1) & mask {
-		s := t.slots[p]
-		if s == 0 {
-			return -1, p
+// find returns the slot of key, whose hash is h, and true; for an absent
+// key, the slot where it would go and false. The table must have slots.
+func (t *table) find(key []byte, h uint32) (int, bool) {
+	sig := uint32(inlineSig) // no entry's: an inline key of this length cannot be
+	if len(key) <= inlineKey {
+		sig = tatTag | uint32(len(key))<<lenShift | hashBits(h)
+	}
+	p := t.home(h)
+	for d := uint32(0); ; d++ {
+		e := &t.slots[p]
+		if e.n&inlineSig == sig && string(e.key[:len(key)]) == string(key) {
+			return p, true
 		}
-		if uint32(s>>32) == h {
-			i := int(uint32(s)) - 1
-			if e := &t.entries[i]; e.keyLen() == len(key) && string(t.keyOf(e)) == string(key) {
-				return i, p
-			}
+		if e.n&tagMask == 0 || e.n&distMask < d {
+			return p, false // an empty slot, or one whose key belongs after key's
+		}
+		if !e.inline() && binary.LittleEndian.Uint32(e.key[12:]) == h && string(t.keyOf(e)) == string(key) {
+			return p, true
+		}
+		if p++; p == len(t.slots) {
+			p = 0
 		}
 	}
 }
 
-// slotOf returns the position of the slot pointing at entry i.
-func (t *table) slotOf(i int) int {
-	h := hashKey(t.keyOf(&t.entries[i]))
-	mask := len(t.slots) - 1
-	want := uint64(h)<<32 | uint64(i+1)
-	for p := int(h) & mask; ; p = (p + 1) & mask {
-		if t.slots[p] == want {
-			return p
-		}
-	}
-}
-
-// lookup returns the entry index of key, or -1.
+// lookup returns the slot of key, or -1.
 func (t *table) lookup(key []byte) int { return t.lookupHashed(key, hashKey(key)) }
 
 // lookupHashed is lookup of a key that hashes to h.
 func (t *table) lookupHashed(key []byte, h uint32) int {
-	if len(t.entries) == 0 {
+	if t.count == 0 {
 		return -1
 	}
-	i, _ := t.find(key, h)
-	return i
+	if p, ok := t.find(key, h); ok {
+		return p
+	}
+	return -1
 }
 
-// setTAT stores tat as the TAT of the TAT key at i.
-func (t *table) setTAT(i int, tat gcra.Instant) {
-	t.entries[i].exp = tat
-	t.markDirty(i)
+// setTAT stores tat as the TAT of the TAT key at slot p.
+func (t *table) setTAT(p int, tat gcra.Instant) {
+	t.slots[p].exp = tat
+	t.markDirty(p)
 }
 
 // get returns what key holds, expired or not: its expiry (a TAT key's TAT)
 // and its kind.
 func (t *table) get(key []byte) (gcra.Instant, Kind, bool) {
-	if i := t.lookup(key); i >= 0 {
-		e := &t.entries[i]
+	if p := t.lookup(key); p >= 0 {
+		e := &t.slots[p]
 		return e.exp, e.kind(), true
 	}
 	return 0, 0, false
@@ -230,11 +291,9 @@ func (t *table) get(key []byte) (gcra.Instant, Kind, bool) {
 // (ErrKeyTooLong, ErrFull).
 func (t *table) put(key []byte, tat gcra.Instant) error {
 	h := hashKey(key)
-	if len(t.entries) > 0 {
-		if i, _ := t.find(key, h); i >= 0 {
-			t.setTAT(i, tat)
-			return nil
-		}
+	if p := t.lookupHashed(key, h); p >= 0 {
+		t.setTAT(p, tat)
+		return nil
 	}
 	return t.add(key, h, tat, KindTAT, nil)
 }
@@ -245,40 +304,79 @@ func (t *table) insert(key string, tat gcra.Instant) error {
 	return t.add(b, hashKey(b), tat, KindTAT, nil)
 }
 
-// add appends an entry of kind for key, which is absent and hashes to h;
+// add stores an entry of kind for key, which is absent and hashes to h;
 // value is a boxed kind's state (a TAT key has none).
 func (t *table) add(key []byte, h uint32, exp gcra.Instant, kind Kind, value []byte) error {
 	if len(key) > lenMask {
 		return ErrKeyTooLong
 	}
-	n := len(t.entries)
-	if n >= maxEntries {
+	if t.count >= maxEntries {
 		return ErrFull
 	}
-	if (n+1)*4 > len(t.slots)*3 {
-		t.resizeSlots(max(minSlots, 2*len(t.slots)))
+	if (t.count+1)*8 > len(t.slots)*7 {
+		t.resize(t.grown())
 	}
-	if n == cap(t.entries) {
-		t.resizeEntries(max(minEntries, 2*n))
-	}
-	e := entry{exp: exp, n: uint32(len(key)) | uint32(kind)<<kindShift}
+	e := entry{exp: exp, n: uint32(kind+1) << tagShift}
 	switch {
 	case e.boxed():
+		e.setOutside(len(key), h)
 		e.setVal(t.addBlob(key, value))
-	case e.inline():
+	case len(key) <= inlineKey:
+		e.n |= uint32(len(key))<<lenShift | hashBits(h)
 		copy(e.key[:], key)
 	default:
+		e.n |= longBit
+		e.setOutside(len(key), h)
 		binary.LittleEndian.PutUint64(e.key[:], t.appendKey(key))
 	}
-	t.entries = append(t.entries, e) // within capacity: never reallocates
-
-	_, pos := t.find(key, h) // an empty slot, as the key is absent
-	t.slots[pos] = uint64(h)<<32 | uint64(n+1)
-	t.markDirty(n)
+	p, ok := t.place(e, h)
+	for !ok { // a key too far from its home: never, short of 256 keys with one hash
+		t.resize(t.grown())
+		p, ok = t.place(e, h)
+	}
+	t.count++
+	t.markDirty(p)
 	if t.slotKeys != nil {
 		t.slotKeys[cluster.Slot(key)]++
 	}
 	return nil
+}
+
+// grown is the table's length for one more key: a quarter more.
+func (t *table) grown() int { return max(minSlots, len(t.slots)+len(t.slots)/4) }
+
+// place puts e, whose key hashes to h and is absent, in its slot, shifting
+// the entries after it in their run on by one, and returns its slot. It
+// reports false, changing nothing, if that would put an entry further than
+// maxDist from its home.
+func (t *table) place(e entry, h uint32) (int, bool) {
+	p, d := t.home(h), uint32(0)
+	for s := &t.slots[p]; s.used() && s.n&distMask >= d; s = &t.slots[p] {
+		p, d = t.next(p), d+1
+		if d > maxDist {
+			return 0, false
+		}
+	}
+	q := p // the end of the run, an empty slot
+	for t.slots[q].used() {
+		if t.slots[q].n&distMask == maxDist {
+			return 0, false
+		}
+		q = t.next(q)
+	}
+	for q != p {
+		from := q - 1
+		if from < 0 {
+			from = len(t.slots) - 1
+		}
+		t.slots[q] = t.slots[from]
+		t.slots[q].n++
+		t.moved(q)
+		q = from
+	}
+	e.n = e.n&^distMask | d
+	t.slots[p] = e
+	return p, true
 }
 
 // appendKey copies a long key to the end of the arena, making room by
@@ -299,9 +397,9 @@ func (t *table) appendKey(key []byte) uint64 {
 func (t *table) compactArena(size int) {
 	old := replaceRegion(&t.mem.arena, size)
 	arena := t.mem.arena.b[:0]
-	for i := range t.entries {
-		e := &t.entries[i]
-		if !e.inline() && !e.boxed() {
+	for i := range t.slots {
+		e := &t.slots[i]
+		if e.used() && !e.inline() && !e.boxed() {
 			off := len(arena)
 			arena = append(arena, t.keyOf(e)...)
 			binary.LittleEndian.PutUint64(e.key[:], uint64(off))
@@ -312,47 +410,60 @@ func (t *table) compactArena(size int) {
 	old.free()
 }
 
-// resizeEntries moves the entries to an array of capacity n >= len.
-func (t *table) resizeEntries(n int) {
-	old := replaceRegion(&t.mem.entries, n*int(unsafe.Sizeof(entry{})))
-	es := unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(t.mem.entries.b))), n)
-	t.entries = es[:copy(es, t.entries)]
+// resize moves the entries to a table of n slots, n >= minSlots and more
+// than the keys, growing it further in the (never seen) case that a key
+// would land too far from its home.
+func (t *table) resize(n int) {
+	t.resizes++
+	old, oldSlots := t.mem.slots, t.slots
+	for {
+		t.mem.slots = allocRegion(n * entrySize)
+		t.setSlots(unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(t.mem.slots.b))), n))
+		t.log.resized()
+		t.feed.resized()
+		if t.rehash(oldSlots) {
+			break
+		}
+		t.mem.slots.free()
+		n += n / 4
+	}
 	old.free()
 }
 
-// resizeSlots rebuilds the index with n slots, a power of two.
-func (t *table) resizeSlots(n int) {
-	old, oldSlots := replaceRegion(&t.mem.slots, n*8), t.slots
-	t.setSlots(unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(t.mem.slots.b))), n))
-	mask := n - 1
-	for _, s := range oldSlots {
-		if s == 0 {
+// rehash places every entry of old in the table's fresh slots, in order:
+// their homes in the new table are in about the same order, so few move
+// twice.
+func (t *table) rehash(old []entry) bool {
+	for i := range old {
+		e := old[i]
+		if !e.used() {
 			continue
 		}
-		p := int(s>>32) & mask
-		for t.slots[p] != 0 {
-			p = (p + 1) & mask
+		p, ok := t.place(e, t.hashOf(&e))
+		if !ok {
+			return false
 		}
-		t.slots[p] = s
+		t.notePending(p)
 	}
-	old.free()
+	return true
 }
 
 // remove deletes key and reports whether it was present.
 func (t *table) remove(key []byte) bool {
-	i := t.lookup(key)
-	if i < 0 {
+	p := t.lookup(key)
+	if p < 0 {
 		return false
 	}
-	t.removeAt(i)
+	t.removeAt(p)
 	return true
 }
 
-// removeAt deletes the entry at i by moving the last entry into its place.
-func (t *table) removeAt(i int) {
-	e := &t.entries[i]
-	t.deleteSlot(t.slotOf(i))
-	t.deleted(t.keyOf(e))
+// removeAt deletes the entry at slot p, shifting back the entries after it
+// in its run that are not at their home. The table may shrink: the slots
+// of every other key may change.
+func (t *table) removeAt(p int) {
+	e := &t.slots[p]
+	t.deleted(e)
 	if t.obs != nil {
 		t.obs.Changed(t.keyOf(e))
 	}
@@ -365,25 +476,23 @@ func (t *table) removeAt(i int) {
 	case !e.inline():
 		t.garbage += e.keyLen()
 	}
-
-	last := len(t.entries) - 1
-	if i != last {
-		p := t.slotOf(last)
-		t.slots[p] = t.slots[p]&^math.MaxUint32 | uint64(i+1)
-		t.entries[i] = t.entries[last]
-		t.moved(i) // its index changed
+	for q := t.next(p); t.slots[q].n&distMask != 0; q = t.next(q) {
+		// A used slot at distance 0 or an empty slot ends the shift.
+		t.slots[p] = t.slots[q]
+		t.slots[p].n--
+		t.moved(p)
+		p = q
 	}
-	t.entries = t.entries[:last]
+	t.slots[p] = entry{}
+	t.count--
 
 	switch {
-	case last == 0:
+	case t.count == 0:
 		t.release()
 		return
-	case last*16 < len(t.slots) && len(t.slots) > minSlots:
-		t.resizeSlots(len(t.slots) / 2)
-	}
-	if last*4 < cap(t.entries) && cap(t.entries) > minEntries {
-		t.resizeEntries(cap(t.entries) / 2)
+	case t.count*5 < len(t.slots) && len(t.slots) > minSlots:
+		// Under a fifth full: half full again.
+		t.resize(max(minSlots, 2*t.count))
 	}
 	if used := len(t.arena); t.garbage > used/2 && used >= compactArena {
 		t.compactArena(2 * (used - t.garbage))
@@ -391,40 +500,38 @@ func (t *table) removeAt(i int) {
 	t.maybeCompactValues()
 }
 
-// deleteSlot empties the slot at p, shifting back the slots after it that
-// would otherwise no longer be found (linear probing needs no tombstones).
-func (t *table) deleteSlot(p int) {
-	mask := len(t.slots) - 1
-	for q := (p + 1) & mask; t.slots[q] != 0; q = (q + 1) & mask {
-		home := int(t.slots[q]>>32) & mask
-		// The slot at q may move to p unless its home lies cyclically in
-		// (p, q]: a lookup starting there would not see p.
-		if (q-home)&mask >= (q-p)&mask {
-			t.slots[p] = t.slots[q]
-			p = q
-		}
-	}
-	t.slots[p] = 0
-}
-
 // release frees the table's memory; it must hold no key.
 func (t *table) release() {
 	t.setSlots(nil)
 	t.mem.free()
-	t.entries, t.arena, t.garbage = nil, nil, 0
+	t.count = 0
+	t.arena, t.garbage = nil, 0
 	t.vals, t.valGarbage = nil, 0
+	t.log.resized()
+	t.feed.resized()
 }
 
-// expire deletes expired entries among at most n starting at cursor and returns
-// where the next pass should start and how many it deleted.
+// expire deletes expired entries among at most n starting at slot cursor,
+// and returns where the next pass should start and how many it deleted.
 func (t *table) expire(cursor, n int, now gcra.Instant) (next, expired int) {
-	if cursor >= len(t.entries) {
+	if cursor >= len(t.slots) {
 		cursor = 0
 	}
-	for i := cursor; i < len(t.entries) && n > 0; n-- {
-		if t.entries[i].exp <= now {
-			t.removeAt(i) // the last entry moved to i: look at i again
+	for i := cursor; i < len(t.slots) && n > 0; {
+		e := &t.slots[i]
+		if !e.used() {
+			i++
+			cursor = i
+			continue
+		}
+		n--
+		if e.exp <= now {
+			resizes := t.resizes
+			t.removeAt(i) // the next entry may have moved to i: look at i again
 			expired++
+			if t.resizes != resizes {
+				i, cursor = 0, 0 // every entry moved
+			}
 			continue
 		}
 		i++
@@ -435,11 +542,52 @@ func (t *table) expire(cursor, n int, now gcra.Instant) (next, expired int) {
 
 // clear deletes every key.
 func (t *table) clear() {
-	for i := range t.entries {
-		t.deleted(t.keyOf(&t.entries[i]))
-		if t.slotKeys != nil {
-			t.slotKeys[cluster.Slot(t.keyOf(&t.entries[i]))]--
+	for i := range t.slots {
+		if e := &t.slots[i]; e.used() {
+			t.deleted(e)
+			if t.slotKeys != nil {
+				t.slotKeys[cluster.Slot(t.keyOf(e))]--
+			}
 		}
 	}
 	t.release()
+}
+
+// scan calls fn for the entries whose hash is from or more and whose home is
+// among the count slots from from's, in the order of their homes, and returns
+// how many homes it covered and the hash to start the next call from, or
+// done: the hashes of all keys are below it. A table that resizes between
+// two calls is walked on from the same hash, so every key present through
+// the walk is seen exactly once.
+func (t *table) scan(from uint64, count int, fn func(e *entry)) (covered int, next uint64, done bool) {
+	n := len(t.slots)
+	if n == 0 {
+		return 0, 0, true
+	}
+	p0 := int(from * uint64(n) >> 32)
+	p1 := min(n, p0+max(count, 1))
+	// i runs on past the end of the slots for the run that wraps around;
+	// home is the entry's home slot in the same unwrapped numbering.
+	for i := p0; ; i++ {
+		e := &t.slots[i%n]
+		if !e.used() {
+			if i >= p1 {
+				break
+			}
+			continue
+		}
+		home := i - e.dist()
+		if home >= p1 {
+			break
+		}
+		if home < p0 || home == p0 && uint64(t.hashOf(e)) < from {
+			continue
+		}
+		fn(e)
+	}
+	if p1 == n {
+		return p1 - p0, 0, true
+	}
+	// The least hash whose home is p1 or after.
+	return p1 - p0, (uint64(p1)<<32 + uint64(n) - 1) / uint64(n), false
 }

@@ -13,59 +13,77 @@ import (
 	"redcell/gcra"
 )
 
-// check verifies the table's invariants: every entry is found through its
-// slot, every slot points at the entry whose key hashes to its tag, the
-// arena's garbage is what no entry uses, and every dirty entry has a pending
-// record at its current index.
+// check verifies the table's invariants: the count is the slots in use;
+// every entry is at its distance from its home slot, the slots between
+// occupied, and each run in the order of its homes (Robin Hood); every key is
+// found where it is; the table is at most 7/8 full; the arenas' garbage is
+// what no entry uses; and each change log's count of marked entries is
+// theirs, each marked entry's block marked.
 func (t *table) check(tb testing.TB) {
 	tb.Helper()
-	if len(t.entries) == 0 {
-		require.Empty(tb, t.slots, "an empty table holds no index")
+	if t.count == 0 {
+		require.Empty(tb, t.slots, "an empty table holds no slots")
+		require.Zero(tb, t.log.marked)
+		require.Zero(tb, t.feed.marked)
 		return
 	}
-	require.Equal(tb, 0, len(t.slots)&(len(t.slots)-1), "slots: a power of two")
-	require.LessOrEqual(tb, len(t.entries)*4, len(t.slots)*3, "slots at most 3/4 full")
-	used, liveArena := 0, 0
-	for p, s := range t.slots {
-		if s == 0 {
+	n := len(t.slots)
+	require.GreaterOrEqual(tb, n, minSlots)
+	require.LessOrEqual(tb, t.count*8, n*7, "at most 7/8 full")
+	used, liveArena, marked, fed := 0, 0, 0, 0
+	for p := range t.slots {
+		e := &t.slots[p]
+		if !e.used() {
+			require.Zero(tb, *e, "slot %d: an empty slot is zero", p)
 			continue
 		}
 		used++
-		i := int(uint32(s)) - 1
-		require.Less(tb, i, len(t.entries), "slot %d points past the entries", p)
-		key := t.keyOf(&t.entries[i])
-		require.Equal(tb, hashKey(key), uint32(s>>32), "slot %d: tag is the key's hash", p)
-		got, pos := t.find(key, hashKey(key))
-		require.Equal(tb, i, got, "key %q found at its entry", key)
-		require.Equal(tb, p, pos, "key %q found through its slot", key)
-	}
-	require.Equal(tb, len(t.entries), used, "one slot per entry")
-	pending := map[int]bool{}
-	for _, c := range t.log.records {
-		if c&deletedBit == 0 {
-			pending[int(c)] = true
+		key := t.keyOf(e)
+		h := hashKey(key)
+		require.Equal(tb, h, t.hashOf(e), "slot %d: the hash kept is the key's", p)
+		if e.inline() {
+			require.Equal(tb, hashBits(h), e.n&hashBitsMask, "slot %d: an inline key's hash bits", p)
+		} else {
+			require.Zero(tb, e.n&hashBitsMask, "slot %d: hash bits only for an inline key", p)
 		}
-	}
-	for i := range t.entries {
-		e := &t.entries[i]
-		if n := e.keyLen(); !e.inline() && !e.boxed() {
-			liveArena += n
-			off := int(binary.LittleEndian.Uint64(e.key[:]))
-			require.LessOrEqual(tb, off+n, len(t.arena), "entry %d: key inside the arena", i)
+		home := t.home(h)
+		require.Equal(tb, (p-home+n)%n, e.dist(), "slot %d (%q): distance from its home %d", p, key, home)
+		for q := home; q != p; q = t.next(q) {
+			require.True(tb, t.slots[q].used(), "slot %d empty between %q's home %d and its slot %d", q, key, home, p)
 		}
+		if next := &t.slots[t.next(p)]; next.used() {
+			require.LessOrEqual(tb, next.dist(), e.dist()+1, "slot %d: the run in the order of its homes", p)
+		}
+		got, ok := t.find(key, h)
+		require.True(tb, ok, "key %q found", key)
+		require.Equal(tb, p, got, "key %q found at its slot", key)
 		if e.n&dirtyBit != 0 {
-			require.True(tb, t.log.on, "dirty entries only when tracking")
-			require.True(tb, pending[i], "dirty entry %d has a pending record", i)
+			require.True(tb, t.log.on, "marked entries only when tracking")
+			marked++
+			b := p >> blockShift
+			require.NotZero(tb, t.log.blocks[b>>6]&(1<<(b&63)), "slot %d marked dirty: its block is marked", p)
+		}
+		if e.n&feedBit != 0 {
+			fed++
+			b := p >> blockShift
+			require.NotZero(tb, t.feed.blocks[b>>6]&(1<<(b&63)), "slot %d marked for the feed: its block is marked", p)
+		}
+		if !e.inline() && !e.boxed() {
+			liveArena += e.keyLen()
+			require.LessOrEqual(tb, int(e.keyOff())+e.keyLen(), len(t.arena), "slot %d: key inside the arena", p)
 		}
 	}
+	require.Equal(tb, t.count, used, "the count is the slots in use")
+	require.Equal(tb, marked, t.log.marked, "the log counts its marked entries")
+	require.Equal(tb, fed, t.feed.marked, "the feed counts its marked entries")
 	require.Equal(tb, len(t.arena)-liveArena, t.garbage, "garbage is the arena's unused bytes")
 	liveVals := 0
-	for i := range t.entries {
-		if e := &t.entries[i]; e.boxed() {
-			require.Positive(tb, e.valCap(), "entry %d: a live boxed entry has its blob", i)
+	for p := range t.slots {
+		if e := &t.slots[p]; e.boxed() {
+			require.Positive(tb, e.valCap(), "slot %d: a live boxed entry has its blob", p)
 			liveVals += e.blobSize()
-			require.LessOrEqual(tb, int(e.valOff())+e.blobSize(), len(t.vals), "entry %d: blob inside the value arena", i)
-			require.LessOrEqual(tb, len(t.value(e)), e.valCap(), "entry %d: value within its capacity", i)
+			require.LessOrEqual(tb, int(e.valOff())+e.blobSize(), len(t.vals), "slot %d: blob inside the value arena", p)
+			require.LessOrEqual(tb, len(t.value(e)), e.valCap(), "slot %d: value within its capacity", p)
 		}
 	}
 	require.Equal(tb, len(t.vals)-liveVals, t.valGarbage, "value garbage is the value arena's unused bytes")
@@ -226,15 +244,21 @@ func TestTableGrowsAndShrinks(t *testing.T) {
 		}
 		return fmt.Appendf(nil, "a-longer-key-that-lives-in-the-arena:%d", i)
 	}
+	sizes := []int{}
 	for i := range n {
 		tab.put(key(i), gcra.Instant(i+1))
+		if len(sizes) == 0 || sizes[len(sizes)-1] != len(tab.slots) {
+			sizes = append(sizes, len(tab.slots))
+		}
 	}
 	tab.check(t)
 	require.Equal(t, n, tab.len())
-	require.Equal(t, 32768, len(tab.slots), "grown in powers of two, at most 3/4 full")
+	for i := 1; i < len(sizes); i++ {
+		require.Equal(t, sizes[i-1]+sizes[i-1]/4, sizes[i], "grown by a quarter each time")
+	}
+	require.Greater(t, tab.count*10, len(tab.slots)*7, "more than 70%% full once grown")
 	if offHeap {
-		require.True(t, tab.mem.slots.mapped && tab.mem.entries.mapped && tab.mem.arena.mapped,
-			"large arrays live outside the Go heap")
+		require.True(t, tab.mem.slots.mapped && tab.mem.arena.mapped, "large arrays live outside the Go heap")
 	}
 	for i := range n {
 		tat, _, ok := tab.get(key(i))
@@ -248,8 +272,7 @@ func TestTableGrowsAndShrinks(t *testing.T) {
 	}
 	tab.check(t)
 	require.Equal(t, 100, tab.len())
-	require.LessOrEqual(t, len(tab.slots), 2048)
-	require.LessOrEqual(t, cap(tab.entries), 512)
+	require.LessOrEqual(t, len(tab.slots), 500, "at least a fifth full")
 	require.LessOrEqual(t, cap(tab.arena), 8192, "the arena was compacted")
 	for i := range 100 {
 		tat, _, ok := tab.get(key(i))
@@ -263,7 +286,6 @@ func TestTableGrowsAndShrinks(t *testing.T) {
 	}
 	tab.check(t)
 	require.Nil(t, tab.slots)
-	require.Zero(t, cap(tab.entries))
 	require.Zero(t, cap(tab.arena))
 	require.Equal(t, regionSet{}, *tab.mem.regionSet)
 }
@@ -304,12 +326,12 @@ func TestTableCollisions(t *testing.T) {
 	require.Equal(t, gcra.Instant(2), tat)
 	tab.check(t)
 
-	// Six keys with the same home slot, the last one of an 8-slot index,
-	// so their run wraps around; delete them in every position.
+	// Six keys with the same home slot, the last one of an 8-slot table, so
+	// their run wraps around; delete them in every position.
 	var same []string
 	for i := 0; len(same) < 6; i++ {
 		k := fmt.Sprintf("h%d", i)
-		if hashKey([]byte(k))&7 == 7 {
+		if uint64(hashKey([]byte(k)))*8>>32 == 7 {
 			same = append(same, k)
 		}
 	}
@@ -319,6 +341,7 @@ func TestTableCollisions(t *testing.T) {
 			tab.put([]byte(k), gcra.Instant(i+1))
 		}
 		require.Len(t, tab.slots, 8)
+		require.Equal(t, 5, tab.slots[4].dist(), "the sixth key five slots on, around the end")
 		tab.check(t)
 		require.True(t, tab.remove([]byte(same[del])))
 		tab.check(t)
@@ -342,9 +365,11 @@ func TestTableKeysHandedOutStayValid(t *testing.T) {
 	}
 	changes := tab.takeChanges(&tab.log, nil)
 	require.Len(t, changes, 1000)
-	scanned := make([]string, tab.len())
-	for i := range scanned {
-		scanned[i] = tab.keyAt(i)
+	var scanned []string
+	for p := range tab.slots {
+		if e := &tab.slots[p]; e.used() {
+			scanned = append(scanned, string(tab.keyOf(e)))
+		}
 	}
 	for i := range 900 {
 		require.True(t, tab.remove([]byte(long(i))))
@@ -405,11 +430,149 @@ func TestTableLongKeyPastFourGiBOfArena(t *testing.T) {
 	tab.garbage = len(tab.arena)
 	key := []byte(strings.Repeat("k", 100))
 	require.NoError(t, tab.put(key, 42))
-	off := binary.LittleEndian.Uint64(tab.entries[0].key[:])
+	p := tab.lookup(key)
+	require.GreaterOrEqual(t, p, 0)
+	off := binary.LittleEndian.Uint64(tab.slots[p].key[:])
 	require.Equal(t, uint64(4<<30+100), off, "stored past 4 GiB")
 	tat, _, ok := tab.get(key)
 	require.True(t, ok)
 	require.Equal(t, gcra.Instant(42), tat)
-	require.Equal(t, string(key), tab.keyAt(0))
+	require.Equal(t, string(key), string(tab.keyOf(&tab.slots[p])))
 	tab.release()
+}
+
+// A SCAN walks a table in the order of its keys' hashes, so that however the
+// table grows, shrinks or moves its keys between two calls, a full scan
+// reports each key at most once, and every key present through the whole
+// scan exactly once. Driven at random against a map, with TAT keys, long
+// keys and boxed ones, the sweeper deleting, the change logs on, and scans
+// of random sizes interleaved with the writes; the table checked after each
+// step.
+func TestTableScanAgainstMapModel(t *testing.T) {
+	for seed := range uint64(8) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		tab := newTable(true)
+		tab.feed.on = true
+		keys := modelKeys(int(50 + seed*100))
+		value := func(k string) []byte { return []byte("v:" + k) }
+		live := map[string]gcra.Instant{} // the model: key to expiry
+		boxed := map[string]bool{}
+		now, cursor := gcra.Instant(1000), 0
+
+		// The scan under way: where it goes on from, what it reported, and
+		// the keys deleted since it began (not owed to it).
+		var from uint64
+		seen := map[string]int{}
+		gone := map[string]bool{}
+		atStart := map[string]bool{}
+		resizes, resized := 0, 0 // resizes when the scan began; scans across one
+		begin := func() {
+			from, resizes = 0, tab.resizes
+			clear(seen)
+			clear(gone)
+			clear(atStart)
+			for k := range live {
+				atStart[k] = true
+			}
+		}
+		begin()
+		scans := 0
+		for step := range 4000 {
+			k := keys[rng.IntN(len(keys))]
+			switch op := rng.IntN(20); {
+			case op < 8: // write: mostly TAT keys, a boxed one now and then
+				exp := now + gcra.Instant(1+rng.IntN(64))
+				if _, ok := live[k]; !ok {
+					boxed[k] = k != "" && rng.IntN(4) == 0
+				}
+				if boxed[k] {
+					require.NoError(t, tab.putBoxed([]byte(k), KindWindow, exp, value(k)))
+				} else {
+					require.NoError(t, tab.put([]byte(k), exp))
+				}
+				live[k] = exp
+			case op < 12: // delete
+				_, had := live[k]
+				require.Equal(t, had, tab.remove([]byte(k)), "step %d: remove %q", step, k)
+				if had {
+					delete(live, k)
+					gone[k] = true
+				}
+			case op < 14: // the sweeper
+				now += gcra.Instant(rng.IntN(4))
+				var n int
+				cursor, n = tab.expire(cursor, rng.IntN(64), now)
+				expired := 0
+				for key, exp := range live {
+					if tab.lookup([]byte(key)) < 0 {
+						require.LessOrEqual(t, exp, now, "step %d: %q removed before it expired", step, key)
+						delete(live, key)
+						gone[key] = true
+						expired++
+					}
+				}
+				require.Equal(t, expired, n, "step %d: expire reports what it removed", step)
+			case op < 15: // the persister and the feed take their changes
+				tab.takeChanges(&tab.log, nil)
+				tab.takeChanges(&tab.feed, nil)
+			default: // a SCAN call, of 1 to 40 slots
+				_, next, done := tab.scan(from, 1+rng.IntN(40), func(e *entry) {
+					key := string(tab.keyOf(e))
+					seen[key]++
+					require.Equal(t, 1, seen[key], "step %d: %q reported twice in one scan", step, key)
+					exp, ok := live[key]
+					require.True(t, ok, "step %d: %q reported but absent", step, key)
+					require.Equal(t, exp, e.exp, "step %d: %q reported with its expiry", step, key)
+					if boxed[key] {
+						require.Equal(t, value(key), tab.value(e), "step %d: %q's state", step, key)
+					}
+				})
+				if !done {
+					require.Greater(t, next, from, "step %d: a scan moves on", step)
+					from = next
+					break
+				}
+				for key := range atStart {
+					if !gone[key] {
+						require.Equal(t, 1, seen[key], "step %d: %q present through the scan, reported once", step, key)
+					}
+				}
+				scans++
+				if tab.resizes != resizes {
+					resized++
+				}
+				begin()
+			}
+			if step%8 == 0 {
+				tab.check(t)
+			}
+			require.Equal(t, len(live), tab.len(), "step %d", step)
+		}
+		require.Greater(t, scans, 3, "seed %d: full scans completed", seed)
+		require.Positive(t, resized, "seed %d: some scan saw the table resized", seed)
+		for k, exp := range live {
+			p := tab.lookup([]byte(k))
+			require.GreaterOrEqual(t, p, 0, "%q kept", k)
+			require.Equal(t, exp, tab.slots[p].exp)
+			if boxed[k] {
+				require.Equal(t, value(k), tab.value(&tab.slots[p]))
+			}
+		}
+		tab.clear()
+		tab.check(t)
+	}
+}
+
+// A key of 256 MiB or more is refused with ErrKeyTooLong, of either kind,
+// and nothing is stored.
+func TestTableRefusesAKeyTooLong(t *testing.T) {
+	big := make([]byte, lenMask+1) // untouched pages: read as zeros, never resident
+	tab := newTable(true)
+	require.ErrorIs(t, tab.put(big, 42), ErrKeyTooLong)
+	require.ErrorIs(t, tab.putBoxed(big, KindWindow, 42, []byte("v")), ErrKeyTooLong)
+	require.Zero(t, tab.len())
+	require.Zero(t, tab.log.pending(), "nothing recorded")
+	tab.check(t)
+	require.NoError(t, tab.put([]byte("short"), 42), "the table still takes keys")
+	require.Equal(t, 1, tab.len())
 }

@@ -14,8 +14,9 @@ import "encoding/binary"
 // the value arena holds no pointer and, once large, lives outside the Go
 // heap.
 //
-// A boxed entry keeps its blob's offset in key[0:8] and the state's
-// capacity in key[16:20]; capacity 0 marks an entry whose blob was freed.
+// A boxed entry keeps its blob's offset in key[0:8], the key's length and
+// hash in key[8:16] (entry.setOutside) and the state's capacity in
+// key[16:20]; capacity 0 marks an entry whose blob was freed.
 
 // valueHeader is the bytes before a blob's key: the state's length.
 const valueHeader = 4
@@ -64,15 +65,15 @@ func (t *table) addBlob(key, v []byte) (uint64, int) {
 	return uint64(off), capacity
 }
 
-// setValue stores v as the state of the boxed entry at i, and records the
-// write.
-func (t *table) setValue(i int, v []byte) {
-	e := &t.entries[i]
+// setValue stores v as the state of the boxed entry at slot p, and records
+// the write.
+func (t *table) setValue(p int, v []byte) {
+	e := &t.slots[p]
 	if len(v) <= e.valCap() {
 		off := e.valOff()
 		binary.LittleEndian.PutUint32(t.vals[off:], uint32(len(v)))
 		copy(t.vals[off+valueHeader+uint64(e.keyLen()):], v)
-		t.markDirty(i)
+		t.markDirty(p)
 		return
 	}
 	// Moving: room first (compaction moves this blob too), then the key
@@ -86,7 +87,7 @@ func (t *table) setValue(i int, v []byte) {
 	off, capacity := t.addBlob(t.boxedKey(e), v) // fits: no compaction
 	e.setVal(off, capacity)
 	t.valGarbage += oldSize
-	t.markDirty(i)
+	t.markDirty(p)
 	t.maybeCompactValues()
 }
 
@@ -111,8 +112,8 @@ func (t *table) maybeCompactValues() {
 func (t *table) compactValues(size int) {
 	old := replaceRegion(&t.mem.vals, size)
 	vals := t.mem.vals.b[:0]
-	for i := range t.entries {
-		e := &t.entries[i]
+	for i := range t.slots {
+		e := &t.slots[i]
 		if !e.boxed() || e.valCap() == 0 {
 			continue
 		}
