@@ -12,9 +12,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/clock"
-	"redcell/config"
-	"redcell/daemon"
+	"github.com/redcell/redcell/clock"
+	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/daemon"
 )
 
 // runWithWall runs the server in-process on a wall clock shifted by *shift,

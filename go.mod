@@ -1,4 +1,4 @@
-module redcell
+module github.com/redcell/redcell
 
 go 1.26.0
 

@@ -18,10 +18,10 @@ import (
 	"syscall"
 	"time"
 
-	"redcell/clock"
-	"redcell/clusteradmin"
-	"redcell/config"
-	"redcell/daemon"
+	"github.com/redcell/redcell/clock"
+	"github.com/redcell/redcell/clusteradmin"
+	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/daemon"
 )
 
 // commit is the VCS revision, set at build time with

@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/config"
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // --log-level debug adds client errors; info leaves them out.

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 
-	"redcell/clusteradmin"
-	"redcell/config"
+	"github.com/redcell/redcell/clusteradmin"
+	"github.com/redcell/redcell/config"
 )
 
 // clusterCompose is the part of deploy/compose-cluster.yml the test reads.
@@ -126,7 +126,7 @@ func TestClusterCompose(t *testing.T) {
 	require.Equal(t, nodes, o.Nodes, "the six nodes, in order")
 	require.Equal(t, 1, o.Replicas)
 	require.Equal(t, sentinels, o.Sentinels)
-	require.Equal(t, "redcell", o.SentinelPrefix)
+	require.Equal(t, "github.com/redcell/redcell", o.SentinelPrefix)
 	deps, ok := create.DependsOn.(map[string]any)
 	require.True(t, ok, "depends_on with conditions")
 	for _, name := range []string{"redcell-1", "redcell-2", "redcell-3", "redcell-4", "redcell-5", "redcell-6", "sentinel-1", "sentinel-2", "sentinel-3"} {

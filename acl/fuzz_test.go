@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"redcell/internal/glob"
+	"github.com/redcell/redcell/internal/glob"
 )
 
 // Fuzzing the rules and the file: any input is refused with an error or

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"redcell/internal/glob"
+	"github.com/redcell/redcell/internal/glob"
 )
 
 // pattern is a key or channel pattern, with how it is matched: most users'

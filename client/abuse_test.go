@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/client"
+	"github.com/redcell/redcell/client"
 )
 
 // abuse makes attempts calls on key, one every second/attempts for a

@@ -7,7 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/client"
+	"github.com/redcell/redcell/client"
 )
 
 // An application user (README, "Users and permissions") runs the client

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/client"
+	"github.com/redcell/redcell/client"
 )
 
 // newLimiter is a Client over rdb, closed when the test ends.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"redcell/client"
+	"github.com/redcell/redcell/client"
 )
 
 // Three calls at once, then one a minute: the fourth call is refused, with

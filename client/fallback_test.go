@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/client"
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/client"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // blackHole is a server that accepts connections and never answers: a

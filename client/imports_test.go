@@ -25,7 +25,7 @@ func TestTheClientImportsNothingOfRedcells(t *testing.T) {
 			require.NoError(t, err)
 			for _, imp := range parsed.Imports {
 				path, _ := strconv.Unquote(imp.Path.Value)
-				if strings.HasPrefix(path, "redcell/") && path != "redcell/client" {
+				if strings.HasPrefix(path, "github.com/redcell/redcell/") && path != "github.com/redcell/redcell/client" {
 					t.Errorf("%s imports %s", f, path)
 				}
 			}

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"redcell/internal/atomicfile"
+	"github.com/redcell/redcell/internal/atomicfile"
 )
 
 // State is one node's view of the cluster: its ID, the topology pushed

@@ -17,7 +17,7 @@ import (
 	"strings"
 	"time"
 
-	"redcell/internal/cliflag"
+	"github.com/redcell/redcell/internal/cliflag"
 )
 
 const usageText = `NAME

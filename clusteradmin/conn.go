@@ -3,8 +3,8 @@ package clusteradmin
 import (
 	"bufio"
 	"fmt"
+	"github.com/redcell/redcell/resp"
 	"net"
-	"redcell/resp"
 	"time"
 )
 

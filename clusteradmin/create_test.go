@@ -12,11 +12,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/internal/testkit"
 
-	"redcell/cluster"
-	"redcell/server"
-	"redcell/storage"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/storage"
 )
 
 // startNode starts an in-process node on 127.0.0.1 in cluster mode

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"redcell/cluster"
+	"github.com/redcell/redcell/cluster"
 )
 
 // Catching up with the topology. A node that was down while the operator

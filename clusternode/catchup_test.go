@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // A node restarted with a topology older than its peers' (it was down

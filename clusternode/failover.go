@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"redcell/cluster"
-	"redcell/resp"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/resp"
 )
 
 // A planned switch of a shard's master (CLUSTER FAILOVER, on one of its

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
+	"github.com/redcell/redcell/cluster"
 )
 
 var (

@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
-	"redcell/gcra"
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // fakePeer is another node that speaks just enough of CLUSTERX IMPORT for a

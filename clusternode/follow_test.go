@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
+	"github.com/redcell/redcell/cluster"
 )
 
 // A topology that gives a slot moved out of this node to its destination

@@ -1,8 +1,8 @@
 package clusternode
 
 import (
-	"redcell/cluster"
-	"redcell/internal/statecodec"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/internal/statecodec"
 )
 
 // The destination's side of a migration (Migrate, on the source): the

@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
-	"redcell/internal/statecodec"
-	"redcell/storage"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/internal/statecodec"
+	"github.com/redcell/redcell/storage"
 )
 
 // The destination's side: START, from the slot's owner only, clears what

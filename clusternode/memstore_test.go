@@ -4,9 +4,9 @@ import (
 	"strconv"
 	"sync"
 
-	"redcell/cluster"
-	"redcell/gcra"
-	"redcell/storage"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/storage"
 )
 
 // memStore is Store's in-memory twin: each key's state in a map and the

@@ -21,10 +21,10 @@ import (
 	"strconv"
 	"time"
 
-	"redcell/cluster"
-	"redcell/gcra"
-	"redcell/internal/statecodec"
-	"redcell/storage"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/statecodec"
+	"github.com/redcell/redcell/storage"
 )
 
 // Moving a slot to another node (Migrate), with every key's exact state,

@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
-	"redcell/internal/statecodec"
-	"redcell/storage"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/internal/statecodec"
+	"github.com/redcell/redcell/storage"
 )
 
 // migrating is node A, serving every slot, with the peer f a master

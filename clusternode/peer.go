@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"redcell/cluster"
-	"redcell/resp"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/resp"
 )
 
 // peer is a connection to another node, for a migration: commands are

@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
-	"redcell/resp"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/resp"
 )
 
 // Pipelined commands' replies are all read, the first error reply returned

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"redcell/cluster"
-	"redcell/resp"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/resp"
 )
 
 // Following Redis Sentinel. With Sentinels set (CLUSTERX SETSENTINELS, which

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
-	"redcell/resp"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/resp"
 )
 
 // fakeSentinel answers SENTINEL MASTERS and REPLICAS from its table, and

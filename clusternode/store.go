@@ -1,8 +1,8 @@
 package clusternode
 
 import (
-	"redcell/gcra"
-	"redcell/storage"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/storage"
 )
 
 // Store is the keyspace slots move out of and into: a store sharded by

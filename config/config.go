@@ -9,8 +9,8 @@ import (
 	"log/slog"
 	"time"
 
-	"redcell/storage"
-	"redcell/window"
+	"github.com/redcell/redcell/storage"
+	"github.com/redcell/redcell/window"
 )
 
 // Config is everything the command line sets. Parse fills it, over the

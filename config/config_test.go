@@ -18,7 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/server"
+	"github.com/redcell/redcell/server"
 )
 
 // env is a fake environment for Parse.

@@ -4,7 +4,7 @@ import (
 	"log/slog"
 	"syscall"
 
-	"redcell/server"
+	"github.com/redcell/redcell/server"
 )
 
 // ServerLimits are the server's limits from the flags, with maxclients

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"redcell/replication"
+	"github.com/redcell/redcell/replication"
 )
 
 // addReplicationFlags registers the replication flags, by Redis's names.

@@ -8,7 +8,7 @@ import (
 	"os"
 	"strings"
 
-	"redcell/server"
+	"github.com/redcell/redcell/server"
 )
 
 // Security: the password, protected mode and the TLS files. The flags are

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/server"
+	"github.com/redcell/redcell/server"
 )
 
 func parseErr(t *testing.T, e env, args ...string) error {

@@ -5,7 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"redcell/server"
+	"github.com/redcell/redcell/server"
 )
 
 // Commit is the VCS revision the binary was built from, when the build says

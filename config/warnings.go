@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"redcell/internal/cliflag"
+	"github.com/redcell/redcell/internal/cliflag"
 )
 
 // A Warning is a setting that was accepted but is likely a mistake: a

@@ -4,8 +4,8 @@ import (
 	"log/slog"
 	"net"
 
-	"redcell/cluster"
-	"redcell/config"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/config"
 )
 
 // startCluster returns the node's cluster state, persisted in --dir

@@ -15,11 +15,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"redcell/clock"
-	"redcell/cluster"
-	"redcell/config"
-	"redcell/server"
-	"redcell/storage"
+	"github.com/redcell/redcell/clock"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/storage"
 )
 
 // Options are what a caller sets besides the configuration. The zero value

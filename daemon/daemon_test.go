@@ -19,8 +19,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/config"
-	"redcell/storage"
+	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/storage"
 )
 
 // Run in-process: Ready reports the address, cancelling ctx stops it cleanly.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"redcell/config"
-	"redcell/resp"
+	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/resp"
 )
 
 // HealthCheck sends PING (after AUTH when a password is set) to the server

@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/config"
-	"redcell/server"
-	"redcell/storage"
+	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/storage"
 )
 
 // The health check speaks RESP to the configured address: PING, after AUTH

@@ -6,8 +6,8 @@ import (
 	"net"
 	"strconv"
 
-	"redcell/config"
-	"redcell/server"
+	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/server"
 )
 
 // listeners are the RESP listeners: plain TCP on --bind and --port, and

@@ -6,9 +6,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"redcell/config"
-	"redcell/server"
-	"redcell/storage"
+	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/storage"
 )
 
 // registry gathers everything /metrics serves: the server's counters, the

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"redcell/config"
-	"redcell/internal/atomicfile"
-	"redcell/replication"
-	"redcell/server"
-	"redcell/storage"
+	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/internal/atomicfile"
+	"github.com/redcell/redcell/replication"
+	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/storage"
 )
 
 // The replication role across restarts: CONFIG REWRITE, which Sentinel sends

@@ -12,11 +12,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"redcell/cluster"
-	"redcell/config"
-	"redcell/replication"
-	"redcell/rls"
-	"redcell/server"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/replication"
+	"github.com/redcell/redcell/rls"
+	"github.com/redcell/redcell/server"
 )
 
 // rlsService is Envoy's rate limit service as the daemon runs it: its

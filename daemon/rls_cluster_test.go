@@ -19,8 +19,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"redcell/cluster"
-	"redcell/config"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/config"
 )
 
 // rlsNode is one node of an in-process cluster serving the rate limit

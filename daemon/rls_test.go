@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"redcell/config"
+	"github.com/redcell/redcell/config"
 )
 
 const rlsRules = `domain: api

@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"time"
 
-	"redcell/clock"
-	"redcell/config"
-	"redcell/gcra"
-	"redcell/server"
-	"redcell/storage"
+	"github.com/redcell/redcell/clock"
+	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/storage"
 )
 
 // state is the keyspace and, unless persistence is off, its Pebble store.

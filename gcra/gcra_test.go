@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"redcell/gcra/gcratest"
+	"github.com/redcell/redcell/gcra/gcratest"
 )
 
 // t0 is an arbitrary, realistic start instant for the vectors.

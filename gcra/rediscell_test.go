@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"redcell/gcra/gcratest"
+	"github.com/redcell/redcell/gcra/gcratest"
 )
 
 // cellModel is redis-cell v0.5.0's CL.THROTTLE (src/cell/mod.rs and

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // luaSequences are calls, each sequence on a fresh key: CL.THROTTLE key

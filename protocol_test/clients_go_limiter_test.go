@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/client"
+	"github.com/redcell/redcell/client"
 )
 
 // redcell's Go client (package client) over go-redis's Sentinel failover

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
+	"github.com/redcell/redcell/cluster"
 )
 
 // clusterUsers is a cluster's ACL file: the default user with a password,

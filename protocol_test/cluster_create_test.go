@@ -18,9 +18,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/internal/testkit"
 
-	"redcell/clusteradmin"
+	"github.com/redcell/redcell/clusteradmin"
 )
 
 // `redcell cluster create`, the built binary, as an operator runs it: six

@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
+	"github.com/redcell/redcell/cluster"
 )
 
 // A cluster that heals itself (SPEC section 8): three shards of two built

@@ -17,8 +17,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // reshardNode is one node of a cluster of built binaries.

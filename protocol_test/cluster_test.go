@@ -15,7 +15,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // Redis Cluster as its clients meet it: nodes of the built binary, each with

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
-	"redcell/server"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/server"
 )
 
 // helloReply is HELLO's reply on the wire: Redis's seven fields, as a RESP3

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // Bytes that are not valid RESP get a protocol error, as Redis words it, and

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // binaryServer is the built binary running as a child process

@@ -29,9 +29,9 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
-	"redcell/server"
-	"redcell/storage"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/storage"
 )
 
 func TestMain(m *testing.M) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"redcell/gcra/gcratest"
+	"github.com/redcell/redcell/gcra/gcratest"
 
 	"github.com/stretchr/testify/require"
 )

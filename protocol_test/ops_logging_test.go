@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
-	"redcell/server"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/server"
 )
 
 // The built binary takes its settings from REDCELL_* variables, with flags

@@ -17,9 +17,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra"
-	"redcell/internal/testkit"
-	"redcell/server"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/server"
 )
 
 // /metrics counts exactly the decisions made: each step's reply says

@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
-	"redcell/server"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/server"
 )
 
 // line is a MONITOR line as Redis writes it, for arguments that need no

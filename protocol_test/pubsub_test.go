@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
-	"redcell/server"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/server"
 )
 
 // Pub/Sub as clients meet it: go-redis and redis-cli subscribing and

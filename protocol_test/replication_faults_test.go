@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
-	"redcell/rdb"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/rdb"
 )
 
 // Replication links that go wrong: a master whose stream or snapshot is

@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // A master cut off from its replica and its Sentinels by the network, with

@@ -13,8 +13,8 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra"
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // Client-side caching (CLIENT TRACKING) as Redis serves it: each script

@@ -10,9 +10,9 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra/gcratest"
-	"redcell/internal/testkit"
-	"redcell/server"
+	"github.com/redcell/redcell/gcra/gcratest"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/server"
 )
 
 // The reference vectors are gcratest.All(), the same data gcra's own tests

@@ -3,9 +3,9 @@ package replication
 import (
 	"strconv"
 
-	"redcell/gcra"
-	"redcell/internal/statecodec"
-	"redcell/storage"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/statecodec"
+	"github.com/redcell/redcell/storage"
 )
 
 // How a key's state travels, in the stream and in the snapshot alike: as a

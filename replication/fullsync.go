@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"time"
 
-	"redcell/gcra"
-	"redcell/internal/statecodec"
-	"redcell/rdb"
-	"redcell/storage"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/statecodec"
+	"github.com/redcell/redcell/rdb"
+	"github.com/redcell/redcell/storage"
 )
 
 // A full resynchronization: the snapshot a master sends a replica that

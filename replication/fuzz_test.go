@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"redcell/gcra"
-	"redcell/internal/statecodec"
-	"redcell/rdb"
-	"redcell/resp"
-	"redcell/storage"
-	"redcell/window"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/statecodec"
+	"github.com/redcell/redcell/rdb"
+	"github.com/redcell/redcell/resp"
+	"github.com/redcell/redcell/storage"
+	"github.com/redcell/redcell/window"
 )
 
 // The replica's side of the wire on arbitrary bytes: the stream's apply

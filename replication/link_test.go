@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/storage"
+	"github.com/redcell/redcell/storage"
 )
 
 // A replica's connection that ends (the server closing it: CLIENT KILL, a

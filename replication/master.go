@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"redcell/storage"
+	"github.com/redcell/redcell/storage"
 )
 
 // The master side: the feed goroutine takes the store's changes into the

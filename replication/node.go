@@ -23,7 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"redcell/storage"
+	"github.com/redcell/redcell/storage"
 )
 
 // Defaults.

@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"redcell/gcra"
-	"redcell/internal/statecodec"
-	"redcell/resp"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/statecodec"
+	"github.com/redcell/redcell/resp"
 )
 
 // The replica side: a goroutine that connects to the master, shakes hands

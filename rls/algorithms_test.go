@@ -8,9 +8,9 @@ import (
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra"
-	"redcell/storage"
-	"redcell/window"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/storage"
+	"github.com/redcell/redcell/window"
 )
 
 const algorithmRules = `domain: alg

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"redcell/cluster"
-	"redcell/resp"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/resp"
 )
 
 // Cluster decides each call on the node that owns its key, so that Envoy

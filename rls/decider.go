@@ -5,8 +5,8 @@ import (
 	"math"
 	"time"
 
-	"redcell/gcra"
-	"redcell/window"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/window"
 )
 
 // Call is one limit's decision on one key: what to decide, then what was

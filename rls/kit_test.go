@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"redcell/storage"
+	"github.com/redcell/redcell/storage"
 )
 
 // manualClock is a clock tests set by hand.

@@ -24,7 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // Options are a Service's settings. The zero value is the reference's

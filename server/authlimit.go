@@ -4,7 +4,7 @@ import (
 	"net"
 	"sync"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // Failed AUTH attempts are rate-limited by client IP address with redcell's

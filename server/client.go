@@ -5,9 +5,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"redcell/acl"
-	"redcell/replication"
-	"redcell/storage"
+	"github.com/redcell/redcell/acl"
+	"github.com/redcell/redcell/replication"
+	"github.com/redcell/redcell/storage"
 )
 
 // client is one connection's state: first what dispatch reads or sets on

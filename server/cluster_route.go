@@ -1,6 +1,6 @@
 package server
 
-import "redcell/cluster"
+import "github.com/redcell/redcell/cluster"
 
 // How a command finds the node that serves its keys in cluster mode: route
 // on the hot path, routeAny for every other command, and EXEC's routing by

@@ -5,7 +5,7 @@ import (
 	"encoding/hex"
 	"time"
 
-	"redcell/acl"
+	"github.com/redcell/redcell/acl"
 )
 
 // aclFamily is ACL, for the command table (newCommandTable): Redis 7.2's

@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/acl"
-	"redcell/internal/testkit"
-	"redcell/storage"
+	"github.com/redcell/redcell/acl"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/storage"
 )
 
 // connect opens another connection to tc's server.

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"time"
 
-	"redcell/cluster"
-	"redcell/clusternode"
-	"redcell/gcra"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/clusternode"
+	"github.com/redcell/redcell/gcra"
 )
 
 // Redis Cluster, as kvrocks and Dragonfly serve it: no gossip; an operator

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"redcell/cluster"
+	"github.com/redcell/redcell/cluster"
 )
 
 // CLUSTERX, kvrocks's commands by which an operator (or redcell cluster

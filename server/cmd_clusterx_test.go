@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // migrationPair is nodes a and b of a pushed topology at version 1, and

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"redcell/internal/glob"
+	"github.com/redcell/redcell/internal/glob"
 )
 
 // commandFamily is COMMAND, for the command table (newCommandTable).

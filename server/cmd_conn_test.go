@@ -3,7 +3,7 @@ package server
 import (
 	"testing"
 
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 func helloMap(proto, id int64) string {

@@ -3,8 +3,8 @@ package server
 import (
 	"time"
 
-	"redcell/gcra"
-	"redcell/window"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/window"
 )
 
 // countFamily is CL.COUNT, for the command table (newCommandTable).

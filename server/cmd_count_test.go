@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // CL.COUNT counts every hit in windows aligned to the epoch (t0 is a

@@ -3,8 +3,8 @@ package server
 import (
 	"time"
 
-	"redcell/gcra"
-	"redcell/storage"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/storage"
 )
 
 // gcraFamily is GCRA, for the command table (newCommandTable).

@@ -5,9 +5,9 @@ import (
 	"time"
 	"unsafe"
 
-	"redcell/gcra"
-	"redcell/internal/glob"
-	"redcell/storage"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/glob"
+	"github.com/redcell/redcell/storage"
 )
 
 // keysFamily is the commands on keys, for the command table

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // PTTL rounds the nanoseconds left to the nearest millisecond; TTL rounds

@@ -3,9 +3,9 @@ package server
 import (
 	"time"
 
-	"redcell/acl"
-	"redcell/gcra"
-	"redcell/storage"
+	"github.com/redcell/redcell/acl"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/storage"
 )
 
 // Transactions, as Redis's: after MULTI every command is queued (+QUEUED)

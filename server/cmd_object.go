@@ -3,8 +3,8 @@ package server
 import (
 	"time"
 
-	"redcell/gcra"
-	"redcell/storage"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/storage"
 )
 
 // What a key's value looks like to tools that size keys: STRLEN (redis-cli

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // STRLEN, OBJECT and MEMORY describe a key's value, the TAT, as Redis would

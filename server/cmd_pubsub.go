@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"redcell/acl"
-	"redcell/internal/glob"
+	"github.com/redcell/redcell/acl"
+	"github.com/redcell/redcell/internal/glob"
 )
 
 // Pub/Sub's commands, as Redis 7 answers them; the registry and how

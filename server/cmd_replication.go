@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"time"
 
-	"redcell/replication"
-	"redcell/storage"
+	"github.com/redcell/redcell/replication"
+	"github.com/redcell/redcell/storage"
 )
 
 // Replication's commands, as a Redis master and replica answer them:

@@ -13,9 +13,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
-	"redcell/replication"
-	"redcell/storage"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/replication"
+	"github.com/redcell/redcell/storage"
 )
 
 // replNode is one in-process node: its server, store and replication, and a

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // reserveFamily is CL.RESERVE, for the command table (newCommandTable).

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 // CL.RESERVE on a manual clock: MAXWAIT 0 decides as CL.THROTTLE, in

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"time"
 
-	"redcell/acl"
-	"redcell/internal/glob"
-	"redcell/replication"
+	"github.com/redcell/redcell/acl"
+	"github.com/redcell/redcell/internal/glob"
+	"github.com/redcell/redcell/replication"
 )
 
 // serverFamily is the server's commands, for the command table

@@ -3,7 +3,7 @@ package server
 import (
 	"time"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // throttleFamily is CL.THROTTLE, for the command table (newCommandTable).

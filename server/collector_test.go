@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 
-	"redcell/storage"
+	"github.com/redcell/redcell/storage"
 )
 
 // The collector exposes the same counters in Prometheus's text format.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"redcell/acl"
+	"github.com/redcell/redcell/acl"
 )
 
 // command describes one command: how to run it and what COMMAND reports

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"redcell/resp"
+	"github.com/redcell/redcell/resp"
 )
 
 // connection is what the server needs of a client connection: the reply

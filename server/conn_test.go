@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra"
-	"redcell/internal/testkit"
-	"redcell/storage"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/storage"
 )
 
 // scriptConn is a net.Conn that reads input in chunks of a fixed size and

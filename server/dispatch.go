@@ -5,7 +5,7 @@ import (
 
 	"github.com/tidwall/redcon"
 
-	"redcell/acl"
+	"github.com/redcell/redcell/acl"
 )
 
 // handle dispatches one command read on its own, at the clock's current

@@ -6,13 +6,13 @@ import (
 	"strconv"
 	"strings"
 
-	"redcell/acl"
-	"redcell/cluster"
-	"redcell/clusternode"
-	"redcell/gcra"
-	"redcell/replication"
-	"redcell/storage"
-	"redcell/window"
+	"github.com/redcell/redcell/acl"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/clusternode"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/replication"
+	"github.com/redcell/redcell/storage"
+	"github.com/redcell/redcell/window"
 )
 
 // Client-facing error replies, every one of them, in one place. Each is a

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"redcell/cluster"
-	"redcell/replication"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/replication"
 )
 
 func argv(args ...string) [][]byte {

@@ -15,8 +15,8 @@ import (
 
 	"github.com/tidwall/redcon"
 
-	"redcell/internal/testkit"
-	"redcell/storage"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/storage"
 )
 
 // Fuzz tests of the server. Seeds recorded from real clients (go-redis,

@@ -8,9 +8,9 @@ import (
 	"syscall"
 	"time"
 
-	"redcell/acl"
-	"redcell/gcra"
-	"redcell/storage"
+	"github.com/redcell/redcell/acl"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/storage"
 )
 
 // infoSection is one "# Name" block of INFO.

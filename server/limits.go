@@ -3,7 +3,7 @@ package server
 import (
 	"time"
 
-	"redcell/window"
+	"github.com/redcell/redcell/window"
 )
 
 // Limits bound what one client may send and leave unread, and how many

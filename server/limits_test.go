@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
-	"redcell/storage"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/storage"
 )
 
 // startServer serves a fresh store on 127.0.0.1:0 with cfg.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
-	"redcell/storage"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/storage"
 )
 
 // Served by event loops or by a goroutine per connection, a client sees the

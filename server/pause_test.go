@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/internal/testkit"
-	"redcell/storage"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/storage"
 )
 
 // The command path looks at pauses only while Server.hooks says one may be in

@@ -1,6 +1,6 @@
 package server
 
-import "redcell/resp"
+import "github.com/redcell/redcell/resp"
 
 // prefetchAhead readies, while the command at hand runs, the memory the next
 // two commands of the pipeline will read: the entry of the next one's key,

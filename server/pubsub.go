@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"sync"
 
-	"redcell/internal/glob"
+	"github.com/redcell/redcell/internal/glob"
 )
 
 // Pub/Sub's registry: which clients are subscribed to each channel and to

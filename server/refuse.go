@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"redcell/resp"
+	"github.com/redcell/redcell/resp"
 )
 
 // refusalTimeout bounds writing the reply that explains a refusal.

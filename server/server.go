@@ -14,11 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"redcell/clock"
-	"redcell/cluster"
-	"redcell/clusternode"
-	"redcell/replication"
-	"redcell/storage"
+	"github.com/redcell/redcell/clock"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/clusternode"
+	"github.com/redcell/redcell/replication"
+	"github.com/redcell/redcell/storage"
 )
 
 // Version is the redcell version reported by INFO and HELLO.

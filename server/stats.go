@@ -7,7 +7,7 @@ import (
 	"time"
 	"unsafe"
 
-	"redcell/resp"
+	"github.com/redcell/redcell/resp"
 )
 
 // The counters and histograms behind INFO (Server.info) and /metrics

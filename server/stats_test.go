@@ -8,10 +8,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra"
-	"redcell/internal/testkit"
-	"redcell/resp"
-	"redcell/storage"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/testkit"
+	"github.com/redcell/redcell/resp"
+	"github.com/redcell/redcell/storage"
 )
 
 // keyWasLive infers from a decision whether the key was live; check it

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"redcell/storage"
+	"github.com/redcell/redcell/storage"
 )
 
 // Server-assisted client-side caching, as Redis 6's (CLIENT TRACKING, the

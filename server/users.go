@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"redcell/acl"
-	"redcell/gcra"
-	"redcell/internal/atomicfile"
+	"github.com/redcell/redcell/acl"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/atomicfile"
 )
 
 // users are the ACL users in force (package acl) and what binds them to

@@ -1,6 +1,6 @@
 package storage
 
-import "redcell/gcra"
+import "github.com/redcell/redcell/gcra"
 
 // Backend is where the Flusher writes changes. PebbleBackend is the real one;
 // memoryBackend, a map, stands in for it in this package's tests.

@@ -3,7 +3,7 @@ package storage
 import (
 	"sync"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 var _ Backend = (*memoryBackend)(nil)

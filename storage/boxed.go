@@ -3,8 +3,8 @@ package storage
 import (
 	"hash/maphash"
 
-	"redcell/gcra"
-	"redcell/window"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/window"
 )
 
 // Keys of the boxed kinds (windows), and the primitive every kind but the

@@ -9,8 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra"
-	"redcell/window"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/window"
 )
 
 // Boxed states of random lengths put, rewritten, grown and removed match a

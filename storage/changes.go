@@ -5,7 +5,7 @@ import (
 	"math/bits"
 	"unsafe"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // Change is one key's new state for the persister: its TAT (a KindTAT key)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // logBuffer is a logger whose lines a test can count.

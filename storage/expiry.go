@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // Active expiry defaults. With 1M keys over 32 shards a full pass takes

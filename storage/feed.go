@@ -3,7 +3,7 @@ package storage
 import (
 	"unsafe"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // What replication needs of the keyspace: a second change log, the feed,

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"redcell/gcra"
-	"redcell/window"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/window"
 )
 
 // DefaultFlushInterval is how often changed keys are written by default, as

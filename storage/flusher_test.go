@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 func fixedClock() time.Time { return t0.Time() }

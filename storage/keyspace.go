@@ -3,8 +3,8 @@ package storage
 import (
 	"time"
 
-	"redcell/gcra"
-	"redcell/window"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/window"
 )
 
 // Keyspace is what commands read and change: the Store itself, each call

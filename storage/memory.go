@@ -9,7 +9,7 @@ import (
 	"time"
 	"unsafe"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // The memory limit, as Redis's maxmemory: when the memory in use passes it, a

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
-	"redcell/window"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/window"
 )
 
 // recorder is an Observer that keeps what it is told: each changed key (a

@@ -3,8 +3,8 @@ package storage
 import (
 	"errors"
 
-	"redcell/cluster"
-	"redcell/gcra"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/gcra"
 )
 
 // A store sharded by slot (Config.BySlot) for Redis Cluster: a slot's keys

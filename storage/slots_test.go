@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/cluster"
+	"github.com/redcell/redcell/cluster"
 )
 
 // Sharded by slot, a slot's keys are counted, listed and copied from its

@@ -10,8 +10,8 @@ import (
 	"time"
 	"unsafe"
 
-	"redcell/cluster"
-	"redcell/gcra"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/gcra"
 )
 
 // Config configures a Store. The zero Config is valid and uses the defaults.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 var t0 = gcra.InstantOf(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))

@@ -1,6 +1,6 @@
 package storage
 
-import "redcell/gcra"
+import "github.com/redcell/redcell/gcra"
 
 // The Store's operations over every shard: counting, clearing, expiring,
 // and walking the keys (SCAN, KEYS, a snapshot).

@@ -7,8 +7,8 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"redcell/cluster"
-	"redcell/gcra"
+	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/gcra"
 )
 
 // table is one shard's keyspace. It is not safe for concurrent use: its shard's

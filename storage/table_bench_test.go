@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // benchKeys returns n keys shaped like redis-benchmark's key:__rand_int__.

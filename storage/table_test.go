@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // check verifies the table's invariants: the count is the slots in use;

@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // takeWorld drives a one-shard store with random decisions, deletions and

@@ -4,8 +4,8 @@ import (
 	"slices"
 	"time"
 
-	"redcell/gcra"
-	"redcell/window"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/window"
 )
 
 // Txn is a Store with some of its shards locked, for one transaction

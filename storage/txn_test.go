@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // A Txn holds its keys' shards: another goroutine's decision on one of its

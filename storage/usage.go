@@ -1,6 +1,6 @@
 package storage
 
-import "redcell/gcra"
+import "github.com/redcell/redcell/gcra"
 
 // MemoryUsage returns an estimate of the bytes key costs in its shard's table,
 // if the key is live at now, for MEMORY USAGE: its share of the shard's slots

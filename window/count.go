@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // A count is the fixed window of envoyproxy/ratelimit with Redis: every hit

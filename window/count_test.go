@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // A count is envoyproxy/ratelimit's fixed window: windows aligned to the

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // The counters' state: the index of the newest sub-window it counts (8

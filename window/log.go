@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // The exact log's state (after the header Decide writes): the time of its

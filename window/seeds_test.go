@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // The designs users write on Redis today, each written plainly as its Redis

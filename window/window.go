@@ -14,7 +14,7 @@ import (
 	"math"
 	"time"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 // Errors of NewSpec. The server turns each into its client text.

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"redcell/gcra"
+	"github.com/redcell/redcell/gcra"
 )
 
 var t0 = gcra.InstantOf(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC))

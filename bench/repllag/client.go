@@ -2,8 +2,8 @@ package main
 
 import (
 	"bufio"
+	"github.com/redcell/redcell/resp"
 	"net"
-	"redcell/resp"
 	"strings"
 	"time"
 )

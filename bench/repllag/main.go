@@ -51,7 +51,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"redcell/internal/cliflag"
+	"github.com/redcell/redcell/internal/cliflag"
 )
 
 func main() {

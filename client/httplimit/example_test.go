@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"redcell/client"
-	"redcell/client/httplimit"
+	"github.com/redcell/redcell/client"
+	"github.com/redcell/redcell/client/httplimit"
 )
 
 // Every caller IP gets 16 requests at once and 30 a minute; the API behind

@@ -21,7 +21,7 @@ import (
 	"strconv"
 	"time"
 
-	"redcell/client"
+	"github.com/redcell/redcell/client"
 )
 
 // Config configures the middleware. Limit is required; the other fields

@@ -12,10 +12,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"redcell/client"
-	"redcell/client/httplimit"
-	"redcell/server"
-	"redcell/storage"
+	"github.com/redcell/redcell/client"
+	"github.com/redcell/redcell/client/httplimit"
+	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/storage"
 )
 
 // startLimiter starts an in-process redcell on the real clock and returns

@@ -20,8 +20,8 @@ import (
 	"math"
 	"strconv"
 
-	"redcell/gcra"
-	"redcell/storage"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/storage"
 )
 
 // boxMagic begins a boxed state's value: a NUL byte, which no decimal TAT

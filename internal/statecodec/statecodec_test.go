@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/gcra"
-	"redcell/storage"
-	"redcell/window"
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/storage"
+	"github.com/redcell/redcell/window"
 )
 
 var now = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)

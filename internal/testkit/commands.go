@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"redcell/resp"
+	"github.com/redcell/redcell/resp"
 )
 
 // ErrNotMultibulk is input a CommandReader refuses: anything but a

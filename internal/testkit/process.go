@@ -54,9 +54,9 @@ func Binary(t testing.TB) Program {
 		if built.dir, built.err = os.MkdirTemp("", "redcell-test-"); built.err != nil {
 			return
 		}
-		built.path = filepath.Join(built.dir, "redcell")
+		built.path = filepath.Join(built.dir, "github.com/redcell/redcell")
 		// The test runs in its package's directory, inside the module.
-		built.out, built.err = exec.Command(goTool, "build", "-o", built.path, "redcell").CombinedOutput()
+		built.out, built.err = exec.Command(goTool, "build", "-o", built.path, "github.com/redcell/redcell").CombinedOutput()
 	})
 	require.NoError(t, built.err, "go build redcell:\n%s", built.out)
 	return Program{path: built.path}

@@ -177,7 +177,7 @@ func TestRunSteps(t *testing.T) {
 
 // The kit is for tests: no package's own code imports it.
 func TestOnlyTestsImportTheKit(t *testing.T) {
-	const self = "redcell/internal/testkit"
+	const self = "github.com/redcell/redcell/internal/testkit"
 	fset := token.NewFileSet()
 	checked := 0
 	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {

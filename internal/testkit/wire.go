@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"redcell/resp"
+	"github.com/redcell/redcell/resp"
 )
 
 // The wire form of what a test sends and expects, as bytes a server writes:
