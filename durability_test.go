@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 		if shift, err := time.ParseDuration(os.Getenv("REDCELL_TEST_WALL_SHIFT")); err == nil {
 			newClock = func() *clock.Clock { return clock.WithWall(func() time.Time { return time.Now().Add(shift) }) }
 		}
-		os.Args = append([]string{"github.com/redcell/redcell"}, strings.Fields(os.Getenv("REDCELL_TEST_ARGS"))...)
+		os.Args = append([]string{"redcell"}, strings.Fields(os.Getenv("REDCELL_TEST_ARGS"))...)
 		main()
 		os.Exit(0)
 	}

@@ -126,7 +126,7 @@ func TestClusterCompose(t *testing.T) {
 	require.Equal(t, nodes, o.Nodes, "the six nodes, in order")
 	require.Equal(t, 1, o.Replicas)
 	require.Equal(t, sentinels, o.Sentinels)
-	require.Equal(t, "github.com/redcell/redcell", o.SentinelPrefix)
+	require.Equal(t, "redcell", o.SentinelPrefix)
 	deps, ok := create.DependsOn.(map[string]any)
 	require.True(t, ok, "depends_on with conditions")
 	for _, name := range []string{"redcell-1", "redcell-2", "redcell-3", "redcell-4", "redcell-5", "redcell-6", "sentinel-1", "sentinel-2", "sentinel-3"} {

@@ -292,7 +292,7 @@ func TestDockerfileBuildsAStaticBinaryThatPassesItsHealthCheck(t *testing.T) {
 	}
 	require.Contains(t, env, "CGO_ENABLED=0")
 	require.Equal(t, []string{"go", "build"}, build[:2])
-	out := filepath.Join(t.TempDir(), "github.com/redcell/redcell")
+	out := filepath.Join(t.TempDir(), "redcell")
 	for i, w := range build {
 		if w == "-o" {
 			require.Equal(t, "/out/redcell", build[i+1])
@@ -393,7 +393,7 @@ func TestDockerCompose(t *testing.T) {
 	dec := yaml.NewDecoder(strings.NewReader(string(text)))
 	require.NoError(t, dec.Decode(&compose))
 
-	rc, ok := compose.Services["github.com/redcell/redcell"]
+	rc, ok := compose.Services["redcell"]
 	require.True(t, ok, "a redcell service")
 	build, ok := rc.Build.(map[string]any)
 	require.True(t, ok, "redcell is built here")
@@ -459,11 +459,11 @@ func TestDockerCompose(t *testing.T) {
 				targets[target] = sc.JobName
 			}
 		}
-		if sc.JobName == "github.com/redcell/redcell" {
+		if sc.JobName == "redcell" {
 			require.Contains(t, []string{"", "/metrics"}, sc.MetricsPath)
 		}
 	}
-	require.Equal(t, "github.com/redcell/redcell", targets["redcell:"+metricsPort], "Prometheus scrapes redcell's metrics port: %v", targets)
+	require.Equal(t, "redcell", targets["redcell:"+metricsPort], "Prometheus scrapes redcell's metrics port: %v", targets)
 
 	exporter, ok := compose.Services["redis-exporter"]
 	require.True(t, ok)

@@ -55,7 +55,7 @@ type CreateOptions struct {
 
 // Defaults of CreateOptions.
 const (
-	DefaultSentinelPrefix = "github.com/redcell/redcell"
+	DefaultSentinelPrefix = "redcell"
 	// DefaultDownAfter is 5 s where Redis's is 30 s: a dead master's slots
 	// answer nothing but errors until the failover, and a rate limiter
 	// that fails open or closed for half a minute is worse than a failover

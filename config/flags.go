@@ -51,7 +51,7 @@ func Parse(args []string, lookup func(string) (string, bool), stderr io.Writer) 
 // flagSet registers every flag on a new flag set, each writing to its field
 // of cfg, which it sets to the flag's default.
 func flagSet(cfg *Config) *flag.FlagSet {
-	fs := flag.NewFlagSet("github.com/redcell/redcell", flag.ContinueOnError)
+	fs := flag.NewFlagSet("redcell", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are returned, and main prints them once
 	fs.StringVar(&cfg.Bind, "bind", DefaultBind, "address to listen on")
 	fs.IntVar(&cfg.Port, "port", DefaultPort, "TCP port to listen on (0 picks a free one)")

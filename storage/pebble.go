@@ -21,7 +21,7 @@ import (
 
 // On-disk format, version 3.
 //
-//	"\x00format"   -> "github.com/redcell/redcell/3"             written when the store is created
+//	"\x00format"   -> "redcell/3"             written when the store is created
 //	"\x00saved"    -> the wall-clock instant of the last save that wrote
 //	                  changes: 8 bytes big-endian nanoseconds since the Unix
 //	                  epoch, written in the same batch as the changes
@@ -30,16 +30,16 @@ import (
 //	               -> a key of another kind: its expiry (8 bytes, likewise),
 //	                  its Kind (1 byte), then its state (package window's)
 //
-// Versions 1 ("github.com/redcell/redcell/1": TAT keys only) and 2 (no saved instant) are read
+// Versions 1 ("redcell/1": TAT keys only) and 2 (no saved instant) are read
 // as they are, and the marker is rewritten once the store has been read
 // through. A store whose format marker is missing (but which holds data) or
 // names another version is refused at open, never rewritten.
 const (
 	formatKey     = "\x00format"
 	savedKey      = "\x00saved"
-	formatVersion = "github.com/redcell/redcell/3"
-	formatV2      = "github.com/redcell/redcell/2"
-	formatV1      = "github.com/redcell/redcell/1"
+	formatVersion = "redcell/3"
+	formatV2      = "redcell/2"
+	formatV1      = "redcell/1"
 	tatPrefix     = 't'
 )
 

@@ -168,12 +168,12 @@ func TestPebbleRefusesAnotherFormat(t *testing.T) {
 	dir := t.TempDir()
 	db, err := pebble.Open(dir, &pebble.Options{})
 	require.NoError(t, err)
-	require.NoError(t, db.Set([]byte(formatKey), []byte("github.com/redcell/redcell/99"), pebble.Sync))
+	require.NoError(t, db.Set([]byte(formatKey), []byte("redcell/99"), pebble.Sync))
 	require.NoError(t, db.Close())
 
 	_, _, err = OpenPebble(dir, noReserve, t0, func([]byte, Kind, gcra.Instant, []byte) error { return nil })
 	require.ErrorIs(t, err, ErrUnknownFormat)
-	require.Contains(t, err.Error(), "github.com/redcell/redcell/99")
+	require.Contains(t, err.Error(), "redcell/99")
 }
 
 func TestPebbleRefusesAForeignStore(t *testing.T) {

@@ -43,7 +43,7 @@ import (
 func main() {
 	flag.CommandLine.Init("conformance", flag.ContinueOnError)
 	ref := flag.String("ref", "127.0.0.1:6390", "the reference server (Redis with redis-cell)")
-	under := flag.String("github.com/redcell/redcell", "127.0.0.1:6379", "the server under test")
+	under := flag.String("redcell", "127.0.0.1:6379", "the server under test")
 	calls := flag.Int("calls", 3000, "calls in the trace")
 	keys := flag.Int("keys", 40, "keys the calls go to")
 	changes := flag.Int("changes", 10, "one call in this many uses another of its key's limits")

@@ -54,7 +54,7 @@ func Binary(t testing.TB) Program {
 		if built.dir, built.err = os.MkdirTemp("", "redcell-test-"); built.err != nil {
 			return
 		}
-		built.path = filepath.Join(built.dir, "github.com/redcell/redcell")
+		built.path = filepath.Join(built.dir, "redcell")
 		// The test runs in its package's directory, inside the module.
 		built.out, built.err = exec.Command(goTool, "build", "-o", built.path, "github.com/redcell/redcell").CombinedOutput()
 	})

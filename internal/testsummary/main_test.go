@@ -5,16 +5,16 @@ import (
 	"testing"
 )
 
-const run = `{"Action":"start","Package":"github.com/redcell/redcell/a"}
-{"Action":"run","Package":"github.com/redcell/redcell/a","Test":"TestOK"}
-{"Action":"output","Package":"github.com/redcell/redcell/a","Test":"TestOK","Output":"=== RUN   TestOK\n"}
-{"Action":"pass","Package":"github.com/redcell/redcell/a","Test":"TestOK","Elapsed":0.01}
-{"Action":"run","Package":"github.com/redcell/redcell/a","Test":"TestCLI"}
-{"Action":"output","Package":"github.com/redcell/redcell/a","Test":"TestCLI","Output":"=== RUN   TestCLI\n"}
-{"Action":"output","Package":"github.com/redcell/redcell/a","Test":"TestCLI","Output":"    harness_test.go:42: redis-cli not found in PATH; install it with apt-get install redis-tools\n"}
-{"Action":"output","Package":"github.com/redcell/redcell/a","Test":"TestCLI","Output":"--- SKIP: TestCLI (0.00s)\n"}
-{"Action":"skip","Package":"github.com/redcell/redcell/a","Test":"TestCLI","Elapsed":0}
-{"Action":"pass","Package":"github.com/redcell/redcell/a","Elapsed":1.5}
+const run = `{"Action":"start","Package":"redcell/a"}
+{"Action":"run","Package":"redcell/a","Test":"TestOK"}
+{"Action":"output","Package":"redcell/a","Test":"TestOK","Output":"=== RUN   TestOK\n"}
+{"Action":"pass","Package":"redcell/a","Test":"TestOK","Elapsed":0.01}
+{"Action":"run","Package":"redcell/a","Test":"TestCLI"}
+{"Action":"output","Package":"redcell/a","Test":"TestCLI","Output":"=== RUN   TestCLI\n"}
+{"Action":"output","Package":"redcell/a","Test":"TestCLI","Output":"    harness_test.go:42: redis-cli not found in PATH; install it with apt-get install redis-tools\n"}
+{"Action":"output","Package":"redcell/a","Test":"TestCLI","Output":"--- SKIP: TestCLI (0.00s)\n"}
+{"Action":"skip","Package":"redcell/a","Test":"TestCLI","Elapsed":0}
+{"Action":"pass","Package":"redcell/a","Elapsed":1.5}
 `
 
 func TestSummaryListsSkipsWithTheirReasons(t *testing.T) {
@@ -30,11 +30,11 @@ func TestSummaryListsSkipsWithTheirReasons(t *testing.T) {
 }
 
 func TestSummaryShowsFailuresAndFails(t *testing.T) {
-	in := `{"Action":"run","Package":"github.com/redcell/redcell/b","Test":"TestBad"}
-{"Action":"output","Package":"github.com/redcell/redcell/b","Test":"TestBad","Output":"    b_test.go:9: got 1 want 2\n"}
-{"Action":"fail","Package":"github.com/redcell/redcell/b","Test":"TestBad","Elapsed":0}
-{"Action":"output","Package":"github.com/redcell/redcell/b","Output":"FAIL\n"}
-{"Action":"fail","Package":"github.com/redcell/redcell/b","Elapsed":0.2}
+	in := `{"Action":"run","Package":"redcell/b","Test":"TestBad"}
+{"Action":"output","Package":"redcell/b","Test":"TestBad","Output":"    b_test.go:9: got 1 want 2\n"}
+{"Action":"fail","Package":"redcell/b","Test":"TestBad","Elapsed":0}
+{"Action":"output","Package":"redcell/b","Output":"FAIL\n"}
+{"Action":"fail","Package":"redcell/b","Elapsed":0.2}
 `
 	var out strings.Builder
 	ok, err := summarize(strings.NewReader(in), &out)
