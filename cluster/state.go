@@ -442,15 +442,23 @@ func (s *State) SetTopology(t *Topology, force bool) error {
 // every node): the topology pushed with that one slot changed, persisted as
 // SetTopology's is. id may be the shard's master by a failover.
 func (s *State) SetSlot(slot int, id string, version int64) error {
-	return s.change(func(v *view) error {
+	err := s.change(func(v *view) error {
 		if v.base == nil {
 			return ErrNoTopology
 		}
-		if version != v.base.Version+1 {
-			return ErrStaleVersion
-		}
 		if shard := v.base.ShardOf(id); shard != nil && v.failovers[shard.ID].Master == id {
 			id = shard.ID
+		}
+		if version == v.base.Version {
+			// The node may hold this version already, from a peer
+			// (catch-up) before the push reached it: the same change
+			// is taken, a different one is not.
+			if o := v.base.Owner(slot); o != nil && o.ID == id {
+				return errSlotHeld
+			}
+		}
+		if version != v.base.Version+1 {
+			return ErrStaleVersion
 		}
 		t, err := v.base.WithSlot(slot, id, version)
 		if err != nil {
@@ -459,7 +467,14 @@ func (s *State) SetSlot(slot int, id string, version int64) error {
 		v.base = t
 		return nil
 	})
+	if err == errSlotHeld {
+		return nil
+	}
+	return err
 }
+
+// errSlotHeld is SetSlot's change already made: nothing to save.
+var errSlotHeld = errors.New("cluster: the slot's change is held already")
 
 // Route is where a command on slot must go.
 type Route uint8

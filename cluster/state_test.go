@@ -170,6 +170,14 @@ func TestStateSetSlot(t *testing.T) {
 	require.Equal(t, Moved, r)
 	require.Equal(t, idB, n.ID)
 
+	// The same push again (the node took it from a peer first, as
+	// reshard's push raced a catch-up): taken, nothing changes; the same
+	// version with another change is not.
+	require.NoError(t, s.SetSlot(100, idB, 5))
+	require.ErrorIs(t, s.SetSlot(101, idB, 5), ErrStaleVersion)
+	top, _ = s.Topology()
+	require.Equal(t, want, top)
+
 	again, err := NewState(dir, false, "127.0.0.1", 30001)
 	require.NoError(t, err)
 	top, _ = again.Topology()

@@ -60,7 +60,9 @@ func cmdClusterxSetNodes(c *client, args [][]byte, _ time.Time) {
 // CLUSTERX SETSLOT slot NODE id version
 //
 // Gives slot to the master id, at version, which must be the topology's
-// next: how a migration's end is pushed to every node.
+// next: how a migration's end is pushed to every node. A node that holds
+// that version already, with slot given to id (it caught up from a peer
+// before the push reached it), answers OK too.
 func cmdClusterxSetSlot(c *client, args [][]byte, _ time.Time) {
 	if !c.slotsOn() {
 		return
