@@ -68,6 +68,60 @@ func (c *conn) WriteRaw(b []byte) {
 	}
 }
 
+// WriteInts encodes the whole reply at once and checks room once, for its
+// exact size, after encoding it: five WriteInt64 behind a WriteArray, each
+// with its own room check, intSize and redcon's encoder, cost a decision
+// about 700 instructions (callgrind, BenchmarkConnBatch), a quarter of it.
+func (c *conn) WriteInts(v [5]int64) {
+	if c.closed {
+		return
+	}
+	start := len(c.out)
+	c.out = appendInts(c.out, v)
+	if int64(len(c.out)) > c.roomLeft {
+		// As room(n) would have it: taken back, then queued only if
+		// makeRoom lets it through.
+		n := len(c.out) - start
+		c.out = c.out[:start]
+		if c.makeRoom(n) {
+			c.out = appendInts(c.out, v)
+		}
+	}
+}
+
+// appendInts appends the RESP array of the five integers v to b, byte for
+// byte what redcon.AppendArray and redcon.AppendInt write.
+func appendInts(b []byte, v [5]int64) []byte {
+	b = append(b, "*5\r\n"...)
+	for _, n := range v {
+		b = append(b, ':')
+		b = appendInt(b, n)
+		b = append(b, '\r', '\n')
+	}
+	return b
+}
+
+// appendInt appends n in decimal, as strconv.AppendInt(b, n, 10) does,
+// without its call and its general-base dispatch: a decision's integers are
+// mostly of one or a few digits.
+func appendInt(b []byte, n int64) []byte {
+	u := uint64(n)
+	if n < 0 {
+		b = append(b, '-')
+		u = -u // MinInt64 too: its magnitude, 1<<63, is a uint64
+	}
+	var digits [20]byte
+	i := len(digits)
+	for u >= 10 {
+		i--
+		digits[i] = byte('0' + u%10)
+		u /= 10
+	}
+	i--
+	digits[i] = byte('0' + u)
+	return append(b, digits[i:]...)
+}
+
 func (c *conn) DeferArray() int { return len(c.out) }
 
 // SetDeferredArray inserts the header of an array of n elements at mark,
