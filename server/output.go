@@ -90,36 +90,39 @@ func (c *conn) WriteInts(v [5]int64) {
 }
 
 // appendInts appends the RESP array of the five integers v to b, byte for
-// byte what redcon.AppendArray and redcon.AppendInt write.
+// byte what redcon.AppendArray and redcon.AppendInt write. The reply is
+// encoded backwards in a buffer on the stack, each number's digits from its
+// last, so that neither a number nor the reply is copied twice and b grows
+// once: appending each piece to b cost twice the instructions (callgrind).
 func appendInts(b []byte, v [5]int64) []byte {
-	b = append(b, "*5\r\n"...)
-	for _, n := range v {
-		b = append(b, ':')
-		b = appendInt(b, n)
-		b = append(b, '\r', '\n')
-	}
-	return b
-}
-
-// appendInt appends n in decimal, as strconv.AppendInt(b, n, 10) does,
-// without its call and its general-base dispatch: a decision's integers are
-// mostly of one or a few digits.
-func appendInt(b []byte, n int64) []byte {
-	u := uint64(n)
-	if n < 0 {
-		b = append(b, '-')
-		u = -u // MinInt64 too: its magnitude, 1<<63, is a uint64
-	}
-	var digits [20]byte
-	i := len(digits)
-	for u >= 10 {
+	var buf [len("*5\r\n") + 5*len(":-9223372036854775808\r\n")]byte
+	i := len(buf)
+	for k := len(v) - 1; k >= 0; k-- {
+		n := v[k]
+		u := uint64(n)
+		if n < 0 {
+			u = -u // MinInt64 too: its magnitude, 1<<63, is a uint64
+		}
+		i -= 2
+		buf[i], buf[i+1] = '\r', '\n'
+		for u >= 10 {
+			q := u / 10
+			i--
+			buf[i] = byte('0' + u - q*10)
+			u = q
+		}
 		i--
-		digits[i] = byte('0' + u%10)
-		u /= 10
+		buf[i] = byte('0' + u)
+		if n < 0 {
+			i--
+			buf[i] = '-'
+		}
+		i--
+		buf[i] = ':'
 	}
-	i--
-	digits[i] = byte('0' + u)
-	return append(b, digits[i:]...)
+	i -= len("*5\r\n")
+	copy(buf[i:], "*5\r\n")
+	return append(b, buf[i:]...)
 }
 
 func (c *conn) DeferArray() int { return len(c.out) }
