@@ -62,6 +62,8 @@ type client struct {
 
 	batch   batchState
 	session session
+	// rate is CL.THROTTLE's last Rate (rateMemo).
+	rate    rateMemo
 	cluster clusterConn
 
 	id    int64
