@@ -141,7 +141,10 @@ func errReply(e replyError) string { return "-" + e.text + "\r\n" }
 // A decision's reply is encoded at once (appendInts), byte for byte what
 // redcon's writers encode element by element, at every magnitude and sign.
 func TestAppendIntsIsRedcons(t *testing.T) {
-	values := []int64{0, 1, 9, 10, 99, 100, 101, 999, 1000, 12345, 1<<31 - 1, 1 << 32, math.MaxInt64, math.MaxInt64 - 1}
+	values := []int64{0, 1, 2, 9, 10, 99, 100, 101, 998, 999, 1000, 12345, 1<<31 - 1, 1 << 32, math.MaxInt64, math.MaxInt64 - 1}
+	for p := int64(10); p <= 1e18; p *= 10 {
+		values = append(values, p-1, p, p+1) // each count of digits, at its edges
+	}
 	for _, n := range values[:len(values):len(values)] {
 		values = append(values, -n)
 	}
@@ -157,6 +160,10 @@ func TestAppendIntsIsRedcons(t *testing.T) {
 		}
 		require.Equal(t, string(want), string(appendInts([]byte("x"), v))[1:], "%v", v)
 	}
+	out := make([]byte, 0, 256)
+	require.Zero(t, testing.AllocsPerRun(10, func() {
+		appendInts(out, [5]int64{math.MinInt64, math.MaxInt64, 1000, -2, 7})
+	}), "numbers past the table do not allocate either")
 }
 
 // conn.WriteInts is held to the output limit as the writers it replaces:
