@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -79,27 +80,36 @@ func (c *conn) WriteInts(v [5]int64) {
 		return
 	}
 	start := len(c.out)
-	c.out = appendInts(c.out, v)
-	if int64(len(c.out)) > c.roomLeft {
-		// As room(n) would have it: taken back, then queued only if
-		// makeRoom lets it through.
-		n := len(c.out) - start
-		c.out = c.out[:start]
-		if c.makeRoom(n) {
-			c.out = appendInts(c.out, v)
-		}
+	if cap(c.out)-start < intsRoom {
+		c.out = slices.Grow(c.out, intsRoom)
 	}
+	// Encoded straight into out's spare room: no buffer to clear, no copy.
+	n := putInts((*[intsRoom]byte)(c.out[start:start+intsRoom]), v)
+	if int64(start+n) > c.roomLeft && !c.makeRoom(n) {
+		return // as room(n) would have it: dropped, the connection closed
+	}
+	c.out = c.out[:start+n]
 }
 
-// appendInts appends the RESP array of the five integers v to b, byte for
-// byte what redcon.AppendArray and redcon.AppendInt write. A decision's
-// integers are nearly always within smallInts (0 or 1, the limit, what
-// remains of it, -1 or a few seconds), whose whole encoding, ":<n>\r\n",
-// is one 8-byte store; the reply is built on the stack and appended at once.
-// Digit by digit, the reply cost about 300 instructions (callgrind).
+// intsRoom is the most bytes putInts writes: the array's header, five of
+// the longest integer, and 8 to spare, as a small number is stored as a
+// whole word.
+const intsRoom = len("*5\r\n") + 5*len(":-9223372036854775808\r\n") + 8
+
+// appendInts appends the RESP array of the five integers v to b (putInts).
 func appendInts(b []byte, v [5]int64) []byte {
-	// 8 bytes to spare: a small number is stored as a whole word.
-	var buf [len("*5\r\n") + 5*len(":-9223372036854775808\r\n") + 8]byte
+	var buf [intsRoom]byte
+	return append(b, buf[:putInts(&buf, v)]...)
+}
+
+// putInts writes the RESP array of the five integers v at the start of buf
+// and returns its length, byte for byte what redcon.AppendArray and
+// redcon.AppendInt write. A decision's integers are nearly always within
+// smallInts (0 or 1, the limit, what remains of it, -1 or a few seconds),
+// whose whole encoding, ":<n>\r\n", is one 8-byte store. Digit by digit
+// and appended piece by piece, the reply cost about 300 instructions
+// (callgrind).
+func putInts(buf *[intsRoom]byte, v [5]int64) int {
 	binary.LittleEndian.PutUint32(buf[:], '*'|'5'<<8|'\r'<<16|'\n'<<24)
 	i := len("*5\r\n")
 	for _, n := range v {
@@ -134,7 +144,7 @@ func appendInts(b []byte, v [5]int64) []byte {
 		buf[i], buf[i+1] = '\r', '\n'
 		i += 2
 	}
-	return append(b, buf[:i]...)
+	return i
 }
 
 // smallInts[n+1] is the RESP integer ":<n>\r\n" for -1 <= n < 999, in the
