@@ -10,6 +10,26 @@ import (
 // nothing else (no '+', spaces or decimals). Leading zeros are allowed, any
 // number of them, as strconv.ParseInt allows. It does not allocate.
 func parseInt(b []byte) (int64, bool) {
+	// Up to 18 digits cannot pass MaxInt64, so the common case, a small
+	// non-negative number, needs no bound per digit: CL.THROTTLE's three
+	// or four integers cost a quarter of what parseIntBounded's loop does.
+	if len(b) == 0 || len(b) > 18 || b[0] == '-' {
+		return parseIntBounded(b)
+	}
+	var n int64
+	for _, ch := range b {
+		d := ch - '0'
+		if d > 9 {
+			return 0, false
+		}
+		n = n*10 + int64(d)
+	}
+	return n, true
+}
+
+// parseIntBounded is parseInt for any input: a sign, or digits enough to
+// overflow, checked at every digit.
+func parseIntBounded(b []byte) (int64, bool) {
 	neg := len(b) > 0 && b[0] == '-'
 	if neg {
 		b = b[1:]

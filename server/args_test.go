@@ -19,6 +19,8 @@ func TestParseInt(t *testing.T) {
 		{"007", 7},
 		{"-007", -7},
 		{"000000000000000000000000000042", 42}, // leading zeros do not overflow
+		{"999999999999999999", 999999999999999999}, // the most digits parseInt's fast path takes
+		{"1000000000000000000", 1000000000000000000},
 		{"9223372036854775807", math.MaxInt64},
 		{"-9223372036854775808", math.MinInt64},
 		{"09223372036854775807", math.MaxInt64},

@@ -31,6 +31,9 @@ type client struct {
 	// nanoseconds: CLIENT LIST's idle=.
 	lastCmd    atomic.Pointer[command]
 	lastActive atomic.Int64
+	// sent is the name of the command lastCmd was looked up by, as the
+	// client spelled it: dispatch's cache, on the connection's goroutine.
+	sent sentName
 	// access is what dispatch checks before a command (accessUnauthed,
 	// accessLimited): 0 for an authenticated connection whose user may
 	// run anything. user is the user it authenticated as, the default
@@ -59,6 +62,8 @@ type client struct {
 
 	batch   batchState
 	session session
+	// rate is CL.THROTTLE's last Rate (rateMemo).
+	rate    rateMemo
 	cluster clusterConn
 
 	id    int64

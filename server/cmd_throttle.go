@@ -64,7 +64,7 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 			return
 		}
 	}
-	rate, err := gcra.NewRate(burst, count, period, quantity)
+	rate, err := c.rate.of(burst, count, period, quantity)
 	if err != nil {
 		c.writeError(throttleError(err))
 		return
@@ -93,6 +93,30 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		c.changed(args[1])
 	}
 	c.writeInts(res.Ints())
+}
+
+// rateMemo keeps the Rate a client's last CL.THROTTLE made of its
+// arguments: a client throttles with the same limits call after call, and
+// gcra.NewRate's checks and its three divisions (the emission interval, two
+// overflow bounds) cost about 75 instructions a decision (callgrind). Only a
+// valid Rate is kept; arguments NewRate refuses are refused again each time.
+type rateMemo struct {
+	args [4]int64 // max_burst, count, period, quantity
+	rate gcra.Rate
+	ok   bool
+}
+
+// of returns gcra.NewRate(burst, count, period, quantity).
+func (m *rateMemo) of(burst, count, period, quantity int64) (gcra.Rate, error) {
+	args := [4]int64{burst, count, period, quantity}
+	if m.ok && args == m.args {
+		return m.rate, nil
+	}
+	r, err := gcra.NewRate(burst, count, period, quantity)
+	if err == nil {
+		m.args, m.rate, m.ok = args, r, true
+	}
+	return r, err
 }
 
 // rateArgErrors and windowArgErrors are the errors of the integer arguments

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -223,4 +224,22 @@ func TestLimitersRefuseLongKeys(t *testing.T) {
 		require.Equal(t, "-ERR key too long: 5 bytes, --max-key-len is 4\r\n", tc.do(args...), "%q", args)
 	}
 	require.Equal(t, ":0\r\n", tc.do("DBSIZE"))
+}
+
+// rateMemo answers what gcra.NewRate answers, whichever argument changes from
+// one call to the next, refused arguments included, before and after a
+// Rate is kept.
+func TestRateMemoIsNewRate(t *testing.T) {
+	var m rateMemo
+	for i, args := range [][4]int64{
+		{100, 10, 1, 1}, {100, 10, 1, 1}, {99, 10, 1, 1}, {99, 11, 1, 1}, {99, 11, 2, 1}, {99, 11, 2, 3},
+		{99, 11, 2, -1}, {99, 11, 2, 3}, {-1, 10, 1, 1}, {100, 0, 1, 1}, {100, 10, 0, 1},
+		{math.MaxInt64, 10, 1, 1}, {100, 10, 1, 1}, {0, 1, math.MaxInt64 / int64(time.Second), 0},
+	} {
+		want, wantErr := gcra.NewRate(args[0], args[1], args[2], args[3])
+		got, err := m.of(args[0], args[1], args[2], args[3])
+		if got != want || err != wantErr {
+			t.Errorf("step %d: of%v = %+v, %v want %+v, %v", i, args, got, err, want, wantErr)
+		}
+	}
 }

@@ -61,3 +61,32 @@ func TestCommandCategoriesAreRedis(t *testing.T) {
 		}
 	}
 }
+
+// dispatch's cache of the last command's spelling (sentName) finds the
+// command however a pipeline spells it, changes of spelling and of command
+// included, and never takes a name that only starts or ends like it.
+func TestDispatchKnowsTheLastCommandHoweverSpelled(t *testing.T) {
+	tc := newTestClient(t, Config{})
+	for _, c := range []struct{ cmd, want string }{
+		{"PING", "+PONG\r\n"},
+		{"PING", "+PONG\r\n"},
+		{"ping", "+PONG\r\n"},
+		{"PiNg", "+PONG\r\n"},
+		{"PINGS", "-ERR unknown command 'PINGS', with args beginning with: \r\n"},
+		{"PIN", "-ERR unknown command 'PIN', with args beginning with: \r\n"},
+		{"PING", "+PONG\r\n"},
+		{"ECHO", "-ERR wrong number of arguments for 'echo' command\r\n"},
+		{"PING", "+PONG\r\n"},
+		{"PIN\x00", "-ERR unknown command 'PIN\x00', with args beginning with: \r\n"},
+		{"pinG", "+PONG\r\n"},
+	} {
+		require.Equal(t, c.want, tc.do(c.cmd), "%q", c.cmd)
+	}
+	// A subcommand becomes lastCmd (runSubcommand): the container is found
+	// again by its name all the same.
+	id := tc.do("CLIENT", "ID")
+	require.Regexp(t, `^:\d+\r\n$`, id)
+	require.Equal(t, id, tc.do("CLIENT", "ID"))
+	require.Equal(t, id, tc.do("client", "id"))
+	require.Equal(t, "+PONG\r\n", tc.do("PING"))
+}

@@ -23,6 +23,9 @@ type connection interface {
 	WriteArray(n int)
 	WriteNull()
 	WriteRaw(b []byte)
+	// WriteInts writes an array of five integers, a decision's reply, as
+	// WriteArray(5) then five WriteInt64 would, in one step.
+	WriteInts(v [5]int64)
 	// DeferArray marks where an array header goes whose length is known
 	// only once its elements are written; SetDeferredArray writes it there.
 	DeferArray() (mark int)

@@ -28,12 +28,7 @@ func (c *client) writeBulkString(s string) { c.conn.WriteBulkString(s) }
 func (c *client) writeArray(n int)         { c.conn.WriteArray(n) }
 
 // writeInts writes a decision's reply: an array of five integers.
-func (c *client) writeInts(v [5]int64) {
-	c.conn.WriteArray(len(v))
-	for _, n := range v {
-		c.conn.WriteInt64(n)
-	}
-}
+func (c *client) writeInts(v [5]int64) { c.conn.WriteInts(v) }
 
 // writeHelp writes a HELP subcommand's lines, as Redis does: an array of
 // simple strings.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"math"
 	"net"
 	"sync/atomic"
 	"testing"
@@ -35,6 +36,11 @@ func (f *fakeConn) flush() error        { return nil }
 func (f *fakeConn) drop()               { f.SetBuffer(nil); f.closed = true }
 func (f *fakeConn) NetConn() net.Conn   { return nil }
 func (f *fakeConn) DeferArray() int     { return len(f.Buffer()) }
+
+func (f *fakeConn) WriteInts(v [5]int64) {
+	var buf [128]byte
+	f.WriteRaw(appendInts(buf[:0], v))
+}
 
 // refuseLater reports that a fakeConn has no goroutine of its own to send a
 // refusal: the server closes it at once.
@@ -131,3 +137,53 @@ func runSteps(t *testing.T, cfg Config, steps []testkit.Step) *testClient {
 
 // errReply is the wire form of an error reply.
 func errReply(e replyError) string { return "-" + e.text + "\r\n" }
+
+// A decision's reply is encoded at once (appendInts), byte for byte what
+// redcon's writers encode element by element, at every magnitude and sign.
+func TestAppendIntsIsRedcons(t *testing.T) {
+	values := []int64{0, 1, 2, 9, 10, 99, 100, 101, 998, 999, 1000, 12345, 1<<31 - 1, 1 << 32, math.MaxInt64, math.MaxInt64 - 1}
+	for p := int64(10); p <= 1e18; p *= 10 {
+		values = append(values, p-1, p, p+1) // each count of digits, at its edges
+	}
+	for _, n := range values[:len(values):len(values)] {
+		values = append(values, -n)
+	}
+	values = append(values, math.MinInt64, math.MinInt64+1)
+	for i := range values {
+		var v [5]int64
+		for j := range v {
+			v[j] = values[(i+j)%len(values)]
+		}
+		want := redcon.AppendArray(nil, 5)
+		for _, n := range v {
+			want = redcon.AppendInt(want, n)
+		}
+		require.Equal(t, string(want), string(appendInts([]byte("x"), v))[1:], "%v", v)
+	}
+	out := make([]byte, 0, 256)
+	require.Zero(t, testing.AllocsPerRun(10, func() {
+		appendInts(out, [5]int64{math.MinInt64, math.MaxInt64, 1000, -2, 7})
+	}), "numbers past the table do not allocate either")
+}
+
+// conn.WriteInts is held to the output limit as the writers it replaces:
+// a reply that would pass MaxOutput is dropped and the connection closed,
+// one that fits exactly is queued.
+func TestWriteIntsKeepsTheOutputLimit(t *testing.T) {
+	v := [5]int64{0, 101, 100, -1, 1}
+	size := len(appendInts(nil, v))
+	for _, c := range []struct {
+		queued int
+		closed bool
+	}{{100 - size, false}, {100 - size + 1, true}} {
+		srv := New(Config{Limits: Limits{MaxOutput: 100}}, storage.New(storage.Config{}))
+		cn := newConn(srv, &scriptConn{})
+		require.True(t, srv.accept(cn))
+		cn.out = append(cn.out, make([]byte, c.queued)...)
+		cn.WriteInts(v)
+		require.Equal(t, c.closed, cn.closed, "%d bytes queued before", c.queued)
+		if !c.closed {
+			require.Equal(t, string(appendInts(nil, v)), string(cn.out[c.queued:]))
+		}
+	}
+}
