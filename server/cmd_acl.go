@@ -169,10 +169,7 @@ func (c *client) writeSelector(s acl.SelectorRules) {
 //
 // Each user as a line of the ACL file, in name order.
 func cmdACLList(c *client, _ [][]byte, _ time.Time) {
-	us := c.srv.users
-	us.mu.Lock()
-	all := us.set.All()
-	us.mu.Unlock()
+	all := c.srv.users.all()
 	c.writeArray(len(all))
 	for _, u := range all {
 		c.writeBulkString("user " + u.Name() + " " + u.Describe())
@@ -181,10 +178,7 @@ func cmdACLList(c *client, _ [][]byte, _ time.Time) {
 
 // ACL USERS
 func cmdACLUsers(c *client, _ [][]byte, _ time.Time) {
-	us := c.srv.users
-	us.mu.Lock()
-	all := us.set.All()
-	us.mu.Unlock()
+	all := c.srv.users.all()
 	c.writeArray(len(all))
 	for _, u := range all {
 		c.writeBulkString(u.Name())

@@ -96,12 +96,6 @@ func (c *conn) WriteInts(v [5]int64) {
 // whole word.
 const intsRoom = len("*5\r\n") + 5*len(":-9223372036854775808\r\n") + 8
 
-// appendInts appends the RESP array of the five integers v to b (putInts).
-func appendInts(b []byte, v [5]int64) []byte {
-	var buf [intsRoom]byte
-	return append(b, buf[:putInts(&buf, v)]...)
-}
-
 // putInts writes the RESP array of the five integers v at the start of buf
 // and returns its length, byte for byte what redcon.AppendArray and
 // redcon.AppendInt write. A decision's integers are nearly always within

@@ -187,3 +187,10 @@ func TestWriteIntsKeepsTheOutputLimit(t *testing.T) {
 		}
 	}
 }
+
+// appendInts appends the RESP array of the five integers v to b, as
+// conn.WriteInts encodes it (putInts).
+func appendInts(b []byte, v [5]int64) []byte {
+	var buf [intsRoom]byte
+	return append(b, buf[:putInts(&buf, v)]...)
+}

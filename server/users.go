@@ -84,6 +84,13 @@ func (c *client) setAuthed(authed bool) {
 	}
 }
 
+// all returns every user, in name order.
+func (us *users) all() []*acl.User {
+	us.mu.Lock()
+	defer us.mu.Unlock()
+	return us.set.All()
+}
+
 // exists reports whether there is a user named name.
 func (us *users) exists(name string) bool {
 	us.mu.Lock()
