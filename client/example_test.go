@@ -15,7 +15,11 @@ import (
 func Example() {
 	rdb := redis.NewClient(&redis.Options{Addr: exampleAddr}) // redcell, or Redis with redis-cell
 	defer rdb.Close()
-	limiter := client.New(rdb, client.Options{})
+	// The zero Options are for production (a 20 ms timeout). Here a
+	// second: on a busy machine the first call, which also dials, could
+	// take longer than 20 ms and be answered by the fallback, whose
+	// RetryAfter is exact where the server's is whole seconds.
+	limiter := client.New(rdb, client.Options{Timeout: time.Second})
 	defer limiter.Close()
 
 	ctx := context.Background()
