@@ -64,17 +64,36 @@ func newFlushObserver(b storage.Backend, interval time.Duration, logger *slog.Lo
 func (o *flushObserver) Apply(changes []storage.Change, saved gcra.Instant, sync bool) error {
 	start := time.Now()
 	err := o.Backend.Apply(changes, saved, sync)
-	d := time.Since(start)
+	o.observe(time.Since(start), len(changes), err)
+	return err
+}
+
+// observe records one write of keys changes that took d.
+func (o *flushObserver) observe(d time.Duration, keys int, err error) {
 	o.duration.Observe(d.Seconds())
-	o.keys.Observe(float64(len(changes)))
+	o.keys.Observe(float64(keys))
 	if err == nil {
 		o.lastOK.Set(float64(time.Now().UnixNano()) / 1e9)
 	}
 	if d >= o.slow {
-		o.warnSlow(d, len(changes))
+		o.warnSlow(d, keys)
 	}
+}
+
+// Log is a group commit's write in durable mode (storage.CommitLog), timed
+// and counted as a flush.
+func (o *flushObserver) Log(changes []storage.Change, saved gcra.Instant) error {
+	start := time.Now()
+	err := o.log().Log(changes, saved)
+	o.observe(time.Since(start), len(changes), err)
 	return err
 }
+
+// Seal and Drop pass to the backend's commit log.
+func (o *flushObserver) Seal() (uint64, error)  { return o.log().Seal() }
+func (o *flushObserver) Drop(mark uint64) error { return o.log().Drop(mark) }
+
+func (o *flushObserver) log() storage.CommitLog { return o.Backend.(storage.CommitLog) }
 
 func (o *flushObserver) warnSlow(d time.Duration, keys int) {
 	o.mu.Lock()

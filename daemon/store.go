@@ -69,11 +69,15 @@ func openState(ctx context.Context, cfg config.Config, clk *clock.Clock, logger 
 	}
 	logger.Info("loaded state", "dir", cfg.Dir, "keys", o.stats.Loaded, "stale_kept", o.stats.Stale, "duration", st.loadTime)
 	st.flushes = newFlushObserver(st.backend, cfg.FlushInterval, logger)
-	st.flusher = storage.NewFlusher(st.store, st.flushes, storage.FlusherOptions{
+	fopts := storage.FlusherOptions{
 		Now:        clk.Wall,
 		WallOffset: clk.WallOffset,
 		Logger:     logger.With("dir", cfg.Dir),
-	})
+	}
+	if cfg.FlushInterval == 0 {
+		fopts.Log = st.flushes // durable mode: each group commit appends to the commit log
+	}
+	st.flusher = storage.NewFlusher(st.store, st.flushes, fopts)
 	return st, nil
 }
 

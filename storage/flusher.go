@@ -43,6 +43,12 @@ type FlusherOptions struct {
 	// error, and when it succeeds again, with the count of failures in
 	// between; nothing for each retry. The default discards them.
 	Logger *slog.Logger
+	// Log, when set, is durable mode's write path: Sync appends each
+	// group commit's changes to it, and Flush (a checkpoint, every second
+	// from RunGroupCommit) applies what it logged to the backend and
+	// drops it from the log. The default is none: Sync flushes to the
+	// backend.
+	Log CommitLog
 }
 
 // Flusher writes a Store's changes to a Backend: every interval, on demand
@@ -97,6 +103,17 @@ type Flusher struct {
 	stopped   error  // set when group commit stops: Sync fails at once
 	// wake tells RunGroupCommit that a group commit failed.
 	wake chan struct{}
+
+	// With a commit log (FlusherOptions.Log), lmu is held to take changes
+	// from the store and log them (logCommit), and to seal the log and
+	// take what it holds (checkpoint), so that a change logged is always
+	// newer than every change a checkpoint took before it. logged holds
+	// the changes logged since the last seal, in log order: durable, and
+	// not yet applied to the backend.
+	lmu         sync.Mutex
+	lbuf        []Change
+	logged      []Change
+	loggedSaved gcra.Instant
 }
 
 // NewFlusher returns a Flusher from store to backend. The store must be
@@ -135,6 +152,14 @@ const flushBatch = 1 << 13
 func (f *Flusher) Flush() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.opts.Log != nil {
+		return f.checkpoint()
+	}
+	return f.flushLocked()
+}
+
+// flushLocked is Flush, f.mu held.
+func (f *Flusher) flushLocked() error {
 	start := time.Now()
 	offset := f.opts.WallOffset()
 	if d := offset - f.frame; d >= frameStep || d <= -frameStep {
@@ -371,11 +396,19 @@ func (f *Flusher) RunGroupCommit(ctx context.Context) {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
+	var checkpoints <-chan time.Time // with a commit log: apply it to the backend
+	if f.opts.Log != nil {
+		t := time.NewTicker(DefaultFlushInterval)
+		defer t.Stop()
+		checkpoints = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			f.failWaiters(ctx.Err())
 			return
+		case <-checkpoints:
+			_ = f.Flush()
 		case <-f.wake: // a group commit failed
 			retry.Reset(f.retryPause(time.Second))
 		case <-retry.C:
@@ -419,7 +452,12 @@ func (f *Flusher) Sync() error {
 		f.started++
 		gen := f.started
 		f.gmu.Unlock()
-		err := f.Flush()
+		var err error
+		if f.opts.Log != nil {
+			err = f.logCommit()
+		} else {
+			err = f.Flush()
+		}
 		f.gmu.Lock()
 		if gen > f.completed { // not overtaken by failWaiters
 			f.completed, f.lastErrG = gen, err
@@ -471,3 +509,124 @@ func (f *Flusher) Stats() FlushStats {
 
 // DiskState is the disk's condition: ok, full, stalled or failed.
 func (p *PebbleBackend) DiskState() string { return p.disk.state() }
+
+// logCommit is durable mode's group commit with a commit log: it takes every
+// change made so far from the store and logs it (FlusherOptions.Log), where
+// a checkpoint later applies it to the backend.
+func (f *Flusher) logCommit() error {
+	f.lmu.Lock()
+	defer f.lmu.Unlock()
+	return f.logCommitLocked()
+}
+
+// logCommitLocked is logCommit, f.lmu held. The changes of a log write that
+// fails go back to the store, as a failed flush's do.
+func (f *Flusher) logCommitLocked() error {
+	start := time.Now()
+	offset := f.opts.WallOffset()
+	saved := gcra.InstantOf(f.opts.Now())
+	for i := range f.store.Shards() {
+		before := len(f.lbuf)
+		f.handover.Lock()
+		f.lbuf = f.store.TakeShardChanges(i, f.lbuf)
+		f.taken.Add(int64(len(f.lbuf) - before))
+		f.handover.Unlock()
+	}
+	n := len(f.lbuf)
+	var err error
+	// With nothing to log, a commit while commits fail still writes (an
+	// empty record): it is what tells whether the disk answers again.
+	if n > 0 || f.failing.Load() > 0 {
+		batch := prepare(f.lbuf, offset)
+		if err = f.opts.Log.Log(batch, saved); err == nil {
+			f.logged = append(f.logged, batch...)
+			f.loggedSaved = saved
+		}
+	}
+	f.handover.Lock()
+	if err != nil {
+		f.store.Requeue(f.lbuf) // by key: each is taken again as it is then
+	}
+	f.taken.Add(-int64(n))
+	f.handover.Unlock()
+	clear(f.lbuf)
+	f.lbuf = f.lbuf[:0]
+	if cap(f.lbuf) > 2*flushBatch {
+		f.lbuf = nil
+	}
+	f.finish(err, n, time.Since(start))
+	return err
+}
+
+// checkpoint is Flush with a commit log, f.mu held: it logs the changes made
+// since the last group commit, seals the log, and applies every change
+// logged up to the seal to the backend, synced, before it drops those log
+// files. Deciding and group commits go on meanwhile: only the log's own
+// steps hold f.lmu. When the wall clock has stepped (see Flusher.frame),
+// every key is written again in the new frame, holding f.lmu throughout.
+func (f *Flusher) checkpoint() error {
+	f.lmu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			f.lmu.Unlock()
+		}
+	}()
+	if err := f.logCommitLocked(); err != nil {
+		return err
+	}
+	mark, err := f.opts.Log.Seal()
+	if err != nil {
+		return err
+	}
+	pend, saved := f.logged, f.loggedSaved
+	f.logged = nil
+	if d := f.opts.WallOffset() - f.frame; d > -frameStep && d < frameStep {
+		f.lmu.Unlock()
+		locked = false
+	}
+	pend, err = f.applyLogged(pend, saved)
+	if err == nil && locked {
+		err = f.flushLocked() // writes every key again, in the new frame
+	}
+	if err != nil {
+		if !locked {
+			f.lmu.Lock()
+			locked = true
+		}
+		f.logged = append(pend, f.logged...) // still in the log, to apply next time
+		f.opts.Logger.Warn("applying the commit log to the store failed; it is kept, and tried again at the next checkpoint", "err", err, "changes", len(pend))
+		return err
+	}
+	clear(pend)
+	if err := f.opts.Log.Drop(mark); err != nil {
+		f.opts.Logger.Warn("removing applied commit log files failed; the next checkpoint tries again", "err", err)
+	}
+	return nil
+}
+
+// applyLogged writes changes taken from the commit log to the backend, the
+// newest change of each key only, in batches of flushBatch, and syncs. It
+// returns those newest changes (in changes' array), to keep if it fails.
+func (f *Flusher) applyLogged(changes []Change, saved gcra.Instant) ([]Change, error) {
+	if len(changes) == 0 {
+		return changes, nil
+	}
+	slices.SortStableFunc(changes, func(a, b Change) int { return strings.Compare(a.Key, b.Key) })
+	out := changes[:0]
+	for i, c := range changes {
+		if i+1 < len(changes) && changes[i+1].Key == c.Key {
+			continue // a later change of the key follows
+		}
+		out = append(out, c)
+	}
+	clear(changes[len(out):]) // drop references to key strings
+	for rest := out; len(rest) > 0; {
+		n := min(len(rest), flushBatch)
+		if err := f.backend.Apply(rest[:n], saved, n == len(rest)); err != nil {
+			return out, err
+		}
+		rest = rest[n:]
+	}
+	return out, nil
+}

@@ -97,6 +97,8 @@ type PebbleBackend struct {
 
 	mu    sync.Mutex    // serializes writes, which reuse batch
 	batch *pebble.Batch // reused, so its buffer is allocated once
+
+	commitLogState // durable mode's log (CommitLog)
 }
 
 // OpenPebble opens (or creates) the store in dir and calls load for every
@@ -139,6 +141,17 @@ func OpenPebble(dir string, opts PebbleOptions, now gcra.Instant, load Loader) (
 	if err != nil {
 		return fail(err)
 	}
+	d := newDisk(opts.FS, dir, opts.Reserve, opts.StallTimeout, opts.Logger)
+	seqs, err := commitLogFiles(opts.FS, dir)
+	if err != nil {
+		return fail(err)
+	}
+	if len(seqs) > 0 {
+		if err := replayOnOpen(dir, opts, d, lock, now, exists, seqs); err != nil {
+			return fail(fmt.Errorf("apply the commit log: %w", err))
+		}
+		exists = true
+	}
 	var stats LoadStats
 	version := formatVersion
 	if exists {
@@ -146,7 +159,6 @@ func OpenPebble(dir string, opts PebbleOptions, now gcra.Instant, load Loader) (
 			return fail(err)
 		}
 	}
-	d := newDisk(opts.FS, dir, opts.Reserve, opts.StallTimeout, opts.Logger)
 	if err := d.acquireReserve(); err != nil {
 		return fail(err)
 	}
@@ -179,6 +191,41 @@ func OpenPebble(dir string, opts PebbleOptions, now gcra.Instant, load Loader) (
 		}
 	}
 	return &PebbleBackend{db: db, dir: dir, disk: d}, stats, nil
+}
+
+// replayOnOpen applies the commit log files a crash in durable mode left
+// (replayCommitLogs) before the store is read: an existing store is read
+// through first, as every open does, so that one which cannot be opened is
+// not written; then it is opened for writing, the files applied and synced,
+// and closed again.
+func replayOnOpen(dir string, opts PebbleOptions, d *disk, lock *pebble.Lock, now gcra.Instant, exists bool, seqs []uint64) error {
+	version := formatVersion
+	if exists {
+		var err error
+		_, version, err = readThrough(dir, opts, lock, now, func([]byte, Kind, gcra.Instant, []byte) error { return nil })
+		if err != nil {
+			return err
+		}
+	}
+	popts := d.pebbleOptions()
+	popts.Lock = lock
+	return d.doWithin(max(opts.StallTimeout, time.Minute), func() error {
+		db, err := pebble.Open(dir, popts)
+		if err != nil {
+			return err
+		}
+		if !exists || version != formatVersion {
+			err = db.Set([]byte(formatKey), []byte(formatVersion), pebble.NoSync)
+		}
+		var n int
+		if err == nil {
+			n, err = replayCommitLogs(db, opts.FS, dir, seqs)
+		}
+		if err == nil {
+			opts.Logger.Info("applied the commit log left by a stop in durable mode", "dir", dir, "files", len(seqs), "changes", n)
+		}
+		return errors.Join(err, db.Close())
+	})
 }
 
 func (o PebbleOptions) withDefaults() PebbleOptions {
@@ -513,7 +560,10 @@ func (p *PebbleBackend) Close() error {
 	if err := p.disk.usable(); err != nil {
 		return fmt.Errorf("store %s left open: %w", p.dir, err)
 	}
+	p.lmu.Lock()
+	defer p.lmu.Unlock()
 	return p.disk.do(func() error {
+		p.log.close() // its records stay for the next open
 		if p.batch != nil {
 			_ = p.batch.Close()
 			p.batch = nil
