@@ -45,16 +45,26 @@ var _ CommitLog = (*PebbleBackend)(nil)
 //
 //	length  uint32, little-endian: the payload's bytes
 //	crc     uint32, little-endian: CRC-32C of the payload
-//	payload saved (8 bytes, big-endian wall-clock nanoseconds), then for
-//	        each change its key (uvarint length, bytes) and its stored
-//	        value as Pebble holds it (uvarint length, bytes; length 0 is
-//	        a deletion)
+//	payload the file's sequence number (8 bytes, big-endian), saved (8
+//	        bytes, big-endian wall-clock nanoseconds), then for each change
+//	        its key (uvarint length, bytes) and its stored value as Pebble
+//	        holds it (uvarint length, bytes; length 0 is a deletion)
 //
 // A record is written whole by one write and synced before the commit is
-// acknowledged; a record cut short or failing its checksum (a crash in the
-// middle of a write) ends what is read of its file.
+// acknowledged; a record cut short, failing its checksum or of another file
+// (see below) ends what is read of its file.
+//
+// Files are recycled, as Pebble recycles its own logs: the newest file a
+// checkpoint retires is kept, renamed commitLogFree and its number, and the
+// next file is that one renamed, its records overwritten from the start. An
+// overwrite within a file's size is a sync of data alone (fdatasync need not
+// write the file's size), which took 125 us here against 195 us for an
+// append. The old records left after the new ones name their old file's
+// number, which is never used again: a store's numbers grow across restarts
+// (commitLog.seq starts past every number its directory names).
 const (
 	commitLogPrefix = "redcell-commit-"
+	commitLogFree   = "redcell-commit-free-"
 	commitLogHeader = 8
 )
 
@@ -63,42 +73,47 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // commitLog is the log file being written and the buffer records are encoded
 // into. PebbleBackend.lmu guards it.
 type commitLog struct {
-	file vfs.File // nil: the next Log creates file seq+1
+	file vfs.File // nil: the next Log starts file seq+1
 	seq  uint64   // the newest file's number
+	off  int64    // where the next record is written in file
 	buf  []byte
 	val  []byte
 }
 
-func commitLogName(seq uint64) string { return fmt.Sprintf("%s%010d", commitLogPrefix, seq) }
+func commitLogName(seq uint64) string     { return fmt.Sprintf("%s%010d", commitLogPrefix, seq) }
+func commitLogFreeName(seq uint64) string { return fmt.Sprintf("%s%010d", commitLogFree, seq) }
 
-// commitLogSeq parses a commit log file's name.
-func commitLogSeq(name string) (uint64, bool) {
-	if !strings.HasPrefix(name, commitLogPrefix) {
+// parseSeq parses the number after prefix in a file's name.
+func parseSeq(name, prefix string) (uint64, bool) {
+	if !strings.HasPrefix(name, prefix) {
 		return 0, false
 	}
-	n, err := strconv.ParseUint(name[len(commitLogPrefix):], 10, 64)
+	n, err := strconv.ParseUint(name[len(prefix):], 10, 64)
 	return n, err == nil
 }
 
-// commitLogFiles lists dir's commit log files, oldest first.
-func commitLogFiles(fs vfs.FS, dir string) ([]uint64, error) {
+// commitLogFiles lists dir's commit log files, oldest first, and the number
+// of its recycled file (commitLogFree), if it has one.
+func commitLogFiles(fs vfs.FS, dir string) (seqs []uint64, free uint64, err error) {
 	names, err := fs.List(dir)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	var seqs []uint64
 	for _, name := range names {
-		if n, ok := commitLogSeq(name); ok {
+		if n, ok := parseSeq(name, commitLogPrefix); ok {
 			seqs = append(seqs, n)
+		} else if n, ok := parseSeq(name, commitLogFree); ok {
+			free = max(free, n)
 		}
 	}
 	slices.Sort(seqs)
-	return seqs, nil
+	return seqs, free, nil
 }
 
 // encodeRecord appends a record of changes to buf.
 func (l *commitLog) encodeRecord(changes []Change, saved gcra.Instant) []byte {
 	buf := append(l.buf[:0], make([]byte, commitLogHeader)...)
+	buf = binary.BigEndian.AppendUint64(buf, l.seq)
 	buf = binary.BigEndian.AppendUint64(buf, uint64(saved))
 	for _, c := range changes {
 		buf = binary.AppendUvarint(buf, uint64(len(c.Key)))
@@ -121,40 +136,68 @@ func (l *commitLog) encodeRecord(changes []Change, saved gcra.Instant) []byte {
 // Log appends changes to the commit log and syncs it (CommitLog). It checks
 // for room and bounds the write by the stall timeout as Apply does. A write
 // or sync that fails ends its file: the next Log starts a new one, so that
-// nothing is ever appended after a record cut short.
+// nothing is ever written after a record cut short.
 func (p *PebbleBackend) Log(changes []Change, saved gcra.Instant) error {
 	p.lmu.Lock()
 	defer p.lmu.Unlock()
 	l := &p.log
+	if err := p.disk.usable(); err != nil {
+		return err // a Log stuck past the stall timeout may still own the file
+	}
+	if l.file == nil {
+		l.seq++ // a failed start wastes a number, never reuses one
+	}
 	rec := l.encodeRecord(changes, saved)
 	if err := p.disk.room(int64(len(rec))); err != nil {
 		return err
 	}
 	return p.disk.do(func() error {
 		if l.file == nil {
-			f, err := p.disk.fs.Create(p.disk.fs.PathJoin(p.dir, commitLogName(l.seq+1)), vfs.WriteCategoryUnspecified)
-			if err != nil {
-				return err
-			}
-			l.seq++
-			l.file = f
-			// The new file's name must be durable before a record in
-			// it is acknowledged.
-			if err := syncDir(p.disk.fs, p.dir); err != nil {
-				l.close()
+			if err := p.startLogFile(); err != nil {
 				return err
 			}
 		}
-		if _, err := l.file.Write(rec); err != nil {
+		if _, err := l.file.WriteAt(rec, l.off); err != nil {
 			l.close()
 			return err
 		}
+		l.off += int64(len(rec))
 		if err := l.file.SyncData(); err != nil {
 			l.close()
 			return err
 		}
 		return nil
 	})
+}
+
+// startLogFile opens log file l.seq: the recycled file renamed, or a new one.
+// Its name is durable before a record in it is acknowledged.
+func (p *PebbleBackend) startLogFile() error {
+	fs, l := p.disk.fs, &p.log
+	name := fs.PathJoin(p.dir, commitLogName(l.seq))
+	p.freeMu.Lock()
+	free := p.free
+	p.free = 0
+	p.freeMu.Unlock()
+	var f vfs.File
+	var err error
+	if free != 0 {
+		if err = fs.Rename(fs.PathJoin(p.dir, commitLogFreeName(free)), name); err == nil {
+			f, err = fs.OpenReadWrite(name, vfs.WriteCategoryUnspecified)
+		}
+	} else {
+		f, err = fs.Create(name, vfs.WriteCategoryUnspecified)
+	}
+	if err == nil {
+		if err = syncDir(fs, p.dir); err != nil {
+			_ = f.Close()
+		}
+	}
+	if err != nil {
+		return err
+	}
+	l.file, l.off = f, 0
+	return nil
 }
 
 // close closes the file being written, whose records are all synced (or
@@ -179,27 +222,60 @@ func (p *PebbleBackend) Seal() (uint64, error) {
 	return p.log.seq, nil
 }
 
-// Drop removes the log files up to mark (CommitLog).
+// Drop retires the log files up to mark (CommitLog), keeping the newest for
+// the next file (commitLogFree).
 func (p *PebbleBackend) Drop(mark uint64) error {
-	p.dropMu.Lock()
-	defer p.dropMu.Unlock()
-	return p.disk.do(func() error { return dropCommitLogs(p.disk.fs, p.dir, mark) })
+	p.freeMu.Lock()
+	defer p.freeMu.Unlock()
+	return p.disk.do(func() (err error) {
+		p.free, err = retireCommitLogs(p.disk.fs, p.dir, mark, p.free)
+		return err
+	})
 }
 
-func dropCommitLogs(fs vfs.FS, dir string, mark uint64) error {
-	seqs, err := commitLogFiles(fs, dir)
+// retireCommitLogs removes the log files up to mark, but for the newest,
+// which becomes the recycled file unless the one there (free; 0: none) is
+// larger. It returns the recycled file's number, and syncs the directory: a
+// retired file must never come back, since its records are older than what
+// the store may hold by now.
+func retireCommitLogs(fs vfs.FS, dir string, mark, free uint64) (uint64, error) {
+	seqs, _, err := commitLogFiles(fs, dir)
 	if err != nil {
-		return err
+		return free, err
 	}
+	i := 0
+	for i < len(seqs) && seqs[i] <= mark {
+		i++
+	}
+	seqs = seqs[:i]
+	if len(seqs) == 0 {
+		return free, nil
+	}
+	newest := seqs[len(seqs)-1]
+	size := func(name string) int64 {
+		if fi, err := fs.Stat(fs.PathJoin(dir, name)); err == nil {
+			return fi.Size()
+		}
+		return -1
+	}
+	keep := free == 0 || size(commitLogName(newest)) > size(commitLogFreeName(free))
 	for _, n := range seqs {
-		if n > mark {
-			break
+		name := fs.PathJoin(dir, commitLogName(n))
+		if n == newest && keep {
+			if err := fs.Rename(name, fs.PathJoin(dir, commitLogFreeName(n))); err != nil {
+				return free, err
+			}
+			if free != 0 {
+				_ = fs.Remove(fs.PathJoin(dir, commitLogFreeName(free)))
+			}
+			free = n
+			continue
 		}
-		if err := fs.Remove(fs.PathJoin(dir, commitLogName(n))); err != nil {
-			return err
+		if err := fs.Remove(name); err != nil {
+			return free, err
 		}
 	}
-	return nil
+	return free, syncDir(fs, dir)
 }
 
 // syncDir syncs a directory, making the names in it durable.
@@ -220,11 +296,12 @@ func syncDir(fs vfs.FS, dir string) error {
 var errTornRecord = errors.New("torn record")
 
 // replayCommitLogs applies the commit log files left in dir (by a crash in
-// durable mode) to db, oldest first, syncs them, and removes the files; it
-// returns the changes applied. The saved instant becomes the newest of the
-// store's and the records'. A record cut short ends its file's reading: it
-// was never acknowledged.
-func replayCommitLogs(db *pebble.DB, fs vfs.FS, dir string, seqs []uint64) (int, error) {
+// durable mode) to db, oldest first, syncs them, and retires the files
+// (retireCommitLogs, with free the recycled file's number); it returns the
+// changes applied and the recycled file's number. The saved instant becomes
+// the newest of the store's and the records'. A record cut short ends its
+// file's reading: it was never acknowledged.
+func replayCommitLogs(db *pebble.DB, fs vfs.FS, dir string, seqs []uint64, free uint64) (int, uint64, error) {
 	applied := 0
 	var saved gcra.Instant
 	if v, closer, err := db.Get([]byte(savedKey)); err == nil {
@@ -233,54 +310,51 @@ func replayCommitLogs(db *pebble.DB, fs vfs.FS, dir string, seqs []uint64) (int,
 		}
 		_ = closer.Close()
 	} else if !errors.Is(err, pebble.ErrNotFound) {
-		return 0, err
+		return 0, free, err
 	}
 	b := db.NewBatch()
 	defer b.Close()
 	for _, n := range seqs {
 		data, err := readAll(fs, fs.PathJoin(dir, commitLogName(n)))
 		if err != nil {
-			return applied, err
+			return applied, free, err
 		}
 		for len(data) > 0 {
 			var changes int
 			var recSaved gcra.Instant
 			var rest []byte
-			changes, recSaved, rest, err = applyRecord(b, data)
+			changes, recSaved, rest, err = applyRecord(b, data, n)
 			if errors.Is(err, errTornRecord) {
 				break
 			}
 			if err != nil {
-				return applied, fmt.Errorf("%s: %w", commitLogName(n), err)
+				return applied, free, fmt.Errorf("%s: %w", commitLogName(n), err)
 			}
 			applied += changes
 			saved = max(saved, recSaved)
 			data = rest
 			if b.Count() >= flushBatch {
 				if err := b.Commit(pebble.NoSync); err != nil {
-					return applied, err
+					return applied, free, err
 				}
 				b.Reset()
 			}
 		}
 	}
 	if err := b.Set([]byte(savedKey), binary.BigEndian.AppendUint64(nil, uint64(saved)), nil); err != nil {
-		return applied, err
+		return applied, free, err
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return applied, err
+		return applied, free, err
 	}
-	if len(seqs) > 0 {
-		if err := dropCommitLogs(fs, dir, seqs[len(seqs)-1]); err != nil {
-			return applied, err
-		}
-	}
-	return applied, syncDir(fs, dir)
+	free, err := retireCommitLogs(fs, dir, seqs[len(seqs)-1], free)
+	return applied, free, err
 }
 
-// applyRecord adds the first record of data to b, and returns its count of
-// changes, its saved instant and the data after it.
-func applyRecord(b *pebble.Batch, data []byte) (int, gcra.Instant, []byte, error) {
+// applyRecord adds the first record of data, from log file seq, to b, and
+// returns its count of changes, its saved instant and the data after it. A
+// record of another file (recycled: see commitLogFree) ends the file.
+func applyRecord(b *pebble.Batch, data []byte, seq uint64) (int, gcra.Instant, []byte, error) {
 	if len(data) < commitLogHeader {
 		return 0, 0, nil, errTornRecord
 	}
@@ -292,8 +366,11 @@ func applyRecord(b *pebble.Batch, data []byte) (int, gcra.Instant, []byte, error
 	if crc32.Checksum(payload, crcTable) != binary.LittleEndian.Uint32(data[4:]) {
 		return 0, 0, nil, errTornRecord
 	}
-	saved := gcra.Instant(binary.BigEndian.Uint64(payload))
-	r := payload[8:]
+	if size < 16 || binary.BigEndian.Uint64(payload) != seq {
+		return 0, 0, nil, errTornRecord
+	}
+	saved := gcra.Instant(binary.BigEndian.Uint64(payload[8:]))
+	r := payload[16:]
 	n := 0
 	var key []byte
 	for len(r) > 0 {
@@ -344,9 +421,10 @@ func readAll(fs vfs.FS, name string) ([]byte, error) {
 }
 
 // commitLogState is the PebbleBackend's side of the commit log: lmu guards
-// log (Log and Seal), dropMu serializes Drop.
+// log (Log and Seal), freeMu the recycled file's number (free; 0: none).
 type commitLogState struct {
 	lmu    sync.Mutex
 	log    commitLog
-	dropMu sync.Mutex
+	freeMu sync.Mutex
+	free   uint64
 }

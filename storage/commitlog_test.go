@@ -44,7 +44,7 @@ func loadAll(t *testing.T, fs vfs.FS) (map[string]gcra.Instant, *logBuffer) {
 
 func commitLogNames(t *testing.T, fs vfs.FS) []string {
 	t.Helper()
-	seqs, err := commitLogFiles(fs, "/store")
+	seqs, _, err := commitLogFiles(fs, "/store")
 	require.NoError(t, err)
 	var names []string
 	for _, n := range seqs {
@@ -254,4 +254,76 @@ func TestCommitLogUnderConcurrentCommitsAndCheckpoints(t *testing.T) {
 	require.NoError(t, p.Close())
 	got, _ := loadAll(t, fs)
 	require.Equal(t, want, got)
+}
+
+// A checkpoint keeps the newest file it retires, and the next commit writes
+// over it: the old records after the new ones are never applied, though
+// they hold keys deleted since; and the numbers go on growing across opens,
+// so that a recycled file's old records never pass for new ones.
+func TestRecycledCommitLogFileAppliesOnlyItsNewRecords(t *testing.T) {
+	fs := vfs.NewMem()
+	p, s, f, _ := logStore(t, fs, 0)
+	decide(t, s, "a", 50)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Flush())
+	free := fs.PathJoin("/store", commitLogFreeName(1))
+	fi, err := fs.Stat(free)
+	require.NoError(t, err, "the retired file is kept")
+	old := fi.Size()
+
+	for i := range 50 {
+		require.True(t, s.Delete(fmt.Appendf(nil, "a:%d", i), t0))
+	}
+	decide(t, s, "b", 1)
+	require.NoError(t, f.Sync())
+	require.Equal(t, []string{commitLogName(2)}, commitLogNames(t, fs))
+	fi, err = fs.Stat(fs.PathJoin("/store", commitLogName(2)))
+	require.NoError(t, err)
+	require.Equal(t, old, fi.Size(), "written over, not appended to")
+	want := tats(t, s, "b", 1)
+	require.NoError(t, p.Close()) // a crash
+
+	got, _ := loadAll(t, fs)
+	require.Equal(t, want, got)
+
+	// The next run numbers its files past the recycled one's.
+	p, s, f, _ = logStore(t, fs, 0)
+	decide(t, s, "c", 1)
+	require.NoError(t, f.Sync())
+	require.Equal(t, []string{commitLogName(3)}, commitLogNames(t, fs))
+	for k, v := range tats(t, s, "c", 1) {
+		want[k] = v
+	}
+	require.NoError(t, p.Close())
+	got, _ = loadAll(t, fs)
+	require.Equal(t, want, got)
+}
+
+// The records a recycled file held before are whole after a new record of
+// the same size as the first of them: each names the file it was written
+// to, so they end the file's reading and are never applied.
+func TestOldRecordsInARecycledFileAreNeverApplied(t *testing.T) {
+	fs := vfs.NewMem()
+	p, _, _, _ := logStore(t, fs, 0)
+	var xs, deleted []Change
+	for i := range 10 {
+		key := fmt.Sprintf("x:%d", i)
+		xs = append(xs, Change{Key: key, TAT: t0 + sec(60)})
+		deleted = append(deleted, Change{Key: key})
+	}
+	require.NoError(t, p.Log([]Change{{Key: "a:0", TAT: t0 + sec(60)}}, t0))
+	require.NoError(t, p.Log(xs, t0))
+	mark, err := p.Seal()
+	require.NoError(t, err)
+	// A checkpoint applied them, then the keys were deleted and that
+	// applied too.
+	require.NoError(t, p.Apply(xs, t0, false))
+	require.NoError(t, p.Apply(deleted, t0, true))
+	require.NoError(t, p.Drop(mark))
+
+	require.NoError(t, p.Log([]Change{{Key: "a:1", TAT: t0 + sec(90)}}, t0)) // as long as a:0's record
+	require.Equal(t, []string{commitLogName(2)}, commitLogNames(t, fs))
+	require.NoError(t, p.Close()) // a crash
+	got, _ := loadAll(t, fs)
+	require.Equal(t, map[string]gcra.Instant{"a:1": t0 + sec(90)}, got)
 }

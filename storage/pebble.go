@@ -142,12 +142,14 @@ func OpenPebble(dir string, opts PebbleOptions, now gcra.Instant, load Loader) (
 		return fail(err)
 	}
 	d := newDisk(opts.FS, dir, opts.Reserve, opts.StallTimeout, opts.Logger)
-	seqs, err := commitLogFiles(opts.FS, dir)
+	seqs, free, err := commitLogFiles(opts.FS, dir)
 	if err != nil {
 		return fail(err)
 	}
+	var logSeq uint64 // numbers of the commit log files start past it
 	if len(seqs) > 0 {
-		if err := replayOnOpen(dir, opts, d, lock, now, exists, seqs); err != nil {
+		logSeq = seqs[len(seqs)-1]
+		if free, err = replayOnOpen(dir, opts, d, lock, now, exists, seqs, free); err != nil {
 			return fail(fmt.Errorf("apply the commit log: %w", err))
 		}
 		exists = true
@@ -190,7 +192,9 @@ func OpenPebble(dir string, opts PebbleOptions, now gcra.Instant, load Loader) (
 			return fail(fmt.Errorf("correct for the clock %v behind the last save: %w", stats.Behind, err))
 		}
 	}
-	return &PebbleBackend{db: db, dir: dir, disk: d}, stats, nil
+	p := &PebbleBackend{db: db, dir: dir, disk: d}
+	p.log.seq, p.free = max(logSeq, free), free
+	return p, stats, nil
 }
 
 // replayOnOpen applies the commit log files a crash in durable mode left
@@ -198,18 +202,18 @@ func OpenPebble(dir string, opts PebbleOptions, now gcra.Instant, load Loader) (
 // through first, as every open does, so that one which cannot be opened is
 // not written; then it is opened for writing, the files applied and synced,
 // and closed again.
-func replayOnOpen(dir string, opts PebbleOptions, d *disk, lock *pebble.Lock, now gcra.Instant, exists bool, seqs []uint64) error {
+func replayOnOpen(dir string, opts PebbleOptions, d *disk, lock *pebble.Lock, now gcra.Instant, exists bool, seqs []uint64, free uint64) (uint64, error) {
 	version := formatVersion
 	if exists {
 		var err error
 		_, version, err = readThrough(dir, opts, lock, now, func([]byte, Kind, gcra.Instant, []byte) error { return nil })
 		if err != nil {
-			return err
+			return free, err
 		}
 	}
 	popts := d.pebbleOptions()
 	popts.Lock = lock
-	return d.doWithin(max(opts.StallTimeout, time.Minute), func() error {
+	err := d.doWithin(max(opts.StallTimeout, time.Minute), func() error {
 		db, err := pebble.Open(dir, popts)
 		if err != nil {
 			return err
@@ -219,13 +223,14 @@ func replayOnOpen(dir string, opts PebbleOptions, d *disk, lock *pebble.Lock, no
 		}
 		var n int
 		if err == nil {
-			n, err = replayCommitLogs(db, opts.FS, dir, seqs)
+			n, free, err = replayCommitLogs(db, opts.FS, dir, seqs, free)
 		}
 		if err == nil {
 			opts.Logger.Info("applied the commit log left by a stop in durable mode", "dir", dir, "files", len(seqs), "changes", n)
 		}
 		return errors.Join(err, db.Close())
 	})
+	return free, err
 }
 
 func (o PebbleOptions) withDefaults() PebbleOptions {
