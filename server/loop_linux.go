@@ -19,6 +19,10 @@ import (
 // check: they are checked about this often.
 const loopWaitMillis = 250
 
+// gatherRounds bounds the extra epoll waits (without waiting) a durable
+// round makes for input that arrived while it ran (eventLoop.run).
+const gatherRounds = 4
+
 // eventLoop is one event loop: its epoll set, the connections in it by
 // socket, and a queue of work other goroutines hand it (new connections,
 // kills), with an eventfd that wakes it for them.
@@ -218,15 +222,18 @@ func (l *eventLoop) run() {
 			l.srv.logError("event loop: epoll_wait failed", err)
 			n = 0
 		}
-		for _, ev := range l.events[:max(n, 0)] {
-			if ev.Fd == int32(l.wakefd) {
-				if l.takeWork() {
-					return
-				}
-				continue
+		if l.serveEvents(n) {
+			return
+		}
+		// In durable mode, input that arrived while the round ran joins
+		// it before the commit: one sync for more decisions.
+		for i := 0; l.unsynced && i < gatherRounds; i++ {
+			n, err = unix.EpollWait(l.epfd, l.events, 0)
+			if err != nil || n <= 0 {
+				break
 			}
-			if c := l.conns[ev.Fd]; c != nil {
-				l.serve(c)
+			if l.serveEvents(n) {
+				return
 			}
 		}
 		l.flushAll()
@@ -234,6 +241,23 @@ func (l *eventLoop) run() {
 			l.sweep()
 		}
 	}
+}
+
+// serveEvents serves the first n events of an epoll wait, and reports
+// whether the loop is to end (takeWork).
+func (l *eventLoop) serveEvents(n int) bool {
+	for _, ev := range l.events[:max(n, 0)] {
+		if ev.Fd == int32(l.wakefd) {
+			if l.takeWork() {
+				return true
+			}
+			continue
+		}
+		if c := l.conns[ev.Fd]; c != nil {
+			l.serve(c)
+		}
+	}
+	return false
 }
 
 // takeWork adds the connections handed over and closes those killed. It
