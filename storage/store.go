@@ -131,6 +131,7 @@ func New(cfg Config) *Store {
 	s.mem.limit, s.mem.policy = cfg.MaxMemory, cfg.Eviction
 	for i := range s.shards {
 		s.shards[i].t = newTable(cfg.TrackChanges)
+		s.shards[i].t.rungBase = staggeredBase(i, n)
 		s.shards[i].t.slotKeys = s.slotKeys
 		s.shards[i].t.indexBytes = &s.indexBytes
 	}

@@ -49,6 +49,10 @@ type table struct {
 	// resizes counts the moves to new slots, so that a walk that deletes
 	// (expire) knows to start again.
 	resizes int
+	// rungBase, when set, puts the table's lengths from staggerFrom on a
+	// ladder of its own (rung): the store staggers them across its shards
+	// (staggeredBase).
+	rungBase int
 	// arena holds the keys longer than inlineKey; its capacity is
 	// mem.arena's. Removed keys leave garbage bytes until it is compacted.
 	arena   []byte
@@ -343,7 +347,37 @@ func (t *table) add(key []byte, h uint32, exp gcra.Instant, kind Kind, value []b
 }
 
 // grown is the table's length for one more key: a quarter more.
-func (t *table) grown() int { return max(minSlots, len(t.slots)+len(t.slots)/4) }
+func (t *table) grown() int { return t.rung(max(minSlots, len(t.slots)+len(t.slots)/4)) }
+
+// rung is the length to give the table for n slots: n, or from staggerFrom
+// on, the least length at least n on the table's ladder, rungBase grown by
+// quarters. Keys spread evenly over the shards, so tables that all grew
+// alike would all resize at the same moment, each moving its whole table
+// under its shard's lock: filling 10M keys, 32 resizes of about 25 ms came
+// within a second, every ~10 s, and decisions fell from 400k/s to
+// 50-100k/s for that second. Ladders that start a fraction of a quarter
+// apart (staggeredBase) keep each shard's resizes at its own fraction of
+// every growth step, shrinking too. Small tables, cheap to resize, keep
+// plain lengths, so that a small store's tables (SCAN's pages, MEMORY
+// USAGE's shares) stay small.
+func (t *table) rung(n int) int {
+	if t.rungBase == 0 || n < staggerFrom {
+		return n
+	}
+	r := t.rungBase
+	for r < n {
+		r += r / 4
+	}
+	return r
+}
+
+// staggeredBase is the ladder's first rung (table.rungBase) of shard i of
+// n: from staggerFrom up to a quarter more, evenly.
+func staggeredBase(i, n int) int { return staggerFrom + staggerFrom*i/(4*n) }
+
+// staggerFrom is the least length on a ladder: 128 KiB of slots, which a
+// resize moves in well under a millisecond.
+const staggerFrom = 4096
 
 // place puts e, whose key hashes to h and is absent, in its slot, shifting
 // the entries after it in their run on by one, and returns its slot. It
@@ -492,7 +526,7 @@ func (t *table) removeAt(p int) {
 		return
 	case t.count*5 < len(t.slots) && len(t.slots) > minSlots:
 		// Under a fifth full: half full again.
-		t.resize(max(minSlots, 2*t.count))
+		t.resize(t.rung(max(minSlots, 2*t.count)))
 	}
 	if used := len(t.arena); t.garbage > used/2 && used >= compactArena {
 		t.compactArena(2 * (used - t.garbage))
