@@ -23,8 +23,8 @@ import (
 // per commit, a search of its memtable for every key and two goroutine
 // hand-offs (its commit pipeline and log writer), on the path every durable
 // reply waits on. The Flusher applies the logged changes to the backend in
-// bulk every second (a checkpoint), then drops the log files they came from;
-// a store opened after a crash applies the files left first.
+// bulk every CheckpointInterval (a checkpoint), then drops the log files
+// they came from; a store opened after a crash applies the files left first.
 type CommitLog interface {
 	// Log appends changes (prepared: in order, TATs on the wall clock)
 	// with saved, the wall-clock instant of the commit, and syncs them:

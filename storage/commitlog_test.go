@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -326,4 +327,28 @@ func TestOldRecordsInARecycledFileAreNeverApplied(t *testing.T) {
 	require.NoError(t, p.Close()) // a crash
 	got, _ := loadAll(t, fs)
 	require.Equal(t, map[string]gcra.Instant{"a:1": t0 + sec(90)}, got)
+}
+
+// RunGroupCommit checkpoints every CheckpointInterval, or as soon as the log
+// holds checkpointAt changes: what waits for a checkpoint is bounded.
+func TestCheckpointComesEarlyOnceTheLogHoldsEnough(t *testing.T) {
+	fs := vfs.NewMem()
+	p, s, f, _ := logStore(t, fs, 0)
+	f.checkpointAt = 100
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.RunGroupCommit(ctx); close(done) }()
+	defer func() { cancel(); <-done; require.NoError(t, p.Close()) }()
+
+	decide(t, s, "a", 99)
+	require.NoError(t, f.Sync())
+	time.Sleep(50 * time.Millisecond)
+	require.Equal(t, []string{commitLogName(1)}, commitLogNames(t, fs), "under the bound: no checkpoint yet")
+	decide(t, s, "b", 1)
+	require.NoError(t, f.Sync())
+	require.Eventually(t, func() bool {
+		seqs, _, err := commitLogFiles(fs, "/store")
+		return err == nil && len(seqs) == 0
+	}, 5*time.Second, 5*time.Millisecond,
+		"the 100th change brings the checkpoint, which retires the file")
 }
