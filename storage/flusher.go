@@ -59,8 +59,8 @@ type FlusherOptions struct {
 	// Log, when set, is durable mode's write path: Sync appends each
 	// group commit's changes to it, and Flush (a checkpoint, every
 	// CheckpointInterval from RunGroupCommit) applies what it logged to
-	// the backend and drops it from the log. The default is none: Sync flushes to the
-	// backend.
+	// the backend and drops it from the log. The default is none: Sync
+	// flushes to the backend.
 	Log CommitLog
 }
 
