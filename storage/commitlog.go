@@ -180,12 +180,13 @@ func (p *PebbleBackend) startLogFile() error {
 	p.free = 0
 	p.freeMu.Unlock()
 	var f vfs.File
-	var err error
+	err := errors.New("no recycled file")
 	if free != 0 {
 		if err = fs.Rename(fs.PathJoin(p.dir, commitLogFreeName(free)), name); err == nil {
 			f, err = fs.OpenReadWrite(name, vfs.WriteCategoryUnspecified)
 		}
-	} else {
+	}
+	if err != nil { // none, or it is gone: a new file serves as well
 		f, err = fs.Create(name, vfs.WriteCategoryUnspecified)
 	}
 	if err == nil {
@@ -227,10 +228,18 @@ func (p *PebbleBackend) Seal() (uint64, error) {
 func (p *PebbleBackend) Drop(mark uint64) error {
 	p.freeMu.Lock()
 	defer p.freeMu.Unlock()
-	return p.disk.do(func() (err error) {
-		p.free, err = retireCommitLogs(p.disk.fs, p.dir, mark, p.free)
+	cur, free := p.free, uint64(0)
+	err := p.disk.do(func() (err error) {
+		free, err = retireCommitLogs(p.disk.fs, p.dir, mark, cur)
 		return err
 	})
+	if errors.Is(err, ErrStalled) || errors.Is(err, ErrBroken) {
+		// The retiring may still run: what it leaves is found out when
+		// the next file starts (startLogFile falls back to a new one).
+		return err
+	}
+	p.free = free
+	return err
 }
 
 // retireCommitLogs removes the log files up to mark, but for the newest,

@@ -352,3 +352,24 @@ func TestCheckpointComesEarlyOnceTheLogHoldsEnough(t *testing.T) {
 	}, 5*time.Second, 5*time.Millisecond,
 		"the 100th change brings the checkpoint, which retires the file")
 }
+
+// A recycled file that has gone (removed by hand) is no reason to fail a
+// commit: the next file is a new one.
+func TestCommitLogStartsANewFileWhenTheRecycledOneIsGone(t *testing.T) {
+	fs := vfs.NewMem()
+	p, s, f, _ := logStore(t, fs, 0)
+	decide(t, s, "a", 5)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Flush())
+	require.NoError(t, fs.Remove(fs.PathJoin("/store", commitLogFreeName(1))))
+	decide(t, s, "b", 5)
+	require.NoError(t, f.Sync())
+	require.Equal(t, []string{commitLogName(2)}, commitLogNames(t, fs))
+	want := tats(t, s, "b", 5)
+	for k, v := range tats(t, s, "a", 5) {
+		want[k] = v
+	}
+	require.NoError(t, p.Close())
+	got, _ := loadAll(t, fs)
+	require.Equal(t, want, got)
+}
