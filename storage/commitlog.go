@@ -93,17 +93,27 @@ func parseSeq(name, prefix string) (uint64, bool) {
 }
 
 // commitLogFiles lists dir's commit log files, oldest first, and the number
-// of its recycled file (commitLogFree), if it has one.
+// of its recycled file (commitLogFree), if it has one, removing any older
+// recycled file.
 func commitLogFiles(fs vfs.FS, dir string) (seqs []uint64, free uint64, err error) {
 	names, err := fs.List(dir)
 	if err != nil {
 		return nil, 0, err
 	}
+	var frees []uint64
 	for _, name := range names {
 		if n, ok := parseSeq(name, commitLogPrefix); ok {
 			seqs = append(seqs, n)
 		} else if n, ok := parseSeq(name, commitLogFree); ok {
+			frees = append(frees, n)
 			free = max(free, n)
+		}
+	}
+	// Two recycled files: a stop between retiring's rename and its
+	// removal of the one before. Only the newest is kept.
+	for _, n := range frees {
+		if n != free {
+			_ = fs.Remove(fs.PathJoin(dir, commitLogFreeName(n)))
 		}
 	}
 	slices.Sort(seqs)

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -372,4 +373,30 @@ func TestCommitLogStartsANewFileWhenTheRecycledOneIsGone(t *testing.T) {
 	require.NoError(t, p.Close())
 	got, _ := loadAll(t, fs)
 	require.Equal(t, want, got)
+}
+
+// A stop between a retiring's rename and its removal of the recycled file
+// before leaves two: the next open keeps the newest only.
+func TestOpenKeepsOneRecycledCommitLogFile(t *testing.T) {
+	fs := vfs.NewMem()
+	p, s, f, _ := logStore(t, fs, 0)
+	decide(t, s, "a", 5)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Flush())
+	require.NoError(t, p.Close())
+	extra, err := fs.Create(fs.PathJoin("/store", commitLogFreeName(7)), vfs.WriteCategoryUnspecified)
+	require.NoError(t, err)
+	require.NoError(t, extra.Close())
+
+	p, _, _, _ = logStore(t, fs, 0)
+	require.NoError(t, p.Close())
+	names, err := fs.List("/store")
+	require.NoError(t, err)
+	var frees []string
+	for _, name := range names {
+		if strings.HasPrefix(name, commitLogFree) {
+			frees = append(frees, name)
+		}
+	}
+	require.Equal(t, []string{commitLogFreeName(7)}, frees)
 }
