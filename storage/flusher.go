@@ -180,7 +180,7 @@ func (f *Flusher) Flush() error {
 func (f *Flusher) flushLocked() error {
 	start := time.Now()
 	offset := f.opts.WallOffset()
-	if d := offset - f.frame; d >= frameStep || d <= -frameStep {
+	if f.stepped(offset) {
 		// The wall clock stepped since the disk was last written in one
 		// frame: write every key again, in the new one, so that the
 		// saved instant (OpenPebble's correction) holds for them all.
@@ -192,11 +192,7 @@ func (f *Flusher) flushLocked() error {
 	written := 0
 	shards := f.store.Shards()
 	for i := 0; i < shards && err == nil; i++ {
-		before := len(f.buf)
-		f.handover.Lock()
-		f.buf = f.store.TakeShardChanges(i, f.buf)
-		f.taken.Add(int64(len(f.buf) - before))
-		f.handover.Unlock()
+		f.buf = f.take(i, f.buf)
 		last := i == shards-1
 		// A shard may hold more than flushBatch changes: write them in
 		// batches of flushBatch, and keep the rest for the next shard's.
@@ -218,12 +214,7 @@ func (f *Flusher) flushLocked() error {
 		}
 	}
 	if err != nil {
-		// The failed batch may hold a key twice and has its TATs
-		// converted: requeue by key only, which takes each key as it is.
-		f.handover.Lock()
-		f.store.Requeue(f.buf)
-		f.taken.Add(-int64(len(f.buf)))
-		f.handover.Unlock()
+		f.handBack(f.buf, true)
 	} else if f.unsynced > 0 || written == 0 && f.failing.Load() > 0 {
 		// A flush whose sync failed left writes to sync; or flushes have
 		// been failing, and with nothing to write this sync is what tells
@@ -245,6 +236,36 @@ func (f *Flusher) flushLocked() error {
 	}
 	f.finish(err, written, time.Since(start))
 	return err
+}
+
+// take appends shard i's changes to buf, counting them as taken (Pending).
+func (f *Flusher) take(i int, buf []Change) []Change {
+	f.handover.Lock()
+	defer f.handover.Unlock()
+	n := len(buf)
+	buf = f.store.TakeShardChanges(i, buf)
+	f.taken.Add(int64(len(buf) - n))
+	return buf
+}
+
+// handBack ends the taking of changes: they are no longer counted as
+// taken, and with requeue they go back to the store, by key only (a failed
+// batch may hold a key twice, its TATs converted: each key is taken again
+// as it is then).
+func (f *Flusher) handBack(changes []Change, requeue bool) {
+	f.handover.Lock()
+	defer f.handover.Unlock()
+	if requeue {
+		f.store.Requeue(changes)
+	}
+	f.taken.Add(-int64(len(changes)))
+}
+
+// stepped reports whether the wall clock's offset has moved by frameStep or
+// more from the frame the disk was written in (Flusher.frame).
+func (f *Flusher) stepped(offset time.Duration) bool {
+	d := offset - f.frame
+	return d >= frameStep || d <= -frameStep
 }
 
 // prepare sorts a batch by key (the backend writes keys in order faster),
@@ -546,11 +567,7 @@ func (f *Flusher) logCommitLocked() error {
 	offset := f.opts.WallOffset()
 	saved := gcra.InstantOf(f.opts.Now())
 	for i := range f.store.Shards() {
-		before := len(f.lbuf)
-		f.handover.Lock()
-		f.lbuf = f.store.TakeShardChanges(i, f.lbuf)
-		f.taken.Add(int64(len(f.lbuf) - before))
-		f.handover.Unlock()
+		f.lbuf = f.take(i, f.lbuf)
 	}
 	n := len(f.lbuf)
 	var err error
@@ -569,12 +586,7 @@ func (f *Flusher) logCommitLocked() error {
 			}
 		}
 	}
-	f.handover.Lock()
-	if err != nil {
-		f.store.Requeue(f.lbuf) // by key: each is taken again as it is then
-	}
-	f.taken.Add(-int64(n))
-	f.handover.Unlock()
+	f.handBack(f.lbuf, err != nil) // logged, they are durable
 	clear(f.lbuf)
 	f.lbuf = f.lbuf[:0]
 	if cap(f.lbuf) > 2*flushBatch {
@@ -607,7 +619,7 @@ func (f *Flusher) checkpoint() error {
 	}
 	pend, saved := f.logged, f.loggedSaved
 	f.logged = nil
-	if d := f.opts.WallOffset() - f.frame; d > -frameStep && d < frameStep {
+	if !f.stepped(f.opts.WallOffset()) {
 		f.lmu.Unlock()
 		locked = false
 	}
