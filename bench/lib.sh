@@ -41,6 +41,23 @@ build_redcell() {
 	fi
 }
 
+# build_pair OLD_BINARY NEW_BINARY, or build_pair OLD_COMMIT: the two builds a
+# script compares, as $work/redcell.a and $work/redcell.b (OLD_COMMIT built,
+# and the work tree); sets label_a and label_b.
+build_pair() {
+	if [[ $# -eq 2 ]]; then
+		cp "$1" "$work/redcell.a" && cp "$2" "$work/redcell.b"
+		label_a=$1 label_b=$2
+		return
+	fi
+	need go "install Go, or pass two redcell binaries"
+	git -C "$repo" worktree add -q --detach "$work/src" "$1"
+	(cd "$work/src" && go build -o "$work/redcell.a" .)
+	git -C "$repo" worktree remove --force "$work/src"
+	(cd "$repo" && go build -o "$work/redcell.b" .)
+	label_a=$(git -C "$repo" rev-parse --short "$1") label_b="$(git -C "$repo" describe --always --dirty) (work tree)"
+}
+
 # start_redis SIDE ARGS...: redis-server on the side's fixed port, with
 # persistence off and ARGS added.
 start_redis() {

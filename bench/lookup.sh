@@ -48,17 +48,7 @@ source "$repo/bench/lib.sh"
 need redis-cli "install it with \`apt-get install redis-tools\` (Debian/Ubuntu) or \`brew install redis\`"
 need redis-benchmark "it comes with redis-cli: \`apt-get install redis-tools\` (Debian/Ubuntu) or \`brew install redis\`"
 
-if [[ $# -eq 2 ]]; then
-	cp "$1" "$work/redcell.a" && cp "$2" "$work/redcell.b"
-	label_a=$1 label_b=$2
-else
-	need go "install Go, or pass two redcell binaries"
-	git -C "$repo" worktree add -q --detach "$work/src" "$1"
-	(cd "$work/src" && go build -o "$work/redcell.a" .)
-	git -C "$repo" worktree remove --force "$work/src"
-	(cd "$repo" && go build -o "$work/redcell.b" .)
-	label_a=$(git -C "$repo" rev-parse --short "$1") label_b="$(git -C "$repo" describe --always --dirty) (work tree)"
-fi
+build_pair "$@"
 
 # start SIDE: the side's build, checked to answer CL.THROTTLE as redis-cell
 # does, so that a broken build is never timed.
