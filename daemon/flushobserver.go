@@ -16,6 +16,7 @@ import (
 // one takes long. It is safe for concurrent use.
 type flushObserver struct {
 	storage.Backend
+	log storage.CommitLog // the same store's commit log (durable mode)
 	logger *slog.Logger
 	// slow is the duration from which a flush is logged as slow: half the
 	// flush interval, and at least slowFlushFloor.
@@ -38,9 +39,10 @@ const (
 	slowFlushLogEvery = 10 * time.Second
 )
 
-func newFlushObserver(b storage.Backend, interval time.Duration, logger *slog.Logger) *flushObserver {
+func newFlushObserver(b *storage.PebbleBackend, interval time.Duration, logger *slog.Logger) *flushObserver {
 	return &flushObserver{
 		Backend: b,
+		log:     b,
 		logger:  logger,
 		slow:    max(interval/2, slowFlushFloor),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -84,16 +86,14 @@ func (o *flushObserver) observe(d time.Duration, keys int, err error) {
 // and counted as a flush.
 func (o *flushObserver) Log(changes []storage.Change, saved gcra.Instant) error {
 	start := time.Now()
-	err := o.log().Log(changes, saved)
+	err := o.log.Log(changes, saved)
 	o.observe(time.Since(start), len(changes), err)
 	return err
 }
 
 // Seal and Drop pass to the backend's commit log.
-func (o *flushObserver) Seal() (uint64, error)  { return o.log().Seal() }
-func (o *flushObserver) Drop(mark uint64) error { return o.log().Drop(mark) }
-
-func (o *flushObserver) log() storage.CommitLog { return o.Backend.(storage.CommitLog) }
+func (o *flushObserver) Seal() (uint64, error)  { return o.log.Seal() }
+func (o *flushObserver) Drop(mark uint64) error { return o.log.Drop(mark) }
 
 func (o *flushObserver) warnSlow(d time.Duration, keys int) {
 	o.mu.Lock()
