@@ -16,7 +16,7 @@ import (
 // one takes long. It is safe for concurrent use.
 type flushObserver struct {
 	storage.Backend
-	log storage.CommitLog // the same store's commit log (durable mode)
+	log    storage.CommitLog // the same store's commit log (durable mode)
 	logger *slog.Logger
 	// slow is the duration from which a flush is logged as slow: half the
 	// flush interval, and at least slowFlushFloor.
