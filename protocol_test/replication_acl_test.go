@@ -67,7 +67,7 @@ func monitorWithUser(t *testing.T, ss []*sentinel, port int) {
 		require.NoError(t, s.client.Monitor(c, sentinelMaster, "127.0.0.1", strconv.Itoa(port), "2").Err())
 		require.NoError(t, s.client.Set(c, sentinelMaster, "auth-user", "sentinel").Err())
 		require.NoError(t, s.client.Set(c, sentinelMaster, "auth-pass", "sentinel-secret").Err())
-		require.NoError(t, s.client.Set(c, sentinelMaster, "down-after-milliseconds", "1000").Err())
+		require.NoError(t, s.client.Set(c, sentinelMaster, "down-after-milliseconds", sentinelDownAfter).Err())
 		require.NoError(t, s.client.Set(c, sentinelMaster, "failover-timeout", "5000").Err())
 	}
 }

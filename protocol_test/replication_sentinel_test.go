@@ -28,9 +28,17 @@ import (
 // (CONFIG REWRITE).
 
 // sentinelDeadline is how long a test waits for the Sentinels: a failover
-// takes a few seconds (down-after 1 s, the election, the promotion, the
+// takes a few seconds (down-after, the election, the promotion, the
 // replicas' reconfiguration), longer on a slow, shared host.
 const sentinelDeadline = 60 * time.Second
+
+// sentinelDownAfter is the Sentinels' down-after-milliseconds. A Sentinel
+// pings each node about once a second and takes it for down once a ping
+// has gone unanswered this long: at 1 s, under CI's load (two cores, the race detector, the old master
+// restarting) the leader took the master it had just promoted for down,
+// 1.0 s after the switch, and failed back over to the restarted old one
+// (TestSentinelFailoverWithUsers, once in a fresh clone's .ci/run).
+const sentinelDownAfter = "2000"
 
 // sentinelMaster is the name the Sentinels monitor the master by.
 const sentinelMaster = "mymaster"
@@ -66,7 +74,7 @@ func sentinelConf(port, masterPort int, dir, logPath string) string {
 	if masterPort != 0 { // 0: none yet, SENTINEL MONITOR adds them
 		lines = append(lines,
 			fmt.Sprintf("sentinel monitor %s 127.0.0.1 %d 2", sentinelMaster, masterPort),
-			"sentinel down-after-milliseconds "+sentinelMaster+" 1000",
+			"sentinel down-after-milliseconds "+sentinelMaster+" "+sentinelDownAfter,
 			"sentinel failover-timeout "+sentinelMaster+" 5000",
 			"sentinel parallel-syncs "+sentinelMaster+" 1")
 	}
