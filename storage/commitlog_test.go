@@ -134,6 +134,26 @@ func TestCheckpointAppliesTheCommitLogAndDropsIt(t *testing.T) {
 	require.Equal(t, want, got)
 }
 
+// A checkpoint that applies several logged changes of one key writes the
+// newest: the keys changed twice hold their second TAT, the others their
+// first, in the store a restart reads.
+func TestCheckpointAppliesTheNewestLoggedChangeOfAKey(t *testing.T) {
+	fs := vfs.NewMem()
+	p, s, f, _ := logStore(t, fs, 0)
+	decide(t, s, "a", 40)
+	require.NoError(t, f.Sync())
+	again(t, s, "a", 20) // a:0 to a:19 twice, in a later commit
+	require.NoError(t, f.Sync())
+	want := tats(t, s, "a", 40)
+	require.Equal(t, t0+sec(7200), want["a:0"])
+	require.Equal(t, t0+sec(3600), want["a:39"])
+	require.NoError(t, f.Flush())
+	require.Empty(t, commitLogNames(t, fs), "applied, the log is dropped")
+	require.NoError(t, p.Close())
+	got, _ := loadAll(t, fs)
+	require.Equal(t, want, got)
+}
+
 // A crash in the middle of a log write leaves its record cut short: what
 // was read before it is applied, the rest ignored, and the open succeeds.
 func TestCommitLogRecordCutShortIsIgnored(t *testing.T) {
@@ -399,4 +419,22 @@ func TestOpenKeepsOneRecycledCommitLogFile(t *testing.T) {
 		}
 	}
 	require.Equal(t, []string{commitLogFreeName(7)}, frees)
+}
+
+// BenchmarkCheckpointApply is a checkpoint's work in memory (applyLogged):
+// the newest of 262,144 logged changes (the checkpointChanges bound) of 100,000
+// keys, sorted, applied to a backend in a map. An op is one checkpoint.
+func BenchmarkCheckpointApply(b *testing.B) {
+	logged := make([]Change, checkpointChanges)
+	for i := range logged {
+		logged[i] = Change{Key: fmt.Sprintf("key:%d", (i*7919)%100_000), TAT: t0 + gcra.Instant(i), Kind: KindTAT}
+	}
+	f := NewFlusher(New(Config{}), newMemoryBackend(), FlusherOptions{Now: fixedClock})
+	changes := make([]Change, len(logged))
+	for b.Loop() {
+		copy(changes, logged)
+		if _, err := f.applyLogged(changes, t0); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -643,22 +643,32 @@ func (f *Flusher) checkpoint() error {
 	return nil
 }
 
-// applyLogged writes changes taken from the commit log to the backend, the
-// newest change of each key only, in batches of flushBatch, and syncs. It
-// returns those newest changes (in changes' array), to keep if it fails.
+// applyLogged writes changes taken from the commit log (oldest first) to the
+// backend, the newest change of each key only, in key order, in batches of
+// flushBatch, and syncs. It returns those newest changes (in changes'
+// array), to keep if it fails.
+//
+// The newest of each key is found with a set of the keys seen, walking from
+// the newest change back, and only those are sorted. A stable sort of every
+// change took 9% of the server's CPU in durable mode (perf), and
+// BenchmarkCheckpointApply 2.6x the time (281 against 107 ms).
 func (f *Flusher) applyLogged(changes []Change, saved gcra.Instant) ([]Change, error) {
 	if len(changes) == 0 {
 		return changes, nil
 	}
-	slices.SortStableFunc(changes, func(a, b Change) int { return strings.Compare(a.Key, b.Key) })
-	out := changes[:0]
-	for i, c := range changes {
-		if i+1 < len(changes) && changes[i+1].Key == c.Key {
-			continue // a later change of the key follows
+	seen := make(map[string]struct{}, len(changes))
+	w := len(changes)
+	for i := len(changes) - 1; i >= 0; i-- {
+		if _, ok := seen[changes[i].Key]; ok {
+			continue // a later change of the key was kept
 		}
-		out = append(out, c)
+		seen[changes[i].Key] = struct{}{}
+		w--
+		changes[w] = changes[i]
 	}
-	clear(changes[len(out):]) // drop references to key strings
+	clear(changes[:w]) // drop references to key strings
+	out := changes[w:]
+	slices.SortFunc(out, func(a, b Change) int { return strings.Compare(a.Key, b.Key) })
 	for rest := out; len(rest) > 0; {
 		n := min(len(rest), flushBatch)
 		if err := f.backend.Apply(rest[:n], saved, n == len(rest)); err != nil {
