@@ -84,7 +84,7 @@ func startHealingCluster(t *testing.T) *healingCluster {
 		for i := range healShards {
 			ctx := context.Background()
 			require.NoError(t, s.client.Monitor(ctx, shardName(i), "127.0.0.1", strconv.Itoa(c.nodes[i].Port), "2").Err())
-			require.NoError(t, s.client.Set(ctx, shardName(i), "down-after-milliseconds", "1000").Err())
+			require.NoError(t, s.client.Set(ctx, shardName(i), "down-after-milliseconds", sentinelDownAfter).Err())
 			require.NoError(t, s.client.Set(ctx, shardName(i), "failover-timeout", "5000").Err())
 		}
 	}
