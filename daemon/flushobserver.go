@@ -12,11 +12,12 @@ import (
 )
 
 // flushObserver wraps the Pebble backend to watch every write the flusher
-// makes: its duration and size for /metrics, and a warning in the log when
-// one takes long. It is safe for concurrent use.
+// makes (Apply, and in durable mode the commit log's Log): its duration and
+// size for /metrics, and a warning in the log when one takes long. The
+// backend's other methods, the commit log's Seal and Drop among them, pass
+// through. It is safe for concurrent use.
 type flushObserver struct {
-	storage.Backend
-	log    storage.CommitLog // the same store's commit log (durable mode)
+	*storage.PebbleBackend
 	logger *slog.Logger
 	// slow is the duration from which a flush is logged as slow: half the
 	// flush interval, and at least slowFlushFloor.
@@ -41,10 +42,9 @@ const (
 
 func newFlushObserver(b *storage.PebbleBackend, interval time.Duration, logger *slog.Logger) *flushObserver {
 	return &flushObserver{
-		Backend: b,
-		log:     b,
-		logger:  logger,
-		slow:    max(interval/2, slowFlushFloor),
+		PebbleBackend: b,
+		logger:        logger,
+		slow:          max(interval/2, slowFlushFloor),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "redcell_flush_duration_seconds",
 			Help:    "Time to write and sync one flush of changed keys to disk (every --flush-interval, SAVE, BGSAVE, shutdown, or each group commit in durable mode).",
@@ -65,7 +65,7 @@ func newFlushObserver(b *storage.PebbleBackend, interval time.Duration, logger *
 // Apply is the flush's write: timed, counted, and logged when slow.
 func (o *flushObserver) Apply(changes []storage.Change, saved gcra.Instant, sync bool) error {
 	start := time.Now()
-	err := o.Backend.Apply(changes, saved, sync)
+	err := o.PebbleBackend.Apply(changes, saved, sync)
 	o.observe(time.Since(start), len(changes), err)
 	return err
 }
@@ -86,14 +86,10 @@ func (o *flushObserver) observe(d time.Duration, keys int, err error) {
 // and counted as a flush.
 func (o *flushObserver) Log(changes []storage.Change, saved gcra.Instant) error {
 	start := time.Now()
-	err := o.log.Log(changes, saved)
+	err := o.PebbleBackend.Log(changes, saved)
 	o.observe(time.Since(start), len(changes), err)
 	return err
 }
-
-// Seal and Drop pass to the backend's commit log.
-func (o *flushObserver) Seal() (uint64, error)  { return o.log.Seal() }
-func (o *flushObserver) Drop(mark uint64) error { return o.log.Drop(mark) }
 
 func (o *flushObserver) warnSlow(d time.Duration, keys int) {
 	o.mu.Lock()
