@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -93,9 +94,7 @@ func TestCommitLogKeepsWhatSyncAcknowledgedAcrossACrash(t *testing.T) {
 	require.NoError(t, f.Sync())
 	require.Equal(t, 0, f.Pending())
 	want := tats(t, s, "a", 50)
-	for k, v := range tats(t, s, "b", 10) {
-		want[k] = v
-	}
+	maps.Copy(want, tats(t, s, "b", 10))
 	require.NoError(t, p.Close()) // no checkpoint: as a crash leaves it
 	require.Equal(t, []string{commitLogName(1)}, commitLogNames(t, fs))
 
@@ -125,9 +124,7 @@ func TestCheckpointAppliesTheCommitLogAndDropsIt(t *testing.T) {
 	require.NoError(t, f.Sync())
 	require.Equal(t, []string{commitLogName(2)}, commitLogNames(t, fs))
 	want := tats(t, s, "a", 20)
-	for k, v := range tats(t, s, "b", 5) {
-		want[k] = v
-	}
+	maps.Copy(want, tats(t, s, "b", 5))
 	require.Equal(t, t0+sec(7200), want["a:0"])
 	require.NoError(t, p.Close())
 	got, _ := loadAll(t, fs)
@@ -313,9 +310,7 @@ func TestRecycledCommitLogFileAppliesOnlyItsNewRecords(t *testing.T) {
 	decide(t, s, "c", 1)
 	require.NoError(t, f.Sync())
 	require.Equal(t, []string{commitLogName(3)}, commitLogNames(t, fs))
-	for k, v := range tats(t, s, "c", 1) {
-		want[k] = v
-	}
+	maps.Copy(want, tats(t, s, "c", 1))
 	require.NoError(t, p.Close())
 	got, _ = loadAll(t, fs)
 	require.Equal(t, want, got)
@@ -387,9 +382,7 @@ func TestCommitLogStartsANewFileWhenTheRecycledOneIsGone(t *testing.T) {
 	require.NoError(t, f.Sync())
 	require.Equal(t, []string{commitLogName(2)}, commitLogNames(t, fs))
 	want := tats(t, s, "b", 5)
-	for k, v := range tats(t, s, "a", 5) {
-		want[k] = v
-	}
+	maps.Copy(want, tats(t, s, "a", 5))
 	require.NoError(t, p.Close())
 	got, _ := loadAll(t, fs)
 	require.Equal(t, want, got)
