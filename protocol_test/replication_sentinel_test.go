@@ -34,10 +34,11 @@ const sentinelDeadline = 60 * time.Second
 
 // sentinelDownAfter is the Sentinels' down-after-milliseconds. A Sentinel
 // pings each node about once a second and takes it for down once a ping
-// has gone unanswered this long: at 1 s, under CI's load (two cores, the race detector, the old master
-// restarting) the leader took the master it had just promoted for down,
-// 1.0 s after the switch, and failed back over to the restarted old one
-// (TestSentinelFailoverWithUsers, once in a fresh clone's .ci/run).
+// has gone unanswered this long: at 1 s, under CI's load (two cores, the
+// race detector, the old master restarting) the leader took the master it
+// had just promoted for down, 1.0 s after the switch, and failed back over
+// to the restarted old one (TestSentinelFailoverWithUsers, once in a fresh
+// clone's .ci/run).
 const sentinelDownAfter = "2000"
 
 // sentinelMaster is the name the Sentinels monitor the master by.
