@@ -26,13 +26,13 @@ type client struct {
 	// ks is where the client's commands read and change keys: the store,
 	// or inside EXEC the transaction holding its keys' locks (cmdExec).
 	ks storage.Keyspace
-	// lastCmd is the command looked up last: dispatch's cache, and CLIENT
-	// LIST's cmd=. lastActive is when the last command ran, in unix
-	// nanoseconds: CLIENT LIST's idle=.
+	// lastCmd is the command run last, a container's subcommand once it
+	// has run one: CLIENT LIST's cmd=, the monitor's filter. lastActive is
+	// when the last command ran, in unix nanoseconds: CLIENT LIST's idle=.
 	lastCmd    atomic.Pointer[command]
 	lastActive atomic.Int64
-	// sent is the name of the command lastCmd was looked up by, as the
-	// client spelled it: dispatch's cache, on the connection's goroutine.
+	// sent is dispatch's cache: the name of the command looked up last,
+	// as the client spelled it, on the connection's goroutine.
 	sent sentName
 	// access is what dispatch checks before a command (accessUnauthed,
 	// accessLimited): 0 for an authenticated connection whose user may

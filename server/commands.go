@@ -169,6 +169,13 @@ func (t *commandTable) register(cmd *command) {
 		panic("server: command " + cmd.name + " needs either a handler or subcommands")
 	}
 	cmd.stats = new(cmdStats)
+	for _, sub := range cmd.subcommands {
+		// A subcommand is never looked up by name (lookup knows
+		// containers only), but it has counters as every command a
+		// client reaches does, so that nothing that counts a command
+		// finds none.
+		sub.stats = new(cmdStats)
+	}
 	if cmd.subcommands != nil {
 		cmd.run = func(c *client, args [][]byte, now time.Time) { c.runSubcommand(cmd, args, now) }
 	}

@@ -24,17 +24,19 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 	if c.batch.closing {
 		return now // QUIT or SHUTDOWN: the rest of the pipeline is not run
 	}
-	// A pipeline repeats one command: comparing the name with the last
-	// command's costs less than the table lookup.
-	spec := c.lastCmd.Load()
-	if spec == nil || !c.sent.is(args[0], spec) {
+	// A pipeline repeats one command: comparing the name with the one the
+	// last lookup was for costs less than the table lookup.
+	spec := c.sent.cmd
+	if spec == nil || !c.sent.is(args[0]) {
 		if spec = s.lookup(args[0]); spec == nil {
 			c.flagTransaction()
 			c.writeError(errUnknownCommand(args))
 			return now
 		}
-		c.lastCmd.Store(spec) // at lookup, before the checks, as Redis sets lastcmd
 		c.sent.set(args[0], spec)
+	}
+	if c.lastCmd.Load() != spec {
+		c.lastCmd.Store(spec) // before the checks, as Redis sets lastcmd
 	}
 	if !spec.arityOK(len(args)) {
 		spec.stats.rejected.Add(1)
@@ -71,24 +73,23 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 	return s.execute(c, spec, args, now)
 }
 
-// sentName is a command's name as a client sent it, and the command it
-// named. A pipeline repeats its command spelled the same way each time, so
-// comparing the bytes as they are (a memequal) is enough to know it, where
-// equalFold folds the case of each byte: for CL.THROTTLE 25 instructions a
-// command instead of 135 (callgrind).
+// sentName is the name a client last sent a command by, as it spelled it,
+// and the command it named: dispatch's cache. A pipeline repeats its command
+// spelled the same way each time, so comparing the bytes as they are (a
+// memequal) is enough to know it, where the table lookup folds the case of
+// each byte: for CL.THROTTLE 25 instructions a command instead of 135
+// (callgrind). It is kept apart from client.lastCmd, which a container sets
+// to the subcommand it ran (CLIENT LIST's cmd=client|id): the cache only
+// ever holds what the table lookup returned for these very bytes, so a name
+// the table does not know (as "client|id") is never run.
 type sentName struct {
 	cmd  *command // nil: none kept
 	n    uint8
 	name [15]byte
 }
 
-// is reports whether name names spec, the connection's last command.
-func (s *sentName) is(name []byte, spec *command) bool {
-	if spec == s.cmd && string(name) == string(s.name[:s.n]) {
-		return true
-	}
-	return equalFold(name, spec.name) // another spelling, or lastCmd changed by a subcommand
-}
+// is reports whether name is the name cmd was looked up by.
+func (s *sentName) is(name []byte) bool { return string(name) == string(s.name[:s.n]) }
 
 // set keeps name as spec's spelling, if it fits.
 func (s *sentName) set(name []byte, spec *command) {
