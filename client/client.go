@@ -256,10 +256,10 @@ func (c *Client) AllowN(ctx context.Context, key string, limit Limit, n int64) (
 		if errors.Is(err, ErrClosed) {
 			return Decision{}, err
 		}
-		return c.fallback(ctx, key, &r, inc, n)
+		return c.fallback(ctx, key, &r, n)
 	}
 	if nd.down.Load() {
-		return c.fallback(ctx, key, &r, inc, n)
+		return c.fallback(ctx, key, &r, n)
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opt.Timeout) // the wait and the round trip share it
 	defer cancel()
@@ -277,7 +277,7 @@ func (c *Client) AllowN(ctx context.Context, key string, limit Limit, n int64) (
 			return Decision{}, err
 		}
 		c.markDown(nd)
-		return c.fallback(ctx, key, &r, inc, n)
+		return c.fallback(ctx, key, &r, n)
 	}
 	d, err := fromReply(reply)
 	if err != nil {
@@ -393,8 +393,10 @@ func (c *Client) markDown(n *node) {
 	}()
 }
 
-// fallback decides a call the server did not answer (Options.Fallback).
-func (c *Client) fallback(ctx context.Context, key string, r *rate, inc, n int64) (Decision, error) {
+// fallback decides a call the server did not answer (Options.Fallback). A
+// local limiter charges n at its share of the rate (Options.Instances),
+// not at the whole rate's increment the caller computed.
+func (c *Client) fallback(ctx context.Context, key string, r *rate, n int64) (Decision, error) {
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return Decision{}, ctx.Err()
 	}
@@ -406,7 +408,7 @@ func (c *Client) fallback(ctx context.Context, key string, r *rate, inc, n int64
 		return Decision{Limit: r.limit(), RetryAfter: time.Second, Local: true}, nil
 	}
 	share := r.share(int64(c.opt.Instances))
-	inc = share.ei * n
+	inc := share.ei * n
 	if n != 0 && inc/n != share.ei {
 		inc = math.MaxInt64 / 2
 	}

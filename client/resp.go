@@ -3,7 +3,6 @@ package client
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io"
 	"strconv"
 )
@@ -132,12 +131,4 @@ func appendCommand(b []byte, args ...string) []byte {
 		b = append(b, '\r', '\n')
 	}
 	return b
-}
-
-// describe is a short description of v for errors.
-func (v value) describe() string {
-	if v.kind == '-' {
-		return v.str
-	}
-	return fmt.Sprintf("a reply of type %q", v.kind)
 }

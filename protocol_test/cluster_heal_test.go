@@ -105,14 +105,14 @@ func (c *healingCluster) sentinelsSeeEveryShard() error {
 				return err
 			}
 			if m["num-other-sentinels"] != "2" {
-				return fmt.Errorf("Sentinel %d, %s: num-other-sentinels %s", s.Port, shardName(i), m["num-other-sentinels"])
+				return fmt.Errorf("the Sentinel on port %d, %s: num-other-sentinels %s", s.Port, shardName(i), m["num-other-sentinels"])
 			}
 			rs, err := s.client.Replicas(ctx, shardName(i)).Result()
 			if err != nil {
 				return err
 			}
 			if len(rs) != 1 || rs[0]["port"] != strconv.Itoa(c.nodes[i+healShards].Port) || rs[0]["flags"] != "slave" {
-				return fmt.Errorf("Sentinel %d, %s: replicas %v", s.Port, shardName(i), rs)
+				return fmt.Errorf("the Sentinel on port %d, %s: replicas %v", s.Port, shardName(i), rs)
 			}
 		}
 	}
@@ -356,8 +356,10 @@ func TestClusterHealsItselfUnderSentinel(t *testing.T) {
 	})
 }
 
-// sentinelsSeeReplica reports what a Sentinel misses of node replica being
-// an online replica of node master in shard.
+// sentinelsSeeReplica reports what the first Sentinel to miss it misses of
+// node replica being an online replica of node master in shard: every
+// Sentinel must see it (the loop returned at the first one before, checking
+// one Sentinel of three).
 func (c *healingCluster) sentinelsSeeReplica(shard, master, replica int) error {
 	for _, s := range c.ss {
 		addr, err := s.masterAddrOf(shardName(shard))
@@ -365,18 +367,17 @@ func (c *healingCluster) sentinelsSeeReplica(shard, master, replica int) error {
 			return err
 		}
 		if addr != c.nodes[master].Addr {
-			return fmt.Errorf("Sentinel %d: %s's master is %s", s.Port, shardName(shard), addr)
+			return fmt.Errorf("the Sentinel on port %d: %s's master is %s", s.Port, shardName(shard), addr)
 		}
 		rs, err := s.client.Replicas(context.Background(), shardName(shard)).Result()
 		if err != nil {
 			return err
 		}
-		for _, r := range rs {
-			if r["port"] == strconv.Itoa(c.nodes[replica].Port) && r["flags"] == "slave" {
-				return nil
-			}
+		if !slices.ContainsFunc(rs, func(r map[string]string) bool {
+			return r["port"] == strconv.Itoa(c.nodes[replica].Port) && r["flags"] == "slave"
+		}) {
+			return fmt.Errorf("the Sentinel on port %d: %s's replicas %v", s.Port, shardName(shard), rs)
 		}
-		return fmt.Errorf("Sentinel %d: %s's replicas %v", s.Port, shardName(shard), rs)
 	}
 	return nil
 }

@@ -151,7 +151,7 @@ func TestConformanceWithTheReference(t *testing.T) {
 		want := &pb.RateLimitResponse{}
 		require.NoError(t, protojson.Unmarshal(a.Resp, want))
 		if !proto.Equal(want, resp) {
-			t.Fatalf("%d %s:\n got %s\nwant %s", i, q.name, protojson.Format(resp), protojson.Format(want))
+			t.Fatalf("%d %s:\n got %s\nwant %s (envoyproxy/ratelimit at %s)", i, q.name, protojson.Format(resp), protojson.Format(want), referenceCommit)
 		}
 	}
 }

@@ -74,8 +74,10 @@ func (p *compactionPacer) Unregister() {
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
-	p.gmu.Lock() // a grant under way has finished
-	p.gmu.Unlock()
+	// Taking gmu waits for a grant under way, which holds it: once it is
+	// ours, none is, and none will begin (closed).
+	p.gmu.Lock()
+	defer p.gmu.Unlock()
 }
 
 // TrySchedule grants a compaction the DB wants to start now, if fewer run
