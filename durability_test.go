@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(testkit.Main(m))
 }
 
 // child is a redcell server in a child process: this test binary run as

@@ -33,9 +33,8 @@ func TestMain(m *testing.M) {
 	srv := server.New(server.Config{}, storage.New(storage.Config{}))
 	go func() { _ = srv.Serve(ln) }()
 	exampleAddr = ln.Addr().String()
-	code := m.Run()
+	code := testkit.Main(m)
 	_ = srv.Close()
-	testkit.RemoveBinary()
 	os.Exit(code)
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/internal/contain"
 	"github.com/redcell/redcell/resp"
 )
 
@@ -72,7 +73,7 @@ func (f *Follower) Failover(mode FailoverMode) error {
 	master := *top.Node(me.MasterID)
 	go func() {
 		start := time.Now()
-		err := f.planned(mode, master, sentinels)
+		err := contain.Run(f.cfg.Logger, "cluster", "failover", func() error { return f.planned(mode, master, sentinels) })
 		if err != nil {
 			f.cfg.Logger.Warn("cluster: CLUSTER FAILOVER failed; the shard's master is as it was", "master", master.ID, "err", err)
 			return

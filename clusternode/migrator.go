@@ -23,6 +23,7 @@ import (
 
 	"github.com/redcell/redcell/cluster"
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/contain"
 	"github.com/redcell/redcell/internal/statecodec"
 	"github.com/redcell/redcell/storage"
 )
@@ -166,7 +167,12 @@ func (m *Migrator) migrate(mv *cluster.Move) error {
 	p, err := dialPeer(mv.Peer, m.cfg.User, m.cfg.Password)
 	if err == nil {
 		defer p.close()
-		frozen, err = m.passes(p, mv)
+		// A panic in the passes fails the migration as an error does, so
+		// that it is undone (abort): the slot is served here again.
+		err = contain.Run(m.cfg.Logger, "cluster", "slot migration", func() (err error) {
+			frozen, err = m.passes(p, mv)
+			return err
+		})
 	}
 	if err != nil {
 		err = fmt.Errorf("cluster: slot %d to %s at %s: %w", mv.Slot, mv.Peer.ID, net.JoinHostPort(mv.Peer.IP, strconv.Itoa(mv.Peer.Port)), err)

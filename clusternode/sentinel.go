@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/cluster"
+	"github.com/redcell/redcell/internal/contain"
 	"github.com/redcell/redcell/resp"
 )
 
@@ -97,7 +98,11 @@ func (w *SentinelWatch) Run(ctx context.Context) {
 		var sctx context.Context
 		sctx, stop = context.WithCancel(ctx)
 		for _, addr := range w.cfg.State.Sentinels() {
-			go w.subscribe(sctx, addr)
+			go func() {
+				// A panic ends this subscription alone; the next
+				// topology or tick subscribes again.
+				_ = contain.Run(w.cfg.Logger, "cluster", "sentinel subscription", func() error { w.subscribe(sctx, addr); return nil })
+			}()
 		}
 	}
 	subscribe()

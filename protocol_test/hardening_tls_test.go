@@ -1,19 +1,10 @@
 package protocol_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
-	"math/big"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,80 +17,6 @@ import (
 	"github.com/redcell/redcell/server"
 )
 
-// testPKI is a CA, a server certificate for 127.0.0.1 and a client
-// certificate it signed, plus a client certificate from another CA, all
-// made for the test and written as PEM files under a temporary directory.
-type testPKI struct {
-	CA, ServerCert, ServerKey, ClientCert, ClientKey, RogueCert, RogueKey string // file paths
-	pool                                                                  *x509.CertPool
-	client, rogue                                                         tls.Certificate
-}
-
-func newTestPKI(t *testing.T) *testPKI {
-	t.Helper()
-	dir := t.TempDir()
-	p := &testPKI{pool: x509.NewCertPool()}
-	write := func(name string, blockType string, der []byte) string {
-		path := filepath.Join(dir, name)
-		require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: blockType, Bytes: der}), 0o600))
-		return path
-	}
-	serial := int64(1)
-	issue := func(tmpl *x509.Certificate, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey, []byte, []byte) {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		require.NoError(t, err)
-		serial++
-		tmpl.SerialNumber = big.NewInt(serial)
-		tmpl.NotBefore = time.Now().Add(-time.Hour)
-		tmpl.NotAfter = time.Now().Add(24 * time.Hour)
-		if parent == nil {
-			parent, parentKey = tmpl, key
-		}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
-		require.NoError(t, err)
-		cert, err := x509.ParseCertificate(der)
-		require.NoError(t, err)
-		keyDER, err := x509.MarshalECPrivateKey(key)
-		require.NoError(t, err)
-		return cert, key, der, keyDER
-	}
-	caTmpl := func(name string) *x509.Certificate {
-		return &x509.Certificate{Subject: pkix.Name{CommonName: name}, IsCA: true, BasicConstraintsValid: true,
-			KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	}
-	leaf := func(name string, usage x509.ExtKeyUsage) *x509.Certificate {
-		return &x509.Certificate{Subject: pkix.Name{CommonName: name}, KeyUsage: x509.KeyUsageDigitalSignature,
-			ExtKeyUsage: []x509.ExtKeyUsage{usage}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"}}
-	}
-	ca, caKey, caDER, _ := issue(caTmpl("redcell test CA"), nil, nil)
-	p.CA = write("ca.pem", "CERTIFICATE", caDER)
-	p.pool.AddCert(ca)
-	_, _, der, keyDER := issue(leaf("redcell test server", x509.ExtKeyUsageServerAuth), ca, caKey)
-	p.ServerCert, p.ServerKey = write("server.pem", "CERTIFICATE", der), write("server.key", "EC PRIVATE KEY", keyDER)
-	_, _, der, keyDER = issue(leaf("redcell test client", x509.ExtKeyUsageClientAuth), ca, caKey)
-	p.ClientCert, p.ClientKey = write("client.pem", "CERTIFICATE", der), write("client.key", "EC PRIVATE KEY", keyDER)
-	rogueCA, rogueKey, _, _ := issue(caTmpl("some other CA"), nil, nil)
-	_, _, der, keyDER = issue(leaf("rogue client", x509.ExtKeyUsageClientAuth), rogueCA, rogueKey)
-	p.RogueCert, p.RogueKey = write("rogue.pem", "CERTIFICATE", der), write("rogue.key", "EC PRIVATE KEY", keyDER)
-	var err error
-	p.client, err = tls.LoadX509KeyPair(p.ClientCert, p.ClientKey)
-	require.NoError(t, err)
-	p.rogue, err = tls.LoadX509KeyPair(p.RogueCert, p.RogueKey)
-	require.NoError(t, err)
-	return p
-}
-
-// clientTLS trusts the test CA and presents cert, if given, whatever CAs
-// the server says it accepts (Go's client would otherwise keep a
-// certificate from another CA to itself).
-func (p *testPKI) clientTLS(cert ...tls.Certificate) *tls.Config {
-	cfg := &tls.Config{RootCAs: p.pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12}
-	if len(cert) > 0 {
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &cert[0], nil }
-	}
-	return cfg
-}
-
 // TLS end to end on the built binary: go-redis and redis-cli with a client
 // certificate get the same decisions as plain clients on the same keys;
 // without a certificate, with one from another CA, or speaking plain RESP to
@@ -108,7 +25,7 @@ func TestTLSEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}
-	pki := newTestPKI(t)
+	pki := testkit.NewPKI(t)
 	var p *binaryServer
 	var err error
 	for attempt := 0; attempt < 5; attempt++ { // the free port may be taken before the server binds it
@@ -123,7 +40,7 @@ func TestTLSEndToEnd(t *testing.T) {
 	bg := ctx(t)
 	tlsAddr := "127.0.0.1:" + strconv.Itoa(p.TLSPort)
 
-	secure := redis.NewClient(&redis.Options{Addr: tlsAddr, TLSConfig: pki.clientTLS(pki.client)})
+	secure := redis.NewClient(&redis.Options{Addr: tlsAddr, TLSConfig: pki.ClientTLS(pki.Client)})
 	t.Cleanup(func() { _ = secure.Close() })
 	plain := p.goRedis(t)
 	throttle := func(rdb *redis.Client) ([]int64, error) {
@@ -163,9 +80,9 @@ func TestTLSEndToEnd(t *testing.T) {
 			cfg  *tls.Config
 			want string
 		}{
-			{"no certificate", pki.clientTLS(), "remote error: tls: certificate required"},
-			{"another CA's", pki.clientTLS(pki.rogue), "remote error: tls: unknown certificate authority"},
-			{"server not trusted", &tls.Config{ServerName: "127.0.0.1", Certificates: []tls.Certificate{pki.client}, MinVersion: tls.VersionTLS12},
+			{"no certificate", pki.ClientTLS(), "remote error: tls: certificate required"},
+			{"another CA's", pki.ClientTLS(pki.Rogue), "remote error: tls: unknown certificate authority"},
+			{"server not trusted", &tls.Config{ServerName: "127.0.0.1", Certificates: []tls.Certificate{pki.Client}, MinVersion: tls.VersionTLS12},
 				"x509: certificate signed by unknown authority"},
 			{"plain RESP to the TLS port", nil, "EOF"},
 		} {
@@ -196,7 +113,7 @@ func TestTLSEndToEnd(t *testing.T) {
 // and a TLS client beyond it reads Redis's refusal over TLS; with
 // tls-auth-clients optional a client without a certificate is served.
 func TestTLSInProcess(t *testing.T) {
-	pki := newTestPKI(t)
+	pki := testkit.NewPKI(t)
 	start := func(files server.TLSFiles, limits server.Limits) (plain *testServer, tlsAddr string) {
 		files.CertFile, files.KeyFile = pki.ServerCert, pki.ServerKey
 		cfg, err := server.LoadTLSConfig(files)
@@ -211,20 +128,20 @@ func TestTLSInProcess(t *testing.T) {
 	}
 
 	plain, tlsAddr := start(server.TLSFiles{CAFile: pki.CA}, server.Limits{MaxClients: 2})
-	first := dialTLS(tlsAddr, pki.clientTLS(pki.client))
+	first := dialTLS(tlsAddr, pki.ClientTLS(pki.Client))
 	require.Equal(t, "+PONG\r\n", first.DoInline("PING"))
 	second := plain.raw(t)
 	second.Write("PING\r\n")
 	require.Equal(t, "+PONG\r\n", second.Read())
-	third := dialTLS(tlsAddr, pki.clientTLS(pki.client))
+	third := dialTLS(tlsAddr, pki.ClientTLS(pki.Client))
 	refusal, err := third.ReadAll()
 	require.NoError(t, err)
 	require.Equal(t, "-ERR max number of clients reached\r\n", refusal)
 
 	_, tlsAddr = start(server.TLSFiles{CAFile: pki.CA, AuthClients: "optional"}, server.Limits{})
-	anonymous := dialTLS(tlsAddr, pki.clientTLS())
+	anonymous := dialTLS(tlsAddr, pki.ClientTLS())
 	require.Equal(t, "+PONG\r\n", anonymous.DoInline("PING"))
-	rogue, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", tlsAddr, pki.clientTLS(pki.rogue))
+	rogue, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", tlsAddr, pki.ClientTLS(pki.Rogue))
 	if err == nil { // TLS 1.3: the server's verdict arrives with the first read
 		t.Cleanup(func() { _ = rogue.Close() })
 		require.NoError(t, rogue.SetDeadline(deadline()))
@@ -236,7 +153,7 @@ func TestTLSInProcess(t *testing.T) {
 	require.ErrorContains(t, err, "certificate", "optional still checks a certificate presented")
 
 	_, tlsAddr = start(server.TLSFiles{}, server.Limits{})
-	noCA := dialTLS(tlsAddr, pki.clientTLS())
+	noCA := dialTLS(tlsAddr, pki.ClientTLS())
 	require.Equal(t, "+PONG\r\n", noCA.DoInline("PING"))
 
 	// A client that opens a TLS connection and says nothing ties it up for
@@ -244,6 +161,6 @@ func TestTLSInProcess(t *testing.T) {
 	silent, err := net.Dial("tcp", tlsAddr)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = silent.Close() })
-	other := dialTLS(tlsAddr, pki.clientTLS())
+	other := dialTLS(tlsAddr, pki.ClientTLS())
 	require.Equal(t, "+PONG\r\n", other.DoInline("PING"))
 }

@@ -35,9 +35,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	testkit.RemoveBinary()
-	os.Exit(code)
+	os.Exit(testkit.Main(m))
 }
 
 // t0 is the instant every test server's clock starts at.

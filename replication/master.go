@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redcell/redcell/internal/contain"
 	"github.com/redcell/redcell/storage"
 )
 
@@ -55,7 +56,12 @@ func (n *Node) feed(stop, done chan struct{}) {
 			return
 		case <-tick.C:
 		}
-		buf, changes = n.takeFeed(buf[:0], changes[:0])
+		// A panic while taking the changes is recorded and the next tick
+		// tries again (contain.Run): the feed must outlive a bug in one.
+		_ = contain.Run(n.log, "replication", "feed", func() error {
+			buf, changes = n.takeFeed(buf[:0], changes[:0])
+			return nil
+		})
 		if now := n.cfg.Now(); len(buf) > 0 {
 			lastPing = now
 		} else if now.Sub(lastPing) >= n.cfg.PingInterval {
@@ -169,13 +175,13 @@ func (n *Node) PSync(conn net.Conn, r Replica, replID string, offset int64) (*Li
 	}
 	if full {
 		l.state.Store("wait_bgsave")
-		go l.fullSync(replID != "")
+		go l.contained("full sync", func() { l.fullSync(replID != "") })
 	} else {
 		l.state.Store("online")
 		l.acked.Store(h.off)
 		n.RefreshGoodReplicas()
 		reply := "+CONTINUE " + n.currentID() + "\r\n"
-		go l.stream(h, []byte(reply))
+		go l.contained("stream", func() { l.stream(h, []byte(reply)) })
 	}
 	return l, nil
 }
@@ -268,6 +274,15 @@ func (l *Link) lost(behind int64) {
 func (l *Link) write(p []byte) error {
 	_, err := linkWriter{l}.Write(p)
 	return err
+}
+
+// contained runs the link's work (its full sync, its stream): a panic in it
+// is recorded (contain.Record) and ends the link alone, as a failed write
+// does; the replica reconnects and syncs again.
+func (l *Link) contained(name string, work func()) {
+	if err := contain.Run(l.n.log, "replication", name, func() error { work(); return nil }); err != nil {
+		l.fail(err)
+	}
 }
 
 func (l *Link) fail(err error) {

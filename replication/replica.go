@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/contain"
 	"github.com/redcell/redcell/internal/statecodec"
 	"github.com/redcell/redcell/resp"
 )
@@ -121,7 +122,10 @@ func (u *upstream) run() {
 	backoff := minBackoff
 	for !u.stopped() {
 		start := time.Now()
-		err := u.session()
+		// A panic in the session (applying the master's stream, say) is
+		// recorded and ends the session as a lost link does: the replica
+		// reconnects and syncs again (contain.Run).
+		err := contain.Run(u.n.log, "replication", "link to master", u.session)
 		u.setState("connect")
 		if u.stopped() {
 			return

@@ -77,7 +77,7 @@ func startRig(t testing.TB, svc *Service, store *storage.Store, clock *manualClo
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	srv := grpc.NewServer()
+	srv := NewGRPCServer(nil)
 	Register(srv, svc)
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(srv.Stop)

@@ -145,6 +145,9 @@ type identity struct {
 
 // transaction is a client's MULTI/EXEC state (cmdMulti, cmdExec).
 type transaction struct {
+	// running is the queued command EXEC runs, nil outside EXEC: a panic
+	// in it is reported under its name (containPanic).
+	running *command
 	// multi is the transaction being queued, from MULTI to EXEC or
 	// DISCARD; nil outside one.
 	multi *multiState

@@ -203,12 +203,16 @@ func cmdExec(c *client, _ [][]byte, now time.Time) {
 		if c.tracking.on {
 			c.rememberKeys(q.spec, q.args) // as Redis, which remembers a transaction's reads as they run
 		}
+		c.tx.running = q.spec
 		end := c.srv.execute(c, q.spec, q.args, now)
 		if c.srv.hooks.Load()&hookMonitor != 0 {
 			c.srv.feedMonitors(c, q.args, now) // as Redis shows them: each as it runs, then EXEC
 		}
 		now = end
 	}
+	// Not deferred: after a panic it names the command that panicked
+	// (containPanic), which runs once the deferred calls have.
+	c.tx.running = nil
 	c.sendSelfPushes() // what its PUBLISHes sent the client itself follows EXEC's reply, as in Redis
 }
 

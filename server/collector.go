@@ -1,6 +1,10 @@
 package server
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redcell/redcell/internal/contain"
+)
 
 // Collector returns a Prometheus collector of the server's figures. It reads
 // the counters when scraped; register it once per Server.
@@ -34,6 +38,8 @@ var (
 		"Open client connections.", nil, nil)
 	descConnections = prometheus.NewDesc("redcell_connections_received_total",
 		"Client connections accepted.", nil, nil)
+	descPanics = prometheus.NewDesc("redcell_panics_total",
+		"Panics recovered by the process, by where: resp (a client's command: its connection was closed), rls (a rate limit call), replication, cluster, flush, expiry. Any is a bug to report.", []string{"where"}, nil)
 	descRejectedConns = prometheus.NewDesc("redcell_rejected_connections_total",
 		"Client connections refused (maxclients).", nil, nil)
 
@@ -53,7 +59,7 @@ var (
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDecisions, descHits, descMisses, descErrors, descCommands,
 		descRejected, descFailed, descLatency, descKeys, descExpired, descPending, descConnected,
-		descConnections, descRejectedConns, descTopologyVersion, descCurrentEpoch, descSlotsFail, descSentinels, descWaiting} {
+		descConnections, descRejectedConns, descPanics, descTopologyVersion, descCurrentEpoch, descSlotsFail, descSentinels, descWaiting} {
 		ch <- d
 	}
 }
@@ -95,6 +101,9 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descConnected, c.connectedClients)
 	counter(descConnections, c.connections)
 	counter(descRejectedConns, c.rejectedConns)
+	for where, n := range contain.ByWhere() {
+		ch <- prometheus.MustNewConstMetric(descPanics, prometheus.CounterValue, float64(n), where)
+	}
 	if s.cluster != nil {
 		f := s.clusterFacts()
 		gauge(descTopologyVersion, f.version)

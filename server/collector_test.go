@@ -95,5 +95,5 @@ func TestErrorsHelpNamesEveryKind(t *testing.T) {
 	require.Len(t, series, int(numErrorKinds))
 	require.ElementsMatch(t, series, named, "HELP %q", help)
 	require.Contains(t, help, "command (bad arguments and other ERR)")
-	require.Contains(t, help, ", crossslot, other (any other prefix).")
+	require.Contains(t, help, ", crossslot, internal (a command that panicked: its connection is closed), other (any other prefix).")
 }

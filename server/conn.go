@@ -167,7 +167,7 @@ func (c *conn) Read(p []byte) (int, error) {
 // in it, waits for durability if one of them changed state in durable mode,
 // and writes all their replies at once (runBatch).
 func (s *Server) serveConn(c *conn) {
-	err := s.runConn(c)
+	err := s.contained(c, (*Server).runConn)
 	_ = c.nc.Close()
 	if err == io.EOF {
 		err = nil

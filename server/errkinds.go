@@ -32,7 +32,8 @@ const (
 	errKindTryAgain
 	errKindClusterDown
 	errKindCrossSlot
-	errKindOther // any other prefix
+	errKindInternal // ERR internal error: a command panicked (containPanic)
+	errKindOther    // any other prefix
 	numErrorKinds
 )
 
@@ -62,6 +63,7 @@ var errorKinds = [numErrorKinds]struct{ name, prefix, note string }{
 	errKindTryAgain:       {"tryagain", "TRYAGAIN", ""},
 	errKindClusterDown:    {"clusterdown", "CLUSTERDOWN", ""},
 	errKindCrossSlot:      {"crossslot", "CROSSSLOT", ""},
+	errKindInternal:       {"internal", "ERR", "a command that panicked: its connection is closed"},
 	errKindOther:          {"other", "", "any other prefix"},
 }
 

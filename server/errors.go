@@ -43,6 +43,13 @@ var (
 	errMaxClients = commandError("ERR max number of clients reached")
 )
 
+// errInternal answers a command that panicked (containPanic), naming it;
+// the connection is closed after it. Redis has no such error: it would
+// have crashed.
+func errInternal(command string) replyError {
+	return replyError{errKindInternal, "ERR internal error while running '" + command + "': the connection is closed, the server serves on (see its log)"}
+}
+
 // ACLs (users, cmdACL), in Redis 7.2's words.
 var (
 	errNoPermKey     = replyError{errKindNoPerm, "NOPERM No permissions to access a key"}

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redcell/redcell/internal/contain"
+
 	"github.com/redcell/redcell/acl"
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/storage"
@@ -254,6 +256,10 @@ func (s *Server) infoStats(ks storage.Keyspace, _ time.Time) [][2]string {
 		{"acl_access_denied_channel", itoa(s.users.log.Denied(acl.DeniedChannel))},
 		{"throttle_allowed", itoa(c.allowed)},
 		{"throttle_limited", itoa(c.limited)},
+		// Panics recovered by this process, its RESP connections' and
+		// every other front's (contain.Record): Redis has no such field,
+		// as it would have crashed.
+		{"redcell_panics", itoa(contain.Recovered())},
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/redcell/redcell/internal/contain"
 )
 
 // loopWaitMillis is how long a loop's epoll wait lasts with idle timeouts to
@@ -212,35 +214,57 @@ func (l *eventLoop) run() {
 	defer close(l.done)
 	defer unix.Close(l.epfd)
 	defer unix.Close(l.wakefd)
-	for {
-		wait := -1
-		if l.srv.limits.IdleTimeout > 0 && len(l.conns) > 0 {
-			wait = loopWaitMillis
+	for !l.round() {
+	}
+}
+
+// round waits for events and serves them, then writes the round's replies;
+// it reports whether the loop is to end. A panic in a connection's commands
+// is contained to it (eventLoop.serve); one anywhere else in the round
+// (writing replies, the durable commit) is recovered here: the
+// connections with replies of the round pending are closed unanswered, as
+// their replies may be half written, and the loop serves on.
+func (l *eventLoop) round() (end bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			contain.Record(l.srv.cfg.Logger, "resp", "event loop", v)
+			for i, c := range l.flushes {
+				l.flushes[i] = nil
+				if c.loop == l {
+					l.finish(c, errPanicked)
+				}
+			}
+			l.flushes, l.unsynced = l.flushes[:0], false
 		}
-		n, err := unix.EpollWait(l.epfd, l.events, wait)
-		if err != nil && err != unix.EINTR {
-			l.srv.logError("event loop: epoll_wait failed", err)
-			n = 0
+	}()
+	wait := -1
+	if l.srv.limits.IdleTimeout > 0 && len(l.conns) > 0 {
+		wait = loopWaitMillis
+	}
+	n, err := unix.EpollWait(l.epfd, l.events, wait)
+	if err != nil && err != unix.EINTR {
+		l.srv.logError("event loop: epoll_wait failed", err)
+		n = 0
+	}
+	if l.serveEvents(n) {
+		return true
+	}
+	// In durable mode, input that arrived while the round ran joins
+	// it before the commit: one sync for more decisions.
+	for i := 0; l.unsynced && i < gatherRounds; i++ {
+		n, err = unix.EpollWait(l.epfd, l.events, 0)
+		if err != nil || n <= 0 {
+			break
 		}
 		if l.serveEvents(n) {
-			return
-		}
-		// In durable mode, input that arrived while the round ran joins
-		// it before the commit: one sync for more decisions.
-		for i := 0; l.unsynced && i < gatherRounds; i++ {
-			n, err = unix.EpollWait(l.epfd, l.events, 0)
-			if err != nil || n <= 0 {
-				break
-			}
-			if l.serveEvents(n) {
-				return
-			}
-		}
-		l.flushAll()
-		if l.srv.limits.IdleTimeout > 0 {
-			l.sweep()
+			return true
 		}
 	}
+	l.flushAll()
+	if l.srv.limits.IdleTimeout > 0 {
+		l.sweep()
+	}
+	return false
 }
 
 // serveEvents serves the first n events of an epoll wait, and reports
@@ -296,7 +320,7 @@ func (l *eventLoop) serve(c *conn) {
 	c.partialCommand()
 	err := c.rd.Fill()
 	if err == nil {
-		err = l.srv.runBatch(c)
+		err = l.srv.contained(c, (*Server).runBatch)
 	}
 	c.readAt = monoNow()
 	switch {

@@ -75,9 +75,8 @@ func (s *Store) update(sh *shard, key []byte, kind Kind, now gcra.Instant, dry b
 func (s *Store) Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) (res window.Result, stored bool, err error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	res, stored, err = s.window(sh, key, spec, now, dry)
-	sh.mu.Unlock()
-	return res, stored, err
+	defer sh.mu.Unlock()
+	return s.window(sh, key, spec, now, dry)
 }
 
 func (s *Store) window(sh *shard, key []byte, spec window.Spec, now gcra.Instant, dry bool) (res window.Result, stored bool, err error) {
@@ -102,9 +101,8 @@ func (s *Store) window(sh *shard, key []byte, spec window.Spec, now gcra.Instant
 func (s *Store) Count(key []byte, spec window.CountSpec, now gcra.Instant, dry bool) (t window.Tally, stored bool, err error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	t, stored, err = s.count(sh, key, spec, now, dry)
-	sh.mu.Unlock()
-	return t, stored, err
+	defer sh.mu.Unlock()
+	return s.count(sh, key, spec, now, dry)
 }
 
 func (s *Store) count(sh *shard, key []byte, spec window.CountSpec, now gcra.Instant, dry bool) (t window.Tally, stored bool, err error) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/contain"
 	"github.com/redcell/redcell/window"
 )
 
@@ -178,6 +179,7 @@ func (f *Flusher) Flush() error {
 
 // flushLocked is Flush, f.mu held.
 func (f *Flusher) flushLocked() error {
+	defer f.keepOnPanic(&f.buf)
 	start := time.Now()
 	offset := f.opts.WallOffset()
 	if f.stepped(offset) {
@@ -252,6 +254,19 @@ func (f *Flusher) take(i int, buf []Change) []Change {
 // taken, and with requeue they go back to the store, by key only (a failed
 // batch may hold a key twice, its TATs converted: each key is taken again
 // as it is then).
+// keepOnPanic, deferred by a flush or a group commit, hands the changes it
+// took into *buf and has not written back to the store if it panics, then
+// panics on: the panic is contained above it (contain.Run), and the next
+// flush writes those changes, so that a bug loses none.
+func (f *Flusher) keepOnPanic(buf *[]Change) {
+	if v := recover(); v != nil {
+		f.handBack(*buf, true)
+		clear(*buf)
+		*buf = (*buf)[:0]
+		panic(v)
+	}
+}
+
 func (f *Flusher) handBack(changes []Change, requeue bool) {
 	f.handover.Lock()
 	defer f.handover.Unlock()
@@ -371,10 +386,17 @@ func (f *Flusher) Run(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-pause.C:
-			_ = f.Flush()
+			_ = f.flushContained()
 			pause.Reset(f.retryPause(interval))
 		}
 	}
+}
+
+// flushContained is Flush for the background loops: a panic in it is
+// recorded and returned as its error (contain.Run), so the loop retries as
+// after a failed flush.
+func (f *Flusher) flushContained() error {
+	return contain.Run(f.opts.Logger, "flush", "flush", f.Flush)
 }
 
 // CleanStaleAfter calls CleanStale once grace has passed, unless ctx ends
@@ -447,13 +469,13 @@ func (f *Flusher) RunGroupCommit(ctx context.Context) {
 			f.failWaiters(ctx.Err())
 			return
 		case <-checkpoints:
-			_ = f.Flush()
+			_ = f.flushContained()
 		case <-f.logFull:
-			_ = f.Flush()
+			_ = f.flushContained()
 		case <-f.wake: // a group commit failed
 			retry.Reset(f.retryPause(time.Second))
 		case <-retry.C:
-			if f.Flush() != nil {
+			if f.flushContained() != nil {
 				retry.Reset(f.retryPause(time.Second))
 			}
 		}
@@ -493,12 +515,14 @@ func (f *Flusher) Sync() error {
 		f.started++
 		gen := f.started
 		f.gmu.Unlock()
-		var err error
-		if f.opts.Log != nil {
-			err = f.logCommit()
-		} else {
-			err = f.Flush()
-		}
+		// A panic in the commit is its error (contain.Run): the waiters
+		// are answered it, and gmu is taken again as after any commit.
+		err := contain.Run(f.opts.Logger, "flush", "group commit", func() error {
+			if f.opts.Log != nil {
+				return f.logCommit()
+			}
+			return f.Flush()
+		})
 		f.gmu.Lock()
 		if gen > f.completed { // not overtaken by failWaiters
 			f.completed, f.lastErrG = gen, err
@@ -563,6 +587,7 @@ func (f *Flusher) logCommit() error {
 // logCommitLocked is logCommit, f.lmu held. The changes of a log write that
 // fails go back to the store, as a failed flush's do.
 func (f *Flusher) logCommitLocked() error {
+	defer f.keepOnPanic(&f.lbuf)
 	start := time.Now()
 	offset := f.opts.WallOffset()
 	saved := gcra.InstantOf(f.opts.Now())

@@ -144,12 +144,11 @@ func (s *Store) RunMemoryWatch(ctx context.Context, interval time.Duration) {
 		// over the shards; each shard's lock held for its own share only.
 		perShard := min(int((used-s.mem.limit)/50)/len(s.shards)+1, 1000)
 		for i := range s.shards {
-			sh := &s.shards[i]
-			sh.mu.Lock()
-			for j := 0; j < perShard && sh.evictOne(); j++ {
-				s.mem.evicted.Add(1)
-			}
-			sh.mu.Unlock()
+			s.shards[i].with(func(sh *shard) {
+				for j := 0; j < perShard && sh.evictOne(); j++ {
+					s.mem.evicted.Add(1)
+				}
+			})
 		}
 		s.MeasureMemory()
 	})

@@ -118,6 +118,16 @@ type shard struct {
 	_ [64]byte
 }
 
+// with runs fn with sh locked. The lock is released however fn ends, a
+// panic included, as every shard lock is: a panic recovered above (the
+// server contains one to the connection whose command panicked) must not
+// leave the shard locked for every other key in it.
+func (sh *shard) with(fn func(sh *shard)) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	fn(sh)
+}
+
 // New returns an empty Store. It panics if cfg is invalid; call Validate first.
 func New(cfg Config) *Store {
 	if err := cfg.Validate(); err != nil {
@@ -184,8 +194,11 @@ func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result
 func (s *Store) ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
 	sh, h := s.locate(key, slot)
 	sh.mu.Lock()
+	// Deferred, as every shard lock's release is, so that a panic under
+	// the lock leaves the shard usable; an open-coded defer costs the
+	// decision a few instructions.
+	defer sh.mu.Unlock()
 	if sh.frozen != 0 && s.isFrozen(key) {
-		sh.mu.Unlock()
 		return gcra.Result{}, ErrSlotFrozen
 	}
 	var tat gcra.Instant // an expired TAT is <= now: Decide treats it as absent
@@ -195,7 +208,6 @@ func (s *Store) ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant
 		tat = e.exp
 		if e.boxed() {
 			if s.otherKind(sh, key, tat, now) {
-				sh.mu.Unlock()
 				return gcra.Result{}, ErrWrongType
 			}
 			i, tat = -1, 0 // expired and removed
@@ -212,7 +224,6 @@ func (s *Store) ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant
 			err = sh.t.add(key, h, newTAT, KindTAT, nil)
 		}
 	}
-	sh.mu.Unlock()
 	return res, err
 }
 
@@ -262,9 +273,8 @@ func (s *Store) store(sh *shard, key []byte, tat gcra.Instant, found bool) error
 func (s *Store) Preview(key []byte, r gcra.Rate, now gcra.Instant) (res gcra.Result, store bool, err error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	res, store, err = s.preview(sh, key, r, now)
-	sh.mu.Unlock()
-	return res, store, err
+	defer sh.mu.Unlock()
+	return s.preview(sh, key, r, now)
 }
 
 func (s *Store) preview(sh *shard, key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, bool, error) {
@@ -354,13 +364,10 @@ func (s *Store) pendingChanges(tx *Txn) int {
 func (s *Store) forShards(tx *Txn, fn func(sh *shard)) {
 	for i := range s.shards {
 		sh := &s.shards[i]
-		held := tx.holds(i)
-		if !held {
-			sh.mu.Lock()
-		}
-		fn(sh)
-		if !held {
-			sh.mu.Unlock()
+		if tx.holds(i) {
+			fn(sh)
+		} else {
+			sh.with(fn)
 		}
 	}
 }
@@ -403,12 +410,16 @@ func (s *Store) TakeShardChanges(i int, buf []Change) []Change {
 // takeChunk records, the lock released between them. Only one take of a
 // log may run at once (the Flusher's lock, or replication's one goroutine).
 func (s *Store) takeChanges(sh *shard, l *changeLog, buf []Change) []Change {
-	sh.mu.Lock()
-	sh.t.beginTake(l)
+	begun := false
 	for {
 		var done bool
-		buf, done = sh.t.takeSome(l, buf, takeChunk)
-		sh.mu.Unlock()
+		sh.with(func(sh *shard) {
+			if !begun {
+				sh.t.beginTake(l)
+				begun = true
+			}
+			buf, done = sh.t.takeSome(l, buf, takeChunk)
+		})
 		if done {
 			return buf
 		}
@@ -418,7 +429,6 @@ func (s *Store) takeChanges(sh *shard, l *changeLog, buf []Change) []Change {
 		if betweenTakeSteps != nil {
 			betweenTakeSteps()
 		}
-		sh.mu.Lock()
 	}
 }
 
@@ -432,9 +442,8 @@ var betweenTakeSteps func()
 func (s *Store) Reserve(key []byte, r gcra.Rate, now gcra.Instant, maxWait time.Duration, dry bool) (res gcra.Reservation, stored bool, err error) {
 	sh := s.shardOf(key)
 	sh.mu.Lock()
-	res, stored, err = s.reserve(sh, key, r, now, maxWait, dry)
-	sh.mu.Unlock()
-	return res, stored, err
+	defer sh.mu.Unlock()
+	return s.reserve(sh, key, r, now, maxWait, dry)
 }
 
 func (s *Store) reserve(sh *shard, key []byte, r gcra.Rate, now gcra.Instant, maxWait time.Duration, dry bool) (gcra.Reservation, bool, error) {

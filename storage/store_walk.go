@@ -58,17 +58,20 @@ func (s *Store) scan(tx *Txn, cursor uint64, count int, now gcra.Instant, fn fun
 	si, from := int(cursor>>32), cursor&0xffffffff
 	for si < len(s.shards) && count > 0 {
 		sh := &s.shards[si]
-		held := tx.holds(si)
-		if !held {
-			sh.mu.Lock()
+		var covered int
+		var next uint64
+		var done bool
+		walk := func(sh *shard) {
+			covered, next, done = sh.t.scan(from, count, func(e *entry) {
+				if e.exp > now {
+					fn(sh.t.keyOf(e), e.exp)
+				}
+			})
 		}
-		covered, next, done := sh.t.scan(from, count, func(e *entry) {
-			if e.exp > now {
-				fn(sh.t.keyOf(e), e.exp)
-			}
-		})
-		if !held {
-			sh.mu.Unlock()
+		if tx.holds(si) {
+			walk(sh)
+		} else {
+			sh.with(walk)
 		}
 		count -= max(covered, 1)
 		if done {

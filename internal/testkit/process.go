@@ -152,6 +152,10 @@ type Process struct {
 	log     strings.Builder
 	ready   bool
 	exitErr error
+	// panics are the "panic recovered" lines the process logged, over all
+	// its starts: each fails the test when it ends (Launch), as a
+	// recovered panic in the test's own process does (Main).
+	panics []string
 }
 
 // Timeouts of a Process: how long it may take to log that it is ready, and
@@ -198,22 +202,35 @@ func Launch(t *testing.T, prog Program, env []string, args ...string) (*Process,
 	p := &Process{t: t, prog: prog, env: env, args: args}
 	err := p.start()
 	t.Cleanup(func() {
-		if p.done == nil || p.Exited() {
-			return
-		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-			if err := p.exitError(); err != nil {
-				t.Errorf("redcell exited with %v on SIGTERM at the end of the test; log:\n%s", err, p.Log())
-			}
-		case <-time.After(StopTimeout):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-			t.Errorf("redcell did not exit within %v of SIGTERM at the end of the test; log:\n%s", StopTimeout, p.Log())
+		p.stopAtEnd()
+		p.mu.Lock()
+		panics := p.panics
+		p.mu.Unlock()
+		for _, line := range panics {
+			t.Errorf("redcell recovered a panic, a bug even when contained:\n%s", line)
 		}
 	})
 	return p, err
+}
+
+// stopAtEnd stops a process still running when its test ends with SIGTERM,
+// which it must obey cleanly.
+func (p *Process) stopAtEnd() {
+	t := p.t
+	if p.done == nil || p.Exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		if err := p.exitError(); err != nil {
+			t.Errorf("redcell exited with %v on SIGTERM at the end of the test; log:\n%s", err, p.Log())
+		}
+	case <-time.After(StopTimeout):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		t.Errorf("redcell did not exit within %v of SIGTERM at the end of the test; log:\n%s", StopTimeout, p.Log())
+	}
 }
 
 func (p *Process) start() error {
@@ -252,6 +269,9 @@ func (p *Process) readLog(cmd *exec.Cmd, stderr io.Reader, done chan struct{}) {
 		line := sc.Text()
 		p.mu.Lock()
 		p.log.WriteString(line + "\n")
+		if strings.Contains(line, "panic recovered") {
+			p.panics = append(p.panics, line)
+		}
 		if m := metricsURL.FindStringSubmatch(line); m != nil {
 			p.MetricsURL = m[1]
 		}
