@@ -160,7 +160,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 	}
 	stopRLS := func() {}
 	if rlsSvc != nil {
-		stop, err := rlsSvc.serve(ctx, cfg, st, repl, cl, port, logger)
+		stop, err := rlsSvc.serve(ctx, cfg, st, srv.Gate(), cl, port, logger)
 		if err != nil {
 			return err
 		}

@@ -9,12 +9,13 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redcell/redcell/admission"
+
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/redcell/redcell/cluster"
 	"github.com/redcell/redcell/config"
-	"github.com/redcell/redcell/replication"
 	"github.com/redcell/redcell/rls"
 	"github.com/redcell/redcell/server"
 )
@@ -54,9 +55,10 @@ func openRLS(cfg config.Config, logger *slog.Logger) (*rlsService, error) {
 
 // serve decides on st's store (or, in cluster mode, on each key's node)
 // and serves gRPC until stop; it returns once serving has begun.
-func (r *rlsService) serve(ctx context.Context, cfg config.Config, st *state, repl *replication.Node, cl *cluster.State,
+func (r *rlsService) serve(ctx context.Context, cfg config.Config, st *state, gate *admission.Gate, cl *cluster.State,
 	port int, logger *slog.Logger) (stop func(), err error) {
-	local := &rls.Local{Store: st.store, WindowLogMax: cfg.WindowLogMax, Refused: refusal(repl, st, cfg)}
+	// The server's gate: the service refuses as the RESP commands do.
+	local := &rls.Local{Store: st.store, WindowLogMax: cfg.WindowLogMax, Gate: gate}
 	if st.flusher != nil && cfg.FlushInterval == 0 {
 		local.Sync = st.flusher.Sync
 	}
@@ -82,7 +84,7 @@ func (r *rlsService) serve(ctx context.Context, cfg config.Config, st *state, re
 		}
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
 	}
-	r.grpc = grpc.NewServer(opts...)
+	r.grpc = rls.NewGRPCServer(logger, opts...)
 	rls.Register(r.grpc, r.svc)
 	served := make(chan struct{})
 	go func() {
@@ -118,20 +120,6 @@ func (r *rlsService) serve(ctx context.Context, cfg config.Config, st *state, re
 			r.cluster.Close()
 		}
 	}, nil
-}
-
-// refusal is why this node cannot change keys now, as its RESP commands
-// are refused: a replica, or durable mode while flushes fail.
-func refusal(repl *replication.Node, st *state, cfg config.Config) func() error {
-	return func() error {
-		if repl != nil && repl.IsReplica() {
-			return errors.New("READONLY this node is a replica: point Envoy at the master")
-		}
-		if st.flusher != nil && cfg.FlushInterval == 0 && st.flusher.Failing() {
-			return errors.New("MISCONF the disk fails and durable mode cannot keep a change")
-		}
-		return nil
-	}
 }
 
 // close closes the listener when serving never began.

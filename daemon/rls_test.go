@@ -15,8 +15,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 
 	"github.com/redcell/redcell/config"
 )
@@ -121,4 +123,36 @@ func TestABadRulesFileStopsTheStart(t *testing.T) {
 	require.EqualError(t, err, "--rls-config "+rules+": "+rules+":5: invalid rate limit unit 'fortnight'")
 	_, serr := os.Stat(dir)
 	require.ErrorIs(t, serr, fs.ErrNotExist)
+}
+
+// A master with --min-replicas-to-write 1 and no replica refuses a decision
+// that would store on both fronts, through the one gate: RESP answers
+// NOREPLICAS, the rate limit service UNAVAILABLE with the same text and
+// stores nothing (it used to decide and store: issue 32's third finding).
+func TestMinReplicasRefusesOnBothFronts(t *testing.T) {
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	require.NoError(t, os.WriteFile(rules, []byte(rlsRules), 0o644))
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	rlsReady := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	cfg := config.Config{Bind: "127.0.0.1", InMemory: true, RLSAddr: "127.0.0.1:0", RLSConfig: rules, WindowLogMax: 10000,
+		MinReplicasToWrite: 1, MinReplicasMaxLag: 10 * time.Second}
+	go func() {
+		done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), Options{Ready: ready, rlsReady: func(a net.Addr) { rlsReady <- a }})
+	}()
+	respAddr, rlsAddr := (<-ready).String(), (<-rlsReady).String()
+	defer func() { cancel(); require.NoError(t, <-done) }()
+
+	rdb := redis.NewClient(&redis.Options{Addr: respAddr})
+	defer rdb.Close()
+	require.EqualError(t, rdb.Do(context.Background(), "CL.COUNT", "api_user_alice_hour", 3600).Err(), "NOREPLICAS Not enough good replicas to write.")
+	conn, err := grpc.NewClient(rlsAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = pb.NewRateLimitServiceClient(conn).ShouldRateLimit(context.Background(), &pb.RateLimitRequest{Domain: "api",
+		Descriptors: []*pbc.RateLimitDescriptor{{Entries: []*pbc.RateLimitDescriptor_Entry{{Key: "user", Value: "alice"}}}}})
+	require.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
+	require.Equal(t, "NOREPLICAS Not enough good replicas to write.", status.Convert(err).Message())
+	require.Equal(t, int64(0), rdb.Exists(context.Background(), "api_user_alice_hour").Val(), "nothing stored")
 }

@@ -23,6 +23,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redcell/redcell/admission"
+
 	"github.com/redcell/redcell/storage"
 )
 
@@ -184,10 +186,10 @@ func newReplID() string {
 // Why a node refuses writes: the bits of RefusingFlag's word.
 const (
 	// RefuseReplica: the node is a replica (READONLY).
-	RefuseReplica uint32 = 1 << iota
+	RefuseReplica = admission.RefuseReplica
 	// RefuseFewReplicas: a master with fewer good replicas than
 	// min-replicas-to-write asks (NOREPLICAS).
-	RefuseFewReplicas
+	RefuseFewReplicas = admission.RefuseFewReplicas
 )
 
 // IsReplica reports whether the node is a replica, which refuses writes.

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redcell/redcell/admission"
 	"github.com/redcell/redcell/cluster"
 	"github.com/redcell/redcell/resp"
 )
@@ -178,6 +179,9 @@ func (c *Cluster) forward(ctx context.Context, r route, calls []Call, idx []int)
 			if !ok {
 				if first == nil {
 					first = fmt.Errorf("node %s: %s", r.addr, re)
+					if refusal := admission.Of(string(re)); refusal != admission.Admitted {
+						first = &RefusedError{refusal, string(re)}
+					}
 				}
 				continue
 			}

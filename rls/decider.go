@@ -2,10 +2,13 @@ package rls
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 
+	"github.com/redcell/redcell/admission"
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/storage"
 	"github.com/redcell/redcell/window"
 )
 
@@ -38,20 +41,24 @@ type Decider interface {
 // Keyspace is what Local needs of the store: *storage.Store implements it.
 type Keyspace interface {
 	ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant) (gcra.Result, error)
+	Preview(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result, bool, error)
 	Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) (window.Result, bool, error)
 	Count(key []byte, spec window.CountSpec, now gcra.Instant, dry bool) (window.Tally, bool, error)
+	Get(key []byte, now gcra.Instant) (gcra.Instant, storage.Kind, bool)
+	// RefusesNewKeys reports whether a key created now would be refused
+	// (storage.ErrOOM: over --maxmemory under noeviction).
+	RefusesNewKeys() bool
 }
 
 // Local decides calls on this node's keyspace, as CL.COUNT, CL.THROTTLE and
-// CL.WINDOW would.
+// CL.WINDOW would, admitted by the gate the RESP commands ask.
 type Local struct {
 	Store Keyspace
+	// Gate admits the decisions: the server's (server.Server.Gate), so
+	// that the service refuses exactly when RESP does. nil admits all.
+	Gate *admission.Gate
 	// WindowLogMax is --window-log-max; 0 is window.DefaultLogMax.
 	WindowLogMax int64
-	// Refused, when set, says why changes cannot be made now (a replica, a
-	// failing disk in durable mode), or nil when they can. Calls that only
-	// read (Hits 0) are decided all the same.
-	Refused func() error
 	// Sync, when set, waits until every change so far is durable (durable
 	// mode, --flush-interval 0): Decide returns once its changes are.
 	Sync func() error
@@ -59,25 +66,72 @@ type Local struct {
 
 var _ Decider = (*Local)(nil)
 
-// Decide implements Decider.
+// RefusedError is a request refused before any of it was decided: by the
+// gate, by the store's memory limit, or by the node a key was forwarded to.
+// Text is the refusal as Redis words it.
+type RefusedError struct {
+	Refusal admission.Refusal
+	Text    string
+}
+
+func (e *RefusedError) Error() string { return e.Text }
+
+// refused is r's RefusedError for a key of keyLen bytes.
+func (l *Local) refused(r admission.Refusal, keyLen int) *RefusedError {
+	if r == admission.KeyTooLong {
+		return &RefusedError{r, admission.KeyTooLongText(keyLen, l.Gate.MaxKeyLen)}
+	}
+	return &RefusedError{r, r.Text()}
+}
+
+// Decide implements Decider. A request is decided whole or not at all:
+// every call is admitted before any is decided (admission.Gate.Admit, in
+// the order of the calls); under a conditional refusal (NOREPLICAS,
+// MISCONF), or while the store refuses new keys, every call is first
+// decided dry, and the request is refused if one of them would store (or
+// create a key the store refuses); else, under a conditional refusal, the
+// dry answers are the answers, as RESP answers a decision that stores
+// nothing.
 func (l *Local) Decide(_ context.Context, now time.Time, calls []Call) error {
-	if l.Refused != nil {
+	at := gcra.InstantOf(now)
+	cond := admission.Admitted
+	if l.Gate != nil {
 		for i := range calls {
-			if calls[i].Hits > 0 {
-				if err := l.Refused(); err != nil {
-					return err
-				}
-				break
+			switch r := l.Gate.Admit(len(calls[i].Key), calls[i].Hits); {
+			case r == admission.Admitted:
+			case r.Conditional():
+				cond = r
+			default:
+				return l.refused(r, len(calls[i].Key))
 			}
 		}
 	}
-	at := gcra.InstantOf(now)
+	if oom := l.Store.RefusesNewKeys(); cond != admission.Admitted || oom {
+		stores := false
+		for i := range calls {
+			stored, err := l.decide(&calls[i], at, true)
+			if err != nil {
+				return l.storageError(err)
+			}
+			if stored && oom {
+				if _, _, live := l.Store.Get(calls[i].Key, at); !live {
+					return l.refused(admission.OOM, 0)
+				}
+			}
+			stores = stores || stored
+		}
+		switch {
+		case stores && cond != admission.Admitted:
+			return l.refused(cond, 0)
+		case cond != admission.Admitted:
+			return nil // nothing stores: the dry answers stand
+		}
+	}
 	changed := false
 	for i := range calls {
-		c := &calls[i]
-		stored, err := l.decide(c, at)
+		stored, err := l.decide(&calls[i], at, false)
 		if err != nil {
-			return err
+			return l.storageError(err)
 		}
 		changed = changed || stored
 	}
@@ -87,13 +141,27 @@ func (l *Local) Decide(_ context.Context, now time.Time, calls []Call) error {
 	return nil
 }
 
-// decide runs one call here, and reports whether it changed the key.
-func (l *Local) decide(c *Call, at gcra.Instant) (bool, error) {
+// storageError is a decision's error, a refusal where it is one.
+func (l *Local) storageError(err error) error {
+	if errors.Is(err, storage.ErrOOM) {
+		return l.refused(admission.OOM, 0)
+	}
+	return err
+}
+
+// decide runs one call here, dry or not, and reports whether it changed the
+// key, or with dry would have.
+func (l *Local) decide(c *Call, at gcra.Instant, dry bool) (bool, error) {
 	switch c.Limit.Algorithm {
 	case GCRA:
 		r, err := c.Limit.rate(c.Hits)
 		if err != nil {
 			return false, err
+		}
+		if dry {
+			var stores bool
+			c.Result, stores, err = l.Store.Preview(c.Key, r, at)
+			return stores, err
 		}
 		c.Result, err = l.Store.ThrottleSlot(c.Key, -1, r, at)
 		return c.Hits > 0 && !c.Result.Limited, err
@@ -102,7 +170,7 @@ func (l *Local) decide(c *Call, at gcra.Instant) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		res, stored, err := l.Store.Window(c.Key, spec, at, false)
+		res, stored, err := l.Store.Window(c.Key, spec, at, dry)
 		c.Result = res
 		return stored, err
 	default:
@@ -110,7 +178,7 @@ func (l *Local) decide(c *Call, at gcra.Instant) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		t, stored, err := l.Store.Count(c.Key, spec, at, false)
+		t, stored, err := l.Store.Count(c.Key, spec, at, dry)
 		c.Count = t.Count
 		return stored, err
 	}

@@ -12,6 +12,7 @@ package rls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -24,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/redcell/redcell/admission"
 	"github.com/redcell/redcell/gcra"
 )
 
@@ -177,7 +179,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	}
 	if len(calls) > 0 {
 		if err := s.decider.Decide(ctx, s.now(), calls); err != nil {
-			return nil, status.Errorf(codes.Unavailable, "rate limit decision failed: %v", err)
+			return nil, decisionStatus(err)
 		}
 	}
 	now := s.now()
@@ -214,7 +216,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	if failed > 0 || (quotaTotal > 0 && quotaTotal == quotaFailed) {
 		resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
 	}
-	if headerStatus != nil {
+	if s.opts.ResponseHeaders && headerStatus != nil {
 		resp.ResponseHeadersToAdd = []*core.HeaderValue{
 			{Key: "RateLimit-Limit", Value: strconv.FormatUint(uint64(headerStatus.CurrentLimit.RequestsPerUnit), 10)},
 			{Key: "RateLimit-Remaining", Value: strconv.FormatUint(uint64(headerStatus.LimitRemaining), 10)},
@@ -222,6 +224,30 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		}
 	}
 	return resp, nil
+}
+
+// decisionStatus is the gRPC status of a request whose decision failed. A
+// refusal (the gate's, the store's memory limit, or a node's a key was
+// forwarded to) is coded so that Envoy's failure_mode_deny applies as the
+// operator means it, with Redis's error text as the message: a node that
+// cannot take changes now (READONLY, NOREPLICAS, MISCONF, CLUSTERDOWN) is
+// UNAVAILABLE, a key too long the request's fault (INVALID_ARGUMENT), the
+// memory limit RESOURCE_EXHAUSTED. Any other failure is UNAVAILABLE.
+func decisionStatus(err error) error {
+	r, text := admission.Admitted, err.Error()
+	var refused *RefusedError
+	if errors.As(err, &refused) {
+		r, text = refused.Refusal, refused.Text
+	}
+	switch r {
+	case admission.KeyTooLong:
+		return status.Error(codes.InvalidArgument, text)
+	case admission.OOM:
+		return status.Error(codes.ResourceExhausted, text)
+	case admission.Admitted:
+		return status.Errorf(codes.Unavailable, "rate limit decision failed: %v", err)
+	}
+	return status.Error(codes.Unavailable, text)
 }
 
 // hitsOf is descriptor i's hits: its own hits_addend when set (0 reads

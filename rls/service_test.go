@@ -2,7 +2,6 @@ package rls
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
@@ -30,20 +29,6 @@ func TestOverrideWithAnUnknownUnitIsRefused(t *testing.T) {
 func TestNoHeadersByDefault(t *testing.T) {
 	r := newRig(t, loadString(t, twoAnHour), Options{}, referenceNow)
 	require.Empty(t, r.call(t, request("api", desc(E{"user", "a"}))).ResponseHeadersToAdd)
-}
-
-// A node that must not change keys (a replica) refuses the requests that
-// would, and answers those that only check (hits_addend 0).
-func TestRefusedChanges(t *testing.T) {
-	store := storage.New(storage.Config{Shards: 2})
-	clock := &manualClock{t: referenceNow}
-	local := &Local{Store: store, Refused: func() error { return errors.New("READONLY this node is a replica") }}
-	r := startRig(t, NewService(loadString(t, twoAnHour), local, clock.Now, Options{}, nil), store, clock)
-	_, err := r.client.ShouldRateLimit(context.Background(), request("api", desc(E{"user", "a"})))
-	require.Equal(t, codes.Unavailable, status.Code(err))
-	require.Equal(t, "rate limit decision failed: READONLY this node is a replica", status.Convert(err).Message())
-	st := r.call(t, request("api", withHits(desc(E{"user", "a"}), 0))).Statuses[0]
-	require.Equal(t, uint32(2), st.LimitRemaining)
 }
 
 // The reference's stats per rule: three hits on a limit of 2 are three

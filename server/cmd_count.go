@@ -3,6 +3,8 @@ package server
 import (
 	"time"
 
+	"github.com/redcell/redcell/admission"
+
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/window"
 )
@@ -27,9 +29,6 @@ func countFamily() []*command {
 // 0 PRECISION 1 reads it; the rate limit service (package rls) decides its
 // fixed-window rules with it, and forwards them to a key's node with it.
 func cmdCount(c *client, args [][]byte, now time.Time) {
-	if !c.keyFits(args[1]) {
-		return
-	}
 	seconds, ok := parseInt(args[2])
 	if !ok {
 		c.writeError(errWindowNotInteger)
@@ -47,16 +46,16 @@ func cmdCount(c *client, args [][]byte, now time.Time) {
 		c.writeError(windowError(err))
 		return
 	}
-	refused := c.srv.writesRefused()
-	if refused && c.writeOnReplica(hits) {
+	cond, ok := c.admit(args[1], hits)
+	if !ok {
 		return
 	}
-	t, stored, err := c.ks.Count(args[1], spec, gcra.InstantOf(now), refused)
+	t, stored, err := c.ks.Count(args[1], spec, gcra.InstantOf(now), cond != admission.Admitted)
 	if err != nil {
 		c.writeError(windowError(err))
 		return
 	}
-	if stored && !c.storedChange(refused, args[1]) {
+	if stored && !c.stored(cond, args[1]) {
 		return
 	}
 	c.writeArray(2)

@@ -3,6 +3,8 @@ package server
 import (
 	"time"
 
+	"github.com/redcell/redcell/admission"
+
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/storage"
 )
@@ -21,9 +23,6 @@ func gcraFamily() []*command {
 // peek, both durations rounded up, and Redis's argument checks and texts in
 // Redis's order.
 func cmdGCRA(c *client, args [][]byte, now time.Time) {
-	if !c.keyFits(args[1]) {
-		return
-	}
 	burst, ok := parseInt(args[2])
 	if !ok || burst < 0 {
 		c.writeError(errGCRABurst)
@@ -76,26 +75,25 @@ func cmdGCRA(c *client, args [][]byte, now time.Time) {
 		c.writeError(gcraError(err))
 		return
 	}
+	cond, ok := c.admit(args[1], tokens)
+	if !ok {
+		return
+	}
 	var res gcra.Result
-	if c.srv.writesRefused() {
-		if c.writeOnReplica(tokens) {
-			return
-		}
-		var store bool
-		if res, store, err = c.ks.Preview(args[1], rate, at); err == nil && store {
-			c.writeError(c.srv.writeRefusal())
-			return
-		}
-	} else {
+	var stores bool
+	if cond == admission.Admitted {
 		res, err = c.ks.ThrottleSlot(args[1], c.cluster.slot, rate, at)
+		stores = !res.Limited
+	} else {
+		res, stores, err = c.ks.Preview(args[1], rate, at)
 	}
 	if err != nil {
 		c.writeError(gcraError(err))
 		return
 	}
-	c.srv.stats.countDecision(c.stripe, decideGCRA, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
-	if !res.Limited {
-		c.changed(args[1])
+	if stores && !c.stored(cond, args[1]) {
+		return
 	}
+	c.srv.stats.countDecision(c.stripe, decideGCRA, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
 	c.writeInts(res.IntsCeil())
 }

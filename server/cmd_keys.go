@@ -56,8 +56,7 @@ func keysFamily() []*command {
 // DEL key [key ...]
 // UNLINK key [key ...]
 func cmdDel(c *client, args [][]byte, now time.Time) {
-	if c.srv.writesRefused() {
-		c.writeError(c.srv.writeRefusal())
+	if !c.writeAdmitted() {
 		return
 	}
 	at := gcra.InstantOf(now)
@@ -245,8 +244,7 @@ func cmdFlush(c *client, args [][]byte, _ time.Time) {
 		c.writeError(errSyntax)
 		return
 	}
-	if c.srv.writesRefused() {
-		c.writeError(c.srv.writeRefusal())
+	if !c.writeAdmitted() {
 		return
 	}
 	c.ks.Clear()

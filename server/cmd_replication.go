@@ -360,17 +360,6 @@ func (s *Server) infoReplication(_ storage.Keyspace, now time.Time) [][2]string 
 		[2]string{"repl_backlog_histlen", i(st.BacklogLen)})
 }
 
-// writeOnReplica answers READONLY and reports true for a decision that is
-// not a peek (quantity 0) on a replica: a replica refuses every write, as
-// Redis's does, even one that would store nothing.
-func (c *client) writeOnReplica(quantity int64) bool {
-	if quantity != 0 && c.srv.refusing.Load()&replication.RefuseReplica != 0 {
-		c.writeError(errReadOnly)
-		return true
-	}
-	return false
-}
-
 // replicaStatus is the node's replication status, or a master's without
 // replicas when replication is not configured.
 func (s *Server) replicaStatus() replication.Status {
@@ -392,16 +381,4 @@ func (s *Server) replicaOfParam() string {
 		return st.MasterHost + " " + strconv.Itoa(st.MasterPort)
 	}
 	return ""
-}
-
-// writeRefusal is the error for a write the server cannot take now: a
-// replica's READONLY, or durable mode's MISCONF while the disk fails.
-func (s *Server) writeRefusal() replyError {
-	switch r := s.refusing.Load(); {
-	case r&replication.RefuseReplica != 0:
-		return errReadOnly
-	case r&replication.RefuseFewReplicas != 0:
-		return errNoReplicas
-	}
-	return errMisconf
 }

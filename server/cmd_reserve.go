@@ -4,6 +4,8 @@ import (
 	"math"
 	"time"
 
+	"github.com/redcell/redcell/admission"
+
 	"github.com/redcell/redcell/gcra"
 )
 
@@ -23,7 +25,7 @@ func reserveFamily() []*command {
 // before acting, when that wait is at most MAXWAIT (default 0).
 func cmdReserve(c *client, args [][]byte, now time.Time) {
 	var v [3]int64 // max_burst, count, period
-	if !c.keyFits(args[1]) || !c.intArgs(args[2:5], rateArgErrors, v[:]) {
+	if !c.intArgs(args[2:5], rateArgErrors, v[:]) {
 		return
 	}
 	burst, count, period := v[0], v[1], v[2]
@@ -37,33 +39,20 @@ func cmdReserve(c *client, args [][]byte, now time.Time) {
 		c.writeError(throttleError(err))
 		return
 	}
-	refused := c.srv.writesRefused()
-	if refused && c.writeOnReplica(quantity) {
+	cond, ok := c.admit(args[1], quantity)
+	if !ok {
 		return
 	}
-	res, stored, err := c.ks.Reserve(args[1], rate, gcra.InstantOf(now), maxWait, refused)
+	res, stored, err := c.ks.Reserve(args[1], rate, gcra.InstantOf(now), maxWait, cond != admission.Admitted)
 	if err != nil {
 		c.writeError(throttleError(err))
 		return
 	}
-	if stored && !c.storedChange(refused, args[1]) {
+	if stored && !c.stored(cond, args[1]) {
 		return
 	}
 	c.srv.stats.countDecision(c.stripe, decideReserve, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))
 	c.writeInts(res.Ints())
-}
-
-// storedChange records that a decision changed its key and reports whether
-// its reply may go: while changes are refused (durable mode with a failing
-// disk, writesRefused) the change could not be acknowledged, so the reply is
-// MISCONF instead.
-func (c *client) storedChange(refused bool, key []byte) bool {
-	if refused {
-		c.writeError(c.srv.writeRefusal())
-		return false
-	}
-	c.changed(key)
-	return true
 }
 
 // reserveOptions parses what follows CL.RESERVE's period: an optional

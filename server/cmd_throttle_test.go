@@ -189,6 +189,7 @@ func TestLimitersRefuseChangesWhileTheDiskFails(t *testing.T) {
 		tc.do(args...)
 	}
 	tc.srv.cfg.DurableWrites, tc.srv.cfg.Persistence = true, failingPersistence{}
+	tc.srv.gate.Durable, tc.srv.gate.Persistence = true, failingPersistence{}
 	m := errReply(errMisconf)
 	for _, c := range []struct {
 		args []string
@@ -200,6 +201,7 @@ func TestLimitersRefuseChangesWhileTheDiskFails(t *testing.T) {
 		{[]string{"CL.RESERVE", "new", "1", "1", "1", "MAXWAIT", "1000"}, m},
 		{[]string{"CL.WINDOW", "new", "1", "60"}, m},
 		{[]string{"CL.WINDOW", "new", "1", "60", "PRECISION", "1"}, m},
+		{[]string{"CL.COUNT", "new", "60"}, m},
 		{[]string{"EXISTS", "new"}, ":0\r\n"},
 		{[]string{"CL.THROTTLE", "full", "0", "1", "60"}, testkit.Ints(1, 1, 0, 60, 60)},
 		{[]string{"GCRA", "full", "0", "1", "60"}, testkit.Ints(1, 1, 0, 60, 60)},

@@ -3,6 +3,8 @@ package server
 import (
 	"time"
 
+	"github.com/redcell/redcell/admission"
+
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/window"
 )
@@ -25,7 +27,7 @@ func windowFamily() []*command {
 // GCRA family's commands on it are WRONGTYPE, and the reverse.
 func cmdWindow(c *client, args [][]byte, now time.Time) {
 	var v [2]int64 // limit, window
-	if !c.keyFits(args[1]) || !c.intArgs(args[2:4], windowArgErrors, v[:]) {
+	if !c.intArgs(args[2:4], windowArgErrors, v[:]) {
 		return
 	}
 	limit, seconds := v[0], v[1]
@@ -39,16 +41,16 @@ func cmdWindow(c *client, args [][]byte, now time.Time) {
 		c.writeError(windowError(err))
 		return
 	}
-	refused := c.srv.writesRefused()
-	if refused && c.writeOnReplica(quantity) {
+	cond, ok := c.admit(args[1], quantity)
+	if !ok {
 		return
 	}
-	res, stored, err := c.ks.Window(args[1], spec, gcra.InstantOf(now), refused)
+	res, stored, err := c.ks.Window(args[1], spec, gcra.InstantOf(now), cond != admission.Admitted)
 	if err != nil {
 		c.writeError(windowError(err))
 		return
 	}
-	if stored && !c.storedChange(refused, args[1]) {
+	if stored && !c.stored(cond, args[1]) {
 		return
 	}
 	// The key was live when the window held something before this call.

@@ -300,17 +300,6 @@ func (c *client) changedSlow(key []byte) {
 	}
 }
 
-// writesRefused reports whether changes must be refused now: on a replica
-// (READONLY); on a master with fewer good replicas than
-// min-replicas-to-write asks (NOREPLICAS), whose decisions would be lost
-// if it is cut off from them; in durable mode while flushes fail, since a
-// change could not be made durable (MISCONF, as Redis answers when it
-// cannot persist). Commands that change nothing go on: peeks, and
-// decisions that store nothing (writeRefusal says which error).
-func (s *Server) writesRefused() bool {
-	return s.refusing.Load() != 0 || (s.cfg.DurableWrites && s.cfg.Persistence.Failing())
-}
-
 // lookup finds a command by name, case-insensitively, without allocating.
 func (s *Server) lookup(name []byte) *command {
 	var buf [32]byte

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redcell/redcell/admission"
+
 	"github.com/redcell/redcell/acl"
 	"github.com/redcell/redcell/cluster"
 	"github.com/redcell/redcell/clusternode"
@@ -194,12 +196,14 @@ var (
 	errInvalidCursor = commandError("ERR invalid cursor")
 	errWrongType     = replyError{errKindWrongType, "WRONGTYPE Operation against a key holding the wrong kind of value"}
 	// Keys that cannot be created.
-	errOOM       = replyError{errKindOOM, "OOM command not allowed when used memory > 'maxmemory'."}
+	errOOM       = replyError{errKindOOM, admission.OOM.Text()}
 	errShardFull = replyError{errKindOOM, "OOM command not allowed: the key's shard holds the most keys a shard can (4294967294); start redcell with more --shards"}
 	// errMisconf is Redis's answer to a write it cannot persist
 	// (stop-writes-on-bgsave-error), in redcell's terms: durable mode
-	// refuses changes while flushes fail.
-	errMisconf = replyError{errKindMisconf, "MISCONF redcell is configured to persist every change before replying (--flush-interval 0), but it is currently unable to persist to disk. Commands that may modify the data set are disabled until a flush succeeds. Please check the redcell logs for details about the error."}
+	// refuses changes while flushes fail. Its text, as the other
+	// admission refusals', is package admission's, which every front
+	// shares (refusalError).
+	errMisconf = replyError{errKindMisconf, admission.Misconf.Text()}
 )
 
 // CL.THROTTLE's arguments, worded in Redis's conventions where redis-cell
@@ -303,9 +307,23 @@ func errSubscribedContext(name string) replyError {
 // given when known.
 func errKeyTooLong(n, max int) replyError {
 	if max == 0 {
-		return commandError("ERR key too long")
+		return commandError(admission.KeyTooLong.Text())
 	}
-	return commandError("ERR key too long: " + strconv.Itoa(n) + " bytes, --max-key-len is " + strconv.Itoa(max))
+	return commandError(admission.KeyTooLongText(n, max))
+}
+
+// refusalError is the reply of a decision admission refused
+// (admission.Gate.Admit), for a key of keyLen bytes.
+func (s *Server) refusalError(r admission.Refusal, keyLen int) replyError {
+	switch r {
+	case admission.KeyTooLong:
+		return errKeyTooLong(keyLen, s.gate.MaxKeyLen)
+	case admission.ReadOnly:
+		return errReadOnly
+	case admission.NoReplicas:
+		return errNoReplicas
+	}
+	return errMisconf
 }
 
 // errSaveFailed is SAVE's answer when the flush failed: the reason, without
@@ -488,8 +506,8 @@ func windowError(err error) replyError {
 
 // Replication (replicationFamily), in Redis's words where it has them.
 var (
-	errReadOnly          = replyError{errKindReadOnly, "READONLY You can't write against a read only replica."}
-	errNoReplicas        = replyError{errKindNoReplicas, "NOREPLICAS Not enough good replicas to write."}
+	errReadOnly          = replyError{errKindReadOnly, admission.ReadOnly.Text()}
+	errNoReplicas        = replyError{errKindNoReplicas, admission.NoReplicas.Text()}
 	errNoReplication     = commandError("ERR replication is not configured on this server")
 	errInvalidMasterPort = commandError("ERR Invalid master port")
 	errInvalidPort       = commandError("ERR value is out of range, must be positive")
@@ -553,7 +571,7 @@ func errRewrite(err error) replyError {
 var (
 	errCrossSlot    = replyError{errKindCrossSlot, "CROSSSLOT Keys in request don't hash to the same slot"}
 	errTryAgain     = replyError{errKindTryAgain, "TRYAGAIN Multiple keys request during rehashing of slot"}
-	errSlotUnserved = replyError{errKindClusterDown, "CLUSTERDOWN Hash slot not served"}
+	errSlotUnserved = replyError{errKindClusterDown, admission.ClusterDown.Text()}
 	errNotInCluster = replyError{errKindClusterDown, "CLUSTERDOWN This node is not part of the cluster topology (CLUSTERX SETNODES)"}
 	// errClusterHeld is Redis's text for a cluster that is down, which
 	// clients retry: this node has yet to hear its Sentinels say whether

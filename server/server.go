@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redcell/redcell/admission"
+
 	"github.com/redcell/redcell/clock"
 	"github.com/redcell/redcell/cluster"
 	"github.com/redcell/redcell/clusternode"
@@ -121,12 +123,11 @@ type Server struct {
 	cfg   Config
 	store *storage.Store
 	repl  *replication.Node // nil: no replication
-	// refusing is repl's word of why it refuses writes, if it does
-	// (replication.Node.RefusingFlag: a replica, a master short of good
-	// replicas), or a word never set without replication: one load tells
-	// the hot path.
-	refusing *atomic.Uint32
-	cluster  *cluster.State // nil: not in cluster mode
+	// gate admits decisions (admission.Gate): the server's limiter
+	// commands and, through Gate, the rate limit service. A value, so that
+	// the hot path finds its words at a fixed offset from s.
+	gate    admission.Gate
+	cluster *cluster.State // nil: not in cluster mode
 	// migrator and follower are cluster mode's work with other nodes and
 	// with the topology; nil outside cluster mode.
 	migrator *clusternode.Migrator
@@ -189,22 +190,18 @@ func New(cfg Config, store *storage.Store) *Server {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg:      cfg,
-		store:    store,
-		repl:     cfg.Replication,
-		refusing: new(atomic.Uint32),
-		cluster:  cfg.Cluster,
-		now:      cfg.Now,
-		clients:  make(map[*client]struct{}),
+		cfg:     cfg,
+		store:   store,
+		repl:    cfg.Replication,
+		cluster: cfg.Cluster,
+		now:     cfg.Now,
+		clients: make(map[*client]struct{}),
 
 		authFails: newAuthLimiter(),
 
 		timed: timed,
 		runID: newRunID(),
 		debug: cfg.Logger.Enabled(context.Background(), slog.LevelDebug),
-	}
-	if cfg.Replication != nil {
-		s.refusing = cfg.Replication.RefusingFlag()
 	}
 	if cfg.Cluster != nil {
 		nc := clusternode.Config{State: cfg.Cluster, Store: store, User: cfg.ClusterUser, Password: cfg.ClusterPass,
@@ -224,9 +221,21 @@ func New(cfg Config, store *storage.Store) *Server {
 	s.commands = newCommandTable()
 	s.users = newUsers(s.commands.rules, cfg.RequirePass, cfg.ACLFile)
 	s.limits = cfg.Limits.withDefaults()
+	s.gate = admission.Gate{MaxKeyLen: s.limits.MaxKeyLen, Refusing: new(atomic.Uint32),
+		Durable: cfg.DurableWrites, Persistence: cfg.Persistence}
+	if cfg.Replication != nil {
+		// replication.Node sets the word as its role and its replicas
+		// change: one load tells the hot path.
+		s.gate.Refusing = cfg.Replication.RefusingFlag()
+	}
 	s.outputTotal.limit = s.limits.MaxOutputTotal
 	return s
 }
+
+// Gate is the server's admission of decisions, for the other fronts that
+// decide on its keyspace (the rate limit service): one gate, so that every
+// front refuses alike.
+func (s *Server) Gate() *admission.Gate { return &s.gate }
 
 // WatchSentinels follows the Sentinels that decide the cluster's failovers
 // (clusternode.SentinelWatch) until ctx ends; outside cluster mode it

@@ -108,6 +108,12 @@ func (s *Store) UsedMemory() int64 {
 	return s.MeasureMemory()
 }
 
+// RefusesNewKeys reports whether a key created now would be refused
+// (ErrOOM): the memory is over the limit, as last measured, under
+// NoEviction. The rate limit service asks it to refuse a request whole
+// before deciding any of it.
+func (s *Store) RefusesNewKeys() bool { return s.mem.over.Load() && s.mem.policy == NoEviction }
+
 // Evicted counts the keys evicted under the memory limit.
 func (s *Store) Evicted() int64 { return s.mem.evicted.Load() }
 
