@@ -35,9 +35,6 @@ var (
 	errAuthNoPassword = commandError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	errNoProto        = replyError{errKindNoProto, "NOPROTO unsupported protocol version"}
 	errHelloProto     = commandError("ERR Protocol version is not an integer or out of range")
-	// errAuthLimited answers AUTH from an address that has failed too
-	// often (authLimiter); Redis has no such limit, so no wording of its.
-	errAuthLimited = commandError("ERR too many failed AUTH attempts, try later")
 	// errMaxClients is Redis's answer to a connection beyond maxclients.
 	// It is sent before the connection is served, so no counter sees it.
 	errMaxClients = commandError("ERR max number of clients reached")

@@ -67,7 +67,7 @@ func TestErrWrongArgsAndUnknownSubcommand(t *testing.T) {
 func everyError() []replyError {
 	long := []byte(strings.Repeat("z", 200))
 	return []replyError{
-		errNoAuth, errHelloNoAuth, errWrongPass, errAuthNoPassword, errNoProto, errHelloProto, errAuthLimited,
+		errNoAuth, errHelloNoAuth, errWrongPass, errAuthNoPassword, errNoProto, errHelloProto,
 		errMaxClients,
 		errSyntax, errNotInteger, errNotFloat, errDBIndex, errInvalidCursor, errWrongType, errOOM, errShardFull, errMisconf,
 		errBurstNotInteger, errCountNotInteger, errPeriodNotInteger, errQuantityNotInteger,

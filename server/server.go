@@ -167,6 +167,10 @@ type Server struct {
 
 	authFails *authLimiter // failed AUTH attempts by address
 	users     *users       // the ACL users, the ACL LOG
+	// sleep waits out a late answer (client.waitLate) on the real clock,
+	// or until its client is killed: the package's sleep, which tests
+	// replace before the server serves.
+	sleep func(d time.Duration, done <-chan struct{}) bool
 
 	// Counters, and how they are kept: stats.
 	stats      stats
@@ -198,6 +202,7 @@ func New(cfg Config, store *storage.Store) *Server {
 		clients:  make(map[*client]struct{}),
 
 		authFails: newAuthLimiter(),
+		sleep:     sleep,
 
 		timed: timed,
 		runID: newRunID(),
