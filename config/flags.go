@@ -115,8 +115,8 @@ func addSecurityFlags(fs *flag.FlagSet, cfg *Config) {
 			"wins over --requirepass")
 	cfg.ProtectedMode = true
 	fs.Var((*yesNo)(&cfg.ProtectedMode), "protected-mode",
-		"refuse (`yes|no`) to listen on an address other than the loopback without a password, as Redis's protected mode "+
-			"(with --aclfile: while its default user takes any password)")
+		"refuse (`yes|no`), as Redis's protected mode, connections from other hosts while the default user has no password, "+
+			"and to start on an address other than the loopback without one (with --aclfile: while its default user takes any password)")
 	fs.IntVar(&cfg.MaxClients, "maxclients", server.DefaultMaxClients,
 		"most open client `connections`; one more is answered ERR max number of clients reached (lowered to fit the open-files limit)")
 	fs.Var((*seconds)(&cfg.Timeout), "timeout",

@@ -79,7 +79,9 @@ func (c Config) validateSecurity() error {
 // CheckProtected refuses to listen beyond the loopback while protected
 // mode is on and a client needs no password (defaultOpen: the default user
 // is on and nopass), as Redis's protected mode refuses such clients. With
-// --aclfile the daemon asks once the file is loaded.
+// --aclfile the daemon asks once the file is loaded. The server checks
+// each connection besides (server.Config.ProtectedMode), which catches a
+// password removed while it runs.
 func (c Config) CheckProtected(defaultOpen bool) error {
 	if !c.ProtectedMode || !defaultOpen || loopback(c.Bind) {
 		return nil
