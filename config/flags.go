@@ -81,7 +81,9 @@ func flagSet(cfg *Config) *flag.FlagSet {
 			"so that the writes under way complete; the start needs it and as much again free (0: none)")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (empty: none)")
 	fs.IntVar(&cfg.Shards, "shards", 0, "lock stripes of the keyspace, rounded up to a power of two (0: 16 per CPU)")
-	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (empty: off)")
+	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "",
+		"serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (empty: off), to anyone who reaches it: keep it on the loopback. "+
+			"Its /debug/pprof/cmdline shows the command line with passwords redacted")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`address`/metrics, e.g. 127.0.0.1:9379 (empty: off)")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log to stderr in this `format`: text (logfmt) or json")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "least severe `level` logged: debug, info, warn or error (debug adds every client error)")
