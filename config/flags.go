@@ -81,7 +81,9 @@ func flagSet(cfg *Config) *flag.FlagSet {
 			"so that the writes under way complete; the start needs it and as much again free (0: none)")
 	fs.StringVar(&cfg.RequirePass, "requirepass", "", "password clients must AUTH with (empty: none)")
 	fs.IntVar(&cfg.Shards, "shards", 0, "lock stripes of the keyspace, rounded up to a power of two (0: 16 per CPU)")
-	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "", "serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (empty: off)")
+	fs.StringVar(&cfg.PprofAddr, "pprof-addr", "",
+		"serve net/http/pprof on this address, e.g. 127.0.0.1:6060 (empty: off), to anyone who reaches it: keep it on the loopback. "+
+			"Its /debug/pprof/cmdline shows the command line with passwords redacted")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`address`/metrics, e.g. 127.0.0.1:9379 (empty: off)")
 	fs.StringVar(&cfg.LogFormat, "log-format", "text", "log to stderr in this `format`: text (logfmt) or json")
 	fs.TextVar(&cfg.LogLevel, "log-level", slog.LevelInfo, "least severe `level` logged: debug, info, warn or error (debug adds every client error)")
@@ -115,8 +117,8 @@ func addSecurityFlags(fs *flag.FlagSet, cfg *Config) {
 			"wins over --requirepass")
 	cfg.ProtectedMode = true
 	fs.Var((*yesNo)(&cfg.ProtectedMode), "protected-mode",
-		"refuse (`yes|no`) to listen on an address other than the loopback without a password, as Redis's protected mode "+
-			"(with --aclfile: while its default user takes any password)")
+		"refuse (`yes|no`), as Redis's protected mode, connections from other hosts while the default user has no password, "+
+			"and to start on an address other than the loopback without one (with --aclfile: while its default user takes any password)")
 	fs.IntVar(&cfg.MaxClients, "maxclients", server.DefaultMaxClients,
 		"most open client `connections`; one more is answered ERR max number of clients reached (lowered to fit the open-files limit)")
 	fs.Var((*seconds)(&cfg.Timeout), "timeout",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/redcell/redcell/server"
@@ -79,7 +80,9 @@ func (c Config) validateSecurity() error {
 // CheckProtected refuses to listen beyond the loopback while protected
 // mode is on and a client needs no password (defaultOpen: the default user
 // is on and nopass), as Redis's protected mode refuses such clients. With
-// --aclfile the daemon asks once the file is loaded.
+// --aclfile the daemon asks once the file is loaded. The server checks
+// each connection besides (server.Config.ProtectedMode), which catches a
+// password removed while it runs.
 func (c Config) CheckProtected(defaultOpen bool) error {
 	if !c.ProtectedMode || !defaultOpen || loopback(c.Bind) {
 		return nil
@@ -100,6 +103,38 @@ func loopback(bind string) bool {
 	}
 	ip := net.ParseIP(strings.Trim(bind, "[]"))
 	return ip != nil && ip.IsLoopback()
+}
+
+// secretFlags are the flags whose values are secrets: passwords. A file's
+// path (--requirepass-file, --tls-key-file) is not one, nor is a user's
+// name. TestSecretFlagsAreKnown keeps the list whole.
+var secretFlags = []string{"requirepass", "masterauth", "cluster-auth-pass"}
+
+// Redacted stands for a secret's value in RedactArgs.
+const Redacted = "REDACTED"
+
+// RedactArgs returns a copy of a command line (os.Args) with the value of
+// every secret flag replaced by Redacted, in every form Parse accepts:
+// --name value and --name=value, with one dash or two. The value after
+// --name is taken whatever it looks like, as Parse takes it.
+func RedactArgs(args []string) []string {
+	out := slices.Clone(args)
+	for i := 0; i < len(out); i++ {
+		arg := out[i]
+		if len(arg) < 2 || arg[0] != '-' {
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimPrefix(arg[1:], "-"), "=")
+		switch {
+		case !slices.Contains(secretFlags, name):
+		case hasValue:
+			out[i] = arg[:strings.IndexByte(arg, '=')+1] + Redacted
+		case i+1 < len(out):
+			i++
+			out[i] = Redacted
+		}
+	}
+	return out
 }
 
 // TLSFiles are the TLS flags as the server takes them.

@@ -1,10 +1,13 @@
 package config
 
 import (
+	"flag"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -148,4 +151,57 @@ func TestMaxClientsFitsTheOpenFilesLimit(t *testing.T) {
 		t.Skip("no open-files limit to fit")
 	}
 	require.Equal(t, int(lim.Cur)-reservedFiles, fitMaxClients(int(lim.Cur)+1000, slog.New(slog.DiscardHandler)))
+}
+
+// RedactArgs hides every secret flag's value, in each form a flag takes,
+// and leaves everything else as it is.
+func TestRedactArgs(t *testing.T) {
+	for _, c := range []struct{ in, want []string }{
+		{[]string{"redcell", "--bind", "0.0.0.0", "--requirepass", "pw", "--port", "1"},
+			[]string{"redcell", "--bind", "0.0.0.0", "--requirepass", Redacted, "--port", "1"}},
+		{[]string{"redcell", "-requirepass=pw", "--masterauth=a=b", "-cluster-auth-pass", "c"},
+			[]string{"redcell", "-requirepass=" + Redacted, "--masterauth=" + Redacted, "-cluster-auth-pass", Redacted}},
+		{[]string{"redcell", "--masterauth", "--port"}, []string{"redcell", "--masterauth", Redacted}}, // Parse takes it as the password
+		{[]string{"redcell", "--requirepass="}, []string{"redcell", "--requirepass=" + Redacted}},
+		{[]string{"redcell", "--requirepass"}, []string{"redcell", "--requirepass"}},
+		{[]string{"redcell", "--requirepass-file", "/run/secrets/pw", "--tls-key-file=k.pem", "--masteruser", "repl", "pw"},
+			[]string{"redcell", "--requirepass-file", "/run/secrets/pw", "--tls-key-file=k.pem", "--masteruser", "repl", "pw"}},
+		{nil, nil},
+	} {
+		in := slices.Clone(c.in)
+		require.Equal(t, c.want, RedactArgs(c.in), "%q", c.in)
+		require.Equal(t, in, c.in, "the arguments themselves are left alone")
+	}
+}
+
+// Every flag whose name suggests a secret is either one (secretFlags, which
+// RedactArgs hides) or named here with why it is not: a new flag holding a
+// password, a token or a key fails this test until it is sorted.
+func TestSecretFlagsAreKnown(t *testing.T) {
+	notSecret := map[string]string{
+		"requirepass-file":  "a path; the password is in the file",
+		"tls-key-file":      "a path",
+		"tls-cert-file":     "a path",
+		"tls-ca-cert-file":  "a path",
+		"tls-auth-clients":  "yes, no or optional",
+		"cluster-auth-user": "a user's name",
+		"max-key-len":       "a size",
+		"rls-key-prefix":    "a prefix of keys",
+	}
+	suggestive := regexp.MustCompile(`pass|auth|secret|token|key|cred|bearer|cookie|private|cert`)
+	var cfg Config
+	var seen []string
+	flagSet(&cfg).VisitAll(func(f *flag.Flag) {
+		if !suggestive.MatchString(f.Name) {
+			return
+		}
+		seen = append(seen, f.Name)
+		_, plain := notSecret[f.Name]
+		if !plain && !slices.Contains(secretFlags, f.Name) {
+			t.Errorf("--%s: a secret? add it to secretFlags, or to this test's notSecret with why not", f.Name)
+		}
+	})
+	for _, name := range secretFlags {
+		require.Contains(t, seen, name, "secretFlags names a flag that exists")
+	}
 }

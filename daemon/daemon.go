@@ -121,11 +121,12 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	srv := server.New(server.Config{
-		Clock:       st.clock,
-		RequirePass: cfg.RequirePass,
-		ACLFile:     cfg.ACLFile,
-		ClusterUser: cfg.ClusterAuthUser,
-		ClusterPass: cfg.ClusterAuthPass,
+		Clock:         st.clock,
+		RequirePass:   cfg.RequirePass,
+		ACLFile:       cfg.ACLFile,
+		ProtectedMode: cfg.ProtectedMode,
+		ClusterUser:   cfg.ClusterAuthUser,
+		ClusterPass:   cfg.ClusterAuthPass,
 		Shutdown: func(save bool) error {
 			logger.Info("SHUTDOWN received", "save", save)
 			saveOnExit.Store(save)

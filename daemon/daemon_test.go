@@ -223,3 +223,29 @@ func TestAClientConnectingDuringTheLoadIsAnsweredOnceLoaded(t *testing.T) {
 		require.NoError(t, <-done)
 	}
 }
+
+// --protected-mode reaches the server, which checks each connection by it
+// and reports it: CONFIG GET protected-mode.
+func TestProtectedModeReachesTheServer(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan net.Addr, 1)
+		done := make(chan error, 1)
+		cfg := config.Config{Bind: "127.0.0.1", InMemory: true, ProtectedMode: on}
+		go func() { done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), Options{Ready: ready}) }()
+		var addr net.Addr
+		select {
+		case addr = <-ready:
+		case err := <-done:
+			t.Fatalf("Run: %v", err)
+		}
+		rdb := redis.NewClient(&redis.Options{Addr: addr.String()})
+		got, err := rdb.ConfigGet(context.Background(), "protected-mode").Result()
+		require.NoError(t, err)
+		want := map[bool]string{true: "yes", false: "no"}[on]
+		require.Equal(t, map[string]string{"protected-mode": want}, got)
+		_ = rdb.Close()
+		cancel()
+		require.NoError(t, <-done)
+	}
+}

@@ -79,8 +79,9 @@ type client struct {
 	tracking trackingConn
 
 	// killed is set, once, by kill; done is closed with it, which wakes the
-	// client if its command waits on CLIENT PAUSE. waiting is set while it
-	// waits (waitPause): CLIENT LIST's flags=b.
+	// client if its command waits on CLIENT PAUSE or its answer is late.
+	// waiting is set while it waits (waitPause, waitLate): CLIENT LIST's
+	// flags=b.
 	killed  atomic.Bool
 	done    chan struct{}
 	waiting atomic.Bool
@@ -105,7 +106,8 @@ type batchState struct {
 	// and the rest of the batch run on a goroutine of its own. With
 	// leaveAfter, set by a command that ran and needs the connection off
 	// the loop from now on (CLIENT TRACKING, a subcommand, which dispatch
-	// does not look at), it is only the rest of the batch.
+	// does not look at; a wrong password answered late, answerLate), it
+	// is only the rest of the batch.
 	leaveLoop, leaveAfter bool
 }
 
@@ -117,6 +119,9 @@ type session struct {
 	resp     int
 	respSeen atomic.Int32
 	authed   bool
+	// lateBy is how long the connection owes a wrong password's answer
+	// (client.answerLate) until it can wait on its own goroutine.
+	lateBy time.Duration
 }
 
 // clusterConn is a client's state in cluster mode (route).

@@ -103,9 +103,10 @@ func cmdSelect(c *client, args [][]byte, _ time.Time) {
 
 // AUTH [username] password
 //
-// The password alone authenticates as the default user. Failed attempts
-// are rate-limited by client address, whatever the user (authLimiter), and
-// recorded in ACL LOG.
+// The password alone authenticates as the default user. A right password
+// is answered at once; wrong ones are counted by client address, whatever
+// the user, and answered late past a budget (authLimiter), and recorded in
+// ACL LOG.
 func cmdAuth(c *client, args [][]byte, now time.Time) {
 	if len(args) == 2 && c.srv.users.defaultUser().NoPass() {
 		c.writeError(errAuthNoPassword)

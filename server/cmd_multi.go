@@ -152,7 +152,11 @@ func cmdUnwatch(c *client, _ [][]byte, _ time.Time) {
 }
 
 // EXEC
+//
+// A queued AUTH's wrong password is answered late once the keys are
+// released (client.answerLate), not while others wait for them.
 func cmdExec(c *client, _ [][]byte, now time.Time) {
+	defer c.waitLate() // deferred first, run last: after locked.Unlock
 	tx, watched := c.tx.multi, c.tx.watched
 	if tx == nil {
 		c.writeError(errExecWithoutMulti)

@@ -201,8 +201,8 @@ func cmdConfigGet(c *client, args [][]byte, _ time.Time) {
 // CONFIG SET parameter value [parameter value ...]
 //
 // Changes the settings Sentinel and operators change at run time
-// (replica-priority, masterauth, masteruser, min-replicas-*); the others
-// are flags.
+// (replica-priority, masterauth, masteruser, min-replicas-*,
+// protected-mode); the others are flags.
 func cmdConfigSet(c *client, args [][]byte, _ time.Time) {
 	if len(args)%2 != 0 {
 		c.writeError(errWrongArgs("config|set"))
@@ -266,6 +266,15 @@ func (c *client) configSet(pairs [][]byte) {
 				}
 				n.SetMinReplicas(count, lag)
 			}})
+		case name == "protected-mode":
+			// Redis's own advice to a client it refuses (errProtected);
+			// CONFIG REWRITE does not keep it: the flag does.
+			on, ok := parseYesNo(val)
+			if !ok {
+				c.writeError(errConfigYesNo(name))
+				return
+			}
+			changes = append(changes, change{name, func() { c.srv.protected.Store(on) }})
 		case n != nil && (name == "masterauth" || name == "masteruser"):
 			changes = append(changes, change{name, func() {
 				user, pass := n.MasterAuth()
@@ -285,6 +294,25 @@ func (c *client) configSet(pairs [][]byte) {
 		ch.apply()
 	}
 	c.writeOK()
+}
+
+// yesNo is a boolean setting as Redis writes one.
+func yesNo(on bool) string {
+	if on {
+		return "yes"
+	}
+	return "no"
+}
+
+// parseYesNo reads a boolean setting as Redis does: yes or no, in any case.
+func parseYesNo(s string) (on, ok bool) {
+	switch {
+	case strings.EqualFold(s, "yes"):
+		return true, true
+	case strings.EqualFold(s, "no"):
+		return false, true
+	}
+	return false, false
 }
 
 // saveParam and appendfsyncParam describe redcell's flushing in the words
@@ -340,7 +368,7 @@ func (s *Server) configParams() map[string]string {
 		"appendonly":                        appendonly,
 		"appendfsync":                       s.appendfsyncParam(),
 		"requirepass":                       "",
-		"protected-mode":                    "no",
+		"protected-mode":                    yesNo(s.protected.Load()),
 		"cluster-enabled":                   s.clusterEnabledParam(),
 		"replica-read-only":                 "yes",
 		"slave-read-only":                   "yes",

@@ -193,6 +193,9 @@ func (s *Server) runConn(c *conn) error {
 		// reply its outbox sends first.
 		cl.startTrackingOutbox()
 	}
+	if cl := c.cl; cl != nil {
+		cl.waitLate() // it left its event loop to answer a wrong password late
+	}
 	// What is buffered is run first: nothing for a new connection, and
 	// for one that left its event loop mid-batch, the rest of the batch.
 	if err := s.runBatch(c); err != nil || c.closed {

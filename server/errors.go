@@ -37,12 +37,23 @@ var (
 	errAuthNoPassword = commandError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	errNoProto        = replyError{errKindNoProto, "NOPROTO unsupported protocol version"}
 	errHelloProto     = commandError("ERR Protocol version is not an integer or out of range")
-	// errAuthLimited answers AUTH from an address that has failed too
-	// often (authLimiter); Redis has no such limit, so no wording of its.
-	errAuthLimited = commandError("ERR too many failed AUTH attempts, try later")
 	// errMaxClients is Redis's answer to a connection beyond maxclients.
 	// It is sent before the connection is served, so no counter sees it.
 	errMaxClients = commandError("ERR max number of clients reached")
+	// errProtected is Redis 7's answer to a connection from another host
+	// while protected mode is on and the default user has no password
+	// (clientAcceptHandler), word for word; sent as errMaxClients is.
+	errProtected = replyError{errKindOther, "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. " +
+		"In this mode connections are only accepted from the loopback interface. " +
+		"If you want to connect from external computers to Redis you may adopt one of the following solutions: " +
+		"1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis " +
+		"from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. " +
+		"Use CONFIG REWRITE to make this change permanent. " +
+		"2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode " +
+		"option to 'no', and then restarting the server. " +
+		"3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. " +
+		"4) Set up an authentication password for the default user. " +
+		"NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside."}
 )
 
 // errInternal answers a command that panicked (containPanic), naming it;
@@ -545,6 +556,12 @@ func errReplication(err error) replyError {
 // errConfigValue refuses a CONFIG SET value, in Redis 7's words.
 func errConfigValue(name, val string) replyError {
 	return commandError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument couldn't be parsed into an integer")
+}
+
+// errConfigYesNo refuses a CONFIG SET boolean that is neither yes nor no,
+// in Redis 7's words.
+func errConfigYesNo(name string) replyError {
+	return commandError("ERR CONFIG SET failed (possibly related to argument '" + name + "') - argument must be 'yes' or 'no'")
 }
 
 // errConfigRange refuses a CONFIG SET number out of its range, in Redis

@@ -67,8 +67,8 @@ func TestErrWrongArgsAndUnknownSubcommand(t *testing.T) {
 func everyError() []replyError {
 	long := []byte(strings.Repeat("z", 200))
 	return []replyError{
-		errNoAuth, errHelloNoAuth, errWrongPass, errAuthNoPassword, errNoProto, errHelloProto, errAuthLimited,
-		errMaxClients,
+		errNoAuth, errHelloNoAuth, errWrongPass, errAuthNoPassword, errNoProto, errHelloProto,
+		errMaxClients, errProtected,
 		errSyntax, errNotInteger, errNotFloat, errDBIndex, errInvalidCursor, errWrongType, errOOM, errShardFull, errMisconf,
 		errBurstNotInteger, errCountNotInteger, errPeriodNotInteger, errQuantityNotInteger,
 		errNegativeBurst, errNegativeCount, errNegativePeriod, errZeroRate, errNegativeQuantity, errOutOfRange,
@@ -93,7 +93,7 @@ func everyError() []replyError {
 		errNoFailover, errFailoverTimeout, errFailoverInProgress, errFailoverOnReplica, errFailoverNoReplicas,
 		errFailoverForce, errFailoverNotReplica, errFailoverNotOnline, errUnrecognizedReplconf(long),
 		errReplication(errors.New("NOMASTERLINK Can't SYNC while not connected with my master")),
-		errReplication(replication.ErrFailoverReplID), errNoConfigFile, errConfigValue("replica-priority", "x"),
+		errReplication(replication.ErrFailoverReplID), errNoConfigFile, errConfigValue("replica-priority", "x"), errConfigYesNo("protected-mode"),
 		errRewrite(errors.New("disk full")),
 		errCrossSlot, errTryAgain, errSlotUnserved, errNotInCluster, errClusterDisabled, errInvalidSlot,
 		errInvalidKeyCount, errNotAMaster, errInvalidVersion, errSlotsInExec,

@@ -119,7 +119,8 @@ func executable() string {
 }
 
 // infoClients counts the connections, as blocked_clients those whose
-// command waits on CLIENT PAUSE (Redis counts paused clients there too), and
+// command waits on CLIENT PAUSE (Redis counts paused clients there too) or
+// whose wrong password is answered late (client.waitLate), and
 // as pubsub_clients those with a subscription (Redis 7.4's field).
 func (s *Server) infoClients(ks storage.Keyspace, _ time.Time) [][2]string {
 	s.mu.Lock()

@@ -2,6 +2,8 @@ package server
 
 import (
 	"errors"
+	"net"
+	"net/netip"
 	"time"
 
 	"github.com/redcell/redcell/resp"
@@ -10,8 +12,9 @@ import (
 // refusalTimeout bounds writing the reply that explains a refusal.
 const refusalTimeout = 5 * time.Second
 
-// errRejected ends a connection refused beyond Limits.MaxClients.
-var errRejected = errors.New("max number of clients reached")
+// errRejected ends a connection refused at accept: beyond
+// Limits.MaxClients, or by protected mode.
+var errRejected = errors.New("connection refused at accept")
 
 // refuseInput ends the connection over input its reader refused: malformed
 // or too large RESP is answered with Redis's error text; a command over the
@@ -49,11 +52,26 @@ func (c *conn) refuse(reply string, err error) error {
 	return err
 }
 
-// reject refuses a connection beyond maxclients. Its own goroutine sends
-// Redis's error and closes it (runConn): writing here, in the accept loop,
-// could wait on a TLS handshake and stall every other connection. It
-// reports whether that goroutine will; if not, the caller closes it.
-func reject(cn connection) bool { return cn.refuseLater(errMaxClients.text) }
+// reject refuses a connection at accept with e: beyond maxclients, or by
+// protected mode. Its own goroutine sends Redis's error and closes it
+// (runConn): writing here, in the accept loop, could wait on a TLS
+// handshake and stall every other connection. It reports whether that
+// goroutine will; if not, the caller closes it.
+func reject(cn connection, e replyError) bool { return cn.refuseLater(e.text) }
+
+// localPeer reports whether cn comes from this host, as Redis 7's
+// protected mode asks (connIsLocal): from a Unix socket, or an IP loopback
+// address (127.0.0.0/8, ::1, or 127.0.0.0/8 mapped into IPv6, which is how
+// a dual-stack listener sees IPv4 loopback).
+func localPeer(cn connection) bool {
+	if nc := cn.NetConn(); nc != nil {
+		if _, unix := nc.RemoteAddr().(*net.UnixAddr); unix {
+			return true
+		}
+	}
+	ap, err := netip.ParseAddrPort(cn.RemoteAddr())
+	return err == nil && ap.Addr().Unmap().IsLoopback()
+}
 
 // refuseLater sets the refusal runConn sends before reading anything.
 func (c *conn) refuseLater(reply string) bool {

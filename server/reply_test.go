@@ -21,13 +21,19 @@ type fakeConn struct {
 	*redcon.Writer
 	cl     *client
 	closed bool
+	addr   string // RemoteAddr; "" is 127.0.0.1:50000
 }
 
 var _ connection = (*fakeConn)(nil)
 
 func newFakeConn() *fakeConn { return &fakeConn{Writer: redcon.NewWriter(nil)} }
 
-func (f *fakeConn) RemoteAddr() string  { return "127.0.0.1:50000" }
+func (f *fakeConn) RemoteAddr() string {
+	if f.addr != "" {
+		return f.addr
+	}
+	return "127.0.0.1:50000"
+}
 func (f *fakeConn) Close() error        { f.closed = true; return nil }
 func (f *fakeConn) Abort()              { f.closed = true }
 func (f *fakeConn) client() *client     { return f.cl }

@@ -42,6 +42,13 @@ type Config struct {
 	// topology's push and a planned failover; ClusterPass "" is
 	// RequirePass, with ClusterUser "" the default user, as before users.
 	ClusterUser, ClusterPass string
+	// ProtectedMode is Redis's protected-mode: while the default user has
+	// no password (nopass), a connection from another host (an address
+	// that is not loopback, nor a Unix socket) is answered Redis's DENIED
+	// text and closed, as it is accepted. CONFIG SET protected-mode
+	// changes it. The zero Config leaves it off; the daemon's default is
+	// on, as Redis's.
+	ProtectedMode bool
 	// ACLFile is Redis's aclfile: the users LoadACLFile loads at the start,
 	// ACL LOAD reloads and ACL SAVE writes. "": the default user alone,
 	// and ACL SETUSER's users live until the process ends.
@@ -168,6 +175,13 @@ type Server struct {
 
 	authFails *authLimiter // failed AUTH attempts by address
 	users     *users       // the ACL users, the ACL LOG
+	// protected is protected mode in force: Config.ProtectedMode, then
+	// CONFIG SET protected-mode's.
+	protected atomic.Bool
+	// sleep waits out a late answer (client.waitLate) on the real clock,
+	// or until its client is killed: the package's sleep, which tests
+	// replace before the server serves.
+	sleep func(d time.Duration, done <-chan struct{}) bool
 
 	// Counters, and how they are kept: stats.
 	stats      stats
@@ -198,11 +212,13 @@ func New(cfg Config, store *storage.Store) *Server {
 		clients: make(map[*client]struct{}),
 
 		authFails: newAuthLimiter(),
+		sleep:     sleep,
 
 		timed: timed,
 		runID: newRunID(),
 		debug: cfg.Logger.Enabled(context.Background(), slog.LevelDebug),
 	}
+	s.protected.Store(cfg.ProtectedMode)
 	if cfg.Cluster != nil {
 		nc := clusternode.Config{State: cfg.Cluster, Store: store, User: cfg.ClusterUser, Password: cfg.ClusterPass,
 			Now: cfg.Now, Logger: cfg.Logger}
@@ -300,13 +316,20 @@ func (s *Server) accept(conn connection) bool {
 	// so that a change of the default user meanwhile reaches it.
 	s.users.mu.Lock()
 	def := s.users.set.Get("default")
+	if s.protected.Load() && def.NoPass() && !localPeer(conn) {
+		// Protected mode, as Redis 7's, asks whether the default user
+		// has no password, on or off.
+		s.users.mu.Unlock()
+		s.stats.rejectedConnections.Add(1)
+		return reject(conn, errProtected)
+	}
 	c.bind(def)
 	c.setAuthed(def.Enabled() && def.NoPass())
 	admitted := s.admit(c)
 	s.users.mu.Unlock()
 	if !admitted {
 		s.stats.rejectedConnections.Add(1)
-		return reject(conn)
+		return reject(conn, errMaxClients)
 	}
 	conn.setClient(c)
 	s.tracking.registerClient(c)

@@ -145,29 +145,27 @@ func (s *Server) saveACLFile() error {
 	return atomicfile.Write(s.users.file, data)
 }
 
-// authenticate opens user with pass for c at now, under the limit of
-// failed attempts per address (authLimiter); cmdName is the command as
-// sent (AUTH, HELLO), which ACL LOG records a failure under. It returns
-// the error to answer, or none once c is authenticated as the user.
+// authenticate opens user with pass for c at now; cmdName is the command
+// as sent (AUTH, HELLO), which ACL LOG records a failure under. It returns
+// the error to answer, or none once c is authenticated as the user. A
+// right password is answered at once and charges nothing, whatever the
+// address's failures; a wrong one is charged to them, and answered late
+// past their budget (authLimiter).
 func (c *client) authenticate(cmdName, user, pass []byte, now time.Time) replyError {
-	at := gcra.InstantOf(now)
-	entry, ok := c.srv.authFails.take(c.ident.addr, at)
-	if !ok {
-		return errAuthLimited
-	}
 	us := c.srv.users
 	us.mu.Lock()
-	u := us.set.Get(string(user))
-	if u == nil || !u.CheckPassword(pass) {
+	if u := us.set.Get(string(user)); u != nil && u.CheckPassword(pass) {
+		c.bind(u)
 		us.mu.Unlock()
-		c.logDenial(acl.DeniedAuth, string(cmdName), string(user), now)
-		return errWrongPass // the attempt stays charged
+		c.setAuthed(true)
+		return replyError{}
 	}
-	c.bind(u)
 	us.mu.Unlock()
-	c.srv.authFails.refund(entry, at)
-	c.setAuthed(true)
-	return replyError{}
+	c.logDenial(acl.DeniedAuth, string(cmdName), string(user), now)
+	if d := c.srv.authFails.fail(c.ident.addr, gcra.InstantOf(now)); d > 0 {
+		c.answerLate(d)
+	}
+	return errWrongPass
 }
 
 // logDenial records a refusal of c's in the ACL LOG: of the object (a
