@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,15 +20,16 @@ import (
 	"github.com/redcell/redcell/storage"
 )
 
-// failingDisk is durable mode's persistence while its flushes fail.
-type failingDisk struct{ failing bool }
+// failingDisk is durable mode's persistence, whose flushes fail once
+// failing is set.
+type failingDisk struct{ failing atomic.Bool }
 
 func (d *failingDisk) Flush() error              { return nil }
 func (d *failingDisk) BackgroundSave() bool      { return false }
 func (d *failingDisk) Sync() error               { return nil }
 func (d *failingDisk) Pending() int              { return 0 }
 func (d *failingDisk) InFlight() int             { return 0 }
-func (d *failingDisk) Failing() bool             { return d.failing }
+func (d *failingDisk) Failing() bool             { return d.failing.Load() }
 func (d *failingDisk) Stats() storage.FlushStats { return storage.FlushStats{} }
 
 const gcraAndWindow = `domain: api
@@ -87,7 +89,7 @@ func TestEveryRefusalThroughBothFronts(t *testing.T) {
 		{name: "NOREPLICAS", refuse: func(f *fronts) { f.srv.Gate().Refusing.Store(admission.RefuseFewReplicas) },
 			code: codes.Unavailable, text: admission.NoReplicas.Text(), peekers: true},
 		{name: "MISCONF", cfg: server.Config{DurableWrites: true, Persistence: &failingDisk{}},
-			refuse: func(f *fronts) { f.srv.Gate().Persistence.(*failingDisk).failing = true },
+			refuse: func(f *fronts) { f.srv.Gate().Persistence.(*failingDisk).failing.Store(true) },
 			code:   codes.Unavailable, text: admission.Misconf.Text(), peekers: true},
 		{name: "OOM", store: storage.Config{MaxMemory: 1}, refuse: func(f *fronts) { f.store.MeasureMemory() },
 			code: codes.ResourceExhausted, text: admission.OOM.Text(), peekers: true},
