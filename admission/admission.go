@@ -137,17 +137,7 @@ func New(maxKeyLen int) *Gate { return &Gate{MaxKeyLen: maxKeyLen, Refusing: new
 // and refused only if it would store. The reasons are weighed in one order
 // for every front: the key's length, then a replica's, then a master's
 // replicas, then the disk.
-//
-// It is the hot path's: with nothing refused it costs a comparison, an
-// atomic load and a test, and is inlined.
 func (g *Gate) Admit(keyLen int, quantity int64) Refusal {
-	if keyLen > g.MaxKeyLen || g.Refusing.Load() != 0 || g.Durable {
-		return g.admitSlow(keyLen, quantity)
-	}
-	return Admitted
-}
-
-func (g *Gate) admitSlow(keyLen int, quantity int64) Refusal {
 	switch {
 	case keyLen > g.MaxKeyLen:
 		return KeyTooLong
@@ -155,6 +145,14 @@ func (g *Gate) admitSlow(keyLen int, quantity int64) Refusal {
 		return Admitted // a peek stores nothing
 	}
 	return g.Writes()
+}
+
+// Open reports whether Admit would admit any decision on a key of keyLen
+// bytes now: nothing is refused. It is the hot path's test, inlined into
+// the caller (a comparison, an atomic load and a test), which asks Admit
+// only when it is false.
+func (g *Gate) Open(keyLen int) bool {
+	return keyLen <= g.MaxKeyLen && g.Refusing.Load() == 0 && !g.Durable
 }
 
 // Writes is the refusal of a change now, whatever it is (DEL, FLUSHALL, a

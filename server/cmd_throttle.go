@@ -69,9 +69,13 @@ func cmdThrottle(c *client, args [][]byte, now time.Time) {
 		c.writeError(throttleError(err))
 		return
 	}
-	cond, ok := c.admit(args[1], quantity)
-	if !ok {
-		return
+	// client.admit, written out: the gate's open test inlined here, where
+	// a call to admit cost the hot path about 20 instructions (callgrind).
+	cond := admission.Admitted
+	if !c.srv.gate.Open(len(args[1])) {
+		if cond, ok = c.admitSlow(args[1], quantity); !ok {
+			return
+		}
 	}
 	var res gcra.Result
 	var stores bool
