@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/engine"
 )
 
 // Security: the password, protected mode and the TLS files. The flags are
@@ -138,6 +138,6 @@ func RedactArgs(args []string) []string {
 }
 
 // TLSFiles are the TLS flags as the server takes them.
-func (c Config) TLSFiles() server.TLSFiles {
-	return server.TLSFiles{CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile, CAFile: c.TLSCACertFile, AuthClients: c.TLSAuthClients}
+func (c Config) TLSFiles() engine.TLSFiles {
+	return engine.TLSFiles{CertFile: c.TLSCertFile, KeyFile: c.TLSKeyFile, CAFile: c.TLSCACertFile, AuthClients: c.TLSAuthClients}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redcell/redcell/engine"
 	"github.com/redcell/redcell/server"
 )
 
@@ -124,7 +125,7 @@ func TestRequirePassFile(t *testing.T) {
 
 func TestTLSFlags(t *testing.T) {
 	cfg := parseWith(t, env{}, "--tls-port", "6380", "--tls-cert-file", "c.pem", "--tls-key-file", "k.pem", "--tls-ca-cert-file", "ca.pem")
-	require.Equal(t, server.TLSFiles{CertFile: "c.pem", KeyFile: "k.pem", CAFile: "ca.pem", AuthClients: "yes"}, cfg.TLSFiles())
+	require.Equal(t, engine.TLSFiles{CertFile: "c.pem", KeyFile: "k.pem", CAFile: "ca.pem", AuthClients: "yes"}, cfg.TLSFiles())
 	for _, c := range []struct {
 		args []string
 		want string

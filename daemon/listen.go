@@ -7,7 +7,7 @@ import (
 	"strconv"
 
 	"github.com/redcell/redcell/config"
-	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/engine"
 )
 
 // listeners are the RESP listeners: plain TCP on --bind and --port, and
@@ -45,7 +45,7 @@ func listenRESP(cfg config.Config) (listeners, error) {
 	if cfg.TLSPort == 0 {
 		return l, nil
 	}
-	if l.tlsCfg, err = server.LoadTLSConfig(cfg.TLSFiles()); err != nil {
+	if l.tlsCfg, err = engine.LoadTLSConfig(cfg.TLSFiles()); err != nil {
 		_ = ln.Close()
 		return listeners{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/admission"
+	"github.com/redcell/redcell/engine"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -17,7 +18,6 @@ import (
 	"github.com/redcell/redcell/cluster"
 	"github.com/redcell/redcell/config"
 	"github.com/redcell/redcell/rls"
-	"github.com/redcell/redcell/server"
 )
 
 // rlsService is Envoy's rate limit service as the daemon runs it: its
@@ -78,7 +78,7 @@ func (r *rlsService) serve(ctx context.Context, cfg config.Config, st *state, ga
 	r.svc.Use(decider, st.clock.Now)
 	var opts []grpc.ServerOption
 	if cfg.TLSCertFile != "" {
-		tlsCfg, err := server.LoadTLSConfig(cfg.TLSFiles())
+		tlsCfg, err := engine.LoadTLSConfig(cfg.TLSFiles())
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redcell/redcell/engine"
 	"github.com/redcell/redcell/internal/testkit"
 	"github.com/redcell/redcell/server"
 )
@@ -114,9 +115,9 @@ func TestTLSEndToEnd(t *testing.T) {
 // tls-auth-clients optional a client without a certificate is served.
 func TestTLSInProcess(t *testing.T) {
 	pki := testkit.NewPKI(t)
-	start := func(files server.TLSFiles, limits server.Limits) (plain *testServer, tlsAddr string) {
+	start := func(files engine.TLSFiles, limits server.Limits) (plain *testServer, tlsAddr string) {
 		files.CertFile, files.KeyFile = pki.ServerCert, pki.ServerKey
-		cfg, err := server.LoadTLSConfig(files)
+		cfg, err := engine.LoadTLSConfig(files)
 		require.NoError(t, err)
 		ts := startServer(t, withLimits(limits))
 		return ts, ts.serveTLS(t, cfg)
@@ -127,7 +128,7 @@ func TestTLSInProcess(t *testing.T) {
 		return testkit.NewConn(t, conn, 1<<16)
 	}
 
-	plain, tlsAddr := start(server.TLSFiles{CAFile: pki.CA}, server.Limits{MaxClients: 2})
+	plain, tlsAddr := start(engine.TLSFiles{CAFile: pki.CA}, server.Limits{MaxClients: 2})
 	first := dialTLS(tlsAddr, pki.ClientTLS(pki.Client))
 	require.Equal(t, "+PONG\r\n", first.DoInline("PING"))
 	second := plain.raw(t)
@@ -138,7 +139,7 @@ func TestTLSInProcess(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "-ERR max number of clients reached\r\n", refusal)
 
-	_, tlsAddr = start(server.TLSFiles{CAFile: pki.CA, AuthClients: "optional"}, server.Limits{})
+	_, tlsAddr = start(engine.TLSFiles{CAFile: pki.CA, AuthClients: "optional"}, server.Limits{})
 	anonymous := dialTLS(tlsAddr, pki.ClientTLS())
 	require.Equal(t, "+PONG\r\n", anonymous.DoInline("PING"))
 	rogue, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", tlsAddr, pki.ClientTLS(pki.Rogue))
@@ -152,7 +153,7 @@ func TestTLSInProcess(t *testing.T) {
 	}
 	require.ErrorContains(t, err, "certificate", "optional still checks a certificate presented")
 
-	_, tlsAddr = start(server.TLSFiles{}, server.Limits{})
+	_, tlsAddr = start(engine.TLSFiles{}, server.Limits{})
 	noCA := dialTLS(tlsAddr, pki.ClientTLS())
 	require.Equal(t, "+PONG\r\n", noCA.DoInline("PING"))
 

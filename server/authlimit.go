@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/redcell/redcell/engine"
 	"net"
 	"net/netip"
 	"sync"
@@ -194,16 +195,16 @@ func (c *client) waitLate() {
 	if d <= 0 {
 		return
 	}
-	if c.onLoop {
-		c.batch.leaveLoop, c.batch.leaveAfter = true, true
+	if c.conn.OnLoop() {
+		c.conn.Need(engine.NeedGoroutineAfter)
 		return
 	}
 	c.session.lateBy = 0
 	c.waiting.Store(true) // CLIENT LIST's flags=b, as for a command waiting on CLIENT PAUSE
-	alive := c.srv.sleep(d, c.done)
+	alive := c.srv.sleep(d, c.conn.Done())
 	c.waiting.Store(false)
-	if !alive || c.killed.Load() {
-		c.batch.closing = true
+	if !alive || c.killed() {
+		c.conn.Need(engine.NeedClose)
 	}
 }
 

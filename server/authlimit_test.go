@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redcell/redcell/engine"
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/internal/testkit"
 	"github.com/redcell/redcell/storage"
@@ -259,7 +260,7 @@ func TestLateAnswerBlocksNoOtherClient(t *testing.T) {
 			require.Equal(t, ok, other.DoInline("AUTH pw"))
 			id := strings.Trim(other.DoInline("CLIENT ID"), ":\r\n")
 			guesserID := clientIDs(t, srv, id)[0]
-			require.Equal(t, loops > 0 && haveEventLoops, onLoop(t, srv, ":"+guesserID+"\r\n"), "no late answer yet: still on its loop")
+			require.Equal(t, loops > 0 && engine.HaveEventLoops, onLoop(t, srv, ":"+guesserID+"\r\n"), "no late answer yet: still on its loop")
 
 			guesser.Write("AUTH guess\r\nAUTH pw\r\nPING\r\n")
 			require.Equal(t, authDelayFirst, h.awaitLate(t))

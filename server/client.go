@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/redcell/redcell/engine"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -45,10 +46,6 @@ type client struct {
 	// (statStripes).
 	stripe int
 
-	// onLoop: an event loop serves the client's connection (eventLoop), so
-	// a command that may block must not run there; dispatch sets
-	// batch.leaveLoop instead of running it.
-	onLoop bool
 	// gated is set while the client's commands need a look before they
 	// run (client.gate): inside MULTI, and while restricted, subscribed
 	// under RESP2. One flag for both, so that a client in neither state
@@ -73,42 +70,23 @@ type client struct {
 	// outbox is the connection's writer once others write to it too
 	// (startOutbox): set by the client's own goroutine before anything
 	// that pushes to it can find it. nil until then.
-	outbox   *outbox
+	outbox   *engine.Outbox
 	monitor  monitorState
 	repl     replicaLink
 	tracking trackingConn
 
-	// killed is set, once, by kill; done is closed with it, which wakes the
-	// client if its command waits on CLIENT PAUSE or its answer is late.
-	// waiting is set while it waits (waitPause, waitLate): CLIENT LIST's
-	// flags=b.
-	killed  atomic.Bool
-	done    chan struct{}
+	// waiting is set while the client's command waits (waitPause,
+	// answerLate): CLIENT LIST's flags=b.
 	waiting atomic.Bool
 }
 
-// batchState is what becomes of the batch of commands being run (runBatch)
-// and of its replies.
+// batchState is what the server keeps of the batch of commands being run;
+// what the engine must do for it (leave the event loop, sync, close) the
+// commands ask of the connection (connection.Need).
 type batchState struct {
 	// failed is set when the running command replies with an error
 	// (writeError), for its failed count (execute).
 	failed bool
-	// unsynced is set in durable mode by a command that changed state: the
-	// batch's replies wait for a sync (syncBeforeReply, or on an event
-	// loop the round's commit).
-	unsynced bool
-	// closing is set by QUIT and SHUTDOWN, and wherever the connection
-	// must end: the commands after it are not run, and the connection
-	// closes once the replies so far are sent.
-	closing bool
-	// leaveLoop is set by dispatch for a command that must not run on an
-	// event loop (onLoop): the connection leaves its loop, and the command
-	// and the rest of the batch run on a goroutine of its own. With
-	// leaveAfter, set by a command that ran and needs the connection off
-	// the loop from now on (CLIENT TRACKING, a subcommand, which dispatch
-	// does not look at; a wrong password answered late, answerLate), it
-	// is only the rest of the batch.
-	leaveLoop, leaveAfter bool
 }
 
 // session is what HELLO, AUTH and RESET set: the protocol the client speaks
@@ -196,25 +174,25 @@ type replicaLink struct {
 	eof  bool
 }
 
-// kill ends the client's connection from any goroutine, as CLIENT KILL does:
-// it closes the socket, so the connection's loop ends after the command it
-// is running, if any, without its replies; and a command waiting on CLIENT
-// PAUSE is not run. It reports false if the client was killed already.
-func (c *client) kill() bool {
-	if !c.killed.CompareAndSwap(false, true) {
-		return false
-	}
-	close(c.done)
-	c.conn.Abort()
-	return true
-}
+// kill ends the client's connection from any goroutine, as CLIENT KILL does
+// (engine.Conn.Kill): the command it is running, if any, ends without its
+// replies, and one waiting (a pause, a late answer) is woken and not run.
+// It reports false if the client was killed already.
+func (c *client) kill() bool { return c.conn.Kill() }
+
+// killed reports whether the client was killed.
+func (c *client) killed() bool { return c.conn.Killed() }
 
 // regate sets gated and restricted from the client's state, wherever a
 // transaction begins or ends, its subscriptions change, its protocol does or
 // it turns tracking on or off.
+//
+// It also tells the engine whether the idle timeout spares the connection:
+// a subscriber's or a monitor's, which only read, as Redis's.
 func (c *client) regate() {
 	c.restricted = c.session.resp == 2 && c.subscriptions() > 0
 	c.gated = c.tx.multi != nil || c.restricted || c.tracking.on
+	c.conn.SetIdleExempt(c.outbox != nil && (c.monitor.on.Load() || c.subscribed()))
 }
 
 // flags is CLIENT LIST's flags field, as Redis's: S for a replica, O for a

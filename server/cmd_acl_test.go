@@ -19,7 +19,7 @@ import (
 func (tc *testClient) connect(t testing.TB) *testClient {
 	t.Helper()
 	conn := newFakeConn()
-	require.True(t, tc.srv.accept(conn))
+	require.True(t, tc.srv.acceptFake(conn))
 	return &testClient{srv: tc.srv, conn: conn, c: conn.client()}
 }
 
@@ -264,7 +264,7 @@ func TestACLDeleteOrDisableClosesConnections(t *testing.T) {
 	require.Equal(t, wireErr("NOPERM User app has no permissions to run the 'flushall' command"), b.do("FLUSHALL"))
 	require.Equal(t, ":1\r\n", a.do("ACL", "DELUSER", "app"), "its own user: answered, then closed")
 	require.True(t, a.conn.closed)
-	require.True(t, a.c.batch.closing)
+	require.True(t, a.c.closing())
 	require.True(t, b.conn.closed)
 	require.False(t, other.conn.closed)
 	require.False(t, admin.conn.closed)

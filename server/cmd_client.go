@@ -491,8 +491,7 @@ func cmdClientKill(c *client, args [][]byte, now time.Time) {
 		c.writeOK()
 	}
 	if self {
-		c.batch.closing = true
-		c.conn.Close()
+		_ = c.conn.Close() // its replies so far, then the end (engine.NeedClose)
 	}
 }
 

@@ -156,7 +156,7 @@ func BenchmarkThrottleHandlerCluster(b *testing.B) {
 	srv := New(Config{Cluster: st, Now: func() time.Time { return time.Unix(0, now.Add(1000)) }},
 		storage.New(storage.Config{BySlot: true}))
 	conn := newFakeConn()
-	require.True(b, srv.accept(conn))
+	require.True(b, srv.acceptFake(conn))
 	cmd := argv("CL.THROTTLE", "user:12345", "100", "10", "1")
 	srv.handle(conn, redconCommand(cmd))
 	require.Contains(b, string(conn.Buffer()), "*5\r\n")
@@ -173,9 +173,9 @@ func BenchmarkThrottleHandlerCluster(b *testing.B) {
 func BenchmarkConnBatchCluster(b *testing.B) {
 	st, err := cluster.NewState("", true, "127.0.0.1", 6379)
 	require.NoError(b, err)
-	srv, c, lc := newLoopConnOn(b, New(Config{Cluster: st}, storage.New(storage.Config{BySlot: true})))
+	stepper, lc := newLoopConnOn(b, New(Config{Cluster: st}, storage.New(storage.Config{BySlot: true})))
 	require.Positive(b, lc.written)
-	benchBatches(b, srv, c)
+	benchBatches(b, stepper)
 }
 
 // An EXEC whose slot froze after it was routed, before it took its locks

@@ -57,8 +57,7 @@ func cmdEcho(c *client, args [][]byte, _ time.Time) { c.writeBulk(args[1]) }
 // not run.
 func cmdQuit(c *client, _ [][]byte, _ time.Time) {
 	c.writeOK()
-	c.batch.closing = true
-	c.conn.Close()
+	_ = c.conn.Close()
 }
 
 // RESET

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/redcell/redcell/gcra"
@@ -84,7 +85,7 @@ func cmdStrlen(c *client, args [][]byte, now time.Time) {
 		c.writeError(errWrongType)
 		return
 	}
-	c.writeInt(int64(intSize(int64(tat)) - 3)) // intSize counts ":" and "\r\n"
+	c.writeInt(int64(len(strconv.FormatInt(int64(tat), 10)))) // STRLEN of the TAT as GET shows it
 }
 
 // MEMORY USAGE key [SAMPLES count]

@@ -116,7 +116,7 @@ func (c *client) subscribe(command string, names [][]byte, kind subKind) {
 		c.writeError(errNoNetwork(command))
 		return
 	}
-	f.hold()
+	f.Hold()
 	ps := &c.srv.pubsub
 	ps.mu.Lock()
 	for _, name := range names {

@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"io"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -182,11 +181,8 @@ type subscriber struct {
 
 func newSubscriber(t *testing.T, srv *Server) *subscriber {
 	t.Helper()
-	client, server := net.Pipe()
-	c := newConn(srv, server)
-	require.True(t, srv.accept(c))
-	s := &subscriber{c: c.cl, conn: testkit.NewConn(t, client, 4096), served: make(chan struct{})}
-	go func() { srv.serveConn(c); close(s.served) }()
+	client, c, served := servePipe(t, srv)
+	s := &subscriber{c: c, conn: testkit.NewConn(t, client, 4096), served: served}
 	t.Cleanup(func() { _ = client.Close(); <-s.served })
 	return s
 }
@@ -213,7 +209,7 @@ func newPubsubServer(cfg Config) *Server {
 
 func publisher(t *testing.T, srv *Server) *testClient {
 	conn := newFakeConn()
-	require.True(t, srv.accept(conn))
+	require.True(t, srv.acceptFake(conn))
 	return &testClient{srv: srv, conn: conn, c: conn.client()}
 }
 
@@ -280,7 +276,7 @@ func TestPubsubSlowSubscriberIsDisconnected(t *testing.T) {
 	payload := strings.Repeat("x", 1000)
 	// A pipe holds nothing: the writer blocks on the first batch it takes,
 	// and no more than four messages fit behind it.
-	for i := 0; !s.c.killed.Load(); i++ {
+	for i := 0; !s.c.killed(); i++ {
 		require.Less(t, i, 100, "the subscriber was not disconnected")
 		require.Contains(t, []string{testkit.Int(1), testkit.Int(0)}, p.do("PUBLISH", "ch", payload), "publish %d", i)
 	}

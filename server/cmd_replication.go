@@ -196,10 +196,10 @@ func cmdWait(c *client, args [][]byte, _ time.Time) {
 		return
 	}
 	if c.inExec() {
-		c.writeInt(int64(n.Wait(int(num), time.Nanosecond, c.done)))
+		c.writeInt(int64(n.Wait(int(num), time.Nanosecond, c.conn.Done())))
 		return
 	}
-	c.writeInt(int64(n.Wait(int(num), time.Duration(ms)*time.Millisecond, c.done)))
+	c.writeInt(int64(n.Wait(int(num), time.Duration(ms)*time.Millisecond, c.conn.Done())))
 }
 
 // REPLCONF option value [option value ...]
@@ -277,7 +277,7 @@ func cmdPsync(c *client, args [][]byte, _ time.Time) {
 		}
 		c.srv.cfg.Logger.Info("FAILOVER: this node took over as master", "old_master", c.ident.addr)
 	}
-	if err := c.conn.flush(); err != nil { // the handshake's replies go first
+	if err := c.conn.Flush(); err != nil { // the handshake's replies go first
 		return
 	}
 	ip := c.repl.ip
@@ -292,7 +292,7 @@ func cmdPsync(c *client, args [][]byte, _ time.Time) {
 	}
 	c.repl.link = link
 	c.repl.linked.Store(true)
-	c.conn.mute()
+	c.conn.Mute()
 }
 
 // infoReplication is INFO's Replication section with every field Sentinel

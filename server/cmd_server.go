@@ -78,8 +78,7 @@ func cmdShutdown(c *client, args [][]byte, _ time.Time) {
 		c.writeError(errShutdownSave)
 		return
 	}
-	c.batch.closing = true
-	c.conn.Close()
+	_ = c.conn.Close()
 }
 
 // SAVE

@@ -137,7 +137,7 @@ func BenchmarkThrottleHandlerAllowedPersisted(b *testing.B) {
 	now.Store(t0.UnixNano())
 	srv := New(Config{Now: func() time.Time { return time.Unix(0, now.Add(1000)) }}, storage.New(storage.Config{TrackChanges: true}))
 	conn := newFakeConn()
-	require.True(b, srv.accept(conn))
+	require.True(b, srv.acceptFake(conn))
 	cmd := argv("CL.THROTTLE", "user:12345", "1000000", "1000000", "1")
 	b.ReportAllocs()
 	for b.Loop() {
@@ -160,7 +160,7 @@ func BenchmarkThrottleHandlerParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		conn := newFakeConn()
-		srv.accept(conn)
+		srv.acceptFake(conn)
 		i := int(goroutines.Add(1)) * 4999
 		args := argv("CL.THROTTLE", "", "100", "10", "1")
 		for pb.Next() {

@@ -49,7 +49,7 @@ type command struct {
 	// (Redis hides it): a monitor may not run it either (PUBLISH).
 	mayReplicate bool
 	// offLoop commands run on a goroutine of the connection's own, never
-	// on an event loop (eventLoop): admin commands, which may wait,
+	// on an event loop (engine.NeedGoroutine): admin commands, which may wait,
 	// and those that start an outbox (SUBSCRIBE). register sets it for admin
 	// commands.
 	offLoop bool

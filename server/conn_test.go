@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/engine"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/gcra"
@@ -53,9 +55,7 @@ func serveScript(t testing.TB, input string, chunk int) string {
 	t.Helper()
 	srv := New(Config{Now: func() time.Time { return t0 }}, storage.New(storage.Config{Shards: 1}))
 	sc := &scriptConn{in: []byte(input), chunk: chunk}
-	c := newConn(srv, sc)
-	require.True(t, srv.accept(c))
-	srv.serveConn(c)
+	srv.eng.ServeConn(sc)
 	return sc.written.String()
 }
 
@@ -105,50 +105,46 @@ func (c *loopConn) Write(p []byte) (int, error) { c.written += len(p); return le
 
 // newLoopConn is a connection, on the real clock, whose every read is the
 // same batch of 16 CL.THROTTLE on existing keys.
-func newLoopConn(t testing.TB) (*Server, *conn, *loopConn) {
+func newLoopConn(t testing.TB) (*engine.Stepper, *loopConn) {
 	return newLoopConnOn(t, New(Config{}, storage.New(storage.Config{})))
 }
 
 // newLoopConnOn is newLoopConn on srv.
-func newLoopConnOn(t testing.TB, srv *Server) (*Server, *conn, *loopConn) {
+func newLoopConnOn(t testing.TB, srv *Server) (*engine.Stepper, *loopConn) {
 	var batch strings.Builder
 	for i := range 16 {
 		batch.WriteString(testkit.Command("CL.THROTTLE", fmt.Sprintf("key:%d", i), "100", "10", "1"))
 	}
 	lc := &loopConn{batch: []byte(batch.String())}
-	c := newConn(srv, lc)
-	require.True(t, srv.accept(c))
-	require.NoError(t, c.read())
-	require.NoError(t, srv.runBatch(c))
-	return srv, c, lc
+	st, err := srv.eng.NewStepper(lc)
+	require.NoError(t, err)
+	require.NoError(t, st.Step())
+	return st, lc
 }
 
 // A pipelined batch of decisions on existing keys allocates nothing: no
 // copy of the command, no argument slice, no reply buffer.
 func TestConnBatchAllocatesNothing(t *testing.T) {
-	srv, c, lc := newLoopConn(t)
+	st, lc := newLoopConn(t)
 	before := lc.written
-	allocs := testing.AllocsPerRun(100, func() { serveBatch(t, srv, c) })
+	allocs := testing.AllocsPerRun(100, func() { serveBatch(t, st) })
 	require.Zero(t, allocs, "allocations per batch of 16 CL.THROTTLE")
 	require.Greater(t, lc.written, before, "replies were sent")
 }
 
-// serveBatch reads c's next batch and runs it, as an event loop does.
-func serveBatch(tb testing.TB, srv *Server, c *conn) {
-	if err := c.read(); err != nil {
-		tb.Fatal(err)
-	}
-	if err := srv.runBatch(c); err != nil {
+// serveBatch reads st's next batch and runs it, as an event loop does.
+func serveBatch(tb testing.TB, st *engine.Stepper) {
+	if err := st.Step(); err != nil {
 		tb.Fatal(err)
 	}
 }
 
-// benchBatches serves c's batches of 16 commands for b, reporting each
+// benchBatches serves st's batches of 16 commands for b, reporting each
 // command's time.
-func benchBatches(b *testing.B, srv *Server, c *conn) {
+func benchBatches(b *testing.B, st *engine.Stepper) {
 	b.ReportAllocs()
 	for b.Loop() {
-		serveBatch(b, srv, c)
+		serveBatch(b, st)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*16), "ns/command")
 }
@@ -157,8 +153,8 @@ func benchBatches(b *testing.B, srv *Server, c *conn) {
 // decision and the reply encoding, without the network; an op
 // is one command of a batch of 16.
 func BenchmarkConnBatch(b *testing.B) {
-	srv, c, _ := newLoopConn(b)
-	benchBatches(b, srv, c)
+	st, _ := newLoopConn(b)
+	benchBatches(b, st)
 }
 
 // BenchmarkConnBatchPing is BenchmarkConnBatch with PING (as redis-benchmark's
@@ -168,11 +164,11 @@ func BenchmarkConnBatch(b *testing.B) {
 func BenchmarkConnBatchPing(b *testing.B) {
 	srv := New(Config{}, storage.New(storage.Config{}))
 	lc := &loopConn{batch: []byte(strings.Repeat(testkit.Command("PING"), 16))}
-	c := newConn(srv, lc)
-	require.True(b, srv.accept(c))
-	serveBatch(b, srv, c)
+	st, err := srv.eng.NewStepper(lc)
+	require.NoError(b, err)
+	serveBatch(b, st)
 	require.Equal(b, 16*len("+PONG\r\n"), lc.written)
-	benchBatches(b, srv, c)
+	benchBatches(b, st)
 }
 
 // cycleConn is a net.Conn whose reads return its batches in turn, and that
@@ -219,13 +215,13 @@ func benchConnBatchKeys(b *testing.B, keys int) {
 		}
 		cc.batches[i] = batch
 	}
-	c := newConn(srv, cc)
-	require.True(b, srv.accept(c))
+	st, err := srv.eng.NewStepper(cc)
+	require.NoError(b, err)
 	// The setup's garbage is collected now, not by a cycle running beside
 	// the batches: the loop allocates nothing, and a cycle's marking and
 	// write barriers would be counted in its instructions (callgrind).
 	runtime.GC()
-	benchBatches(b, srv, c)
+	benchBatches(b, st)
 }
 
 // A command of many arguments is served (that the reader does not keep the
@@ -238,8 +234,6 @@ func TestConnServesManyArguments(t *testing.T) {
 	}
 	input := testkit.Command(append([]string{"DEL"}, args...)...) + "PING\r\n"
 	sc := &scriptConn{in: []byte(input), chunk: 1 << 20}
-	c := newConn(srv, sc)
-	require.True(t, srv.accept(c))
-	srv.serveConn(c)
+	srv.eng.ServeConn(sc)
 	require.Equal(t, ":0\r\n+PONG\r\n", sc.written.String())
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redcell/redcell/engine"
 	"github.com/redcell/redcell/internal/contain"
 	"github.com/redcell/redcell/internal/testkit"
 	"github.com/redcell/redcell/storage"
@@ -77,7 +78,7 @@ func TestPanicInACommandCostsOneConnection(t *testing.T) {
 	}
 	for _, p := range paths {
 		t.Run(p.name, func(t *testing.T) {
-			if p.loops && !haveEventLoops {
+			if p.loops && !engine.HaveEventLoops {
 				t.Skip("no event loops on this platform")
 			}
 			var log lockedBuffer

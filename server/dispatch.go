@@ -3,26 +3,23 @@ package server
 import (
 	"time"
 
-	"github.com/tidwall/redcon"
+	"github.com/redcell/redcell/engine"
 
 	"github.com/redcell/redcell/acl"
 )
 
-// handle dispatches one command read on its own, at the clock's current
-// reading.
-func (s *Server) handle(conn connection, cmd redcon.Command) {
-	s.dispatch(conn.client(), cmd.Args, s.now())
-}
-
-// dispatch runs one command at now: look it up, check arity, then
-// authentication and the user's ACL rules, in that order as Redis does,
-// then run it. It returns the
-// clock reading taken when the command ended, if it took one, else now:
-// within a batch each command starts at the reading that ended the one
-// before, so a decision costs one clock read (runBatch).
-func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
-	if c.batch.closing {
-		return now // QUIT or SHUTDOWN: the rest of the pipeline is not run
+// Run is the client's engine.Session: it runs one command of its batch at
+// now: look it up, check arity, then authentication and the user's ACL
+// rules, in that order as Redis does, then run it. It returns the clock
+// reading taken when the command ended, if it took one, else now: within a
+// batch each command starts at the reading that ended the one before, so a
+// decision costs one clock read. While the pipeline repeats a command that
+// looks its key up, it first readies the memory the next ones will read
+// (prefetchAhead).
+func (c *client) Run(args [][]byte, now time.Time) time.Time {
+	s := c.srv
+	if last := c.lastCmd.Load(); last != nil && last.prefetchKey && !c.gated && s.store.Prefetching() {
+		s.prefetchAhead(c.conn.PeekKeys())
 	}
 	// A pipeline repeats one command: comparing the name with the one the
 	// last lookup was for costs less than the table lookup.
@@ -59,12 +56,12 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 		return now
 	}
 	hooked := s.hooks.Load() != 0
-	if c.onLoop && (spec.offLoop || hooked) {
+	if (spec.offLoop || hooked) && c.conn.OnLoop() {
 		// Admin commands (SAVE, SHUTDOWN, MONITOR, ...), blocking ones
 		// (WAIT) and a pause may wait, and an outbox writes through the
 		// netpoller (SUBSCRIBE): not on an event loop, which serves other
-		// clients.
-		c.batch.leaveLoop = true
+		// clients. It runs once the connection has left.
+		c.conn.Need(engine.NeedGoroutine)
 		return now
 	}
 	if hooked {
@@ -74,7 +71,7 @@ func (s *Server) dispatch(c *client, args [][]byte, now time.Time) time.Time {
 }
 
 // sentName is the name a client last sent a command by, as it spelled it,
-// and the command it named: dispatch's cache. A pipeline repeats its command
+// and the command it named: client.Run's cache. A pipeline repeats its command
 // spelled the same way each time, so comparing the bytes as they are (a
 // memequal) is enough to know it, where the table lookup folds the case of
 // each byte: for CL.THROTTLE 25 instructions a command instead of 135
@@ -193,10 +190,10 @@ func (c *client) gate(spec *command, args [][]byte) bool {
 		c.writeError(errNotInMulti)
 		return true
 	}
-	if c.onLoop && spec.offLoop {
+	if spec.offLoop && c.conn.OnLoop() {
 		// EXEC will run it on the goroutine the connection leaves for,
 		// where it is queued.
-		c.batch.leaveLoop = true
+		c.conn.Need(engine.NeedGoroutine)
 		return true
 	}
 	c.queue(spec, args)
@@ -216,14 +213,14 @@ func (s *Server) executeHooked(c *client, spec *command, args [][]byte, now time
 	if s.hooks.Load()&hookPause != 0 {
 		var alive bool
 		if now, alive = s.waitPause(c, spec, now); !alive {
-			c.batch.closing = true // killed while it waited: it runs nothing more
+			c.conn.Need(engine.NeedClose) // killed while it waited: it runs nothing more
 			return now
 		}
 	}
 	end := s.execute(c, spec, args, now)
 	if s.hooks.Load()&hookMonitor != 0 {
 		if c.monitor.on.Load() {
-			_ = c.conn.flush() // a monitor gets its reply before its command's line, as from Redis
+			_ = c.conn.Flush() // a monitor gets its reply before its command's line, as from Redis
 		}
 		s.feedMonitors(c, args, now)
 	}
@@ -249,24 +246,10 @@ func (s *Server) execute(c *client, spec *command, args [][]byte, now time.Time)
 	return end
 }
 
-// syncBeforeReply runs in durable mode after the last command of a batch
-// that changed state, before the batch's replies are sent (runBatch, on a
-// connection with its own goroutine; an event loop syncs once a round
-// instead, eventLoop.commit): it waits
-// for the group commit that covers the changes. If that fails the replies are
-// dropped and the connection closed, so nothing unpersisted is acknowledged.
-func (s *Server) syncBeforeReply(c *client) {
-	c.batch.unsynced = false
-	if err := s.cfg.Persistence.Sync(); err != nil {
-		s.logError("durable write failed; closing the connection unacknowledged", err)
-		c.batch.closing = true
-		c.conn.drop()
-	}
-}
-
 // changed records that the current command changed key's stored state: in
-// durable mode its reply waits for a sync, and a NOLOOP tracking client is
-// not told of its own change (ownChange). One test covers both.
+// durable mode its reply waits for a sync (engine.NeedSync), and a NOLOOP
+// tracking client is not told of its own change (ownChange). One test covers
+// both.
 func (c *client) changed(key []byte) {
 	if c.onChange != 0 {
 		c.changedSlow(key)
@@ -277,7 +260,7 @@ func (c *client) changed(key []byte) {
 // which every tracking client is told of, NOLOOP or not, as in Redis.
 func (c *client) changedAll() {
 	if c.onChange&changeDurable != 0 {
-		c.batch.unsynced = true
+		c.conn.Need(engine.NeedSync)
 	}
 }
 
@@ -293,7 +276,7 @@ const (
 //go:noinline
 func (c *client) changedSlow(key []byte) {
 	if c.onChange&changeDurable != 0 {
-		c.batch.unsynced = true
+		c.conn.Need(engine.NeedSync)
 	}
 	if c.onChange&changeNoloop != 0 {
 		c.ownChange(key)

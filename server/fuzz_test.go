@@ -193,7 +193,7 @@ func FuzzCommands(f *testing.F) {
 		srv := New(Config{RequirePass: "pw", Now: func() time.Time { return now }, Persistence: nopPersistence{}},
 			storage.New(storage.Config{Shards: 1}))
 		conn := newFakeConn()
-		if !srv.accept(conn) {
+		if !srv.acceptFake(conn) {
 			t.Fatal("not accepted")
 		}
 		c := conn.client()
@@ -207,7 +207,7 @@ func FuzzCommands(f *testing.F) {
 			}
 			srv.handle(conn, redcon.Command{Args: args})
 			out := conn.take()
-			if c.batch.closing {
+			if c.closing() {
 				return
 			}
 			if err := checkReplyCount(args, []byte(out)); err != nil {

@@ -164,7 +164,7 @@ func (s *Server) infoMemory(ks storage.Keyspace, _ time.Time) [][2]string {
 		{"maxmemory", itoa(limit)},
 		{"maxmemory_human", storage.BytesText(limit)},
 		{"maxmemory_policy", policy.String()},
-		{"mem_clients_normal", itoa(s.outputTotal.used.Load())},
+		{"mem_clients_normal", itoa(s.eng.OutputBytes())},
 		// The replication stream's buffers, which maxmemory does not
 		// count (storage.Store.SetUncounted), as Redis's.
 		{"mem_replication_backlog", itoa(s.store.Uncounted())},

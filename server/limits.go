@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/redcell/redcell/engine"
 	"time"
 
 	"github.com/redcell/redcell/window"
@@ -50,78 +51,42 @@ type Limits struct {
 	WindowLogMax int64
 }
 
-// Defaults of Limits. Redis allows 512 MiB arguments and buffers without
-// bound; a rate-limit key never needs more than a few hundred bytes, so
-// redcell refuses early rather than buffer what an attacker announces.
+// Defaults of Limits. Those of what a client may send and leave unread are
+// the engine's, which applies them (engine.Limits).
 const (
-	// DefaultMaxBulkLen is 1 MiB.
-	DefaultMaxBulkLen = 1 << 20
-	// DefaultMaxArgs is 65536.
-	DefaultMaxArgs = 1 << 16
-	// DefaultMaxInlineLen is 64 KiB, Redis's PROTO_INLINE_MAX_SIZE.
-	DefaultMaxInlineLen = 64 << 10
-	// DefaultMaxQueryLen is 8 MiB (Redis: 1 GiB).
-	DefaultMaxQueryLen = 8 << 20
-	// DefaultMaxOutput is 32 MiB (Redis: no limit for normal clients).
-	DefaultMaxOutput = 32 << 20
+	DefaultMaxBulkLen     = engine.DefaultMaxBulkLen
+	DefaultMaxArgs        = engine.DefaultMaxArgs
+	DefaultMaxInlineLen   = engine.DefaultMaxInlineLen
+	DefaultMaxQueryLen    = engine.DefaultMaxQueryLen
+	DefaultMaxOutput      = engine.DefaultMaxOutput
+	DefaultMaxOutputTotal = engine.DefaultMaxOutputTotal
 	// DefaultMaxClients is 10000, as Redis's.
 	DefaultMaxClients = 10000
 	// DefaultMaxKeyLen is 8 KiB: a rate-limit key (a user, an API key, an
 	// IP with a route) is tens of bytes; Redis allows 512 MiB.
 	DefaultMaxKeyLen = 8 << 10
-	// DefaultMaxOutputTotal is 256 MiB (Redis: no limit): without it, 50
-	// clients that never read their KEYS * replies held 55 MiB each.
-	DefaultMaxOutputTotal = 256 << 20
 )
 
-// outputAllowance is the reply bytes of one client not counted against
-// MaxOutputTotal: replies under it, nearly all of them, never touch the
-// shared count, so the command path stays free of shared writes.
-const outputAllowance = 64 << 10
+// engine is the share of l the engine applies.
+func (l Limits) engine() engine.Limits {
+	return engine.Limits{MaxBulkLen: l.MaxBulkLen, MaxArgs: l.MaxArgs, MaxInlineLen: l.MaxInlineLen, MaxQueryLen: l.MaxQueryLen,
+		MaxOutput: l.MaxOutput, MaxOutputTotal: l.MaxOutputTotal, IdleTimeout: l.IdleTimeout}
+}
 
+// withDefaults is l with every zero field given its default: the engine's
+// for its share (engine.Limits), the server's for the rest.
 func (l Limits) withDefaults() Limits {
-	if l.MaxBulkLen <= 0 {
-		l.MaxBulkLen = DefaultMaxBulkLen
-	}
-	if l.MaxArgs <= 0 {
-		l.MaxArgs = DefaultMaxArgs
-	}
-	if l.MaxInlineLen <= 0 {
-		l.MaxInlineLen = DefaultMaxInlineLen
-	}
-	if l.MaxQueryLen <= 0 {
-		l.MaxQueryLen = DefaultMaxQueryLen
-	}
-	if l.MaxOutput == 0 {
-		l.MaxOutput = DefaultMaxOutput
-	}
+	e := l.engine().WithDefaults()
+	l.MaxBulkLen, l.MaxArgs, l.MaxInlineLen, l.MaxQueryLen = e.MaxBulkLen, e.MaxArgs, e.MaxInlineLen, e.MaxQueryLen
+	l.MaxOutput, l.MaxOutputTotal, l.IdleTimeout = e.MaxOutput, e.MaxOutputTotal, e.IdleTimeout
 	if l.MaxClients <= 0 {
 		l.MaxClients = DefaultMaxClients
 	}
-	if l.IdleTimeout < 0 {
-		l.IdleTimeout = 0
-	}
 	if l.MaxKeyLen <= 0 {
 		l.MaxKeyLen = DefaultMaxKeyLen
-	}
-	if l.MaxOutputTotal == 0 {
-		l.MaxOutputTotal = DefaultMaxOutputTotal
 	}
 	if l.WindowLogMax <= 0 {
 		l.WindowLogMax = window.DefaultLogMax
 	}
 	return l
-}
-
-// intSize is the most bytes ":n\r\n", "*n\r\n" or "$n\r\n" takes.
-func intSize(n int64) int {
-	size := 4
-	if n < 0 {
-		size++
-		n = -n
-	}
-	for ; n >= 10; n /= 10 {
-		size++
-	}
-	return size
 }

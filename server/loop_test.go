@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redcell/redcell/engine"
 	"github.com/redcell/redcell/internal/testkit"
 	"github.com/redcell/redcell/storage"
 )
@@ -27,7 +28,7 @@ func TestEventLoopsAnswerAsGoroutinesDo(t *testing.T) {
 	cfg := func(loops int) Config { return Config{Now: func() time.Time { return at }, EventLoops: loops} }
 	loopAddr, loopSrv := startServer(t, cfg(2))
 	plainAddr, plainSrv := startServer(t, cfg(-1))
-	if haveEventLoops {
+	if engine.HaveEventLoops {
 		require.Equal(t, 2, loopSrv.eventLoops())
 	}
 	scripts := []string{
@@ -66,7 +67,7 @@ func TestEventLoopConnectionsAreKilledAndLeave(t *testing.T) {
 	addr, srv := startServer(t, Config{EventLoops: 1})
 	idle := testkit.Dial(t, addr)
 	id := idle.DoInline("CLIENT ID")
-	if haveEventLoops {
+	if engine.HaveEventLoops {
 		require.True(t, onLoop(t, srv, id), "a plain connection is served by the loop")
 	}
 
@@ -84,7 +85,7 @@ func TestEventLoopConnectionsAreKilledAndLeave(t *testing.T) {
 	mover := testkit.Dial(t, addr)
 	moverID := mover.DoInline("CLIENT ID")
 	require.Equal(t, "*2\r\n$10\r\nmaxclients\r\n$5\r\n10000\r\n", mover.DoInline("CONFIG GET maxclients"))
-	require.True(t, onLoop(t, srv, moverID) || !haveEventLoops, "CONFIG GET runs on the loop")
+	require.True(t, onLoop(t, srv, moverID) || !engine.HaveEventLoops, "CONFIG GET runs on the loop")
 	require.Equal(t, ":0\r\n", mover.DoInline("SLOWLOG LEN"))
 	require.False(t, onLoop(t, srv, moverID), "left its loop")
 	require.Equal(t, "+PONG\r\n", mover.DoInline("PING"))
@@ -118,10 +119,7 @@ func onLoop(t *testing.T, srv *Server, id string) bool {
 	t.Helper()
 	for _, c := range srv.connectedClients() {
 		if fmt.Sprintf(":%d\r\n", c.id) == id {
-			cn := c.conn.(*conn)
-			cn.modeMu.Lock()
-			defer cn.modeMu.Unlock()
-			return cn.loop != nil
+			return c.conn.OnLoop()
 		}
 	}
 	t.Fatalf("no client %q", id)
@@ -185,7 +183,7 @@ func (p *gatedPersistence) finish(err error) {
 // dials it: the connection is served by the loop.
 func startDurable(t *testing.T, p *gatedPersistence) (string, *testkit.Conn) {
 	t.Helper()
-	if !haveEventLoops {
+	if !engine.HaveEventLoops {
 		t.Skip("no event loops on this platform")
 	}
 	return startDurableLoops(t, p, 1)
@@ -199,7 +197,7 @@ func startDurableLoops(t *testing.T, p *gatedPersistence, loops int) (string, *t
 	addr, srv := startServer(t, Config{Now: func() time.Time { return at }, EventLoops: loops, DurableWrites: true, Persistence: p})
 	t.Cleanup(func() { close(p.ended) }) // before the server's Close (cleanups run last first): its loop may wait in Sync
 	c := testkit.Dial(t, addr)
-	require.Equal(t, haveEventLoops && loops > 0, onLoop(t, srv, c.DoInline("CLIENT ID")), "a durable plain connection is served by a loop if there is one")
+	require.Equal(t, engine.HaveEventLoops && loops > 0, onLoop(t, srv, c.DoInline("CLIENT ID")), "a durable plain connection is served by a loop if there is one")
 	return addr, c
 }
 

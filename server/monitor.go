@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/redcell/redcell/engine"
 	"strconv"
 	"time"
 )
@@ -50,27 +51,28 @@ func cmdMonitor(c *client, _ [][]byte, _ time.Time) {
 	// +OK goes before any line, held back until it is sent: the client,
 	// once it has read +OK, sees every command that runs after.
 	f := c.startOutbox()
-	f.hold()
+	f.Hold()
 	c.monitor.on.Store(true)
+	c.regate() // a monitor only reads: no idle timeout
 	c.srv.addMonitor(f)
 	c.writeOK()
 }
 
 // addMonitor starts feeding f the monitor lines.
-func (s *Server) addMonitor(f *outbox) {
+func (s *Server) addMonitor(f *engine.Outbox) {
 	s.monMu.Lock()
 	defer s.monMu.Unlock()
-	list := append(append([]*outbox(nil), s.monitorList()...), f)
+	list := append(append([]*engine.Outbox(nil), s.monitorList()...), f)
 	s.monitors.Store(&list)
 	s.hooks.Or(hookMonitor)
 }
 
 // removeMonitor stops feeding f; it is a no-op if f is not fed.
-func (s *Server) removeMonitor(f *outbox) {
+func (s *Server) removeMonitor(f *engine.Outbox) {
 	s.monMu.Lock()
 	defer s.monMu.Unlock()
 	old := s.monitorList()
-	list := make([]*outbox, 0, len(old))
+	list := make([]*engine.Outbox, 0, len(old))
 	for _, o := range old {
 		if o != f {
 			list = append(list, o)
@@ -82,7 +84,7 @@ func (s *Server) removeMonitor(f *outbox) {
 	}
 }
 
-func (s *Server) monitorList() []*outbox {
+func (s *Server) monitorList() []*engine.Outbox {
 	if p := s.monitors.Load(); p != nil {
 		return *p
 	}
@@ -109,7 +111,7 @@ func (s *Server) feedMonitors(c *client, args [][]byte, now time.Time) {
 	}
 	c.monitor.line = appendMonitorLine(c.monitor.line[:0], now, c.ident.addr, args)
 	for _, f := range list {
-		f.push(c.monitor.line)
+		f.Push(c.monitor.line)
 	}
 	if cap(c.monitor.line) > 64<<10 {
 		c.monitor.line = nil // one huge command must not pin its line

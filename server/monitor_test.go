@@ -1,7 +1,7 @@
 package server
 
 import (
-	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,52 +62,37 @@ func TestAppendMonitorLine(t *testing.T) {
 	}
 }
 
-// blockingWriter blocks every write until release is closed.
-type blockingWriter struct{ release chan struct{} }
-
-func (w blockingWriter) Write(p []byte) (int, error) { <-w.release; return len(p), nil }
-
-// A monitor whose writer cannot keep up is disconnected as soon as what
-// waits for it would pass its backlog, and is fed nothing more.
+// A monitor that reads nothing is disconnected as soon as what waits for
+// it would pass its backlog (the output limit), and is fed nothing more:
+// the monitor end of a net.Pipe, which holds nothing unread, never read.
 func TestMonitorBacklog(t *testing.T) {
-	tc := newTestClient(t, Config{})
-	w := blockingWriter{release: make(chan struct{})}
-	f := newOutbox(tc.c, w, 100)
-	tc.c.outbox = f
-	tc.c.monitor.on.Store(true)
-	tc.srv.addMonitor(f)
-	line := make([]byte, 60)
-	f.push(line) // taken by the writer, which then blocks, or still queued
-	f.push(line) // queued behind it, or past the backlog already
-	f.push(line) // past the backlog either way: 120 bytes would wait
-	require.True(t, tc.c.killed.Load(), "the monitor's client was killed")
-	require.Empty(t, tc.srv.monitorList(), "and is fed no more")
-	require.Zero(t, tc.srv.hooks.Load()&hookMonitor)
-	require.False(t, f.push(line), "an outbox that fell behind takes nothing more")
-	close(w.release)
-	select {
-	case <-f.done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the writer did not end")
+	srv := New(Config{Now: func() time.Time { return t0 }, Limits: Limits{MaxOutput: 300}}, storage.New(storage.Config{Shards: 1}))
+	client, mon, served := servePipe(t, srv)
+	monitor := testkit.NewConn(t, client, 4096)
+	require.Equal(t, "+OK\r\n", monitor.DoInline("MONITOR"))
+	other := newFakeConn()
+	require.True(t, srv.acceptFake(other))
+	for i := 0; !mon.killed(); i++ {
+		require.Less(t, i, 100, "past 300 bytes of lines unread, the monitor is disconnected")
+		srv.handle(other, redconCommand(argv("ECHO", strings.Repeat("x", 40))))
 	}
+	require.Empty(t, srv.monitorList(), "and is fed no more")
+	require.Zero(t, srv.hooks.Load()&hookMonitor)
+	<-served
 }
 
 // MONITOR turns the command path's monitor hook on; it goes off when the last
 // monitor's connection closes, so commands stop paying for the outbox.
 func TestMonitorHook(t *testing.T) {
 	srv := New(Config{Now: func() time.Time { return t0 }}, storage.New(storage.Config{Shards: 1}))
-	client, server := net.Pipe()
-	c := newConn(srv, server)
-	require.True(t, srv.accept(c))
-	served := make(chan struct{})
-	go func() { srv.serveConn(c); close(served) }()
+	client, _, served := servePipe(t, srv)
 
 	monitor := testkit.NewConn(t, client, 4096)
 	require.Equal(t, "+OK\r\n", monitor.DoInline("MONITOR"))
 	require.Equal(t, uint32(hookMonitor), srv.hooks.Load())
 
 	other := newFakeConn()
-	require.True(t, srv.accept(other))
+	require.True(t, srv.acceptFake(other))
 	srv.handle(other, redconCommand(argv("PING")))
 	require.Equal(t, "+PONG\r\n", other.take())
 	require.Equal(t, "+1795953600.000000 [0 127.0.0.1:50000] \"PING\"\r\n", monitor.Read())

@@ -130,11 +130,11 @@ func (s *Server) waitPause(c *client, spec *command, now time.Time) (time.Time, 
 		select {
 		case <-p.changed:
 		case <-timer.C:
-		case <-c.done:
+		case <-c.conn.Done():
 		}
 		timer.Stop()
 		c.waiting.Store(false)
-		if c.killed.Load() {
+		if c.killed() {
 			return now, false
 		}
 		now = s.now()

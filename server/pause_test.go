@@ -28,7 +28,7 @@ func TestPauseHook(t *testing.T) {
 
 	require.Equal(t, "+OK\r\n", tc.do("CLIENT", "PAUSE", "1000"))
 	other := newFakeConn()
-	require.True(t, tc.srv.accept(other))
+	require.True(t, tc.srv.acceptFake(other))
 	now.Add(int64(time.Second))
 	tc.srv.handle(other, redconCommand(argv("CL.THROTTLE", "k", "1", "1", "1")))
 	require.Equal(t, testkit.Ints(0, 2, 1, -1, 1), other.take(), "the pause was over: the write ran at once")

@@ -53,9 +53,7 @@ func TestPrefetchedPipelineRepliesAsAnyOther(t *testing.T) {
 	for _, chunk := range []int{1, 7, 100, 4096, 1 << 20} {
 		srv := newPrefetchingServer(t)
 		sc := &scriptConn{in: []byte(input.String()), chunk: chunk}
-		c := newConn(srv, sc)
-		require.True(t, srv.accept(c))
-		srv.serveConn(c)
+		srv.eng.ServeConn(sc)
 		require.Equal(t, want.String(), sc.written.String(), "reads of %d bytes", chunk)
 	}
 }
@@ -68,9 +66,9 @@ func TestPrefetchedBatchAllocatesNothing(t *testing.T) {
 		batch.WriteString(testkit.Command("CL.THROTTLE", fmt.Sprintf("key:%d", i*2500), "100", "10", "1"))
 	}
 	lc := &loopConn{batch: []byte(batch.String())}
-	c := newConn(srv, lc)
-	require.True(t, srv.accept(c))
-	allocs := testing.AllocsPerRun(100, func() { serveBatch(t, srv, c) })
+	st, err := srv.eng.NewStepper(lc)
+	require.NoError(t, err)
+	allocs := testing.AllocsPerRun(100, func() { serveBatch(t, st) })
 	require.Zero(t, allocs, "allocations per batch of 16 CL.THROTTLE")
 	require.Positive(t, lc.written)
 }

@@ -223,11 +223,11 @@ func deliver(from, to *client, msg []byte) {
 	}
 	if to.session.respSeen.Load() == 3 {
 		msg[0] = '>'
-		to.outbox.push(msg)
+		to.outbox.Push(msg)
 		msg[0] = '*'
 		return
 	}
-	to.outbox.push(msg)
+	to.outbox.Push(msg)
 }
 
 // sendSelfPushes writes the messages the client published to itself after

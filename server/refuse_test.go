@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/redcell/redcell/storage"
 )
 
 // Protected mode's question, as Redis 7 asks it of a connection: does it
@@ -40,7 +38,7 @@ func TestLocalPeer(t *testing.T) {
 	nc, err := ln.Accept()
 	require.NoError(t, err)
 	defer nc.Close()
-	require.True(t, localPeer(newConn(New(Config{}, storage.New(storage.Config{Shards: 1})), nc)), "a Unix socket")
+	require.True(t, localPeer(netConn{nc}), "a Unix socket")
 }
 
 // With protected mode on, a connection from another host is refused at
@@ -52,7 +50,7 @@ func TestProtectedModeRefusesOtherHostsWithoutAPassword(t *testing.T) {
 	tc := newTestClient(t, Config{ProtectedMode: true})
 	require.Equal(t, ok, tc.do("ACL", "SETUSER", "admin", "on", ">a", "+@all", "~*"))
 	require.Equal(t, ok, tc.do("AUTH", "admin", "a")) // not the default user, which the test turns off
-	accepts := func(addr string) bool { return tc.srv.accept(&fakeConn{Writer: newFakeConn().Writer, addr: addr}) }
+	accepts := func(addr string) bool { return tc.srv.acceptFake(&fakeConn{Writer: newFakeConn().Writer, addr: addr}) }
 	require.Equal(t, "*2\r\n"+bulk("protected-mode")+bulk("yes"), tc.do("CONFIG", "GET", "protected-mode"))
 	require.False(t, accepts("192.0.2.7:40000"), "no password: another host is refused")
 	require.False(t, accepts("[2001:db8::7]:40000"))
@@ -75,6 +73,12 @@ func TestProtectedModeRefusesOtherHostsWithoutAPassword(t *testing.T) {
 	require.Equal(t, ok, tc.do("CONFIG", "SET", "PROTECTED-MODE", "YES"))
 	require.False(t, accepts("192.0.2.7:40000"))
 
-	require.True(t, newTestClient(t, Config{}).srv.accept(&fakeConn{Writer: newFakeConn().Writer, addr: "192.0.2.7:1"}),
+	require.True(t, newTestClient(t, Config{}).srv.acceptFake(&fakeConn{Writer: newFakeConn().Writer, addr: "192.0.2.7:1"}),
 		"the zero Config: off")
 }
+
+// netConn is a connection of which localPeer reads nc's addresses.
+type netConn struct{ net.Conn }
+
+func (c netConn) RemoteAddr() string { return c.Conn.RemoteAddr().String() }
+func (c netConn) NetConn() net.Conn  { return c.Conn }

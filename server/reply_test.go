@@ -1,11 +1,12 @@
 package server
 
 import (
-	"math"
 	"net"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/engine"
 
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/redcon"
@@ -16,17 +17,23 @@ import (
 
 // fakeConn is a connection that keeps what the server writes (with redcon's
 // writer), so handlers can be tested, and benchmarked, without a network.
-// What it keeps is "sent": flush sends nothing more.
+// What it keeps is "sent": Flush sends nothing more. The needs a command
+// asks (engine.Need) are kept, and cleared as the engine clears them.
 type fakeConn struct {
 	*redcon.Writer
-	cl     *client
+	cl     *client // the client accepted on it (Server.acceptFake)
 	closed bool
 	addr   string // RemoteAddr; "" is 127.0.0.1:50000
+	need   engine.Need
+	killed atomic.Bool
+	done   chan struct{}
 }
 
 var _ connection = (*fakeConn)(nil)
 
-func newFakeConn() *fakeConn { return &fakeConn{Writer: redcon.NewWriter(nil)} }
+func newFakeConn() *fakeConn {
+	return &fakeConn{Writer: redcon.NewWriter(nil), done: make(chan struct{})}
+}
 
 func (f *fakeConn) RemoteAddr() string {
 	if f.addr != "" {
@@ -34,34 +41,76 @@ func (f *fakeConn) RemoteAddr() string {
 	}
 	return "127.0.0.1:50000"
 }
-func (f *fakeConn) Close() error        { f.closed = true; return nil }
-func (f *fakeConn) Abort()              { f.closed = true }
-func (f *fakeConn) client() *client     { return f.cl }
-func (f *fakeConn) setClient(c *client) { f.cl = c }
-func (f *fakeConn) flush() error        { return nil }
-func (f *fakeConn) drop()               { f.SetBuffer(nil); f.closed = true }
-func (f *fakeConn) NetConn() net.Conn   { return nil }
-func (f *fakeConn) DeferArray() int     { return len(f.Buffer()) }
+func (f *fakeConn) LocalAddr() string              { return "" }
+func (f *fakeConn) Close() error                   { f.closed = true; f.need |= engine.NeedClose; return nil }
+func (f *fakeConn) Abort()                         { f.closed = true }
+func (f *fakeConn) Flush() error                   { return nil }
+func (f *fakeConn) Drop()                          { f.SetBuffer(nil); f.closed = true }
+func (f *fakeConn) NetConn() net.Conn              { return nil }
+func (f *fakeConn) DeferArray() int                { return len(f.Buffer()) }
+func (f *fakeConn) Need(n engine.Need)             { f.need |= n }
+func (f *fakeConn) Needs() engine.Need             { return f.need }
+func (f *fakeConn) OnLoop() bool                   { return false }
+func (f *fakeConn) SetAuthenticated(bool)          {}
+func (f *fakeConn) SetIdleExempt(bool)             {}
+func (f *fakeConn) PeekKeys() (next, after []byte) { return nil, nil }
+func (f *fakeConn) Mute()                          {}
+func (f *fakeConn) Killed() bool                   { return f.killed.Load() }
+func (f *fakeConn) Done() <-chan struct{}          { return f.done }
+
+func (f *fakeConn) Kill() bool {
+	if !f.killed.CompareAndSwap(false, true) {
+		return false
+	}
+	if f.done != nil {
+		close(f.done)
+	}
+	f.closed = true
+	return true
+}
 
 func (f *fakeConn) WriteInts(v [5]int64) {
 	var buf [128]byte
 	f.WriteRaw(appendInts(buf[:0], v))
 }
 
-// refuseLater reports that a fakeConn has no goroutine of its own to send a
-// refusal: the server closes it at once.
-func (f *fakeConn) refuseLater(string) bool { return false }
-
-// startOutbox reports that a fakeConn, without a network, cannot have an outbox:
-// MONITOR and SUBSCRIBE are refused.
-func (f *fakeConn) startOutbox(int) *outbox { return nil }
-
-func (f *fakeConn) mute() {}
+// StartOutbox reports that a fakeConn, without a network, cannot have an
+// outbox: MONITOR and SUBSCRIBE are refused.
+func (f *fakeConn) StartOutbox(int, func(*engine.Outbox)) *engine.Outbox { return nil }
 
 func (f *fakeConn) SetDeferredArray(mark, n int) {
 	out := f.Buffer()
 	hdr := redcon.AppendArray(nil, n)
 	f.SetBuffer(append(append(append([]byte(nil), out[:mark]...), hdr...), out[mark:]...))
+}
+
+// acceptFake accepts f as the engine accepts a connection (accept), and
+// keeps its client in f.cl; it reports whether f was admitted.
+func (s *Server) acceptFake(f *fakeConn) bool {
+	c, refusal := s.accept(f)
+	f.cl = c
+	return refusal == ""
+}
+
+// client is the client accepted on f.
+func (f *fakeConn) client() *client { return f.cl }
+
+// handle runs one command read on its own on conn, at the clock's current
+// reading: client.Run, as the engine calls it, with nothing around it, for
+// the benchmarks of a command's cost.
+func (s *Server) handle(conn *fakeConn, cmd redcon.Command) {
+	conn.cl.Run(cmd.Args, s.now())
+}
+
+// run runs one command as the engine runs a batch's, at now, and clears
+// the needs it asked as the engine would once it met them.
+func (f *fakeConn) run(c *client, args [][]byte, now time.Time) time.Time {
+	if f.need&engine.NeedClose != 0 || f.killed.Load() {
+		return now // the engine runs nothing more of a closing connection
+	}
+	end := c.Run(args, now)
+	f.need &^= engine.NeedGoroutine | engine.NeedGoroutineAfter | engine.NeedSync
+	return end
 }
 
 // take returns what was written since the last call and forgets it.
@@ -87,8 +136,8 @@ func newTestClient(t testing.TB, cfg Config) *testClient {
 	}
 	srv := New(cfg, storage.New(storage.Config{}))
 	conn := newFakeConn()
-	require.True(t, srv.accept(conn))
-	return &testClient{srv: srv, conn: conn, c: conn.client()}
+	require.True(t, srv.acceptFake(conn))
+	return &testClient{srv: srv, conn: conn, c: conn.cl}
 }
 
 // do runs one command through the server's dispatcher and returns the reply.
@@ -97,7 +146,7 @@ func (tc *testClient) do(args ...string) string {
 	for i, a := range args {
 		cmd.Args[i] = []byte(a)
 	}
-	tc.srv.handle(tc.conn, cmd)
+	tc.conn.run(tc.c, cmd.Args, tc.srv.now())
 	return tc.conn.take()
 }
 
@@ -144,59 +193,37 @@ func runSteps(t *testing.T, cfg Config, steps []testkit.Step) *testClient {
 // errReply is the wire form of an error reply.
 func errReply(e replyError) string { return "-" + e.text + "\r\n" }
 
-// A decision's reply is encoded at once (appendInts), byte for byte what
-// redcon's writers encode element by element, at every magnitude and sign.
-func TestAppendIntsIsRedcons(t *testing.T) {
-	values := []int64{0, 1, 2, 9, 10, 99, 100, 101, 998, 999, 1000, 12345, 1<<31 - 1, 1 << 32, math.MaxInt64, math.MaxInt64 - 1}
-	for p := int64(10); p <= 1e18; p *= 10 {
-		values = append(values, p-1, p, p+1) // each count of digits, at its edges
-	}
-	for _, n := range values[:len(values):len(values)] {
-		values = append(values, -n)
-	}
-	values = append(values, math.MinInt64, math.MinInt64+1)
-	for i := range values {
-		var v [5]int64
-		for j := range v {
-			v[j] = values[(i+j)%len(values)]
-		}
-		want := redcon.AppendArray(nil, 5)
-		for _, n := range v {
-			want = redcon.AppendInt(want, n)
-		}
-		require.Equal(t, string(want), string(appendInts([]byte("x"), v))[1:], "%v", v)
-	}
-	out := make([]byte, 0, 256)
-	require.Zero(t, testing.AllocsPerRun(10, func() {
-		appendInts(out, [5]int64{math.MinInt64, math.MaxInt64, 1000, -2, 7})
-	}), "numbers past the table do not allocate either")
-}
+// appendInts appends the RESP array of the five integers v to b, as the
+// engine's WriteInts encodes it.
+func appendInts(b []byte, v [5]int64) []byte { return engine.AppendInts(b, v) }
 
-// conn.WriteInts is held to the output limit as the writers it replaces:
-// a reply that would pass MaxOutput is dropped and the connection closed,
-// one that fits exactly is queued.
-func TestWriteIntsKeepsTheOutputLimit(t *testing.T) {
-	v := [5]int64{0, 101, 100, -1, 1}
-	size := len(appendInts(nil, v))
-	for _, c := range []struct {
-		queued int
-		closed bool
-	}{{100 - size, false}, {100 - size + 1, true}} {
-		srv := New(Config{Limits: Limits{MaxOutput: 100}}, storage.New(storage.Config{}))
-		cn := newConn(srv, &scriptConn{})
-		require.True(t, srv.accept(cn))
-		cn.out = append(cn.out, make([]byte, c.queued)...)
-		cn.WriteInts(v)
-		require.Equal(t, c.closed, cn.closed, "%d bytes queued before", c.queued)
-		if !c.closed {
-			require.Equal(t, string(appendInts(nil, v)), string(cn.out[c.queued:]))
-		}
-	}
-}
+// closing reports whether the client's batch asked its connection to close
+// (engine.NeedClose).
+func (c *client) closing() bool { return c.conn.Needs()&engine.NeedClose != 0 }
 
-// appendInts appends the RESP array of the five integers v to b, as
-// conn.WriteInts encodes it (putInts).
-func appendInts(b []byte, v [5]int64) []byte {
-	var buf [intsRoom]byte
-	return append(b, buf[:putInts(&buf, v)]...)
+// servePipe serves one end of a net.Pipe on srv, as the engine serves a
+// connection (engine.Engine.ServeConn), and returns the other end, the
+// client the server made of it, and a channel closed once serving ended.
+// The pipe has no buffer: what the server writes waits until the test
+// reads it.
+func servePipe(t *testing.T, srv *Server) (net.Conn, *client, chan struct{}) {
+	t.Helper()
+	known := map[*client]bool{}
+	for _, c := range srv.connectedClients() {
+		known[c] = true
+	}
+	end, server := net.Pipe()
+	served := make(chan struct{})
+	go func() { srv.eng.ServeConn(server); close(served) }()
+	var cl *client
+	require.Eventually(t, func() bool {
+		for _, c := range srv.connectedClients() {
+			if !known[c] {
+				cl = c
+				return true
+			}
+		}
+		return false
+	}, testkit.Timeout, time.Millisecond, "the pipe's client")
+	return end, cl, served
 }

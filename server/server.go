@@ -6,13 +6,15 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"log/slog"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redcell/redcell/engine"
 
 	"github.com/redcell/redcell/admission"
 
@@ -72,7 +74,7 @@ type Config struct {
 	// EventLoops is how many event loops serve each listener's plain (TCP
 	// and Unix) connections: 0 means DefaultEventLoops, a negative number
 	// none (a goroutine per connection, as TLS connections always have).
-	// eventLoop says why.
+	// The engine's eventLoop says why.
 	EventLoops int
 	// Limits bound what one command may announce; zero fields take the
 	// defaults (DefaultMaxBulkLen, DefaultMaxArgs, DefaultMaxInlineLen).
@@ -146,15 +148,13 @@ type Server struct {
 	started   time.Time
 	commands  commandTable
 	limits    Limits // cfg.Limits with the defaults filled in
-	// outputTotal counts the replies waiting for all clients against
-	// Limits.MaxOutputTotal (conn.room).
-	outputTotal outputTotal
+	// eng serves the connections (package engine): the server is its
+	// Handler (acceptor), each client a connection's Session.
+	eng *engine.Engine
 
 	nextClientID atomic.Int64
 	mu           sync.Mutex
 	clients      map[*client]struct{}
-	listeners    []*listener // being served
-	stopped      bool        // Close was called
 
 	// hooks has a bit for each feature that must see every command while
 	// it is in use (hookPause, hookMonitor): dispatch pays one atomic load
@@ -163,7 +163,7 @@ type Server struct {
 	pauseMu  sync.Mutex // serializes changes of pause with hookPause
 	pause    atomic.Pointer[pauseState]
 	monMu    sync.Mutex // serializes changes of monitors with hookMonitor
-	monitors atomic.Pointer[[]*outbox]
+	monitors atomic.Pointer[[]*engine.Outbox]
 	pubsub   pubsub   // the subscriptions
 	tracking tracking // CLIENT TRACKING: who may cache which keys
 
@@ -244,8 +244,25 @@ func New(cfg Config, store *storage.Store) *Server {
 		// change: one load tells the hot path.
 		s.gate.Refusing = cfg.Replication.RefusingFlag()
 	}
-	s.outputTotal.limit = s.limits.MaxOutputTotal
+	var sync func() error
+	if cfg.DurableWrites {
+		sync = cfg.Persistence.Sync
+	}
+	s.eng = engine.New(engine.Config{Limits: s.limits.engine(), EventLoops: s.eventLoops(), Now: cfg.Now, Timed: timed,
+		Sync: sync, Logger: cfg.Logger}, acceptor{s})
 	return s
+}
+
+// acceptor is the server as the engine's Handler: it accepts connections.
+type acceptor struct{ s *Server }
+
+// Accept implements engine.Handler.
+func (a acceptor) Accept(c *engine.Conn) (engine.Session, string) {
+	cl, refusal := a.s.accept(c)
+	if cl == nil {
+		return nil, refusal
+	}
+	return cl, ""
 }
 
 // Gate is the server's admission of decisions, for the other fronts that
@@ -262,48 +279,49 @@ func (s *Server) WatchSentinels(ctx context.Context) {
 	}
 }
 
-// Serve accepts connections on ln until Close. When it returns, every
-// connection it accepted has been closed and no command of theirs is still
-// running. ServeTLS serves TLS connections beside it.
+// Serve accepts connections on ln until Close (engine.Engine.Serve). When
+// it returns, every connection it accepted has been closed and no command
+// of theirs is still running. ServeTLS serves TLS connections beside it.
 func (s *Server) Serve(ln net.Listener) error {
 	defer s.startSampler()()
-	return s.serve(ln, true)
+	return s.eng.Serve(ln)
 }
 
-// DefaultEventLoops is one event loop per two CPUs (GOMAXPROCS), at least
-// one: the other half is left to the flusher, Pebble's compactions and the
-// garbage collector. On two cores, with the client on the same machine, one
-// loop beat two unpipelined and pipelined alike (README, Performance).
-func DefaultEventLoops() int { return max(1, runtime.GOMAXPROCS(0)/2) }
+// ServeTLS accepts TLS connections on ln until Close, as Serve does plain
+// ones; both may run at once on one Server. cfg usually comes from
+// engine.LoadTLSConfig.
+func (s *Server) ServeTLS(ln net.Listener, cfg *tls.Config) error { return s.eng.ServeTLS(ln, cfg) }
+
+// DefaultEventLoops is engine.DefaultEventLoops: one event loop per two
+// CPUs.
+func DefaultEventLoops() int { return engine.DefaultEventLoops() }
 
 // eventLoops is how many event loops serve a plain listener.
 func (s *Server) eventLoops() int {
 	switch {
-	case !haveEventLoops || s.cfg.EventLoops < 0:
+	case !engine.HaveEventLoops || s.cfg.EventLoops < 0:
 		return 0
 	case s.cfg.EventLoops == 0:
-		return DefaultEventLoops()
+		return engine.DefaultEventLoops()
 	}
 	return s.cfg.EventLoops
 }
 
 // Close stops accepting connections on every listener and closes the open
 // connections.
-func (s *Server) Close() error { return s.closeListeners() }
+func (s *Server) Close() error { return s.eng.Close() }
 
-func (s *Server) accept(conn connection) bool {
+// accept makes a client of a new connection, or returns the refusal its
+// connection answers (protected mode, maxclients).
+func (s *Server) accept(conn connection) (*client, string) {
 	now := s.now()
 	c := &client{
 		conn:    conn,
 		srv:     s,
 		id:      s.nextClientID.Add(1),
-		ident:   identity{addr: conn.RemoteAddr(), created: now},
+		ident:   identity{addr: conn.RemoteAddr(), laddr: conn.LocalAddr(), created: now},
 		session: session{resp: 2},
 		cluster: clusterConn{slot: -1},
-		done:    make(chan struct{}),
-	}
-	if nc := conn.NetConn(); nc != nil {
-		c.ident.laddr = nc.LocalAddr().String()
 	}
 	c.stripe = int(c.id) & (statStripes - 1)
 	c.session.respSeen.Store(2)
@@ -321,7 +339,7 @@ func (s *Server) accept(conn connection) bool {
 		// has no password, on or off.
 		s.users.mu.Unlock()
 		s.stats.rejectedConnections.Add(1)
-		return reject(conn, errProtected)
+		return nil, errProtected.text
 	}
 	c.bind(def)
 	c.setAuthed(def.Enabled() && def.NoPass())
@@ -329,19 +347,27 @@ func (s *Server) accept(conn connection) bool {
 	s.users.mu.Unlock()
 	if !admitted {
 		s.stats.rejectedConnections.Add(1)
-		return reject(conn, errMaxClients)
+		return nil, errMaxClients.text
 	}
-	conn.setClient(c)
 	s.tracking.registerClient(c)
 	s.stats.connections.Add(1)
+	return c, ""
+}
+
+// admit counts c among the open connections unless there are
+// Limits.MaxClients already. It reports whether c was admitted.
+func (s *Server) admit(c *client) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.clients) >= s.limits.MaxClients {
+		return false
+	}
+	s.clients[c] = struct{}{}
 	return true
 }
 
-func (s *Server) closed(conn connection, err error) {
-	c := conn.client()
-	if c == nil {
-		return
-	}
+// closed forgets c, whose connection has ended.
+func (s *Server) closed(c *client, err error) {
 	s.mu.Lock()
 	delete(s.clients, c)
 	s.mu.Unlock()
@@ -352,7 +378,6 @@ func (s *Server) closed(conn connection, err error) {
 	}
 	s.endMonitor(c)
 	s.unsubscribeAll(c)
-	c.endOutbox()
 	s.connectionEnded(c, err)
 }
 
@@ -373,7 +398,7 @@ func (s *Server) connectedClients() []*client {
 	defer s.mu.Unlock()
 	out := make([]*client, 0, len(s.clients))
 	for c := range s.clients {
-		if !c.killed.Load() { // killed: gone, though its goroutine may not have ended yet
+		if !c.killed() { // killed: gone, though its goroutine may not have ended yet
 			out = append(out, c)
 		}
 	}

@@ -179,7 +179,7 @@ func TestCommandAccounting(t *testing.T) {
 func TestDurationsOnTheRealClock(t *testing.T) {
 	srv := New(Config{}, storage.New(storage.Config{}))
 	conn := newFakeConn()
-	require.True(t, srv.accept(conn))
+	require.True(t, srv.acceptFake(conn))
 	before := time.Now()
 	for range 10 {
 		srv.handle(conn, redconCommand(argv("CL.THROTTLE", "k", "100", "10", "1")))
@@ -197,7 +197,7 @@ func TestDurationsOnTheRealClock(t *testing.T) {
 func TestThrottleAllocatesNothing(t *testing.T) {
 	srv := New(Config{}, storage.New(storage.Config{}))
 	conn := newFakeConn()
-	require.True(t, srv.accept(conn))
+	require.True(t, srv.acceptFake(conn))
 	cmd := redconCommand(argv("CL.THROTTLE", "user:1", "100", "10", "1"))
 	srv.handle(conn, cmd)
 	buf := make([]byte, 0, 256)
@@ -214,7 +214,7 @@ func TestThrottleAllocatesNothing(t *testing.T) {
 func BenchmarkThrottleRealClock(b *testing.B) {
 	srv := New(Config{}, storage.New(storage.Config{}))
 	conn := newFakeConn()
-	srv.accept(conn)
+	srv.acceptFake(conn)
 	cmd := redconCommand(argv("CL.THROTTLE", "user:12345", "100", "10", "1"))
 	buf := make([]byte, 0, 256)
 	b.ReportAllocs()
@@ -235,7 +235,7 @@ func BenchmarkThrottleRealClockParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		conn := newFakeConn()
-		srv.accept(conn)
+		srv.acceptFake(conn)
 		args := argv("CL.THROTTLE", "", "100", "10", "1")
 		buf := make([]byte, 0, 256)
 		i := rand.IntN(len(keys))

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/redcell/redcell/engine"
 	"hash/maphash"
 	"slices"
 	"strconv"
@@ -117,10 +118,10 @@ type trackingConn struct {
 	// outbox is the client's outbox once it has one (client.startOutbox),
 	// for the goroutines that push to it: a tracking client's, or a
 	// redirection's target.
-	outbox atomic.Pointer[outbox]
+	outbox atomic.Pointer[engine.Outbox]
 
 	// inBatch is set, on the client's own goroutine, once busy is set for
-	// the batch it runs; conn.flush clears both once its replies are out.
+	// the batch it runs; Pushed clears both once its replies are out.
 	inBatch bool
 	// mu guards busy and pending: while busy, the client's invalidations
 	// wait in pending (trackingTable.deliver).
@@ -166,8 +167,8 @@ func (tr *tracking) lookup(id int64) *client {
 // before it runs another (startTrackingOutbox). BCAST prefixes add to those
 // c had.
 func (tr *tracking) enable(c *client, m *trackingMode) {
-	if c.onLoop {
-		c.batch.leaveLoop, c.batch.leaveAfter = true, true
+	if c.conn.OnLoop() {
+		c.conn.Need(engine.NeedGoroutineAfter)
 	} else {
 		c.startOutbox()
 	}
@@ -392,7 +393,7 @@ func (tr *tracking) deliver(c *client, key []byte, flush bool) {
 		t.pending = append(t.pending, pendingInvalidation{key: string(key), flush: flush})
 	} else if to, msg := tr.message(c, key, flush, nil); msg != nil {
 		if o := to.tracking.outbox.Load(); o != nil {
-			o.push(msg)
+			o.Push(msg)
 		}
 	}
 	t.mu.Unlock()
@@ -516,14 +517,14 @@ func (c *client) writePendingInvalidations() {
 			c.conn.WriteRaw(msg)
 		default:
 			if o := to.tracking.outbox.Load(); o != nil {
-				o.push(msg)
+				o.Push(msg)
 			}
 		}
 	}
 }
 
 // afterReplies ends the client's busy time once its batch's replies are in
-// its outbox (conn.flush): what was held for it goes after them.
+// its outbox (Pushed): what was held for it goes after them.
 func (c *client) afterReplies() {
 	t := &c.tracking
 	t.inBatch = false
@@ -534,7 +535,7 @@ func (c *client) afterReplies() {
 	for _, p := range pending {
 		if to, msg := c.srv.tracking.message(c, []byte(p.key), p.flush, nil); msg != nil {
 			if o := to.tracking.outbox.Load(); o != nil {
-				o.push(msg)
+				o.Push(msg)
 			}
 		}
 	}

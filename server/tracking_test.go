@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redcell/redcell/engine"
 	"github.com/redcell/redcell/internal/testkit"
 )
 
@@ -15,7 +16,7 @@ import (
 // writes through the netpoller); CLIENT's other subcommands run on the loop
 // as before, and CLUSTERX's, admin, still leave it.
 func TestClientTrackingLeavesTheLoopAndTheOtherSubcommandsStay(t *testing.T) {
-	if !haveEventLoops {
+	if !engine.HaveEventLoops {
 		t.Skip("no event loops on this platform")
 	}
 	addr, srv := startServer(t, Config{EventLoops: 1})

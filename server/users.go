@@ -77,6 +77,7 @@ func (c *client) bind(u *acl.User) {
 // connection's own goroutine calls it.
 func (c *client) setAuthed(authed bool) {
 	c.session.authed = authed
+	c.conn.SetAuthenticated(authed) // the reader's limits: Redis 7's before AUTH
 	if authed {
 		c.access.And(^accessUnauthed)
 	} else {
@@ -257,7 +258,6 @@ func (s *Server) userChanged(self *client, name string, u *acl.User) {
 			continue
 		}
 		if c == self {
-			self.batch.closing = true
 			_ = self.conn.Close()
 			continue
 		}

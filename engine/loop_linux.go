@@ -1,6 +1,6 @@
 //go:build linux
 
-package server
+package engine
 
 import (
 	"errors"
@@ -48,20 +48,20 @@ const gatherRounds = 4
 // refusal never use a loop. In durable mode a round's replies wait for one
 // sync of all its changes (commit).
 type eventLoop struct {
-	srv    *Server
+	e      *Engine
 	epfd   int
 	wakefd int
-	conns  map[int32]*conn
+	conns  map[int32]*Conn
 	events []unix.EpollEvent
 	// flushes are the connections with replies to write once the round
 	// of events has run (queueFlush); unsynced is set when one of them
 	// changed state in durable mode, which the round's commit syncs first.
-	flushes  []*conn
+	flushes  []*Conn
 	unsynced bool
 
 	mu      sync.Mutex
-	added   []*conn
-	killed  []*conn
+	added   []*Conn
+	killed  []*Conn
 	stopped bool
 	done    chan struct{}
 
@@ -76,13 +76,13 @@ type loops struct {
 
 // startLoops starts n event loops for s's plain connections, or none if n is
 // 0 or the platform has no epoll. Each runs until stopLoops.
-func (s *Server) startLoops(n int) (*loops, error) {
+func (e *Engine) startLoops(n int) (*loops, error) {
 	if n <= 0 {
 		return nil, nil
 	}
 	ls := &loops{}
 	for range n {
-		l, err := newEventLoop(s)
+		l, err := newEventLoop(e)
 		if err != nil {
 			ls.stop()
 			return nil, err
@@ -96,7 +96,7 @@ func (s *Server) startLoops(n int) (*loops, error) {
 // haveEventLoops: this platform has epoll.
 const haveEventLoops = true
 
-func newEventLoop(s *Server) (*eventLoop, error) {
+func newEventLoop(e *Engine) (*eventLoop, error) {
 	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
@@ -112,10 +112,10 @@ func newEventLoop(s *Server) (*eventLoop, error) {
 		return nil, os.NewSyscallError("epoll_ctl", err)
 	}
 	return &eventLoop{
-		srv:    s,
+		e:      e,
 		epfd:   epfd,
 		wakefd: wakefd,
-		conns:  make(map[int32]*conn),
+		conns:  make(map[int32]*Conn),
 		events: make([]unix.EpollEvent, 128),
 		done:   make(chan struct{}),
 	}, nil
@@ -124,7 +124,7 @@ func newEventLoop(s *Server) (*eventLoop, error) {
 // take moves c into one of the loops, if it can be served by one: a plain
 // TCP connection. It reports false, with c untouched, if not; then c is
 // served by its own goroutine.
-func (ls *loops) take(c *conn) bool {
+func (ls *loops) take(c *Conn) bool {
 	if ls == nil || len(ls.all) == 0 {
 		return false
 	}
@@ -143,9 +143,6 @@ func (ls *loops) take(c *conn) bool {
 	c.loop = l
 	c.nc = nil
 	c.modeMu.Unlock()
-	if cl := c.cl; cl != nil {
-		cl.onLoop = true
-	}
 	l.mu.Lock()
 	l.added = append(l.added, c)
 	l.mu.Unlock()
@@ -203,7 +200,7 @@ func (l *eventLoop) wake() {
 }
 
 // kill has the loop close c, from any goroutine (conn.Abort).
-func (l *eventLoop) kill(c *conn) {
+func (l *eventLoop) kill(c *Conn) {
 	l.mu.Lock()
 	l.killed = append(l.killed, c)
 	l.mu.Unlock()
@@ -227,7 +224,7 @@ func (l *eventLoop) run() {
 func (l *eventLoop) round() (end bool) {
 	defer func() {
 		if v := recover(); v != nil {
-			contain.Record(l.srv.cfg.Logger, "resp", "event loop", v)
+			contain.Record(l.e.logger, "resp", "event loop", v)
 			for i, c := range l.flushes {
 				l.flushes[i] = nil
 				if c.loop == l {
@@ -238,12 +235,12 @@ func (l *eventLoop) round() (end bool) {
 		}
 	}()
 	wait := -1
-	if l.srv.limits.IdleTimeout > 0 && len(l.conns) > 0 {
+	if l.e.limits.IdleTimeout > 0 && len(l.conns) > 0 {
 		wait = loopWaitMillis
 	}
 	n, err := unix.EpollWait(l.epfd, l.events, wait)
 	if err != nil && err != unix.EINTR {
-		l.srv.logError("event loop: epoll_wait failed", err)
+		l.e.logger.Error("event loop: epoll_wait failed", "err", err)
 		n = 0
 	}
 	if l.serveEvents(n) {
@@ -261,7 +258,7 @@ func (l *eventLoop) round() (end bool) {
 		}
 	}
 	l.flushAll()
-	if l.srv.limits.IdleTimeout > 0 {
+	if l.e.limits.IdleTimeout > 0 {
 		l.sweep()
 	}
 	return false
@@ -297,12 +294,12 @@ func (l *eventLoop) takeWork() bool {
 		c.readAt = monoNow()
 		ev := unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLRDHUP, Fd: int32(c.fd)}
 		if err := unix.EpollCtl(l.epfd, unix.EPOLL_CTL_ADD, c.fd, &ev); err != nil {
-			l.srv.logError("event loop: epoll_ctl failed", err)
+			l.e.logger.Error("event loop: epoll_ctl failed", "err", err)
 			l.finish(c, err)
 			continue
 		}
 		l.conns[int32(c.fd)] = c
-		if cl := c.cl; cl != nil && cl.killed.Load() {
+		if c.killed.Load() {
 			l.finish(c, nil) // killed before it was added
 		}
 	}
@@ -316,11 +313,11 @@ func (l *eventLoop) takeWork() bool {
 
 // serve reads what c sent and runs it (runBatch), then closes c, or hands it
 // to a goroutine of its own if it must leave the loop.
-func (l *eventLoop) serve(c *conn) {
+func (l *eventLoop) serve(c *Conn) {
 	c.partialCommand()
 	err := c.rd.Fill()
 	if err == nil {
-		err = l.srv.contained(c, (*Server).runBatch)
+		err = l.e.contained(c, (*Engine).runBatch)
 	}
 	c.readAt = monoNow()
 	switch {
@@ -336,8 +333,8 @@ func (l *eventLoop) serve(c *conn) {
 
 // queueFlush has c's replies written at the end of the round (flushAll),
 // after the round's commit if c changed state in durable mode.
-func (l *eventLoop) queueFlush(c *conn) {
-	if c.cl.batch.unsynced {
+func (l *eventLoop) queueFlush(c *Conn) {
+	if c.need&NeedSync != 0 {
 		l.unsynced = true
 		l.flushes = append(l.flushes, c) // even without replies: commit looks at it
 		return
@@ -360,7 +357,7 @@ func (l *eventLoop) flushAll() {
 		if c.loop != l {
 			continue // closed since
 		}
-		switch err := c.flush(); {
+		switch err := c.Flush(); {
 		case err == errLeaveLoop:
 			l.promote(c)
 		case err != nil:
@@ -385,18 +382,18 @@ func (l *eventLoop) flushAll() {
 // from then on changes are refused (MISCONF, writesRefused).
 func (l *eventLoop) commit() {
 	l.unsynced = false
-	err := l.srv.cfg.Persistence.Sync()
+	err := l.e.cfg.Sync()
 	if err != nil {
-		l.srv.logError("durable write failed; closing the connections unacknowledged", err)
+		l.e.logger.Error("durable write failed; closing the connections unacknowledged", "err", err)
 	}
 	for _, c := range l.flushes {
-		if c.loop != l || !c.cl.batch.unsynced {
+		if c.loop != l || c.need&NeedSync == 0 {
 			continue // closed since, or nothing to sync
 		}
-		c.cl.batch.unsynced = false
+		c.need &^= NeedSync
 		if err != nil {
-			c.cl.batch.closing = true
-			c.drop()
+			c.need |= NeedClose
+			c.Drop()
 			l.finish(c, nil)
 		}
 	}
@@ -412,7 +409,7 @@ func (l *eventLoop) sweep() {
 		return
 	}
 	l.lastSweep = now
-	idle := int64(l.srv.limits.IdleTimeout)
+	idle := int64(l.e.limits.IdleTimeout)
 	for _, c := range l.conns {
 		from := c.readAt
 		if c.partialCommand() {
@@ -428,7 +425,7 @@ func (l *eventLoop) sweep() {
 var errIdle = errors.New("idle timeout")
 
 // finish closes c and ends it as serveConn does.
-func (l *eventLoop) finish(c *conn, err error) {
+func (l *eventLoop) finish(c *Conn, err error) {
 	delete(l.conns, int32(c.fd))
 	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
 	c.modeMu.Lock()
@@ -443,7 +440,7 @@ func (l *eventLoop) finish(c *conn, err error) {
 // promote takes c out of the loop and serves it from a goroutine of its own,
 // through Go's netpoller, from where the loop left it: a command to run
 // again (c.pending), replies not yet written, a refusal to send.
-func (l *eventLoop) promote(c *conn) {
+func (l *eventLoop) promote(c *Conn) {
 	delete(l.conns, int32(c.fd))
 	_ = unix.EpollCtl(l.epfd, unix.EPOLL_CTL_DEL, c.fd, nil)
 	f := os.NewFile(uintptr(c.fd), c.addr)
@@ -455,16 +452,15 @@ func (l *eventLoop) promote(c *conn) {
 	c.nc = nc
 	c.modeMu.Unlock()
 	if err != nil {
-		l.srv.logError("event loop: cannot hand a connection to a goroutine", err)
+		l.e.logger.Error("event loop: cannot hand a connection to a goroutine", "err", err)
 		c.closed = true
 		c.ended(err)
 		return
 	}
-	c.cl.onLoop = false
-	if c.cl.killed.Load() {
+	if c.killed.Load() {
 		_ = nc.Close() // killed while it left: its goroutine ends at once
 	}
-	go l.srv.serveConn(c)
+	go l.e.serveConn(c)
 }
 
 // rawRead reads from a loop's socket for resp.Reader.Fill: no input yet is

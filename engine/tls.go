@@ -1,4 +1,4 @@
-package server
+package engine
 
 import (
 	"crypto/tls"
@@ -16,15 +16,15 @@ const tlsHandshakeTimeout = 10 * time.Second
 // ServeTLS accepts TLS connections on ln until Close, as Serve does plain
 // ones; both may run at once on one Server. cfg usually comes from
 // LoadTLSConfig.
-func (s *Server) ServeTLS(ln net.Listener, cfg *tls.Config) error {
-	return s.serve(tls.NewListener(ln, cfg), false)
+func (e *Engine) ServeTLS(ln net.Listener, cfg *tls.Config) error {
+	return e.serve(tls.NewListener(ln, cfg), false)
 }
 
 // handshake runs a TLS connection's handshake, once, on the connection's own
 // goroutine (the accept loop must not wait on a client), within
 // tlsHandshakeTimeout: a client that connects and says nothing holds a
 // connection no longer than that.
-func (c *conn) handshake() error {
+func (c *Conn) handshake() error {
 	c.handshook = true
 	tc, ok := c.nc.(*tls.Conn)
 	if !ok {
@@ -34,7 +34,7 @@ func (c *conn) handshake() error {
 	err := tc.Handshake()
 	_ = tc.SetDeadline(time.Time{})
 	if err != nil {
-		c.srv.cfg.Logger.Debug("TLS handshake failed", "addr", c.addr, "err", err)
+		c.e.logger.Debug("TLS handshake failed", "addr", c.addr, "err", err)
 	}
 	return err
 }

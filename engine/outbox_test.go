@@ -1,7 +1,8 @@
-package server
+package engine
 
 import (
 	"errors"
+	"io"
 	"sync"
 	"testing"
 	"time"
@@ -32,7 +33,16 @@ func (w *recordingWriter) String() string {
 	return string(w.got)
 }
 
-func waitOutbox(t *testing.T, f *outbox) {
+// newOutbox starts an outbox writing to w with a backlog of limit, for a
+// connection without a network, which Kill only marks.
+func newOutbox(w io.Writer, limit int) (*Outbox, *Conn) {
+	c := &Conn{done: make(chan struct{}), fd: -1}
+	o := &Outbox{c: c, w: w, limit: limit, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go o.run()
+	return o, c
+}
+
+func waitOutbox(t *testing.T, f *Outbox) {
 	t.Helper()
 	select {
 	case <-f.done:
@@ -45,83 +55,78 @@ func waitOutbox(t *testing.T, f *outbox) {
 // stop lets the writer write what is queued before it ends, and nothing is
 // taken after.
 func TestOutboxWritesInOrder(t *testing.T) {
-	tc := newTestClient(t, Config{})
 	var w recordingWriter
-	f := newOutbox(tc.c, &w, 1<<20)
+	f, c := newOutbox(&w, 1<<20)
 	require.True(t, f.pushReplies([]byte("+OK\r\n")))
-	require.True(t, f.push([]byte("one ")))
-	require.True(t, f.push(nil))
+	require.True(t, f.Push([]byte("one ")))
+	require.True(t, f.Push(nil))
 	require.True(t, f.pushReplies([]byte(":1\r\n")))
-	require.True(t, f.push([]byte("two")))
-	f.stop()
+	require.True(t, f.Push([]byte("two")))
+	f.Stop()
 	waitOutbox(t, f)
 	require.Equal(t, "+OK\r\none :1\r\ntwo", w.String())
-	require.False(t, f.push([]byte("late")), "a stopped outbox takes nothing")
-	require.False(t, tc.c.killed.Load(), "stopping is not a disconnection")
+	require.False(t, f.Push([]byte("late")), "a stopped outbox takes nothing")
+	require.False(t, c.Killed(), "stopping is not a disconnection")
 }
 
 // A write that fails (the connection is gone) disconnects the client and
 // ends the writer; the outbox takes nothing after.
 func TestOutboxWriteFailure(t *testing.T) {
-	tc := newTestClient(t, Config{})
 	w := recordingWriter{err: errors.New("connection reset")}
-	f := newOutbox(tc.c, &w, 1<<20)
-	require.True(t, f.push([]byte("lost")))
+	f, c := newOutbox(&w, 1<<20)
+	require.True(t, f.Push([]byte("lost")))
 	waitOutbox(t, f)
-	require.True(t, tc.c.killed.Load())
-	require.False(t, f.push([]byte("more")))
+	require.True(t, c.Killed())
+	require.False(t, f.Push([]byte("more")))
 }
 
 // The backlog counts what waits unwritten, not what was written: a client
 // that keeps up may be sent any amount.
 func TestOutboxBacklogCountsWhatWaits(t *testing.T) {
-	tc := newTestClient(t, Config{})
 	var w recordingWriter
-	f := newOutbox(tc.c, &w, 100)
+	f, c := newOutbox(&w, 100)
 	chunk := make([]byte, 60)
 	for i := range 50 {
-		require.True(t, f.push(chunk), "push %d", i)
+		require.True(t, f.Push(chunk), "push %d", i)
 		require.Eventually(t, func() bool { return len(w.String()) == 60*(i+1) }, 10*time.Second, time.Millisecond)
 	}
-	require.False(t, tc.c.killed.Load())
-	f.stop()
+	require.False(t, c.Killed())
+	f.Stop()
 	waitOutbox(t, f)
 }
 
 // An outbox's backlog is the output limit, or the default one without it.
 func TestOutboxBacklog(t *testing.T) {
-	require.Equal(t, 64<<10, newTestClient(t, Config{Limits: Limits{MaxOutput: 64 << 10}}).srv.outboxBacklog())
-	require.Equal(t, DefaultMaxOutput, newTestClient(t, Config{Limits: Limits{MaxOutput: -1}}).srv.outboxBacklog())
+	require.Equal(t, 64<<10, Limits{MaxOutput: 64 << 10}.OutboxBacklog())
+	require.Equal(t, DefaultMaxOutput, Limits{MaxOutput: -1}.OutboxBacklog())
 }
 
 // While held, what others push waits for the connection's next replies and
 // follows them: a reply still unsent when the hold began (MONITOR's +OK)
 // reaches the client first.
 func TestOutboxHold(t *testing.T) {
-	tc := newTestClient(t, Config{})
 	var w recordingWriter
-	f := newOutbox(tc.c, &w, 1<<20)
+	f, _ := newOutbox(&w, 1<<20)
 	require.True(t, f.pushReplies([]byte("earlier\r\n")))
-	f.hold()
-	require.True(t, f.push([]byte("line 1\r\n")))
-	require.True(t, f.push([]byte("line 2\r\n")))
+	f.Hold()
+	require.True(t, f.Push([]byte("line 1\r\n")))
+	require.True(t, f.Push([]byte("line 2\r\n")))
 	require.Eventually(t, func() bool { return w.String() == "earlier\r\n" }, 10*time.Second, time.Millisecond)
 	require.True(t, f.pushReplies([]byte("+OK\r\n")))
-	require.True(t, f.push([]byte("line 3\r\n")), "the hold ended with the replies")
-	f.stop()
+	require.True(t, f.Push([]byte("line 3\r\n")), "the hold ended with the replies")
+	f.Stop()
 	waitOutbox(t, f)
 	require.Equal(t, "earlier\r\n+OK\r\nline 1\r\nline 2\r\nline 3\r\n", w.String())
 }
 
 // What waits aside counts against the backlog too.
 func TestOutboxHoldCountsAgainstTheBacklog(t *testing.T) {
-	tc := newTestClient(t, Config{})
 	var w recordingWriter
-	f := newOutbox(tc.c, &w, 100)
-	f.hold()
-	require.True(t, f.push(make([]byte, 60)))
-	require.False(t, f.push(make([]byte, 60)))
-	require.True(t, tc.c.killed.Load())
+	f, c := newOutbox(&w, 100)
+	f.Hold()
+	require.True(t, f.Push(make([]byte, 60)))
+	require.False(t, f.Push(make([]byte, 60)))
+	require.True(t, c.Killed())
 	waitOutbox(t, f)
 	require.Empty(t, w.String())
 }

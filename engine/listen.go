@@ -1,4 +1,4 @@
-package server
+package engine
 
 import (
 	"errors"
@@ -10,12 +10,12 @@ import (
 // listener is a listener being served, with the connections it accepted.
 type listener struct {
 	net.Listener
-	srv *Server
+	e *Engine
 	// live counts the connections whose goroutine has yet to end: Serve
 	// waits for them, so that no command runs after it returns.
 	live  sync.WaitGroup
 	mu    sync.Mutex
-	conns map[*conn]struct{} // open connections, closed by serve at the end
+	conns map[*Conn]struct{} // open connections, closed by serve at the end
 }
 
 // Accept returns the next connection. Errors other than a closed listener
@@ -30,7 +30,7 @@ func (l *listener) Accept() (net.Conn, error) {
 			return c, err
 		}
 		pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-		l.srv.cfg.Logger.Warn("accept failed; retrying", "err", err, "pause", pause)
+		l.e.logger.Warn("accept failed; retrying", "err", err, "pause", pause)
 		time.Sleep(pause)
 	}
 }
@@ -39,23 +39,23 @@ func (l *listener) Accept() (net.Conn, error) {
 // if plain says its connections are plain sockets and loops are on
 // (eventLoops), or else by its own goroutine (serveConn). When it returns every connection it accepted has
 // been closed and its goroutine has ended, so no command runs after it.
-func (s *Server) serve(ln net.Listener, plain bool) error {
-	l := &listener{Listener: ln, srv: s, conns: make(map[*conn]struct{})}
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
+func (e *Engine) serve(ln net.Listener, plain bool) error {
+	l := &listener{Listener: ln, e: e, conns: make(map[*Conn]struct{})}
+	e.mu.Lock()
+	if e.stopped {
+		e.mu.Unlock()
 		_ = ln.Close()
 		return nil
 	}
-	s.listeners = append(s.listeners, l)
-	s.mu.Unlock()
+	e.listeners = append(e.listeners, l)
+	e.mu.Unlock()
 	var lp *loops
 	var err error
-	if plain {
-		lp, err = s.startLoops(s.eventLoops())
+	if plain && haveEventLoops {
+		lp, err = e.startLoops(e.cfg.EventLoops)
 	}
 	if err != nil {
-		s.logError("event loops unavailable; a goroutine serves each connection", err)
+		e.logger.Error("event loops unavailable; a goroutine serves each connection", "err", err)
 	}
 	for {
 		nc, aerr := l.Accept()
@@ -63,8 +63,8 @@ func (s *Server) serve(ln net.Listener, plain bool) error {
 			err = aerr
 			break
 		}
-		c := newConn(s, nc)
-		if !s.accept(c) {
+		c := newConn(e, nc)
+		if !e.accept(c) {
 			_ = nc.Close()
 			continue
 		}
@@ -77,7 +77,7 @@ func (s *Server) serve(ln net.Listener, plain bool) error {
 		if c.refusal == "" && lp.take(c) {
 			continue
 		}
-		go s.serveConn(c)
+		go e.serveConn(c)
 	}
 	l.closeConns()
 	l.live.Wait()
@@ -88,13 +88,13 @@ func (s *Server) serve(ln net.Listener, plain bool) error {
 	return err
 }
 
-func (l *listener) track(c *conn) {
+func (l *listener) track(c *Conn) {
 	l.mu.Lock()
 	l.conns[c] = struct{}{}
 	l.mu.Unlock()
 }
 
-func (l *listener) untrack(c *conn) {
+func (l *listener) untrack(c *Conn) {
 	l.mu.Lock()
 	delete(l.conns, c)
 	l.mu.Unlock()
@@ -108,7 +108,7 @@ func (l *listener) closeConns() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for c := range l.conns {
-		if cl := c.cl; cl == nil || !cl.kill() {
+		if !c.Kill() {
 			c.Abort()
 		}
 	}
@@ -116,12 +116,12 @@ func (l *listener) closeConns() {
 
 // closeListeners closes every listener being served, and any Serve called
 // later returns at once. Each serve then closes its connections.
-func (s *Server) closeListeners() error {
-	s.mu.Lock()
-	s.stopped = true
-	listeners := s.listeners
-	s.listeners = nil
-	s.mu.Unlock()
+func (e *Engine) closeListeners() error {
+	e.mu.Lock()
+	e.stopped = true
+	listeners := e.listeners
+	e.listeners = nil
+	e.mu.Unlock()
 	var err error
 	for _, l := range listeners {
 		if cerr := l.Listener.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
@@ -129,16 +129,4 @@ func (s *Server) closeListeners() error {
 		}
 	}
 	return err
-}
-
-// admit counts c among the open connections unless there are
-// Limits.MaxClients already. It reports whether c was admitted.
-func (s *Server) admit(c *client) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.clients) >= s.limits.MaxClients {
-		return false
-	}
-	s.clients[c] = struct{}{}
-	return true
 }

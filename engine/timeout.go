@@ -1,4 +1,4 @@
-package server
+package engine
 
 import (
 	"net"
@@ -22,7 +22,7 @@ const writeChunk = 64 << 10
 // connection, and the server's buffer for its command, for ever; Redis
 // closes such a client too, as its query buffer stops growing for long
 // enough.
-func (c *conn) read() error {
+func (c *Conn) read() error {
 	if !c.handshook {
 		if err := c.handshake(); err != nil {
 			return err
@@ -31,7 +31,7 @@ func (c *conn) read() error {
 	if c.idle <= 0 {
 		return c.rd.Fill()
 	}
-	if c.outbox != nil && (c.cl.monitor.on.Load() || c.cl.subscribed()) {
+	if c.idleExempt {
 		// Monitors and subscribers, as Redis's, are not subject to the
 		// timeout: they only read.
 		_ = c.nc.SetReadDeadline(time.Time{})
@@ -50,7 +50,7 @@ func (c *conn) read() error {
 // partialCommand reports whether part of a command is buffered, and keeps
 // cmdStart, when it began arriving: the read before the latest if its first
 // byte came with the latest.
-func (c *conn) partialCommand() bool {
+func (c *Conn) partialCommand() bool {
 	n, sinceLastRead := c.rd.Pending()
 	if n > 0 && sinceLastRead {
 		c.cmdStart = c.readAt
@@ -68,7 +68,7 @@ func monoNow() int64 { return int64(time.Since(monoStart)) }
 // write sends a batch's replies, all at once (flush).
 // From an event loop, what the socket does not take at once is left for
 // the goroutine the connection leaves for.
-func (c *conn) write(b []byte) (int, error) {
+func (c *Conn) write(b []byte) (int, error) {
 	if c.loop != nil {
 		n, err := rawWrite(c.fd, b)
 		if err == nil && n < len(b) {

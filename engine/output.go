@@ -1,4 +1,4 @@
-package server
+package engine
 
 import (
 	"encoding/binary"
@@ -23,49 +23,49 @@ type outputTotal struct {
 
 // The writers append redcon's encoding of a reply to out.
 
-func (c *conn) WriteError(msg string) {
+func (c *Conn) WriteError(msg string) {
 	if c.room(len(msg) + 3) {
 		c.out = redcon.AppendError(c.out, msg)
 	}
 }
 
-func (c *conn) WriteString(s string) {
+func (c *Conn) WriteString(s string) {
 	if c.room(len(s) + 3) {
 		c.out = redcon.AppendString(c.out, s)
 	}
 }
 
-func (c *conn) WriteBulk(b []byte) {
+func (c *Conn) WriteBulk(b []byte) {
 	if c.room(intSize(int64(len(b))) + len(b) + 2) {
 		c.out = redcon.AppendBulk(c.out, b)
 	}
 }
 
-func (c *conn) WriteBulkString(s string) {
+func (c *Conn) WriteBulkString(s string) {
 	if c.room(intSize(int64(len(s))) + len(s) + 2) {
 		c.out = redcon.AppendBulkString(c.out, s)
 	}
 }
 
-func (c *conn) WriteInt64(n int64) {
+func (c *Conn) WriteInt64(n int64) {
 	if c.room(intSize(n)) {
 		c.out = redcon.AppendInt(c.out, n)
 	}
 }
 
-func (c *conn) WriteArray(n int) {
+func (c *Conn) WriteArray(n int) {
 	if c.room(intSize(int64(n))) {
 		c.out = redcon.AppendArray(c.out, n)
 	}
 }
 
-func (c *conn) WriteNull() {
+func (c *Conn) WriteNull() {
 	if c.room(5) {
 		c.out = redcon.AppendNull(c.out)
 	}
 }
 
-func (c *conn) WriteRaw(b []byte) {
+func (c *Conn) WriteRaw(b []byte) {
 	if c.room(len(b)) {
 		c.out = append(c.out, b...)
 	}
@@ -75,7 +75,7 @@ func (c *conn) WriteRaw(b []byte) {
 // exact size, after encoding it: five WriteInt64 behind a WriteArray, each
 // with its own room check, intSize and redcon's encoder, cost a decision
 // about 700 instructions (callgrind, BenchmarkConnBatch), a quarter of it.
-func (c *conn) WriteInts(v [5]int64) {
+func (c *Conn) WriteInts(v [5]int64) {
 	if c.closed {
 		return
 	}
@@ -89,6 +89,14 @@ func (c *conn) WriteInts(v [5]int64) {
 		return // as room(n) would have it: dropped, the connection closed
 	}
 	c.out = c.out[:start+n]
+}
+
+// AppendInts appends the RESP array of the five integers v to b, as
+// WriteInts encodes it: a decision's reply, for whoever writes one
+// elsewhere (a test's connection).
+func AppendInts(b []byte, v [5]int64) []byte {
+	var buf [intsRoom]byte
+	return append(b, buf[:putInts(&buf, v)]...)
 }
 
 // intsRoom is the most bytes putInts writes: the array's header, five of
@@ -154,11 +162,11 @@ var smallInts = func() (t [1000]uint64) {
 	return t
 }()
 
-func (c *conn) DeferArray() int { return len(c.out) }
+func (c *Conn) DeferArray() int { return len(c.out) }
 
 // SetDeferredArray inserts the header of an array of n elements at mark,
 // moving the elements written since after it: one copy of the reply, once.
-func (c *conn) SetDeferredArray(mark, n int) {
+func (c *Conn) SetDeferredArray(mark, n int) {
 	var b [24]byte
 	hdr := redcon.AppendArray(b[:0], n)
 	if mark > len(c.out) || !c.room(len(hdr)) {
@@ -181,7 +189,7 @@ func (c *conn) SetDeferredArray(mark, n int) {
 // of outputAllowance: past the total, the client whose replies would pass
 // it is the one closed, as Redis's maxmemory-clients closes the client that
 // uses the most.
-func (c *conn) room(n int) bool {
+func (c *Conn) room(n int) bool {
 	if size := int64(len(c.out) + n); size <= c.roomLeft && !c.closed {
 		return true // the common case: one comparison
 	}
@@ -190,7 +198,7 @@ func (c *conn) room(n int) bool {
 
 // makeRoom is room's slow path: a closed connection, or a reply past this
 // client's allowance of the total or near its own limit.
-func (c *conn) makeRoom(n int) bool {
+func (c *Conn) makeRoom(n int) bool {
 	defer c.setRoomLeft()
 	if c.closed {
 		return false
@@ -212,16 +220,14 @@ func (c *conn) makeRoom(n int) bool {
 	return true
 }
 
-func (c *conn) refuseOutput(msg string, limit int64) {
-	if cl := c.cl; cl != nil {
-		cl.batch.closing = true
-		cl.srv.cfg.Logger.Warn(msg, "addr", cl.ident.addr, "id", cl.id, "limit", limit)
-	}
-	c.drop()
+func (c *Conn) refuseOutput(msg string, limit int64) {
+	c.need |= NeedClose
+	c.e.logger.Warn(msg, "addr", c.addr, "limit", limit)
+	c.Drop()
 }
 
 // uncount gives back the connection's share of the total.
-func (c *conn) uncount() {
+func (c *Conn) uncount() {
 	if c.counted > 0 {
 		c.total.used.Add(-c.counted)
 		c.counted = 0
@@ -232,7 +238,7 @@ func (c *conn) uncount() {
 // setRoomLeft sets roomLeft, the reply size up to which room needs no more
 // than one comparison: the client's own limit, and its allowance of the
 // total plus what it has counted.
-func (c *conn) setRoomLeft() {
+func (c *Conn) setRoomLeft() {
 	left := int64(math.MaxInt64)
 	if c.maxOutput > 0 {
 		left = c.maxOutput
