@@ -3,8 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"math"
-	"math/bits"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,56 +12,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Options configure a Client. The zero Options are ready for production:
-// the refusal cache on, a 20 ms timeout, and the local limiter as the
-// fallback, each process allowing the whole limit.
-type Options struct {
-	// Timeout bounds each call to the server; a call that takes longer is
-	// answered by the fallback, and the server is tried again in the
-	// background until it answers. The default is 20 ms (the budget
-	// Envoy's and Sentinel's rate limit clients give theirs).
-	Timeout time.Duration
-	// Fallback is how calls are answered while the server cannot be
-	// reached. The default is FallbackLocal.
-	Fallback Fallback
-	// Instances is how many processes share the limits: FallbackLocal
-	// gives each a 1/Instances share of a limit (rate and burst) while the
-	// server is away. The default is 1.
-	Instances int
-	// CacheSize is the most keys the refusal cache holds, the oldest
-	// evicted first; a negative size turns the cache off. The fallback
-	// limiter holds as many. The default is 10,000.
-	CacheSize int
-}
-
-// Defaults of Options.
-const (
-	DefaultTimeout   = 20 * time.Millisecond
-	DefaultCacheSize = 10_000
-)
-
 // probeInterval is how often a node that did not answer is tried again
 // (with PING, in the background) while calls to it are answered by the
 // fallback; probeTimeout bounds each try.
 const (
 	probeInterval = 50 * time.Millisecond
 	probeTimeout  = time.Second
-)
-
-// Fallback is how a call is answered while the server cannot be reached
-// within Options.Timeout. Every such decision is marked Local.
-type Fallback int
-
-const (
-	// FallbackLocal decides locally, by GCRA, with a 1/Options.Instances
-	// share of the limit: its rate and its burst (at least one call),
-	// per key, in this process.
-	FallbackLocal Fallback = iota
-	// FallbackOpen allows every call: an outage of the limiter is not an
-	// outage of the service.
-	FallbackOpen
-	// FallbackClosed refuses every call, with a RetryAfter of a second.
-	FallbackClosed
 )
 
 // Client decides rate limits on redcell (or Redis with the redis-cell
@@ -363,136 +317,7 @@ func callerError(ctx context.Context, err error) bool {
 	return false
 }
 
-// markDown sends n's calls to the fallback until a probe finds it answering
-// again: one PING every probeInterval, in the background, so that callers
-// do not wait out the timeout meanwhile.
-func (c *Client) markDown(n *node) {
-	if !n.down.CompareAndSwap(false, true) {
-		return
-	}
-	c.stats.outages.Add(1)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		tick := time.NewTicker(probeInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-c.stop:
-				return
-			case <-tick.C:
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-			err := n.ping(ctx)
-			cancel()
-			if err == nil {
-				n.down.Store(false)
-				return
-			}
-		}
-	}()
-}
-
-// fallback decides a call the server did not answer (Options.Fallback). A
-// local limiter charges n at its share of the rate (Options.Instances),
-// not at the whole rate's increment the caller computed.
-func (c *Client) fallback(ctx context.Context, key string, r *rate, n int64) (Decision, error) {
-	if errors.Is(ctx.Err(), context.Canceled) {
-		return Decision{}, ctx.Err()
-	}
-	c.stats.fallbacks.Add(1)
-	switch c.opt.Fallback {
-	case FallbackOpen:
-		return Decision{Allowed: true, Limit: r.limit(), Remaining: max(0, r.limit()-n), Local: true}, nil
-	case FallbackClosed:
-		return Decision{Limit: r.limit(), RetryAfter: time.Second, Local: true}, nil
-	}
-	share := r.share(int64(c.opt.Instances))
-	inc := share.ei * n
-	if n != 0 && inc/n != share.ei {
-		inc = math.MaxInt64 / 2
-	}
-	now := c.now()
-	var d Decision
-	c.local.update(key, func(tat int64, _ bool) (int64, bool) {
-		var next int64
-		d, next = gcraDecide(&share, tat, now, inc)
-		return next, d.Allowed && inc > 0
-	})
-	d.Local = true
-	return d, nil
-}
-
-// share is r for one of instances processes: instances times slower, and a
-// burst of (Burst+1)/instances calls, at least one.
-func (r *rate) share(instances int64) rate {
-	s := *r
-	if instances <= 1 {
-		return s
-	}
-	hi, lo := bits.Mul64(uint64(r.ei), uint64(instances))
-	if hi != 0 || lo > math.MaxInt64/2 {
-		lo = math.MaxInt64 / 2
-	}
-	s.ei = int64(lo)
-	s.burst = max(1, r.limit()/instances) - 1
-	hi, lo = bits.Mul64(uint64(s.ei), uint64(s.burst)+1)
-	if hi != 0 || lo > math.MaxInt64/2 {
-		lo = math.MaxInt64 / 2
-	}
-	s.dvt = int64(lo)
-	return s
-}
-
 // args are r's burst, count and period as CL.THROTTLE is sent them.
 func (r *rate) args() [3]string {
 	return [3]string{strconv.FormatInt(r.burst, 10), strconv.FormatInt(r.count, 10), strconv.FormatInt(r.period, 10)}
-}
-
-// Stats are a Client's counts since it was made.
-type Stats struct {
-	// Decisions counts the calls answered (Allow and AllowN).
-	Decisions int64
-	// ServerCalls counts the CL.THROTTLE round trips made.
-	ServerCalls int64
-	// CacheHits counts the refusals answered from the cache: the round
-	// trips saved.
-	CacheHits int64
-	// Reads counts the keys' states read on tracking connections, once
-	// each after the server refused them.
-	Reads int64
-	// Fallbacks counts the calls the fallback answered, and Outages the
-	// times a node stopped answering.
-	Fallbacks, Outages int64
-	// Invalidations counts the cached keys dropped because the server said
-	// they changed (or flushed, or its tracking connection was lost), and
-	// Evictions those dropped for room.
-	Invalidations, Evictions int64
-	// TrackingConnects counts the tracking connections made (one a node,
-	// and one each time one was lost).
-	TrackingConnects int64
-	// Cached is how many keys the cache holds now.
-	Cached int
-}
-
-// counters are the Stats, kept.
-type counters struct {
-	decisions, serverCalls, cacheHits, fetches atomic.Int64
-	fallbacks, outages                         atomic.Int64
-	invalidations, evictions, trackerConnects  atomic.Int64
-}
-
-// Stats returns the client's counts.
-func (c *Client) Stats() Stats {
-	s := Stats{
-		Decisions: c.stats.decisions.Load(), ServerCalls: c.stats.serverCalls.Load(),
-		CacheHits: c.stats.cacheHits.Load(), Reads: c.stats.fetches.Load(),
-		Fallbacks: c.stats.fallbacks.Load(), Outages: c.stats.outages.Load(),
-		Invalidations: c.stats.invalidations.Load(), Evictions: c.stats.evictions.Load(),
-		TrackingConnects: c.stats.trackerConnects.Load(),
-	}
-	if c.cache != nil {
-		s.Cached = c.cache.len()
-	}
-	return s
 }

@@ -12,7 +12,6 @@
 package replication
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -213,73 +212,9 @@ func (n *Node) setReplica(replica bool) {
 // DefaultMinReplicasMaxLag is Redis's min-replicas-max-lag default.
 const DefaultMinReplicasMaxLag = 10 * time.Second
 
-// SetMinReplicas sets min-replicas-to-write and min-replicas-max-lag
-// (CONFIG SET), and at once whether writes are refused by them.
-func (n *Node) SetMinReplicas(count int, maxLag time.Duration) {
-	n.minReplicas.Store(int64(count))
-	n.minLag.Store(int64(maxLag))
-	n.RefreshGoodReplicas()
-}
-
-// MinReplicas returns min-replicas-to-write and min-replicas-max-lag.
-func (n *Node) MinReplicas() (count int, maxLag time.Duration) {
-	return int(n.minReplicas.Load()), time.Duration(n.minLag.Load())
-}
-
-// GoodReplicas is how many replicas were good at the last
-// RefreshGoodReplicas: INFO's min_slaves_good_slaves.
-func (n *Node) GoodReplicas() int { return int(n.goodReplicas.Load()) }
-
-// RefreshGoodReplicas counts the replicas online whose last
-// acknowledgement is at most min-replicas-max-lag old, now, and sets
-// RefuseFewReplicas from the count, as Redis's refreshGoodSlavesCount; it
-// runs on every change of the settings, of the role and of the links, on
-// every acknowledgement, and every WatchReplicasInterval
-// (WatchGoodReplicas), so that a replica gone silent counts as gone within
-// the lag and that interval.
-func (n *Node) RefreshGoodReplicas() {
-	want, lag := n.minReplicas.Load(), time.Duration(n.minLag.Load())
-	if want <= 0 || lag <= 0 {
-		n.goodReplicas.Store(0)
-		n.refusing.And(^RefuseFewReplicas)
-		return
-	}
-	now := n.cfg.Now().UnixNano()
-	n.mu.Lock()
-	good := int64(0)
-	for l := range n.links {
-		if l.state.Load() == "online" && time.Duration(now-l.ackedAt.Load()) <= lag {
-			good++
-		}
-	}
-	replica := n.upstream != nil
-	n.mu.Unlock()
-	n.goodReplicas.Store(good)
-	if !replica && good < want {
-		n.refusing.Or(RefuseFewReplicas)
-	} else {
-		n.refusing.And(^RefuseFewReplicas)
-	}
-}
-
 // WatchReplicasInterval is how often WatchGoodReplicas counts the good
 // replicas (Redis: once a second, in its replicationCron).
 const WatchReplicasInterval = 100 * time.Millisecond
-
-// WatchGoodReplicas runs RefreshGoodReplicas every WatchReplicasInterval
-// until ctx ends.
-func (n *Node) WatchGoodReplicas(ctx context.Context) {
-	t := time.NewTicker(WatchReplicasInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			n.RefreshGoodReplicas()
-		}
-	}
-}
 
 // SetPriority sets replica-priority, which INFO reports for Sentinel: 0
 // means never promote.
@@ -398,85 +333,6 @@ func (n *Node) Close() {
 	n.stopFeedLocked()
 	n.dropLinksLocked()
 	n.mu.Unlock()
-}
-
-// Status is what INFO replication and ROLE report.
-type Status struct {
-	Replica bool
-	ReplID  string
-	ReplID2 string
-	// Offset is master_repl_offset: the stream's end. Offset2 is
-	// second_repl_offset, -1 without a previous master.
-	Offset, Offset2 int64
-	BacklogActive   bool
-	BacklogSize     int
-	BacklogFirst    int64 // repl_backlog_first_byte_offset
-	BacklogLen      int64 // repl_backlog_histlen
-	Replicas        []ReplicaStatus
-	Priority        int64
-	// SyncFull, SyncPartialOK and SyncPartialErr count the PSYNCs this
-	// node served as a master, as Redis's INFO stats: answered with a full
-	// resynchronization, continued, or asked to continue and refused.
-	SyncFull, SyncPartialOK, SyncPartialErr int64
-
-	// While a replica:
-	MasterHost string
-	MasterPort int
-	// LinkUp is master_link_status:up; LinkDownSince when it went down (or
-	// the node became a replica); LastIO the last byte from the master.
-	LinkUp         bool
-	LinkDownSince  time.Time
-	LastIO         time.Time
-	SyncInProgress bool
-	// State is ROLE's: connect, connecting, sync or connected.
-	State string
-}
-
-// ReplicaStatus is one connected replica, as INFO's slaveN line.
-type ReplicaStatus struct {
-	IP     string
-	Port   int
-	State  string // wait_bgsave, send_bulk or online
-	Offset int64  // the offset it last acknowledged
-	Lag    time.Duration
-}
-
-// Offset is the end of the stream this node holds: what it has applied as a
-// replica, master_repl_offset as a master.
-func (n *Node) Offset() int64 {
-	n.streamMu.Lock()
-	defer n.streamMu.Unlock()
-	_, end := n.backlog.offsets()
-	return end
-}
-
-// Status returns the node's replication status at now.
-func (n *Node) Status() Status {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.streamMu.Lock()
-	first, end := n.backlog.offsets()
-	st := Status{Replica: n.upstream != nil, ReplID: n.replID, ReplID2: n.replID2, Offset: end,
-		Offset2: n.offset2, BacklogSize: n.cfg.BacklogSize, BacklogFirst: first + 1,
-		BacklogLen: end - first, Priority: n.priority.Load(),
-		SyncFull: n.syncFull.Load(), SyncPartialOK: n.syncPartialOK.Load(), SyncPartialErr: n.syncPartialErr.Load()}
-	n.streamMu.Unlock()
-	st.BacklogActive = n.backlog.active()
-	if st.ReplID2 == "" {
-		st.ReplID2 = "0000000000000000000000000000000000000000"
-	}
-	if !st.BacklogActive {
-		st.BacklogFirst, st.BacklogLen = 0, 0
-	}
-	now := n.cfg.Now()
-	for l := range n.links {
-		st.Replicas = append(st.Replicas, l.status(now))
-	}
-	sortReplicas(st.Replicas)
-	if u := n.upstream; u != nil {
-		u.fill(&st)
-	}
-	return st
 }
 
 // addr joins host and port as net.JoinHostPort does.

@@ -4,13 +4,14 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/redcell/redcell/gcra"
-	"github.com/redcell/redcell/internal/statecodec"
-	"github.com/redcell/redcell/rdb"
 	"io"
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/statecodec"
+	"github.com/redcell/redcell/rdb"
 )
 
 // How a replica loads its master's snapshot: the RDB that follows

@@ -17,7 +17,9 @@ import (
 	"github.com/redcell/redcell/window"
 )
 
-// Client-facing error replies, every one of them, in one place. Each is a
+// Client-facing error replies, every one of them, in one place: this file is
+// long on purpose, a table of texts read side by side with Redis's, which a
+// split by topic would scatter. Each is a
 // replyError: its text, with its Redis prefix and, where Redis has one,
 // Redis's exact wording, so clients that match on error text behave as they
 // do against Redis; and its kind, which the error counters
