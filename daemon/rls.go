@@ -9,14 +9,13 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/redcell/redcell/admission"
-	"github.com/redcell/redcell/engine"
-
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/redcell/redcell/admission"
 	"github.com/redcell/redcell/cluster"
 	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/engine"
 	"github.com/redcell/redcell/rls"
 )
 

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcell/redcell/gcra/gcratest"
-
 	"github.com/stretchr/testify/require"
+
+	"github.com/redcell/redcell/gcra/gcratest"
 )
 
 // The built binary, driven by redis-cli on the real clock: every step of

@@ -23,7 +23,6 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/admission"
-
 	"github.com/redcell/redcell/storage"
 )
 

@@ -49,6 +49,25 @@ func (c *client) stored(cond admission.Refusal, key []byte) bool {
 	return true
 }
 
+// decide is admit, decide, then stored, for a limiter whose store call
+// takes a dry flag (CL.RESERVE, CL.WINDOW, CL.COUNT): run makes the
+// decision on key, dry under a conditional refusal, and reports whether it
+// stored (or would have); its error is answered as errReply words it. It
+// reports whether the decision stands, answered by the caller; false: it
+// was answered here (a refusal, an error).
+func (c *client) decide(key []byte, quantity int64, errReply func(error) replyError, run func(dry bool) (stored bool, err error)) bool {
+	cond, ok := c.admit(key, quantity)
+	if !ok {
+		return false
+	}
+	stored, err := run(cond != admission.Admitted)
+	if err != nil {
+		c.writeError(errReply(err))
+		return false
+	}
+	return !stored || c.stored(cond, key)
+}
+
 // writeAdmitted is admit for a change that is not a decision (DEL,
 // FLUSHALL): it answers a refusal, conditional or not, and reports false.
 func (c *client) writeAdmitted() bool {

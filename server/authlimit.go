@@ -1,12 +1,12 @@
 package server
 
 import (
-	"github.com/redcell/redcell/engine"
 	"net"
 	"net/netip"
 	"sync"
 	"time"
 
+	"github.com/redcell/redcell/engine"
 	"github.com/redcell/redcell/gcra"
 )
 

@@ -1,12 +1,12 @@
 package server
 
 import (
-	"github.com/redcell/redcell/engine"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/redcell/redcell/acl"
+	"github.com/redcell/redcell/engine"
 	"github.com/redcell/redcell/replication"
 	"github.com/redcell/redcell/storage"
 )

@@ -3,19 +3,15 @@ package server
 import (
 	"time"
 
-	"github.com/redcell/redcell/admission"
-
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/window"
 )
 
 // countFamily is CL.COUNT, for the command table (newCommandTable).
 func countFamily() []*command {
-	cmd := limiterCommand("cl.count", -3, 4, "generic", "0.1.0", "O(1)",
+	return []*command{limiterCommand("cl.count", -3, 4, 3, "generic", "0.1.0", "O(1)",
 		"Counts hits in a fixed window of window seconds aligned to the epoch, over-limit hits included, as envoyproxy/ratelimit's INCRBY does.",
-		cmdCount)
-	cmd.peekArg = 3 // hits 0: a peek
-	return []*command{cmd}
+		cmdCount)}
 }
 
 // CL.COUNT key window [hits]
@@ -46,16 +42,11 @@ func cmdCount(c *client, args [][]byte, now time.Time) {
 		c.writeError(windowError(err))
 		return
 	}
-	cond, ok := c.admit(args[1], hits)
-	if !ok {
-		return
-	}
-	t, stored, err := c.ks.Count(args[1], spec, gcra.InstantOf(now), cond != admission.Admitted)
-	if err != nil {
-		c.writeError(windowError(err))
-		return
-	}
-	if stored && !c.stored(cond, args[1]) {
+	var t window.Tally
+	if !c.decide(args[1], hits, windowError, func(dry bool) (stored bool, err error) {
+		t, stored, err = c.ks.Count(args[1], spec, gcra.InstantOf(now), dry)
+		return stored, err
+	}) {
 		return
 	}
 	c.writeArray(2)

@@ -4,14 +4,13 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/admission"
-
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/storage"
 )
 
 // gcraFamily is GCRA, for the command table (newCommandTable).
 func gcraFamily() []*command {
-	return []*command{limiterCommand("gcra", -5, 7, "string", "8.8.0", "O(1)",
+	return []*command{limiterCommand("gcra", -5, 7, 0, "string", "8.8.0", "O(1)",
 		"Rate-limits a key by GCRA as Redis's GCRA command: a float period, durations rounded up to seconds.",
 		cmdGCRA)}
 }

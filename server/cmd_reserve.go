@@ -4,18 +4,14 @@ import (
 	"math"
 	"time"
 
-	"github.com/redcell/redcell/admission"
-
 	"github.com/redcell/redcell/gcra"
 )
 
 // reserveFamily is CL.RESERVE, for the command table (newCommandTable).
 func reserveFamily() []*command {
-	cmd := limiterCommand("cl.reserve", -5, 8, "generic", "0.1.0", "O(1)",
+	return []*command{limiterCommand("cl.reserve", -5, 8, 5, "generic", "0.1.0", "O(1)",
 		"Reserves the next slot of a key's rate and returns how long to wait before acting, up to MAXWAIT milliseconds.",
-		cmdReserve)
-	cmd.peekArg = 5 // quantity 0: a peek
-	return []*command{cmd}
+		cmdReserve)}
 }
 
 // CL.RESERVE key max_burst count period [quantity] [MAXWAIT milliseconds]
@@ -39,16 +35,11 @@ func cmdReserve(c *client, args [][]byte, now time.Time) {
 		c.writeError(throttleError(err))
 		return
 	}
-	cond, ok := c.admit(args[1], quantity)
-	if !ok {
-		return
-	}
-	res, stored, err := c.ks.Reserve(args[1], rate, gcra.InstantOf(now), maxWait, cond != admission.Admitted)
-	if err != nil {
-		c.writeError(throttleError(err))
-		return
-	}
-	if stored && !c.stored(cond, args[1]) {
+	var res gcra.Reservation
+	if !c.decide(args[1], quantity, throttleError, func(dry bool) (stored bool, err error) {
+		res, stored, err = c.ks.Reserve(args[1], rate, gcra.InstantOf(now), maxWait, dry)
+		return stored, err
+	}) {
 		return
 	}
 	c.srv.stats.countDecision(c.stripe, decideReserve, res.Limited, keyWasLive(res.Limited, res.ResetAfter, rate.Increment))

@@ -4,17 +4,14 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/admission"
-
 	"github.com/redcell/redcell/gcra"
 )
 
 // throttleFamily is CL.THROTTLE, for the command table (newCommandTable).
 func throttleFamily() []*command {
-	cmd := limiterCommand("cl.throttle", -5, 6, "generic", "0.1.0", "O(1)",
+	return []*command{limiterCommand("cl.throttle", -5, 6, 5, "generic", "0.1.0", "O(1)",
 		"Rate-limits a key by GCRA and returns limited, limit, remaining, retry_after and reset_after, as redis-cell does.",
-		cmdThrottle)
-	cmd.peekArg = 5
-	return []*command{cmd}
+		cmdThrottle)}
 }
 
 // limiterCommand is a rate limiter's table entry, CL.THROTTLE's and its
@@ -23,14 +20,17 @@ func throttleFamily() []*command {
 // command, redis-cell's among them), so that a user needs both read and
 // write on the key (~p or %RW~p), its peeks included. Those in Redis's
 // string group (GCRA) are in its @string ACL category too.
-func limiterCommand(name string, arity, maxArgs int, group, since, complexity, summary string,
+//
+// peekArg is the position of the quantity that, at 0, makes a call a peek
+// (0: none, as GCRA, which has no peek).
+func limiterCommand(name string, arity, maxArgs, peekArg int, group, since, complexity, summary string,
 	run func(c *client, args [][]byte, now time.Time)) *command {
 	acl := []string{"@write", "@fast"}
 	if group == "string" {
 		acl = []string{"@write", "@string", "@fast"}
 	}
 	return &command{name: name, arity: arity, maxArgs: maxArgs, flags: []string{"write", "denyoom", "fast"}, acl: acl,
-		firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "access", "update"}, prefetchKey: true,
+		firstKey: 1, lastKey: 1, step: 1, keyFlags: []string{"RW", "access", "update"}, prefetchKey: true, peekArg: peekArg,
 		group: group, since: since, complexity: complexity, summary: summary, run: run}
 }
 

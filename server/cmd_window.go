@@ -3,20 +3,16 @@ package server
 import (
 	"time"
 
-	"github.com/redcell/redcell/admission"
-
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/window"
 )
 
 // windowFamily is CL.WINDOW, for the command table (newCommandTable).
 func windowFamily() []*command {
-	cmd := limiterCommand("cl.window", -4, 7, "generic", "0.1.0",
+	return []*command{limiterCommand("cl.window", -4, 7, 4, "generic", "0.1.0",
 		"O(1) with PRECISION m, O(N) for the N entries of an exact log",
 		"Allows at most limit actions in any window seconds: an exact sliding log, or sub-window counters with PRECISION.",
-		cmdWindow)
-	cmd.peekArg = 4 // quantity 0: a peek
-	return []*command{cmd}
+		cmdWindow)}
 }
 
 // CL.WINDOW key limit window [quantity] [PRECISION m]
@@ -41,16 +37,11 @@ func cmdWindow(c *client, args [][]byte, now time.Time) {
 		c.writeError(windowError(err))
 		return
 	}
-	cond, ok := c.admit(args[1], quantity)
-	if !ok {
-		return
-	}
-	res, stored, err := c.ks.Window(args[1], spec, gcra.InstantOf(now), cond != admission.Admitted)
-	if err != nil {
-		c.writeError(windowError(err))
-		return
-	}
-	if stored && !c.stored(cond, args[1]) {
+	var res window.Result
+	if !c.decide(args[1], quantity, windowError, func(dry bool) (stored bool, err error) {
+		res, stored, err = c.ks.Window(args[1], spec, gcra.InstantOf(now), dry)
+		return stored, err
+	}) {
 		return
 	}
 	// The key was live when the window held something before this call.

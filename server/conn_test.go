@@ -11,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcell/redcell/engine"
-
 	"github.com/stretchr/testify/require"
 
+	"github.com/redcell/redcell/engine"
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/internal/testkit"
 	"github.com/redcell/redcell/storage"

@@ -3,9 +3,8 @@ package server
 import (
 	"time"
 
-	"github.com/redcell/redcell/engine"
-
 	"github.com/redcell/redcell/acl"
+	"github.com/redcell/redcell/engine"
 )
 
 // Run is the client's engine.Session: it runs one command of its batch at

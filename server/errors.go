@@ -6,9 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redcell/redcell/admission"
-
 	"github.com/redcell/redcell/acl"
+	"github.com/redcell/redcell/admission"
 	"github.com/redcell/redcell/cluster"
 	"github.com/redcell/redcell/clusternode"
 	"github.com/redcell/redcell/gcra"

@@ -16,11 +16,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcell/redcell/resp"
-	"github.com/redcell/redcell/storage"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
+
+	"github.com/redcell/redcell/resp"
+	"github.com/redcell/redcell/storage"
 )
 
 // TestRecordFuzzSeeds records what real clients send (go-redis, rueidis,

@@ -8,10 +8,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redcell/redcell/internal/contain"
-
 	"github.com/redcell/redcell/acl"
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/contain"
 	"github.com/redcell/redcell/storage"
 )
 

@@ -1,9 +1,9 @@
 package server
 
 import (
-	"github.com/redcell/redcell/engine"
 	"time"
 
+	"github.com/redcell/redcell/engine"
 	"github.com/redcell/redcell/window"
 )
 

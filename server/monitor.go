@@ -1,9 +1,10 @@
 package server
 
 import (
-	"github.com/redcell/redcell/engine"
 	"strconv"
 	"time"
+
+	"github.com/redcell/redcell/engine"
 )
 
 // MONITOR: every command any client runs, as a line to every monitor, in

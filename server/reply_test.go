@@ -6,11 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcell/redcell/engine"
-
 	"github.com/stretchr/testify/require"
 	"github.com/tidwall/redcon"
 
+	"github.com/redcell/redcell/engine"
 	"github.com/redcell/redcell/internal/testkit"
 	"github.com/redcell/redcell/storage"
 )

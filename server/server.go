@@ -14,13 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redcell/redcell/engine"
-
 	"github.com/redcell/redcell/admission"
-
 	"github.com/redcell/redcell/clock"
 	"github.com/redcell/redcell/cluster"
 	"github.com/redcell/redcell/clusternode"
+	"github.com/redcell/redcell/engine"
 	"github.com/redcell/redcell/replication"
 	"github.com/redcell/redcell/storage"
 )

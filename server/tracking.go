@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 
 	"github.com/redcell/redcell/engine"
-
 	"github.com/redcell/redcell/storage"
 )
 
