@@ -21,6 +21,7 @@ var wrongPass = testkit.Err(errWrongPass)
 // wait. Other addresses have budgets of their own. Served by event loops
 // and by a goroutine per connection alike.
 func TestWrongPasswordsAreSlowedRightOnesNever(t *testing.T) {
+	t.Parallel() // it mostly waits (real timeouts, a replica syncing): beside the others
 	for _, mode := range []struct {
 		name  string
 		loops int

@@ -90,6 +90,7 @@ func TestDefaultOutputLimitServesDeepPipelines(t *testing.T) {
 // (as Redis's timeout), one that keeps talking is not, and one that stops
 // reading its replies is closed as idle too.
 func TestIdleTimeout(t *testing.T) {
+	skipIfShortSleeps(t)
 	// Long enough that a busy client's 50ms pings never look idle, even
 	// when the race detector and other packages' tests share two cores (at
 	// 300ms this failed once under such load).

@@ -25,6 +25,7 @@ const trickleIdle = time.Second
 // first byte: every byte used to push the deadline back, so such a client
 // held its connection for as long as it liked.
 func TestIdleTimeoutClosesATrickledCommand(t *testing.T) {
+	skipIfShortSleeps(t)
 	ts := startServer(t, withLimits(server.Limits{IdleTimeout: trickleIdle}))
 	c := ts.raw(t)
 	stop := make(chan struct{})
@@ -63,6 +64,7 @@ func TestIdleTimeoutClosesATrickledCommand(t *testing.T) {
 // and the command after it starts the count again); and one that sends
 // nothing while it reads a long reply slowly.
 func TestIdleTimeoutSparesSlowButSteadyClients(t *testing.T) {
+	skipIfShortSleeps(t)
 	ts := startServer(t, withLimits(server.Limits{IdleTimeout: trickleIdle}))
 
 	halves := ts.raw(t)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit"
 	"github.com/stretchr/testify/require"
 )
 
@@ -27,6 +28,7 @@ func unavailable(t testing.TB, missing, install string) {
 // absolute path); without any the test is unavailable.
 func needTool(t testing.TB, install string, names ...string) string {
 	t.Helper()
+	testkit.SkipIfShort(t)
 	for _, n := range names {
 		if p, err := exec.LookPath(n); err == nil {
 			return p
@@ -69,4 +71,13 @@ func runCLI(path string, port int, stdin string, args ...string) (stdout, stderr
 		err = nil
 	}
 	return out.String(), errOut.String(), err
+}
+
+// skipIfShortSleeps skips, under `go test -short`, a test that waits out
+// real timeouts of seconds (the idle timeout's): the full run has it.
+func skipIfShortSleeps(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("waits out timeouts of seconds: run without -short")
+	}
 }

@@ -116,6 +116,7 @@ func TestMonitorOwnCommands(t *testing.T) {
 // A monitor is not idle while it only reads: the timeout spares it, as
 // Redis's spares it.
 func TestMonitorOutlivesTheIdleTimeout(t *testing.T) {
+	skipIfShortSleeps(t)
 	const idle = time.Second
 	ts := startServer(t, withLimits(server.Limits{IdleTimeout: idle}))
 	m := startMonitor(t, ts)

@@ -159,6 +159,7 @@ func setTAT(key string, tat time.Time) string {
 // it applied; it serves its keys meanwhile, and the continued stream
 // reaches it.
 func TestReplicaDropsACorruptStreamAndReconnects(t *testing.T) {
+	t.Parallel() // it mostly waits (real timeouts, a replica syncing): beside the others
 	tat := t0.Add(time.Hour)
 	cases := []struct {
 		name string
@@ -239,6 +240,7 @@ func TestReplicaLoadsAStreamedSnapshot(t *testing.T) {
 // continue a stream its store no longer holds, and serves the next
 // snapshot's keys.
 func TestReplicaResyncsInFullAfterABrokenSnapshot(t *testing.T) {
+	t.Parallel() // it mostly waits (real timeouts, a replica syncing): beside the others
 	tat := t0.Add(time.Hour)
 	cases := []struct {
 		name string
@@ -376,6 +378,7 @@ func TestMasterStreamsTheSnapshotToAReplicaThatReadsEOF(t *testing.T) {
 // snapshot: the master drops it and goes on serving, and its other
 // replica's link is untouched.
 func TestMasterDropsABadReplicaAndServesTheOthers(t *testing.T) {
+	t.Parallel() // it mostly waits (real timeouts, a replica syncing): beside the others
 	cases := []struct {
 		name string
 		// act misbehaves on the fake replica's connection, whose snapshot

@@ -307,6 +307,7 @@ func (w *writer) stop(t *testing.T) []string {
 // and deletes keys: every key's GET and peek on both equals the master's
 // once they have caught up, the writes made during each full sync included.
 func TestReplicasConvergeWithWritesDuringTheFullSync(t *testing.T) {
+	t.Parallel() // it mostly waits (real timeouts, a replica syncing): beside the others
 	clock := newManualClock(t0)
 	m := startReplServer(t, clock.Now)
 	r1, r2 := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
@@ -712,6 +713,7 @@ func TestReplicationFullSyncKeepsTheWritesMadeDuringIt(t *testing.T) {
 // this one would start over for good, as a Redis replica past its
 // client-output-buffer-limit does.
 func TestReplicationFullSyncOutrunByWrites(t *testing.T) {
+	t.Parallel() // it mostly waits (real timeouts, a replica syncing): beside the others
 	clock := newManualClock(t0)
 	keys := keyNames("user:", 20000)
 	m, r, release := stalledReplica(t, clock, keys, withBufferLimit(256<<10))

@@ -44,6 +44,7 @@ var built struct {
 // of the test binary; RemoveBinary removes it.
 func Binary(t testing.TB) Program {
 	t.Helper()
+	SkipIfShort(t)
 	built.once.Do(func() {
 		// go test puts its own GOROOT/bin first in the test's PATH.
 		goTool, err := exec.LookPath("go")
@@ -199,6 +200,7 @@ func Start(t *testing.T, prog Program, env []string, args ...string) *Process {
 // ready, say because a port it was given was taken.
 func Launch(t *testing.T, prog Program, env []string, args ...string) (*Process, error) {
 	t.Helper()
+	SkipIfShort(t)
 	p := &Process{t: t, prog: prog, env: env, args: args}
 	err := p.start()
 	t.Cleanup(func() {
