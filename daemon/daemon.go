@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -80,6 +81,12 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 			return err
 		}
 		defer stopPprof()
+	}
+	// The ACL file must exist before anything is opened: a missing one
+	// stopped the start only once the store had been opened, loaded and
+	// saved again.
+	if err := checkACLFile(cfg.ACLFile); err != nil {
+		return err
 	}
 	// The rate limit service's listener and rules, before the store too:
 	// a bad rules file stops the start with its file, line and reason.
@@ -245,6 +252,23 @@ func eventLoops(n int) int {
 		return -1
 	}
 	return n
+}
+
+// checkACLFile stops the start when --aclfile names a file that cannot be
+// read, and says how to make an empty one, as Redis's start needs the file
+// to exist.
+func checkACLFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("--aclfile %s: the file does not exist; create an empty one (touch %s) to start without users and keep those ACL SETUSER makes (ACL SAVE)", path, path)
+		}
+		return fmt.Errorf("--aclfile %s: %w", path, err)
+	}
+	return f.Close()
 }
 
 // loadUsers loads --aclfile's users, if any, and stops the start on an

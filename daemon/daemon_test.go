@@ -249,3 +249,15 @@ func TestProtectedModeReachesTheServer(t *testing.T) {
 		require.NoError(t, <-done)
 	}
 }
+
+// A missing --aclfile stops the start before the store is opened (nothing
+// is written to --dir), saying how to make an empty one.
+func TestAMissingACLFileStopsTheStartFirst(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	acl := filepath.Join(t.TempDir(), "users.acl")
+	err := Run(context.Background(), config.Config{Bind: "127.0.0.1", Dir: dir, FlushInterval: time.Second, ACLFile: acl,
+		MaxKeyLen: 1 << 13, WindowLogMax: 10000}, slog.New(slog.DiscardHandler), Options{})
+	require.EqualError(t, err, "--aclfile "+acl+": the file does not exist; create an empty one (touch "+acl+") to start without users and keep those ACL SETUSER makes (ACL SAVE)")
+	_, serr := os.Stat(dir)
+	require.ErrorIs(t, serr, fs.ErrNotExist, "the store was not opened")
+}
