@@ -113,7 +113,7 @@ func TestAStartWithTheClock48HoursFastDeletesNoLimit(t *testing.T) {
 	before := tats(t, c.client(t), keys)
 	require.NoError(t, c.Stop(syscall.SIGTERM))
 
-	c = startChildEnv(t, []string{"REDCELL_TEST_WALL_SHIFT=48h"}, "--dir", dir, "--flush-interval", "1h")
+	c = startChildEnv(t, []string{"REDCELLTEST_WALL_SHIFT=48h"}, "--dir", dir, "--flush-interval", "1h")
 	require.Contains(t, c.Log(), "keys=0 stale_kept=300")
 	require.Empty(t, tats(t, c.client(t), keys), "every key looks expired on the fast clock")
 	require.NoError(t, c.Stop(syscall.SIGTERM))

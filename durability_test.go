@@ -22,17 +22,17 @@ import (
 )
 
 // TestMain lets a test run this very binary as a redcell server child process
-// (REDCELL_TEST_CHILD=1, flags in REDCELL_TEST_ARGS), so that it can be
+// (REDCELLTEST_CHILD=1, flags in REDCELLTEST_ARGS), so that it can be
 // killed with SIGKILL like a crashing server.
 //
-// REDCELL_TEST_WALL_SHIFT (a duration) shifts the child's wall clock, as a
+// REDCELLTEST_WALL_SHIFT (a duration) shifts the child's wall clock, as a
 // clock that runs fast or slow: its clock is anchored there.
 func TestMain(m *testing.M) {
-	if os.Getenv("REDCELL_TEST_CHILD") == "1" {
-		if shift, err := time.ParseDuration(os.Getenv("REDCELL_TEST_WALL_SHIFT")); err == nil {
+	if os.Getenv("REDCELLTEST_CHILD") == "1" {
+		if shift, err := time.ParseDuration(os.Getenv("REDCELLTEST_WALL_SHIFT")); err == nil {
 			newClock = func() *clock.Clock { return clock.WithWall(func() time.Time { return time.Now().Add(shift) }) }
 		}
-		os.Args = append([]string{"redcell"}, strings.Fields(os.Getenv("REDCELL_TEST_ARGS"))...)
+		os.Args = append([]string{"redcell"}, strings.Fields(os.Getenv("REDCELLTEST_ARGS"))...)
 		main()
 		os.Exit(0)
 	}

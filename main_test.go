@@ -33,14 +33,14 @@ func TestLogLevels(t *testing.T) {
 
 // A misspelled REDCELL_ variable is named in a warning right after the
 // start-up line, with the variable meant; the server starts anyway. The
-// harness's own REDCELL_TEST_ variables are not warned about.
+// harness's own REDCELLTEST_ variables are not warned about.
 func TestMisspelledVariableIsWarnedAbout(t *testing.T) {
 	c := startChildEnv(t, []string{"REDCELL_PROT=6555"}, "--in-memory")
 	lines := strings.Split(c.Log(), "\n")
 	require.Contains(t, lines[0], `msg="starting redcell"`)
 	require.Equal(t, `level=WARN msg="REDCELL_PROT is not a redcell setting and is ignored; did you mean REDCELL_PORT?" setting=REDCELL_PROT`,
 		strings.TrimSpace(lines[1][strings.Index(lines[1], "level="):]))
-	require.NotContains(t, c.Log(), "setting=REDCELL_TEST_")
+	require.NotContains(t, c.Log(), "setting=REDCELLTEST_")
 	require.Equal(t, "PONG", c.client(t).Ping(context.Background()).Val())
 
 	// --healthcheck logs nothing: it says so on stderr, and still checks.

@@ -52,14 +52,11 @@ func ParseEnviron(args, environ []string, stderr io.Writer) (Config, error) {
 }
 
 // notSettings are REDCELL_ variables that set nothing and are no mistake:
-// redcell's tests' (the root package's harness runs the test binary as the
-// server with REDCELL_TEST_CHILD, REDCELL_TEST_ARGS and
-// REDCELL_TEST_WALL_SHIFT in its environment, and any REDCELL_TEST_ name is
-// the tests'; server's REDCELL_RECORD_FUZZ_SEEDS) and the build's (the
-// compose files' REDCELL_COMMIT).
-var notSettings = map[string]bool{"REDCELL_RECORD_FUZZ_SEEDS": true, "REDCELL_COMMIT": true}
-
-const testVariablePrefix = EnvPrefix + "TEST_"
+// the build's (the compose files' REDCELL_COMMIT). The tests' variables
+// have a prefix of their own, REDCELLTEST_ (the root package's harness runs
+// the test binary as the server with REDCELLTEST_CHILD and the rest in its
+// environment), which is no setting's.
+var notSettings = map[string]bool{"REDCELL_COMMIT": true}
 
 // unknownVariables warns of each of names that begins with EnvPrefix and is
 // neither a flag's variable nor one of notSettings. The actions' variables
@@ -75,7 +72,7 @@ func unknownVariables(names []string) []Warning {
 	})
 	var warnings []Warning
 	for _, name := range names {
-		if !strings.HasPrefix(name, EnvPrefix) || known[name] || notSettings[name] || strings.HasPrefix(name, testVariablePrefix) {
+		if !strings.HasPrefix(name, EnvPrefix) || known[name] || notSettings[name] {
 			continue
 		}
 		text := name + " is not a redcell setting and is ignored"

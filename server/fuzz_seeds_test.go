@@ -29,10 +29,10 @@ import (
 // tests under testdata/fuzz/, and of resp's FuzzReader under
 // ../resp/testdata/fuzz/. It runs only when asked:
 //
-//	REDCELL_RECORD_FUZZ_SEEDS=1 go test -run TestRecordFuzzSeeds ./server/
+//	REDCELLTEST_RECORD_FUZZ_SEEDS=1 go test -run TestRecordFuzzSeeds ./server/
 func TestRecordFuzzSeeds(t *testing.T) {
-	if os.Getenv("REDCELL_RECORD_FUZZ_SEEDS") == "" {
-		t.Skip("set REDCELL_RECORD_FUZZ_SEEDS=1 to record the fuzz seeds again")
+	if os.Getenv("REDCELLTEST_RECORD_FUZZ_SEEDS") == "" {
+		t.Skip("set REDCELLTEST_RECORD_FUZZ_SEEDS=1 to record the fuzz seeds again")
 	}
 	rec := &recordListener{}
 	addr, authAddr := recordingServer(t, rec, ""), recordingServer(t, rec, "pw")

@@ -72,7 +72,7 @@ func RemoveBinary() {
 }
 
 // Self is the test binary run as redcell: for a package whose TestMain runs
-// main when REDCELL_TEST_CHILD=1, with the arguments in REDCELL_TEST_ARGS
+// main when REDCELLTEST_CHILD=1, with the arguments in REDCELLTEST_ARGS
 // separated by spaces (the root package, whose TestMain can also change
 // what main uses, as its clock). An argument cannot hold a space.
 func Self() Program { return Program{path: os.Args[0], self: true} }
@@ -87,7 +87,7 @@ func (p Program) Command(env []string, args ...string) *exec.Cmd {
 	var cmd *exec.Cmd
 	if p.self {
 		cmd = exec.Command(p.path, "-test.run=^$")
-		env = append([]string{"REDCELL_TEST_CHILD=1", "REDCELL_TEST_ARGS=" + strings.Join(args, " ")}, env...)
+		env = append([]string{"REDCELLTEST_CHILD=1", "REDCELLTEST_ARGS=" + strings.Join(args, " ")}, env...)
 	} else {
 		cmd = exec.Command(p.path, args...)
 	}
