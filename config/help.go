@@ -20,6 +20,8 @@ SYNOPSIS
     redcell [--bind addr] [--port n] [--dir path | --in-memory] [option ...]
     redcell --healthcheck [option ...]
     redcell cluster create host:port ... [--replicas n] [--sentinels list]
+    redcell cluster add-node new-host:port existing-host:port [--replica-of id]
+    redcell cluster del-node existing-host:port node-id
     redcell cluster reshard --from host:port --to host:port --slots list
     redcell --version | --help
 
@@ -72,7 +74,7 @@ EXAMPLES
     redis-cli CL.THROTTLE user123 15 30 60
 
 SEE ALSO
-    README.md (configuration, Docker, clients, HTTP header mapping),
+    README.md and docs/ (configuration, Docker, clients, HTTP header mapping),
     redcell cluster --help (making a cluster of nodes, with Sentinels for
     its failovers; moving slots between its nodes),
     https://github.com/brandur/redis-cell
