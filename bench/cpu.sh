@@ -9,7 +9,7 @@
 # It prints ops/s, the server's CPU (user + system, from /proc/PID/stat) and
 # the client's (from its rusage) per request. With both on the same cores,
 # throughput follows their sum: this is how the throttle/PING gap was
-# accounted for (README, Performance). -n must be among the arguments.
+# accounted for (docs/performance.md). -n must be among the arguments.
 set -euo pipefail
 port=$1 pid=$2
 shift 2

@@ -10,7 +10,7 @@ import (
 	"github.com/redcell/redcell/client"
 )
 
-// An application user (README, "Users and permissions") runs the client
+// An application user (docs/security.md, "Users and permissions") runs the client
 // with the least it needs: CL.THROTTLE and, for the refusal cache, GET and
 // TIME on its keys and CLIENT TRACKING. Its refusals are cached as the
 // default user's are; a key outside its pattern is the server's NOPERM, not

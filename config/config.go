@@ -115,7 +115,7 @@ type Config struct {
 	warnings []Warning
 }
 
-// Defaults, as documented in the README and --help.
+// Defaults, as documented in docs/configuration.md and --help.
 const (
 	DefaultBind = "127.0.0.1"
 	DefaultPort = 6379

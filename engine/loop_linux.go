@@ -33,7 +33,7 @@ const gatherRounds = 4
 // second read that finds nothing (EAGAIN), a park and a wake-up through Go's
 // netpoller; per request that was 2 reads, 0.4 epoll waits and 0.3 context
 // switches, and the scheduler's share of the server's CPU was about a fifth
-// (README, Performance). A loop reads only a socket epoll reports readable.
+// (docs/performance.md). A loop reads only a socket epoll reports readable.
 //
 // The loop runs only what cannot block: anything else makes the connection
 // leave the loop for a goroutine of its own (promote), which it keeps from

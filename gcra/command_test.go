@@ -113,7 +113,7 @@ func (b *tokenBucket) take(n int64, now Instant) [5]int64 {
 
 // The token bucket and CL.THROTTLE key b-1 r 1 n decide identically on
 // thousands of random calls, whenever 1e9/r is a whole number of
-// nanoseconds (the mapping in the README, "The token bucket and Guava,
+// nanoseconds (the mapping in docs/commands.md, "The token bucket and Guava,
 // mapped").
 func TestTokenBucketEqualsThrottle(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))

@@ -122,7 +122,7 @@ func randomLimits(rng *rand.Rand, whole bool) []cellCase {
 // from nanoseconds to minutes apart. For every emission interval that is a
 // whole number of microseconds every reply is redis-cell's, integer for
 // integer; for the others, everything but remaining, which redcell computes
-// from exact nanoseconds (the README's differences from redis-cell) and
+// from exact nanoseconds (docs/commands.md's differences from redis-cell) and
 // keeps within [0, limit].
 func TestThrottleAnswersAsRedisCell(t *testing.T) {
 	for _, whole := range []bool{true, false} {

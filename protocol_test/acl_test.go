@@ -17,7 +17,7 @@ import (
 // user's connections closed; a subscriber whose channels are taken away
 // disconnected.
 
-// appUser makes the README's application user over admin's connection:
+// appUser makes docs/security.md's application user over admin's connection:
 // it may decide on keys of its prefix, and nothing else but PING and the
 // CLIENT SETINFO go-redis sends as it connects (refused, it would fill the
 // ACL LOG).
@@ -101,7 +101,7 @@ func TestDeletedUsersConnectionsAreClosed(t *testing.T) {
 	require.NotContains(t, admin.Do("CLIENT", "LIST"), "user=app")
 
 	// Turned off: the same (Redis keeps a disabled user's connections;
-	// redcell closes them, see the README).
+	// redcell closes them, see docs/security.md).
 	appUser(t, admin)
 	app = ts.raw(t)
 	require.Equal(t, testkit.OK, app.Do("AUTH", "app", "app-secret"))

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// rateLimit is the README's HTTP middleware: 30 requests a minute per
+// rateLimit is docs/clients.md's HTTP middleware: 30 requests a minute per
 // client address, bursts of 16, the reply mapped to the usual headers.
 func rateLimit(rdb *redis.Client, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

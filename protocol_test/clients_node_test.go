@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// ioredis runs the README's calls against redcell: CL.THROTTLE's exact
+// ioredis runs docs/clients.md's calls against redcell: CL.THROTTLE's exact
 // replies, the HTTP headers made from them, a pipeline, multi() (MULTI/EXEC),
 // WATCH, an error, PTTL and DEL. ioredis checks INFO for loading:0 before its
 // first command.

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// redis-py, as Debian packages it (python3-redis), runs the README's
+// redis-py, as Debian packages it (python3-redis), runs docs/clients.md's
 // calls against redcell: CL.THROTTLE's exact replies, the HTTP headers made
 // from them, a pipeline, its default transactional pipeline (MULTI/EXEC),
 // WATCH, an error, PTTL and DEL.

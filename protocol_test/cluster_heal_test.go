@@ -240,7 +240,7 @@ func TestClusterHealsItselfUnderSentinel(t *testing.T) {
 	}
 	c := startHealingCluster(t)
 	// go-redis keeps sending a dead master's slots to it until it reloads
-	// the cluster's state, by default every 60 s; the README says so.
+	// the cluster's state, by default every 60 s; docs/cluster.md says so.
 	cc := goRedisCluster(t, c.addrs(), func(o *redis.ClusterOptions) { o.ClusterStateReloadInterval = time.Second })
 	load := startFailoverLoad(t, cc)
 	require.Eventually(t, func() bool { return load.acked() >= 2000 }, 30*time.Second, 10*time.Millisecond, "the load's decisions")

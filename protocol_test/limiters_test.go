@@ -11,7 +11,7 @@ import (
 	"github.com/redcell/redcell/internal/testkit"
 )
 
-// The other limiters (README, "The other limiters"), as their users' clients
+// The other limiters (docs/commands.md, "The other limiters"), as their users' clients
 // send them.
 
 // rueidis has a builder for Redis's GCRA command; redcell answers it,

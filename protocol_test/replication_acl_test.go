@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Replication and Sentinel with ACL users, the README's: each node loads
+// Replication and Sentinel with ACL users, docs/security.md's: each node loads
 // one ACL file, in which the default user has a password, the replicas
 // link to their master as a user allowed PSYNC, REPLCONF and PING alone
 // (--masteruser), Sentinel connects as a user allowed what it sends

@@ -17,7 +17,7 @@ import (
 	"github.com/redcell/redcell/server"
 )
 
-// The Redis commands a drop-in must answer as Redis does (README, "The Redis
+// The Redis commands a drop-in must answer as Redis does (docs/commands.md, "The Redis
 // surface").
 
 func TestPingEcho(t *testing.T) {

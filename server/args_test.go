@@ -43,7 +43,7 @@ func TestParseInt(t *testing.T) {
 }
 
 // parseInt agrees with strconv.ParseInt on every input without a '+' (which
-// strconv accepts and redcell's numbers may not carry: README, "Differences
+// strconv accepts and redcell's numbers may not carry: docs/commands.md, "Differences
 // from redis-cell").
 func FuzzParseInt(f *testing.F) {
 	for _, s := range []string{"0", "-5", "007", "9223372036854775807", "-9223372036854775808",

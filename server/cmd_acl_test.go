@@ -432,12 +432,12 @@ func TestUnrestrictedUserIsNotChecked(t *testing.T) {
 	require.Zero(t, tc.c.access.Load())
 }
 
-// The README's file of users loads, and its users may do what it says
+// docs/security.md's file of users loads, and its users may do what it says
 // they may: the application decides on its prefix alone, the operator
 // reads but cannot reset or reconfigure the server, Sentinel, the replica
 // and the cluster's internal user run what they send.
-func TestREADMEUsers(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+func TestDocumentedUsers(t *testing.T) {
+	readme, err := os.ReadFile("../docs/security.md")
 	require.NoError(t, err)
 	_, section, found := strings.Cut(string(readme), "\n## Users and permissions\n")
 	require.True(t, found)

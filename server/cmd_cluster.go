@@ -89,7 +89,7 @@ var clusterHelp = []string{
 	"SLOTS",
 	"    Return information about slots range mappings. Each range is made of:",
 	"    start, end, master and replicas IP addresses, ports and ids",
-	"The topology is set with CLUSTERX SETNODES (README, Redis Cluster).",
+	"The topology is set with CLUSTERX SETNODES (docs/cluster.md).",
 }
 
 // clusterOn answers the error of a server without cluster mode and reports

@@ -219,8 +219,8 @@ var (
 )
 
 // CL.THROTTLE's arguments, worded in Redis's conventions where redis-cell
-// answers "Cell error: ..." or wraps (README, "Differences from
-// redis-cell"); CL.RESERVE takes the same.
+// answers "Cell error: ..." or wraps (docs/commands.md, "Differences
+// from redis-cell"); CL.RESERVE takes the same.
 var (
 	errBurstNotInteger    = commandError("ERR max_burst is not an integer or out of range")
 	errCountNotInteger    = commandError("ERR count is not an integer or out of range")

@@ -17,8 +17,8 @@
 // Every key's limit is drawn from a few per key (a burst lowered, a tenant
 // moved to another plan), changing on one call in --changes; quantities run
 // from peeks to above the limit. Emission intervals are whole microseconds,
-// where redis-cell computes remaining exactly (README: differences from
-// redis-cell). It prints one line:
+// where redis-cell computes remaining exactly (docs/commands.md: differences
+// from redis-cell). It prints one line:
 //
 //	calls differ skew
 //

@@ -5,7 +5,7 @@
 // what remains and when the burst is whole again, as X-RateLimit-* headers
 // and as the IETF's RateLimit-Policy and RateLimit fields
 // (draft-ietf-httpapi-ratelimit-headers, revisions 08 and later), mapped as
-// redcell's README (HTTP header mapping) maps CL.THROTTLE's reply:
+// redcell's docs/clients.md (HTTP header mapping) maps CL.THROTTLE's reply:
 //
 //	X-RateLimit-Limit: 16
 //	X-RateLimit-Remaining: 15

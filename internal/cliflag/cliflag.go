@@ -1,7 +1,7 @@
 // Package cliflag reads redcell's command lines (the server's, `redcell
 // cluster`'s and the bench tools') with a flag.FlagSet as the registry of
 // flags, and words its errors as redcell's users write flags: --dir, as
-// --help and the README document them, where the flag package says -dir
+// --help and docs/configuration.md document them, where the flag package says -dir
 // (and -c for a one-letter flag); with the nearest flag suggested for one
 // that does not exist.
 package cliflag

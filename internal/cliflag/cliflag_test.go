@@ -61,7 +61,7 @@ func TestParseAcceptsWhatTheFlagPackageDoes(t *testing.T) {
 	}
 }
 
-// Errors name a flag as --help and the README write it, with two dashes,
+// Errors name a flag as --help and docs/configuration.md write it, with two dashes,
 // say what the value should look like, and suggest the nearest flag.
 func TestParseErrorsNameFlagsWithTwoDashes(t *testing.T) {
 	for _, c := range []struct {
