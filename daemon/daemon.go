@@ -180,7 +180,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 	}
 
 	srv.FollowTopology()
-	background := runBackground(ctx, cfg, st)
+	background := runBackground(ctx, cfg, st, logger)
 	background.Go(func() { srv.WatchSentinels(ctx) })
 	background.Go(func() { repl.WatchGoodReplicas(ctx) })
 	served := make(chan error, 2)
@@ -226,10 +226,10 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 // ctx ends: expiry, the memory watch, and with persistence the flusher (on
 // its interval, or group commits in durable mode) and the clean-up of stale
 // keys. Wait on the result for them to end.
-func runBackground(ctx context.Context, cfg config.Config, st *state) *sync.WaitGroup {
+func runBackground(ctx context.Context, cfg config.Config, st *state, logger *slog.Logger) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		st.store.RunExpiry(ctx, storage.DefaultExpiryInterval, storage.DefaultExpiryBatch, st.clock.Now)
+		st.store.RunExpiry(ctx, storage.ExpiryOptions{Now: st.clock.Now, Logger: logger})
 	})
 	wg.Go(func() { st.store.RunMemoryWatch(ctx, storage.DefaultMemoryWatchInterval) })
 	switch {

@@ -30,15 +30,21 @@ func (s *Store) Clear() {
 func (s *Store) ExpireSome(now gcra.Instant, perShard int) int {
 	total := 0
 	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		var n int
-		sh.cursor, n = sh.t.expire(sh.cursor, perShard, now)
-		sh.mu.Unlock()
+		_, n := s.expireShard(i, now, perShard)
 		total += n
 	}
-	s.expired.Add(int64(total))
 	return total
+}
+
+// expireShard examines at most n keys of shard i from where its last batch
+// stopped, under its lock alone, deletes those expired at now, and returns
+// how many it examined and deleted.
+func (s *Store) expireShard(i int, now gcra.Instant, n int) (examined, expired int) {
+	s.shards[i].with(func(sh *shard) {
+		sh.cursor, examined, expired = sh.t.expire(sh.cursor, n, now)
+	})
+	s.expired.Add(int64(expired))
+	return examined, expired
 }
 
 // Scan calls fn for live keys, about count of them examined, starting at

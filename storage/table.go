@@ -49,6 +49,14 @@ type table struct {
 	// resizes counts the moves to new slots, so that a walk that deletes
 	// (expire) knows to start again.
 	resizes int
+	// shrinkBelow, when set, is the key count the table must fall under
+	// before it tries to shrink again: the last try found the keys left
+	// bunched in one part of the hash range (the expiry sweep leaves them
+	// so, walking the table in order), so that the table of the length
+	// asked did not hold them within maxDist and the resize grew it back
+	// toward the length it had. Tried on every removal, that was a full
+	// rehash, or several, a key. 0: no such bound.
+	shrinkBelow int
 	// rungBase, when set, puts the table's lengths from staggerFrom on a
 	// ladder of its own (rung): the store staggers them across its shards
 	// (staggeredBase).
@@ -319,6 +327,7 @@ func (t *table) add(key []byte, h uint32, exp gcra.Instant, kind Kind, value []b
 	}
 	if (t.count+1)*8 > len(t.slots)*7 {
 		t.resize(t.grown())
+		t.shrinkBelow = 0 // its keys spread anew
 	}
 	e := entry{exp: exp, n: uint32(kind+1) << tagShift}
 	switch {
@@ -336,6 +345,7 @@ func (t *table) add(key []byte, h uint32, exp gcra.Instant, kind Kind, value []b
 	p, ok := t.place(e, h)
 	for !ok { // a key too far from its home: never, short of 256 keys with one hash
 		t.resize(t.grown())
+		t.shrinkBelow = 0 // its keys spread anew
 		p, ok = t.place(e, h)
 	}
 	t.count++
@@ -524,9 +534,14 @@ func (t *table) removeAt(p int) {
 	case t.count == 0:
 		t.release()
 		return
-	case t.count*5 < len(t.slots) && len(t.slots) > minSlots:
+	case t.count*5 < len(t.slots) && len(t.slots) > minSlots && (t.shrinkBelow == 0 || t.count < t.shrinkBelow):
 		// Under a fifth full: half full again.
-		t.resize(t.rung(max(minSlots, 2*t.count)))
+		want := t.rung(max(minSlots, 2*t.count))
+		t.resize(want)
+		t.shrinkBelow = 0
+		if len(t.slots) > want {
+			t.shrinkBelow = t.count / 2 // it had to grow back: see shrinkBelow
+		}
 	}
 	if used := len(t.arena); t.garbage > used/2 && used >= compactArena {
 		t.compactArena(2 * (used - t.garbage))
@@ -546,11 +561,13 @@ func (t *table) release() {
 }
 
 // expire deletes expired entries among at most n starting at slot cursor,
-// and returns where the next pass should start and how many it deleted.
-func (t *table) expire(cursor, n int, now gcra.Instant) (next, expired int) {
+// and returns where the next pass should start, how many keys it examined
+// and how many of them it deleted.
+func (t *table) expire(cursor, n int, now gcra.Instant) (next, examined, expired int) {
 	if cursor >= len(t.slots) {
 		cursor = 0
 	}
+	budget := n
 	for i := cursor; i < len(t.slots) && n > 0; {
 		e := &t.slots[i]
 		if !e.used() {
@@ -571,7 +588,7 @@ func (t *table) expire(cursor, n int, now gcra.Instant) (next, expired int) {
 		i++
 		cursor = i
 	}
-	return cursor, expired
+	return cursor, budget - n, expired
 }
 
 // clear deletes every key.

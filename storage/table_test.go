@@ -169,7 +169,7 @@ func runOps(tb testing.TB, ops []byte, keys []string) {
 		case 11, 12: // the sweeper
 			now += gcra.Instant(next() % 8)
 			var n int
-			cursor, n = tab.expire(cursor, next()%32, now)
+			cursor, _, n = tab.expire(cursor, next()%32, now)
 			expired := 0
 			for key, tat := range m.tats {
 				if _, _, ok := tab.get([]byte(key)); !ok {
@@ -501,7 +501,7 @@ func TestTableScanAgainstMapModel(t *testing.T) {
 			case op < 14: // the sweeper
 				now += gcra.Instant(rng.IntN(4))
 				var n int
-				cursor, n = tab.expire(cursor, rng.IntN(64), now)
+				cursor, _, n = tab.expire(cursor, rng.IntN(64), now)
 				expired := 0
 				for key, exp := range live {
 					if tab.lookup([]byte(key)) < 0 {
