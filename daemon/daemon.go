@@ -255,8 +255,8 @@ func eventLoops(n int) int {
 }
 
 // checkACLFile stops the start when --aclfile names a file that cannot be
-// read, and says how to make an empty one, as Redis's start needs the file
-// to exist.
+// read, in Redis's words, and says how to make an empty one: Redis's start
+// needs the file to exist too.
 func checkACLFile(path string) error {
 	if path == "" {
 		return nil
@@ -264,7 +264,7 @@ func checkACLFile(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("--aclfile %s: the file does not exist; create an empty one (touch %s) to start without users and keep those ACL SETUSER makes (ACL SAVE)", path, path)
+			return fmt.Errorf("--aclfile: Error loading ACLs, opening file '%s': No such file or directory; create an empty one (touch %s) to start without users and keep those ACL SETUSER makes (ACL SAVE)", path, path)
 		}
 		return fmt.Errorf("--aclfile %s: %w", path, err)
 	}

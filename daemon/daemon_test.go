@@ -257,7 +257,7 @@ func TestAMissingACLFileStopsTheStartFirst(t *testing.T) {
 	acl := filepath.Join(t.TempDir(), "users.acl")
 	err := Run(context.Background(), config.Config{Bind: "127.0.0.1", Dir: dir, FlushInterval: time.Second, ACLFile: acl,
 		MaxKeyLen: 1 << 13, WindowLogMax: 10000}, slog.New(slog.DiscardHandler), Options{})
-	require.EqualError(t, err, "--aclfile "+acl+": the file does not exist; create an empty one (touch "+acl+") to start without users and keep those ACL SETUSER makes (ACL SAVE)")
+	require.EqualError(t, err, "--aclfile: Error loading ACLs, opening file '"+acl+"': No such file or directory; create an empty one (touch "+acl+") to start without users and keep those ACL SETUSER makes (ACL SAVE)")
 	_, serr := os.Stat(dir)
 	require.ErrorIs(t, serr, fs.ErrNotExist, "the store was not opened")
 }
