@@ -15,6 +15,7 @@ import (
 
 	"github.com/redcell/redcell/internal/testkit"
 	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/storage"
 )
 
 // The Redis commands a drop-in must answer as Redis does (docs/commands.md, "The Redis
@@ -341,7 +342,7 @@ func TestActiveExpiry(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		ts.Store.RunExpiry(sweep, time.Millisecond, 1000, ts.Clock.Now)
+		ts.Store.RunExpiry(sweep, storage.ExpiryOptions{Interval: time.Millisecond, Batch: 1000, Now: ts.Clock.Now})
 	}()
 	t.Cleanup(func() { stop(); <-done })
 
