@@ -16,7 +16,7 @@ BASE ?= HEAD~1
 # Every fuzz target, as package:Name.
 FUZZ := \
 	./resp:FuzzReader ./resp:FuzzReaderBeforeAuth \
-	./server:FuzzServerConn ./server:FuzzServerConnBeforeAuth ./server:FuzzCommands \
+	./server:FuzzServerConn ./server:FuzzServerConnBeforeAuth ./server:FuzzCommands ./server:FuzzSequences \
 	./server:FuzzParseInt ./server:FuzzParseFloat \
 	./gcra:FuzzDecide ./gcra:FuzzReserve ./gcra:FuzzCommandRate \
 	./window:FuzzDecide ./storage:FuzzTable \
