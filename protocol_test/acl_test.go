@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -31,13 +33,13 @@ func appUser(t *testing.T, admin *testkit.Conn) {
 // AUTH app ...) and RESP2's (AUTH app ...): the user decides on its keys,
 // and is refused everything else in Redis's words.
 func TestGoRedisWithUsername(t *testing.T) {
-	ts := startServer(t, withPassword("admin-secret"))
-	admin := ts.raw(t)
+	ts := harness.StartServer(t, harness.WithPassword("admin-secret"))
+	admin := ts.Raw(t)
 	require.Equal(t, testkit.OK, admin.Do("AUTH", "admin-secret"))
 	require.Equal(t, testkit.OK, admin.Do("ACL", "SETUSER", "app", "on", ">app-secret", "~rl:app:*", "+cl.throttle", "+ping"))
 	for _, proto := range []int{3, 2} {
-		rdb := ts.goRedis(t, func(o *redis.Options) { o.Username, o.Password, o.Protocol = "app", "app-secret", proto })
-		c := ctx(t)
+		rdb := ts.GoRedis(t, func(o *redis.Options) { o.Username, o.Password, o.Protocol = "app", "app-secret", proto })
+		c := harness.Ctx(t)
 		key := "rl:app:" + strconv.Itoa(proto)
 		res, err := rdb.Do(c, "CL.THROTTLE", key, 15, 30, 60).Int64Slice()
 		require.NoError(t, err, "RESP%d", proto)
@@ -49,8 +51,8 @@ func TestGoRedisWithUsername(t *testing.T) {
 		require.EqualError(t, rdb.Do(c, "REPLICAOF", "10.0.0.1", "6379").Err(), "NOPERM User app has no permissions to run the 'replicaof' command")
 		require.EqualError(t, rdb.Do(c, "CLUSTERX", "SETNODES", "x", "1").Err(), "NOPERM User app has no permissions to run the 'clusterx|setnodes' command")
 	}
-	wrong := ts.goRedis(t, func(o *redis.Options) { o.Username, o.Password = "app", "nope" })
-	require.EqualError(t, wrong.Ping(ctx(t)).Err(), "WRONGPASS invalid username-password pair or user is disabled.")
+	wrong := ts.GoRedis(t, func(o *redis.Options) { o.Username, o.Password = "app", "nope" })
+	require.EqualError(t, wrong.Ping(harness.Ctx(t)).Err(), "WRONGPASS invalid username-password pair or user is disabled.")
 
 	log := admin.Do("ACL", "LOG", "3")
 	require.Contains(t, log, testkit.Bulk("reason")+testkit.Bulk("auth"))
@@ -61,49 +63,49 @@ func TestGoRedisWithUsername(t *testing.T) {
 // redis-cli --user u --pass p, and AUTH u p in a session, as operators
 // type them.
 func TestRedisCLIWithUser(t *testing.T) {
-	ts := startServer(t, withPassword("admin-secret"))
-	admin := ts.raw(t)
+	ts := harness.StartServer(t, harness.WithPassword("admin-secret"))
+	admin := ts.Raw(t)
 	require.Equal(t, testkit.OK, admin.Do("AUTH", "admin-secret"))
 	appUser(t, admin)
-	out := cli(t, ts.Port, "", "--no-auth-warning", "--user", "app", "--pass", "app-secret", "CL.THROTTLE", "rl:app:1", "15", "30", "60")
+	out := harness.CLI(t, ts.Port, "", "--no-auth-warning", "--user", "app", "--pass", "app-secret", "CL.THROTTLE", "rl:app:1", "15", "30", "60")
 	require.Equal(t, "0\n16\n15\n-1\n2\n", out)
-	out = cli(t, ts.Port, "", "--no-auth-warning", "--user", "app", "--pass", "app-secret", "FLUSHALL")
+	out = harness.CLI(t, ts.Port, "", "--no-auth-warning", "--user", "app", "--pass", "app-secret", "FLUSHALL")
 	require.Equal(t, "NOPERM User app has no permissions to run the 'flushall' command\n\n", out, "redis-cli prints an error and a blank line")
-	out = cli(t, ts.Port, "", "--no-auth-warning", "--user", "app", "--pass", "app-secret", "CL.THROTTLE", "rl:other", "15", "30", "60")
+	out = harness.CLI(t, ts.Port, "", "--no-auth-warning", "--user", "app", "--pass", "app-secret", "CL.THROTTLE", "rl:other", "15", "30", "60")
 	require.Equal(t, "NOPERM No permissions to access a key\n\n", out)
-	out = cli(t, ts.Port, "AUTH app app-secret\nACL WHOAMI\nPING\n")
+	out = harness.CLI(t, ts.Port, "AUTH app app-secret\nACL WHOAMI\nPING\n")
 	require.Equal(t, "OK\nNOPERM User app has no permissions to run the 'acl|whoami' command\n\nPONG\n", out)
-	_, stderr, err := runCLI(redisCLI(t), ts.Port, "", "--no-auth-warning", "--user", "admin", "--pass", "admin-secret", "PING")
+	_, stderr, err := harness.RunCLI(harness.RedisCLI(t), ts.Port, "", "--no-auth-warning", "--user", "admin", "--pass", "admin-secret", "PING")
 	require.NoError(t, err)
 	require.Equal(t, "AUTH failed: WRONGPASS invalid username-password pair or user is disabled.\n", stderr, "no user admin")
-	out = cli(t, ts.Port, "", "--no-auth-warning", "--user", "default", "--pass", "admin-secret", "ACL", "WHOAMI")
+	out = harness.CLI(t, ts.Port, "", "--no-auth-warning", "--user", "default", "--pass", "admin-secret", "ACL", "WHOAMI")
 	require.Equal(t, "default\n", out)
 }
 
 // A user deleted, or turned off, has its connections closed at once:
 // its client's next command fails; others go on.
 func TestDeletedUsersConnectionsAreClosed(t *testing.T) {
-	ts := startServer(t)
-	admin := ts.raw(t)
+	ts := harness.StartServer(t)
+	admin := ts.Raw(t)
 	appUser(t, admin)
-	app := ts.raw(t)
+	app := ts.Raw(t)
 	require.Equal(t, testkit.OK, app.Do("AUTH", "app", "app-secret"))
 	require.Equal(t, testkit.Simple("PONG"), app.Do("PING"))
-	rdb := ts.goRedis(t, func(o *redis.Options) { o.Username, o.Password, o.MaxRetries = "app", "app-secret", -1 })
-	require.NoError(t, rdb.Ping(ctx(t)).Err())
-	other := ts.raw(t)
+	rdb := ts.GoRedis(t, func(o *redis.Options) { o.Username, o.Password, o.MaxRetries = "app", "app-secret", -1 })
+	require.NoError(t, rdb.Ping(harness.Ctx(t)).Err())
+	other := ts.Raw(t)
 
 	require.Equal(t, testkit.Int(1), admin.Do("ACL", "DELUSER", "app"))
 	app.ExpectClosed()
-	require.Error(t, rdb.Ping(ctx(t)).Err(), "go-redis's pooled connection was closed")
+	require.Error(t, rdb.Ping(harness.Ctx(t)).Err(), "go-redis's pooled connection was closed")
 	require.Equal(t, testkit.Simple("PONG"), other.Do("PING"), "the default user's connection goes on")
-	require.Equal(t, testkit.Err(errWrongPass), ts.raw(t).Do("AUTH", "app", "app-secret"), "and the user is gone")
+	require.Equal(t, testkit.Err(errWrongPass), ts.Raw(t).Do("AUTH", "app", "app-secret"), "and the user is gone")
 	require.NotContains(t, admin.Do("CLIENT", "LIST"), "user=app")
 
 	// Turned off: the same (Redis keeps a disabled user's connections;
 	// redcell closes them, see docs/security.md).
 	appUser(t, admin)
-	app = ts.raw(t)
+	app = ts.Raw(t)
 	require.Equal(t, testkit.OK, app.Do("AUTH", "app", "app-secret"))
 	require.Equal(t, testkit.OK, admin.Do("ACL", "SETUSER", "app", "off"))
 	app.ExpectClosed()
@@ -112,10 +114,10 @@ func TestDeletedUsersConnectionsAreClosed(t *testing.T) {
 // A subscriber whose user loses the channel it listens to is disconnected,
 // as Redis does; one whose channels are still allowed stays.
 func TestSubscriberDisconnectedWhenItsChannelIsRevoked(t *testing.T) {
-	ts := startServer(t)
-	admin := ts.raw(t)
+	ts := harness.StartServer(t)
+	admin := ts.Raw(t)
 	require.Equal(t, testkit.OK, admin.Do("ACL", "SETUSER", "sub", "on", "nopass", "+@pubsub", "+auth", "resetchannels", "&news.*", "&alerts"))
-	news, alerts := ts.raw(t), ts.raw(t)
+	news, alerts := ts.Raw(t), ts.Raw(t)
 	require.Equal(t, testkit.OK, news.Do("AUTH", "sub", "x"))
 	require.Equal(t, testkit.OK, alerts.Do("AUTH", "sub", "x"))
 	require.Equal(t, "*3\r\n"+testkit.Bulk("subscribe")+testkit.Bulk("news.eu")+testkit.Int(1), news.Do("SUBSCRIBE", "news.eu"))
@@ -131,14 +133,14 @@ func TestSubscriberDisconnectedWhenItsChannelIsRevoked(t *testing.T) {
 // ACL LOG through go-redis, as an operator reads it: the fields Redis 7.2
 // gives each entry.
 func TestACLLogFields(t *testing.T) {
-	ts := startServer(t)
-	appUser(t, ts.raw(t))
-	rdb := ts.goRedis(t, func(o *redis.Options) { o.Username, o.Password = "app", "app-secret" })
-	c := ctx(t)
+	ts := harness.StartServer(t)
+	appUser(t, ts.Raw(t))
+	rdb := ts.GoRedis(t, func(o *redis.Options) { o.Username, o.Password = "app", "app-secret" })
+	c := harness.Ctx(t)
 	for i := 0; i < 3; i++ {
 		require.Error(t, rdb.Do(c, "CL.THROTTLE", "rl:elsewhere", 1, 1, 1).Err())
 	}
-	admin := ts.goRedis(t)
+	admin := ts.GoRedis(t)
 	entries, err := admin.Do(c, "ACL", "LOG").Slice()
 	require.NoError(t, err)
 	require.Len(t, entries, 1, "three alike refusals, one entry")
@@ -157,7 +159,7 @@ func TestACLLogFields(t *testing.T) {
 	require.Equal(t, float64(0), e["age-seconds"], "the manual clock did not move")
 	require.Contains(t, e["client-info"], " user=app ")
 	require.Contains(t, e["client-info"], " cmd=cl.throttle ")
-	require.Equal(t, t0.UnixMilli(), e["timestamp-created"])
+	require.Equal(t, harness.T0.UnixMilli(), e["timestamp-created"])
 
 	ts.Clock.Advance(1500 * time.Millisecond)
 	entries, err = admin.Do(c, "ACL", "LOG").Slice()
@@ -171,9 +173,9 @@ func TestACLLogFields(t *testing.T) {
 // lists for it, and what redis-cli's ACL CAT shows: the limiters are @write
 // and @fast, CLUSTERX and the cluster's admin commands @admin @dangerous.
 func TestACLCategoriesOfRedcellsCommands(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.goRedis(t)
-	c := ctx(t)
+	ts := harness.StartServer(t)
+	rdb := ts.GoRedis(t)
+	c := harness.Ctx(t)
 	cat := func(name string) []string {
 		v, err := rdb.Do(c, "ACL", "CAT", name).StringSlice()
 		require.NoError(t, err)
@@ -199,10 +201,10 @@ func TestACLCategoriesOfRedcellsCommands(t *testing.T) {
 // allows here. SLOWLOG and LATENCY are one @admin command each here, where
 // Redis's are containers. Needs redis-server.
 func TestACLCategoriesAsRedisServer(t *testing.T) {
-	real := startRedisServer(t).raw(t)
-	ours := startServer(t).raw(t)
+	real := harness.StartRedisServer(t).Raw(t)
+	ours := harness.StartServer(t).Raw(t)
 	compared := 0
-	for _, name := range bulkList(t, ours.Do("COMMAND", "LIST")) {
+	for _, name := range testkit.BulkList(t, ours.Do("COMMAND", "LIST")) {
 		if name == "slowlog" || name == "latency" {
 			continue
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/internal/testkit"
@@ -53,7 +55,7 @@ var luaSequences = []struct {
 func TestBenchLuaPeerMatchesRedcell(t *testing.T) {
 	script, err := os.ReadFile("../bench/gcra.lua")
 	require.NoError(t, err)
-	peer := startRedisServer(t).raw(t)
+	peer := harness.StartRedisServer(t).Raw(t)
 	loaded := peer.Do("SCRIPT", "LOAD", string(script))
 	require.True(t, strings.HasPrefix(loaded, "$40\r\n"), "SCRIPT LOAD: %q", loaded)
 	sha := loaded[5:45]
@@ -61,8 +63,8 @@ func TestBenchLuaPeerMatchesRedcell(t *testing.T) {
 		return peer.Do(append([]string{"EVALSHA", sha, "1", key}, args...)...)
 	}
 
-	ts := startServer(t)
-	rc := ts.raw(t)
+	ts := harness.StartServer(t)
+	rc := ts.Raw(t)
 
 	for i, seq := range luaSequences {
 		// A stalled machine could stretch a sequence on Redis by most of a

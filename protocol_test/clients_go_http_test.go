@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -35,8 +37,8 @@ func rateLimit(rdb *redis.Client, next http.Handler) http.Handler {
 // The middleware's headers, request by request, on a clock that stands
 // still: 16 allowed, counting down, then 429 with Retry-After.
 func TestHTTPHeaderMapping(t *testing.T) {
-	ts := startServer(t)
-	handler := rateLimit(ts.goRedis(t), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	ts := harness.StartServer(t)
+	handler := rateLimit(ts.GoRedis(t), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	serve := func() *http.Response {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -15,7 +17,7 @@ import (
 // WATCH, an error, PTTL and DEL.
 func TestRedisPy(t *testing.T) {
 	python := pythonWithRedis(t)
-	ts := startServer(t)
+	ts := harness.StartServer(t)
 	out, err := exec.Command(python, "testdata/python/throttle.py", strconv.Itoa(ts.Port)).Output()
 	require.NoError(t, err, "%s", stderrOf(err))
 	checkClientRun(t, out, true, "max_burst must not be negative",
@@ -27,8 +29,8 @@ func TestRedisPy(t *testing.T) {
 // Redis's words; a wrong password is refused with WRONGPASS.
 func TestRedisPyUsername(t *testing.T) {
 	python := pythonWithRedis(t)
-	ts := startServer(t)
-	appUser(t, ts.raw(t))
+	ts := harness.StartServer(t)
+	appUser(t, ts.Raw(t))
 	out, err := exec.Command(python, "testdata/python/acl.py", strconv.Itoa(ts.Port)).Output()
 	require.NoError(t, err, "%s", stderrOf(err))
 	var got map[string]any
@@ -53,7 +55,7 @@ func pythonWithRedis(t *testing.T) string {
 			return path
 		}
 	}
-	unavailable(t, "no python3 that can import redis", "`apt-get install python3-redis`")
+	harness.Unavailable(t, "no python3 that can import redis", "`apt-get install python3-redis`")
 	return ""
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -103,10 +105,10 @@ var throttleErrorCases = []errorCase{
 // Every error row, on one connection: the exact error, then the same
 // connection answers the next command correctly and key k is unchanged.
 func TestThrottleErrorsRaw(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
-	tat := strconv.FormatInt(t0.Add(time.Second).UnixNano(), 10)
+	tat := strconv.FormatInt(harness.T0.Add(time.Second).UnixNano(), 10)
 	for i, tc := range throttleErrorCases {
 		args := append([]string{"CL.THROTTLE"}, tc.args...)
 		if got := c.Do(args...); got != testkit.Err(tc.want) {
@@ -121,8 +123,8 @@ func TestThrottleErrorsRaw(t *testing.T) {
 
 // The command name is case-insensitive, errors included.
 func TestThrottleCommandNameIsCaseInsensitive(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("cl.throttle", "k", "4", "1", "1"))
 	require.Equal(t, testkit.Ints(0, 5, 3, -1, 2), c.Do("Cl.Throttle", "k", "4", "1", "1"))
 	require.Equal(t, testkit.Err(errWrongArgs), c.Do("cL.tHROTTLE", "k"))
@@ -133,19 +135,19 @@ func TestThrottleCommandNameIsCaseInsensitive(t *testing.T) {
 func TestThrottleErrorsGoRedis(t *testing.T) {
 	for _, proto := range []int{2, 3} {
 		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) {
-			ts := startServer(t)
-			rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = proto; o.PoolSize = 1 })
-			got, err := rdb.Do(ctx(t), "CL.THROTTLE", "k", 4, 1, 1).Int64Slice()
+			ts := harness.StartServer(t)
+			rdb := ts.GoRedis(t, func(o *redis.Options) { o.Protocol = proto; o.PoolSize = 1 })
+			got, err := rdb.Do(harness.Ctx(t), "CL.THROTTLE", "k", 4, 1, 1).Int64Slice()
 			require.NoError(t, err)
 			require.Equal(t, []int64{0, 5, 4, -1, 1}, got)
 			for i, tc := range throttleErrorCases {
 				args := append([]string{"CL.THROTTLE"}, tc.args...)
-				err := rdb.Do(ctx(t), anyArgs(args)...).Err()
+				err := rdb.Do(harness.Ctx(t), anyArgs(args)...).Err()
 				var rerr redis.Error
 				if !errors.As(err, &rerr) || err.Error() != tc.want {
 					t.Errorf("case %d: %q = %v want redis error %q", i, args, err, tc.want)
 				}
-				got, err := rdb.Do(ctx(t), "CL.THROTTLE", "k", 4, 1, 1, 0).Int64Slice()
+				got, err := rdb.Do(harness.Ctx(t), "CL.THROTTLE", "k", 4, 1, 1, 0).Int64Slice()
 				require.NoError(t, err, "case %d", i)
 				require.Equal(t, []int64{0, 5, 4, -1, 1}, got, "case %d: %q changed the limiter", i, args)
 			}
@@ -156,9 +158,9 @@ func TestThrottleErrorsGoRedis(t *testing.T) {
 
 // redis-cli prints the error text; the key is unchanged afterwards.
 func TestThrottleErrorsRedisCLI(t *testing.T) {
-	redisCLI(t)
-	ts := startServer(t)
-	require.Equal(t, "0\n5\n4\n-1\n1\n", cli(t, ts.Port, "", "CL.THROTTLE", "k", "4", "1", "1"))
+	harness.RedisCLI(t)
+	ts := harness.StartServer(t)
+	require.Equal(t, "0\n5\n4\n-1\n1\n", harness.CLI(t, ts.Port, "", "CL.THROTTLE", "k", "4", "1", "1"))
 	var stdin, want strings.Builder
 	for _, tc := range throttleErrorCases {
 		if !oneLine(tc.args) {
@@ -169,7 +171,7 @@ func TestThrottleErrorsRedisCLI(t *testing.T) {
 	}
 	stdin.WriteString("CL.THROTTLE k 4 1 1 0\n")
 	want.WriteString("0\n5\n4\n-1\n1\n")
-	require.Equal(t, want.String(), cli(t, ts.Port, stdin.String()))
+	require.Equal(t, want.String(), harness.CLI(t, ts.Port, stdin.String()))
 }
 
 // oneLine reports whether args survive redis-cli's splitting of a stdin line.

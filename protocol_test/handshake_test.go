@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
@@ -32,8 +34,8 @@ func helloReply(proto, id int64) string {
 }
 
 func TestHelloRaw(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	id := int64(1) // the server's first connection
 	require.Equal(t, testkit.Int(id), c.Do("CLIENT", "ID"))
 
@@ -71,16 +73,16 @@ func goRedisLibName() string {
 // go-redis v9 with default options sends HELLO 3 and CLIENT SETINFO; the
 // connection ends up in RESP3 with the library recorded.
 func TestHandshakeGoRedisRESP3(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.goRedis(t)
-	info, err := rdb.ClientInfo(ctx(t)).Result()
+	ts := harness.StartServer(t)
+	rdb := ts.GoRedis(t)
+	info, err := rdb.ClientInfo(harness.Ctx(t)).Result()
 	require.NoError(t, err)
 	require.Equal(t, 3, info.Resp)
 	require.Equal(t, goRedisLibName(), info.LibName)
 	require.Equal(t, redis.Version(), info.LibVer)
 	require.Equal(t, "default", info.User)
 
-	hello, err := rdb.Do(ctx(t), "HELLO", "3").Result()
+	hello, err := rdb.Do(harness.Ctx(t), "HELLO", "3").Result()
 	require.NoError(t, err)
 	require.Equal(t, map[any]any{
 		"server": "redis", "version": server.RedisVersion, "proto": int64(3), "id": info.ID,
@@ -89,14 +91,14 @@ func TestHandshakeGoRedisRESP3(t *testing.T) {
 }
 
 func TestHandshakeGoRedisRESP2(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = 2 })
-	info, err := rdb.ClientInfo(ctx(t)).Result()
+	ts := harness.StartServer(t)
+	rdb := ts.GoRedis(t, func(o *redis.Options) { o.Protocol = 2 })
+	info, err := rdb.ClientInfo(harness.Ctx(t)).Result()
 	require.NoError(t, err)
 	require.Equal(t, 2, info.Resp)
 	require.Equal(t, goRedisLibName(), info.LibName)
 
-	hello, err := rdb.Do(ctx(t), "HELLO").Result()
+	hello, err := rdb.Do(harness.Ctx(t), "HELLO").Result()
 	require.NoError(t, err)
 	require.Equal(t, []any{
 		"server", "redis", "version", server.RedisVersion, "proto", int64(2), "id", info.ID,
@@ -108,29 +110,29 @@ func TestHandshakeGoRedisRESP2(t *testing.T) {
 // OPTIN: both handshakes work (its client-side caching itself:
 // TestRueidisClientSideCaching).
 func TestHandshakeRueidis(t *testing.T) {
-	ts := startServer(t)
+	ts := harness.StartServer(t)
 	for _, disableCache := range []bool{false, true} {
-		c := ts.rueidis(t, func(o *rueidis.ClientOption) { o.DisableCache = disableCache })
-		line, err := c.Do(ctx(t), c.B().ClientInfo().Build()).ToString()
+		c := ts.Rueidis(t, func(o *rueidis.ClientOption) { o.DisableCache = disableCache })
+		line, err := c.Do(harness.Ctx(t), c.B().ClientInfo().Build()).ToString()
 		require.NoError(t, err)
 		require.Contains(t, line, " resp=3 lib-name=rueidis lib-ver="+rueidis.LibVer+"\n")
 		if !disableCache {
 			require.Contains(t, line, " flags=t ", "tracking")
 		}
-		got, err := c.Do(ctx(t), c.B().Arbitrary("CL.THROTTLE").Keys("k").Args("4", "1", "1").Build()).AsIntSlice()
+		got, err := c.Do(harness.Ctx(t), c.B().Arbitrary("CL.THROTTLE").Keys("k").Args("4", "1", "1").Build()).AsIntSlice()
 		require.NoError(t, err)
 		require.Len(t, got, 5)
 	}
 }
 
 func TestHandshakeRedisCLI(t *testing.T) {
-	redisCLI(t)
-	ts := startServer(t)
-	require.Equal(t, "PONG\n", cli(t, ts.Port, "", "PING"))
+	harness.RedisCLI(t)
+	ts := harness.StartServer(t)
+	require.Equal(t, "PONG\n", harness.CLI(t, ts.Port, "", "PING"))
 	// -3 makes redis-cli send HELLO 3 first.
-	require.Equal(t, "0\n5\n4\n-1\n1\n", cli(t, ts.Port, "", "-3", "CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, "0\n5\n4\n-1\n1\n", harness.CLI(t, ts.Port, "", "-3", "CL.THROTTLE", "k", "4", "1", "1"))
 	require.Equal(t, "server redis\nversion "+server.RedisVersion+"\nproto 3\nid 3\nmode standalone\nrole master\nmodules \n",
-		cli(t, ts.Port, "", "HELLO", "3"))
+		harness.CLI(t, ts.Port, "", "HELLO", "3"))
 }
 
 const password = "s3cret"
@@ -139,13 +141,13 @@ const password = "s3cret"
 // refused until the connection authenticates, as in Redis, and a refused
 // command does nothing.
 func TestAuthRequiredForEveryCommand(t *testing.T) {
-	ts := startServer(t, withPassword(password))
-	admin := ts.raw(t)
+	ts := harness.StartServer(t, harness.WithPassword(password))
+	admin := ts.Raw(t)
 	require.Equal(t, testkit.OK, admin.Do("AUTH", password))
 	names := commandArities(t, admin)
 	require.Contains(t, names, "cl.throttle")
 
-	c := ts.raw(t)
+	c := ts.Raw(t)
 	tried := 0
 	for name, arity := range names {
 		if name == "auth" || name == "hello" || name == "quit" || name == "reset" {
@@ -185,8 +187,8 @@ func commandArities(t *testing.T, c *testkit.Conn) map[string]int {
 }
 
 func TestAuthRaw(t *testing.T) {
-	ts := startServer(t, withPassword(password))
-	c := ts.raw(t)
+	ts := harness.StartServer(t, harness.WithPassword(password))
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Err(errNoAuth), c.Do("PING"))
 	require.Equal(t, testkit.Err(errWrongPass), c.Do("AUTH", "wrong"))
 	require.Equal(t, testkit.Err(errWrongPass), c.Do("AUTH", "default", "wrong"))
@@ -202,49 +204,49 @@ func TestAuthRaw(t *testing.T) {
 	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
 
 	// AUTH default <password>, and HELLO 3 AUTH, on fresh connections.
-	c2 := ts.raw(t)
+	c2 := ts.Raw(t)
 	require.Equal(t, testkit.OK, c2.Do("AUTH", "default", password))
 	require.Equal(t, testkit.Ints(0, 5, 3, -1, 2), c2.Do("CL.THROTTLE", "k", "4", "1", "1"))
-	c3 := ts.raw(t)
+	c3 := ts.Raw(t)
 	require.Equal(t, helloReply(3, 3), c3.Do("HELLO", "3", "AUTH", "default", password, "SETNAME", "c3"))
 	require.Equal(t, testkit.Ints(0, 5, 2, -1, 3), c3.Do("CL.THROTTLE", "k", "4", "1", "1"))
 	require.Equal(t, testkit.Bulk("c3"), c3.Do("CLIENT", "GETNAME"))
 
 	// QUIT works before AUTH.
-	c4 := ts.raw(t)
+	c4 := ts.Raw(t)
 	require.Equal(t, testkit.OK, c4.Do("QUIT"))
 	c4.ExpectClosed()
 }
 
 func TestAuthGoRedis(t *testing.T) {
-	ts := startServer(t, withPassword(password))
+	ts := harness.StartServer(t, harness.WithPassword(password))
 	for _, proto := range []int{2, 3} {
-		rdb := ts.goRedis(t, func(o *redis.Options) { o.Password = password; o.Protocol = proto })
-		got, err := rdb.Do(ctx(t), "CL.THROTTLE", "k"+strconv.Itoa(proto), 4, 1, 1).Int64Slice()
+		rdb := ts.GoRedis(t, func(o *redis.Options) { o.Password = password; o.Protocol = proto })
+		got, err := rdb.Do(harness.Ctx(t), "CL.THROTTLE", "k"+strconv.Itoa(proto), 4, 1, 1).Int64Slice()
 		require.NoError(t, err, "RESP%d", proto)
 		require.Equal(t, []int64{0, 5, 4, -1, 1}, got)
-		info, err := rdb.ClientInfo(ctx(t)).Result()
+		info, err := rdb.ClientInfo(harness.Ctx(t)).Result()
 		require.NoError(t, err)
 		require.Equal(t, proto, info.Resp)
 	}
 
 	// Without the password go-redis connects, and every command reports NOAUTH.
-	rdb := ts.goRedis(t)
-	err := rdb.Do(ctx(t), "CL.THROTTLE", "k", 4, 1, 1).Err()
+	rdb := ts.GoRedis(t)
+	err := rdb.Do(harness.Ctx(t), "CL.THROTTLE", "k", 4, 1, 1).Err()
 	var rerr redis.Error
 	require.True(t, errors.As(err, &rerr), "%v", err)
 	require.Equal(t, errNoAuth, err.Error())
 
 	// A wrong password is WRONGPASS.
-	rdb = ts.goRedis(t, func(o *redis.Options) { o.Password = "wrong" })
-	err = rdb.Ping(ctx(t)).Err()
+	rdb = ts.GoRedis(t, func(o *redis.Options) { o.Password = "wrong" })
+	err = rdb.Ping(harness.Ctx(t)).Err()
 	require.ErrorContains(t, err, errWrongPass)
 }
 
 func TestAuthRueidis(t *testing.T) {
-	ts := startServer(t, withPassword(password))
-	c := ts.rueidis(t, func(o *rueidis.ClientOption) { o.Password = password })
-	got, err := c.Do(ctx(t), c.B().Arbitrary("CL.THROTTLE").Keys("k").Args("4", "1", "1").Build()).AsIntSlice()
+	ts := harness.StartServer(t, harness.WithPassword(password))
+	c := ts.Rueidis(t, func(o *rueidis.ClientOption) { o.Password = password })
+	got, err := c.Do(harness.Ctx(t), c.B().Arbitrary("CL.THROTTLE").Keys("k").Args("4", "1", "1").Build()).AsIntSlice()
 	require.NoError(t, err)
 	require.Equal(t, []int64{0, 5, 4, -1, 1}, got)
 
@@ -253,17 +255,17 @@ func TestAuthRueidis(t *testing.T) {
 }
 
 func TestAuthRedisCLI(t *testing.T) {
-	redisCLI(t)
-	ts := startServer(t, withPassword(password))
-	require.Equal(t, errNoAuth+"\n\n", cli(t, ts.Port, "", "CL.THROTTLE", "k", "4", "1", "1"))
-	require.Equal(t, "0\n5\n4\n-1\n1\n", cli(t, ts.Port, "", "-a", password, "--no-auth-warning", "CL.THROTTLE", "k", "4", "1", "1"))
+	harness.RedisCLI(t)
+	ts := harness.StartServer(t, harness.WithPassword(password))
+	require.Equal(t, errNoAuth+"\n\n", harness.CLI(t, ts.Port, "", "CL.THROTTLE", "k", "4", "1", "1"))
+	require.Equal(t, "0\n5\n4\n-1\n1\n", harness.CLI(t, ts.Port, "", "-a", password, "--no-auth-warning", "CL.THROTTLE", "k", "4", "1", "1"))
 }
 
 // Without a configured password AUTH <password> is an error, as in Redis,
 // while AUTH default <anything> succeeds.
 func TestAuthWithoutPasswordConfigured(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Err(errAuthNoPassword), c.Do("AUTH", "anything"))
 	require.Equal(t, testkit.OK, c.Do("AUTH", "default", "anything"))
 	require.Equal(t, testkit.Err(errWrongPass), c.Do("AUTH", "someone", "anything"))

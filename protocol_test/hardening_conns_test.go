@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/internal/testkit"
@@ -27,8 +29,8 @@ func TestThousandsOfConnections(t *testing.T) {
 	// both keep some files for themselves.
 	n := min(10000, openFilesLimit(t)-256)
 	require.Greater(t, n, 500, "the open-files limit leaves room for a few hundred connections at least")
-	p := startBinary(t, nil, onLoopback("--in-memory", "--maxclients", strconv.Itoa(n+1))...)
-	admin := p.raw(t)
+	p := harness.StartBinary(t, nil, harness.OnLoopback("--in-memory", "--maxclients", strconv.Itoa(n+1))...)
+	admin := p.Raw(t)
 	before := usedMemoryRSS(t, admin)
 
 	conns := make([]*testkit.Conn, n)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -111,9 +113,9 @@ func heapInUse() uint64 {
 // heap stays bounded, and no key changes that the good clients did not
 // change.
 func TestMalformedFloodWhileClientsDecide(t *testing.T) {
-	ts := startServer(t, withLimits(server.Limits{MaxOutput: 4 << 20}))
-	bg := ctx(t)
-	admin := ts.raw(t)
+	ts := harness.StartServer(t, harness.WithLimits(server.Limits{MaxOutput: 4 << 20}))
+	bg := harness.Ctx(t)
+	admin := ts.Raw(t)
 
 	// Keys the flood must leave exactly as they are.
 	const victims = 200

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/internal/testkit"
@@ -21,20 +23,20 @@ import (
 // closed; the others carry on, INFO counts the refusal, and a freed slot
 // takes the next client.
 func TestMaxClients(t *testing.T) {
-	ts := startServer(t, withLimits(server.Limits{MaxClients: 5}))
+	ts := harness.StartServer(t, harness.WithLimits(server.Limits{MaxClients: 5}))
 	var conns []*testkit.Conn
 	for i := 0; i < 5; i++ {
-		c := ts.raw(t)
+		c := ts.Raw(t)
 		require.Equal(t, testkit.Ints(0, 5, int64(4-i), -1, int64(i+1)), c.Do("CL.THROTTLE", "k", "4", "1", "1"), "client %d", i)
 		conns = append(conns, c)
 	}
-	extra := ts.raw(t)
+	extra := ts.Raw(t)
 	got, err := extra.ReadAll()
 	require.NoError(t, err)
 	require.Equal(t, "-ERR max number of clients reached\r\n", got)
 
 	// Commands sent by a refused client are not run.
-	refused := ts.raw(t)
+	refused := ts.Raw(t)
 	refused.Write(testkit.Command("CL.THROTTLE", "k", "4", "1", "1"))
 	got, _ = refused.ReadAll() // the server may reset: the command was unread
 	require.True(t, got == "" || got == "-ERR max number of clients reached\r\n", "%q", got)
@@ -45,7 +47,7 @@ func TestMaxClients(t *testing.T) {
 	require.Equal(t, testkit.Ints(1, 5, 0, 1, 5), conns[1].Do("CL.THROTTLE", "k", "4", "1", "1"), "the refused client's command did not run")
 
 	require.NoError(t, conns[4].Conn.Close())
-	require.Eventually(t, func() bool { return answersPing(ts.Addr) }, 10*time.Second, 10*time.Millisecond, "a freed slot is taken again")
+	require.Eventually(t, func() bool { return harness.AnswersPing(ts.Addr) }, 10*time.Second, 10*time.Millisecond, "a freed slot is taken again")
 }
 
 // A client whose replies pile up past the output limit is disconnected, as
@@ -53,14 +55,14 @@ func TestMaxClients(t *testing.T) {
 // nothing more; replies within the limit are unaffected.
 func TestOutputBufferLimit(t *testing.T) {
 	const limit = 64 << 10
-	ts := startServer(t, withLimits(server.Limits{MaxOutput: limit}))
-	c := ts.raw(t)
+	ts := harness.StartServer(t, harness.WithLimits(server.Limits{MaxOutput: limit}))
+	c := ts.Raw(t)
 	commandReply := c.Do("COMMAND")
 	require.Greater(t, len(commandReply), 4096, "COMMAND answers a lot for 9 bytes")
 	require.Less(t, len(commandReply), limit)
 
 	// 1000 COMMANDs in one write: their replies would take 5 MB.
-	greedy := ts.raw(t)
+	greedy := ts.Raw(t)
 	greedy.Write(strings.Repeat("COMMAND\r\n", 1000))
 	got, err := greedy.ReadAll()
 	if err != nil {
@@ -77,8 +79,8 @@ func TestOutputBufferLimit(t *testing.T) {
 // With the default limits, a deep pipeline of heavy replies read as it goes
 // is served in full.
 func TestDefaultOutputLimitServesDeepPipelines(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	one := c.Do("COMMAND")
 	c.Write(strings.Repeat("COMMAND\r\n", 2000))
 	for i := 0; i < 2000; i++ {
@@ -90,14 +92,14 @@ func TestDefaultOutputLimitServesDeepPipelines(t *testing.T) {
 // (as Redis's timeout), one that keeps talking is not, and one that stops
 // reading its replies is closed as idle too.
 func TestIdleTimeout(t *testing.T) {
-	skipIfShortSleeps(t)
+	harness.SkipIfShortSleeps(t)
 	// Long enough that a busy client's 50ms pings never look idle, even
 	// when the race detector and other packages' tests share two cores (at
 	// 300ms this failed once under such load).
 	const idle = time.Second
-	ts := startServer(t, withLimits(server.Limits{IdleTimeout: idle}))
+	ts := harness.StartServer(t, harness.WithLimits(server.Limits{IdleTimeout: idle}))
 
-	quiet := ts.raw(t)
+	quiet := ts.Raw(t)
 	// Taken before the PING: the server counts from its reply, which the
 	// client may receive some milliseconds later on a loaded machine.
 	start := time.Now()
@@ -109,7 +111,7 @@ func TestIdleTimeout(t *testing.T) {
 
 	// A client that pings every 50ms for two timeouts stays connected:
 	// the pacing is the point here, not a wait for something to happen.
-	busy := ts.raw(t)
+	busy := ts.Raw(t)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for until := time.Now().Add(2 * idle); time.Now().Before(until); <-tick.C {
@@ -118,10 +120,10 @@ func TestIdleTimeout(t *testing.T) {
 
 	// A client that sends but never reads: its replies stop moving, and
 	// the server gives up on it.
-	stuck := ts.raw(t)
+	stuck := ts.Raw(t)
 	require.NoError(t, stuck.Conn.(*net.TCPConn).SetReadBuffer(4096))
 	stuck.Write(strings.Repeat("COMMAND\r\n", 2000))
-	info := ts.raw(t)
+	info := ts.Raw(t)
 	require.Eventually(t, func() bool {
 		return strings.Contains(info.Do("INFO", "clients"), "\r\nconnected_clients:2\r\n") // busy and info
 	}, 10*time.Second, 20*time.Millisecond)
@@ -137,7 +139,7 @@ func TestLimitsOnTheBuiltBinary(t *testing.T) {
 	bin := testkit.Binary(t)
 
 	t.Run("limit flags", func(t *testing.T) {
-		p := startBinary(t, nil, onLoopback("--in-memory",
+		p := harness.StartBinary(t, nil, harness.OnLoopback("--in-memory",
 			"--proto-max-bulk-len", "1kb", "--max-args", "4", "--max-inline-len", "100",
 			"--query-buffer-limit", "2kb", "--maxclients", "3", "--timeout", "60")...)
 		for _, c := range []struct{ name, raw, want string }{
@@ -172,13 +174,13 @@ func TestLimitsOnTheBuiltBinary(t *testing.T) {
 			{nil, []string{"--requirepass-file", file}, "file-secret"},
 			{[]string{"REDCELL_REQUIREPASS=env-secret"}, nil, "env-secret"},
 		} {
-			p := startBinary(t, c.env, append(onLoopback("--in-memory"), c.args...)...)
-			cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid()) + "/cmdline")
+			p := harness.StartBinary(t, c.env, append(harness.OnLoopback("--in-memory"), c.args...)...)
+			cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid()) + "/cmdline")
 			if err == nil {
 				require.NotContains(t, string(cmdline), c.pass, "ps shows no password")
 			}
-			require.Equal(t, errNoAuth+"\n\n", cli(t, p.Port, "", "PING"))
-			require.Equal(t, "OK\nPONG\n", cli(t, p.Port, "AUTH "+c.pass+"\nPING\n"))
+			require.Equal(t, errNoAuth+"\n\n", harness.CLI(t, p.Port, "", "PING"))
+			require.Equal(t, "OK\nPONG\n", harness.CLI(t, p.Port, "AUTH "+c.pass+"\nPING\n"))
 			require.NotContains(t, p.Log(), c.pass, "nor does the log")
 		}
 	})
@@ -194,11 +196,11 @@ func TestLimitsOnTheBuiltBinary(t *testing.T) {
 	})
 
 	t.Run("SIGTERM with clients connected", func(t *testing.T) {
-		p := startBinary(t, nil, onLoopback("--in-memory", "--timeout", "0")...)
+		p := harness.StartBinary(t, nil, harness.OnLoopback("--in-memory", "--timeout", "0")...)
 		for i := 0; i < 20; i++ {
-			p.raw(t).Write("*2\r\n$4\r\nECHO\r\n$10\r\n01234") // half a command
+			p.Raw(t).Write("*2\r\n$4\r\nECHO\r\n$10\r\n01234") // half a command
 		}
-		require.NoError(t, p.stop(syscall.SIGTERM), "log:\n%s", p.Log())
+		require.NoError(t, p.Stop(syscall.SIGTERM), "log:\n%s", p.Log())
 	})
 }
 
@@ -212,7 +214,7 @@ func admitted(t testing.TB, addr string) *testkit.Conn {
 		if err != nil {
 			return false
 		}
-		if !pongs(conn, 5*time.Second) {
+		if !harness.Pongs(conn, 5*time.Second) {
 			conn.Close()
 			return false
 		}

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -32,7 +34,7 @@ func TestLoadWithFaults(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs for ~15s; skipped with -short")
 	}
-	bench := needTool(t, "`apt-get install redis-tools` (Debian/Ubuntu) or `brew install redis`", "redis-benchmark")
+	bench := harness.NeedTool(t, "`apt-get install redis-tools` (Debian/Ubuntu) or `brew install redis`", "redis-benchmark")
 	for _, c := range []struct {
 		name  string
 		flags []string
@@ -43,19 +45,19 @@ func TestLoadWithFaults(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			p := startBinary(t, nil, append(onLoopback("--dir", dir), c.flags...)...)
+			p := harness.StartBinary(t, nil, append(harness.OnLoopback("--dir", dir), c.flags...)...)
 			l := newLoad(t, p.Addr)
 			l.start()
 			l.startBench(bench)
 			l.waitDecisions(t, 3000, 3*time.Second)
 			require.Eventually(t, func() bool { return l.saves.Load() > 0 && l.dropped.Load() > 0 }, 30*time.Second, 10*time.Millisecond)
 
-			exit := p.stop(c.fault) // in the middle of it all
+			exit := p.Stop(c.fault) // in the middle of it all
 			if c.fault == syscall.SIGTERM {
 				require.NoError(t, exit, "a clean exit; log:\n%s", p.Log())
 				require.Contains(t, p.Log(), `msg="saved state"`)
 			}
-			p.restart()
+			p.Restart()
 			require.Contains(t, p.Log(), "loaded state")
 			l.startBench(bench)
 			l.waitDecisions(t, l.decided.Load()+3000, 2*time.Second) // the checked clients found the server again

@@ -5,6 +5,8 @@ import (
 	"net"
 	"testing"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/internal/testkit"
@@ -13,8 +15,8 @@ import (
 // Bytes that are not valid RESP get a protocol error, as Redis words it, and
 // that one connection is closed; everyone else carries on.
 func TestMalformedInputClosesOnlyThatConnection(t *testing.T) {
-	ts := startServer(t)
-	bystander := ts.raw(t)
+	ts := harness.StartServer(t)
+	bystander := ts.Raw(t)
 	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), bystander.Do("CL.THROTTLE", "k", "4", "1", "1"))
 
 	for _, tc := range []struct {
@@ -32,7 +34,7 @@ func TestMalformedInputClosesOnlyThatConnection(t *testing.T) {
 		{"quote glued to text", "ECHO \"a\"b\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := ts.raw(t)
+			c := ts.Raw(t)
 			c.Write(tc.input)
 			got, err := c.ReadAll()
 			require.NoError(t, err)
@@ -46,8 +48,8 @@ func TestMalformedInputClosesOnlyThatConnection(t *testing.T) {
 // Inline commands (what telnet and some health checks send) and junk that
 // parses as one are answered like any command; the connection stays open.
 func TestInlineCommandsAndJunk(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	c.Write("PING\r\n")
 	require.Equal(t, testkit.Simple("PONG"), c.Read())
 	c.Write("ping\n") // a bare LF ends an inline command too
@@ -72,8 +74,8 @@ func TestInlineCommandsAndJunk(t *testing.T) {
 // Seeded binary junk, some of it shaped like RESP: each connection gets an
 // error or is closed, and the server keeps serving everyone else.
 func TestBinaryJunk(t *testing.T) {
-	ts := startServer(t)
-	bystander := ts.raw(t)
+	ts := harness.StartServer(t)
+	bystander := ts.Raw(t)
 	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), bystander.Do("CL.THROTTLE", "k", "4", "1", "1"))
 	rng := rand.New(rand.NewPCG(1, 2))
 	alphabet := []byte("*$\r\n0123456789-\"' PINGabc\x00\xff")
@@ -86,7 +88,7 @@ func TestBinaryJunk(t *testing.T) {
 				junk[j] = alphabet[rng.IntN(len(alphabet))]
 			}
 		}
-		c := ts.raw(t)
+		c := ts.Raw(t)
 		_, err := c.Conn.Write(junk)
 		require.NoError(t, err)
 		require.NoError(t, c.Conn.(*net.TCPConn).CloseWrite())
@@ -102,15 +104,15 @@ func TestBinaryJunk(t *testing.T) {
 
 // A client that hangs up halfway through a command costs nothing.
 func TestTruncatedCommand(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	c.Write("*5\r\n$11\r\nCL.THROTTLE\r\n$1\r\nk\r\n$1\r\n4")
 	require.NoError(t, c.Conn.(*net.TCPConn).CloseWrite())
 	got, err := c.ReadAll()
 	require.NoError(t, err)
 	require.Empty(t, got, "nothing is run or answered")
 
-	other := ts.raw(t)
+	other := ts.Raw(t)
 	require.Equal(t, testkit.Int(0), other.Do("DBSIZE"))
 }
 
@@ -123,14 +125,14 @@ func TestTruncatedCommand(t *testing.T) {
 // overflows its index arithmetic and panics; a huge multibulk count spins):
 // redcell reads RESP with its own reader, package resp, which refuses them.
 func TestHugeLengthsAreRefused(t *testing.T) {
-	srv := startBinary(t, nil, onLoopback()...)
+	srv := harness.StartBinary(t, nil, harness.OnLoopback()...)
 	for _, input := range []string{"*1\r\n$9223372036854775807\r\n", "*9223372036854775807\r\n", "*1\r\n$1099511627776\r\n"} {
-		c := srv.raw(t)
+		c := srv.Raw(t)
 		c.Write(input)
 		got, err := c.ReadAll()
 		require.NoError(t, err, "%q", input)
 		require.Contains(t, got, "-ERR Protocol error: invalid", "%q", input)
 		require.NoError(t, c.Conn.Close())
-		require.Equal(t, "PONG\n", cli(t, srv.Port, "", "PING"), "after %q the server still answers; log:\n%s", input, srv.Log())
+		require.Equal(t, "PONG\n", harness.CLI(t, srv.Port, "", "PING"), "after %q the server still answers; log:\n%s", input, srv.Log())
 	}
 }

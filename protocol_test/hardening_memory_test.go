@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -75,8 +77,8 @@ func TestMaxMemoryBoundsTheKeyspace(t *testing.T) {
 	const limit = 48 << 20
 	for _, policy := range []string{"noeviction", "volatile-ttl"} {
 		t.Run(policy, func(t *testing.T) {
-			srv := startBinary(t, nil, onLoopback("--in-memory", "--maxmemory", "48mb", "--maxmemory-policy", policy)...)
-			rdb := srv.goRedis(t, func(o *redis.Options) { o.Protocol = 2 })
+			srv := harness.StartBinary(t, nil, harness.OnLoopback("--in-memory", "--maxmemory", "48mb", "--maxmemory-policy", policy)...)
+			rdb := srv.GoRedis(t, func(o *redis.Options) { o.Protocol = 2 })
 			ctx := context.Background()
 			r, err := rdb.Do(ctx, "CL.THROTTLE", "first", 9, 1, 3600).Int64Slice()
 			require.NoError(t, err)
@@ -84,7 +86,7 @@ func TestMaxMemoryBoundsTheKeyspace(t *testing.T) {
 
 			oom := fill(t, rdb, "fill:", 2_000_000)
 			used := infoInt(t, rdb, "memory", "used_memory")
-			rss := rssOf(t, srv.pid())
+			rss := rssOf(t, srv.Pid())
 			keys := rdb.DBSize(ctx).Val()
 			evicted := infoInt(t, rdb, "stats", "evicted_keys")
 			t.Logf("%s: %d keys, %d refused, %d evicted, used_memory %.1f MiB, RSS %.1f MiB", policy, keys, oom, evicted,
@@ -111,8 +113,8 @@ func TestMaxMemoryBoundsTheKeyspace(t *testing.T) {
 // clear error; one of exactly the limit is a key like any other. Before, a
 // 1 MiB key name was accepted.
 func TestKeyNamesAreBounded(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", strings.Repeat("k", server.DefaultMaxKeyLen), "4", "1", "1"))
 	require.Equal(t, testkit.Err("ERR key too long: 8193 bytes, --max-key-len is 8192"),
 		c.Do("CL.THROTTLE", strings.Repeat("k", server.DefaultMaxKeyLen+1), "4", "1", "1"))
@@ -132,8 +134,8 @@ func heapAllocated() uint64 {
 // KEYS nomatch* over 20 MB of keys allocates next to nothing. (It copied
 // every key before matching: +1 GiB over a 200 MiB keyspace.)
 func TestKeysCopiesOnlyWhatMatches(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = 2 })
+	ts := harness.StartServer(t)
+	rdb := ts.GoRedis(t, func(o *redis.Options) { o.Protocol = 2 })
 	ctx := context.Background()
 	pad := strings.Repeat("x", 90)
 	for done := 0; done < 200_000; done += 10_000 {
@@ -165,12 +167,12 @@ func TestKeysCopiesOnlyWhatMatches(t *testing.T) {
 // passes it. (50 such clients held 55 MiB each before, with no total.)
 func TestRepliesWaitingForAllClientsAreBounded(t *testing.T) {
 	const total = 24 << 20
-	ts := startServer(t, func(c *server.Config) { c.Limits.MaxOutputTotal = total })
+	ts := harness.StartServer(t, func(c *server.Config) { c.Limits.MaxOutputTotal = total })
 	// The pipelines of 10k decisions and INFO while 20 clients' 10 MiB
 	// replies are written may take longer than go-redis's 3 s on a loaded
 	// machine (seen: an i/o timeout under load average 7): the test bounds
 	// memory, not speed.
-	rdb := ts.goRedis(t, func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = 30*time.Second, 30*time.Second })
+	rdb := ts.GoRedis(t, func(o *redis.Options) { o.ReadTimeout, o.WriteTimeout = 30*time.Second, 30*time.Second })
 	ctx := context.Background()
 	pad := strings.Repeat("x", 80)
 	for done := 0; done < 100_000; done += 10_000 {
@@ -228,12 +230,12 @@ func TestReplicationBuffersAreNotCountedTowardMaxMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}
-	master := startBinary(t, nil, onLoopback("--in-memory", "--maxmemory", "48mb")...)
-	rdb := master.goRedis(t, func(o *redis.Options) { o.Protocol = 2 })
+	master := harness.StartBinary(t, nil, harness.OnLoopback("--in-memory", "--maxmemory", "48mb")...)
+	rdb := master.GoRedis(t, func(o *redis.Options) { o.Protocol = 2 })
 	ctx := context.Background()
 	require.Zero(t, infoInt(t, rdb, "memory", "mem_not_counted_for_evict"))
-	replica := startBinary(t, nil, onLoopback("--in-memory", "--replicaof", "127.0.0.1 "+strconv.Itoa(master.Port))...)
-	rrdb := replica.goRedis(t, func(o *redis.Options) { o.Protocol = 2 })
+	replica := harness.StartBinary(t, nil, harness.OnLoopback("--in-memory", "--replicaof", "127.0.0.1 "+strconv.Itoa(master.Port))...)
+	rrdb := replica.GoRedis(t, func(o *redis.Options) { o.Protocol = 2 })
 	require.Eventually(t, func() bool {
 		return strings.Contains(rrdb.Info(ctx, "replication").Val(), "master_link_status:up")
 	}, 20*time.Second, 10*time.Millisecond)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/internal/testkit"
@@ -34,10 +36,10 @@ const errDenied = "DENIED Redis is running in protected mode because protected m
 // test is skipped.
 func TestProtectedModeIsCheckedPerConnection(t *testing.T) {
 	ip := nonLoopbackIP(t)
-	ts := startServer(t, func(c *server.Config) { c.ProtectedMode = true })
+	ts := harness.StartServer(t, func(c *server.Config) { c.ProtectedMode = true })
 	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	require.NoError(t, err)
-	ts.serve(t, func() error { return ts.Srv.Serve(ln) })
+	ts.Serve(t, func() error { return ts.Srv.Serve(ln) })
 	outside := func() *testkit.Conn { return testkit.Dial(t, ln.Addr().String()) }
 	denied := func(msg string) {
 		t.Helper()
@@ -46,10 +48,10 @@ func TestProtectedModeIsCheckedPerConnection(t *testing.T) {
 		c.ExpectClosed()
 	}
 
-	local := ts.raw(t)
+	local := ts.Raw(t)
 	require.Equal(t, testkit.Bulks("protected-mode", "yes"), local.Do("CONFIG", "GET", "protected-mode"))
 	denied("no password: another host is refused, and closed")
-	require.Equal(t, testkit.Simple("PONG"), ts.raw(t).Do("PING"), "the loopback is served")
+	require.Equal(t, testkit.Simple("PONG"), ts.Raw(t).Do("PING"), "the loopback is served")
 
 	require.Equal(t, testkit.OK, local.Do("ACL", "SETUSER", "default", ">pw"))
 	c := outside()

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/internal/testkit"
@@ -25,9 +27,9 @@ const trickleIdle = time.Second
 // first byte: every byte used to push the deadline back, so such a client
 // held its connection for as long as it liked.
 func TestIdleTimeoutClosesATrickledCommand(t *testing.T) {
-	skipIfShortSleeps(t)
-	ts := startServer(t, withLimits(server.Limits{IdleTimeout: trickleIdle}))
-	c := ts.raw(t)
+	harness.SkipIfShortSleeps(t)
+	ts := harness.StartServer(t, harness.WithLimits(server.Limits{IdleTimeout: trickleIdle}))
+	c := ts.Raw(t)
 	stop := make(chan struct{})
 	trickled := make(chan struct{})
 	t.Cleanup(func() { close(stop); <-trickled })
@@ -64,10 +66,10 @@ func TestIdleTimeoutClosesATrickledCommand(t *testing.T) {
 // and the command after it starts the count again); and one that sends
 // nothing while it reads a long reply slowly.
 func TestIdleTimeoutSparesSlowButSteadyClients(t *testing.T) {
-	skipIfShortSleeps(t)
-	ts := startServer(t, withLimits(server.Limits{IdleTimeout: trickleIdle}))
+	harness.SkipIfShortSleeps(t)
+	ts := harness.StartServer(t, harness.WithLimits(server.Limits{IdleTimeout: trickleIdle}))
 
-	halves := ts.raw(t)
+	halves := ts.Raw(t)
 	ping := testkit.Command("ECHO", "steady")
 	tick := time.NewTicker(trickleIdle * 4 / 10)
 	defer tick.Stop()
@@ -78,8 +80,8 @@ func TestIdleTimeoutSparesSlowButSteadyClients(t *testing.T) {
 		require.Equal(t, testkit.Bulk("steady"), halves.Read())
 	}
 
-	one := ts.raw(t).Do("COMMAND")
-	reader := ts.raw(t)
+	one := ts.Raw(t).Do("COMMAND")
+	reader := ts.Raw(t)
 	require.NoError(t, reader.Conn.(*net.TCPConn).SetReadBuffer(64<<10))
 	n := (4 << 20) / len(one) // 4 MB of COMMAND replies: more than the socket buffers hold
 	reader.Write(strings.Repeat("COMMAND\r\n", n))
@@ -91,7 +93,7 @@ func TestIdleTimeoutSparesSlowButSteadyClients(t *testing.T) {
 	started := time.Now()
 	for got.Len() < len(want) {
 		<-pace.C
-		require.NoError(t, reader.Conn.SetReadDeadline(deadline()))
+		require.NoError(t, reader.Conn.SetReadDeadline(harness.Deadline()))
 		k, err := io.ReadFull(reader.Reader, buf[:min(len(buf), len(want)-got.Len())])
 		got.Write(buf[:k])
 		require.NoError(t, err, "after %d of %d bytes, %v", got.Len(), len(want), time.Since(started))

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -27,10 +29,10 @@ func TestTLSEndToEnd(t *testing.T) {
 		t.Skip("builds the binary; skipped with -short")
 	}
 	pki := testkit.NewPKI(t)
-	var p *binaryServer
+	var p *harness.BinaryServer
 	var err error
 	for attempt := 0; attempt < 5; attempt++ { // the free port may be taken before the server binds it
-		p, err = launchBinary(t, nil, onLoopback("--in-memory", "--tls-port", strconv.Itoa(freePort(t)),
+		p, err = harness.LaunchBinary(t, nil, harness.OnLoopback("--in-memory", "--tls-port", strconv.Itoa(harness.FreePort(t)),
 			"--tls-cert-file", pki.ServerCert, "--tls-key-file", pki.ServerKey, "--tls-ca-cert-file", pki.CA)...)
 		if err == nil {
 			break
@@ -38,12 +40,12 @@ func TestTLSEndToEnd(t *testing.T) {
 	}
 	require.NoError(t, err)
 	require.NotZero(t, p.TLSPort, "the ready line names the TLS address; log:\n%s", p.Log())
-	bg := ctx(t)
+	bg := harness.Ctx(t)
 	tlsAddr := "127.0.0.1:" + strconv.Itoa(p.TLSPort)
 
 	secure := redis.NewClient(&redis.Options{Addr: tlsAddr, TLSConfig: pki.ClientTLS(pki.Client)})
 	t.Cleanup(func() { _ = secure.Close() })
-	plain := p.goRedis(t)
+	plain := p.GoRedis(t)
 	throttle := func(rdb *redis.Client) ([]int64, error) {
 		return rdb.Do(bg, "CL.THROTTLE", "tls-key", 4, 1, 3600).Int64Slice()
 	}
@@ -56,20 +58,20 @@ func TestTLSEndToEnd(t *testing.T) {
 	require.InDelta(t, 7200, got[4], 2)
 
 	t.Run("redis-cli --tls", func(t *testing.T) {
-		path := redisCLI(t)
-		out, stderr, err := runCLI(path, p.TLSPort, "", "--tls", "--cacert", pki.CA, "--cert", pki.ClientCert, "--key", pki.ClientKey,
+		path := harness.RedisCLI(t)
+		out, stderr, err := harness.RunCLI(path, p.TLSPort, "", "--tls", "--cacert", pki.CA, "--cert", pki.ClientCert, "--key", pki.ClientKey,
 			"CL.THROTTLE", "tls-key", "4", "1", "3600")
 		require.NoError(t, err)
 		require.Empty(t, stderr)
 		// reset_after is 3 hours less the seconds since the first call.
 		require.Regexp(t, `^0\n5\n2\n-1\n10(800|799|798)\n$`, out)
 
-		out, stderr, err = runCLI(path, p.TLSPort, "", "--tls", "--cacert", pki.CA, "PING")
+		out, stderr, err = harness.RunCLI(path, p.TLSPort, "", "--tls", "--cacert", pki.CA, "PING")
 		require.NoError(t, err)
 		require.Empty(t, out, "no client certificate: refused")
 		require.Contains(t, stderr, "Error: ", "redis-cli says why")
 
-		out, stderr, err = runCLI(path, p.TLSPort, "", "--tls", "--cacert", pki.CA, "--cert", pki.RogueCert, "--key", pki.RogueKey, "PING")
+		out, stderr, err = harness.RunCLI(path, p.TLSPort, "", "--tls", "--cacert", pki.CA, "--cert", pki.RogueCert, "--key", pki.RogueKey, "PING")
 		require.NoError(t, err)
 		require.Empty(t, out, "a certificate from another CA: refused")
 		require.Contains(t, stderr, "Error: ")
@@ -96,7 +98,7 @@ func TestTLSEndToEnd(t *testing.T) {
 	})
 
 	t.Run("openssl s_client", func(t *testing.T) {
-		openssl := needTool(t, "`apt-get install openssl`", "openssl")
+		openssl := harness.NeedTool(t, "`apt-get install openssl`", "openssl")
 		cmd := exec.Command(openssl, "s_client", "-connect", tlsAddr, "-CAfile", pki.CA, "-cert", pki.ClientCert,
 			"-key", pki.ClientKey, "-quiet", "-verify_return_error")
 		cmd.Stdin = strings.NewReader("PING\r\nQUIT\r\n")
@@ -115,12 +117,12 @@ func TestTLSEndToEnd(t *testing.T) {
 // tls-auth-clients optional a client without a certificate is served.
 func TestTLSInProcess(t *testing.T) {
 	pki := testkit.NewPKI(t)
-	start := func(files engine.TLSFiles, limits server.Limits) (plain *testServer, tlsAddr string) {
+	start := func(files engine.TLSFiles, limits server.Limits) (plain *harness.TestServer, tlsAddr string) {
 		files.CertFile, files.KeyFile = pki.ServerCert, pki.ServerKey
 		cfg, err := engine.LoadTLSConfig(files)
 		require.NoError(t, err)
-		ts := startServer(t, withLimits(limits))
-		return ts, ts.serveTLS(t, cfg)
+		ts := harness.StartServer(t, harness.WithLimits(limits))
+		return ts, ts.ServeTLS(t, cfg)
 	}
 	dialTLS := func(addr string, cfg *tls.Config) *testkit.Conn {
 		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
@@ -131,7 +133,7 @@ func TestTLSInProcess(t *testing.T) {
 	plain, tlsAddr := start(engine.TLSFiles{CAFile: pki.CA}, server.Limits{MaxClients: 2})
 	first := dialTLS(tlsAddr, pki.ClientTLS(pki.Client))
 	require.Equal(t, "+PONG\r\n", first.DoInline("PING"))
-	second := plain.raw(t)
+	second := plain.Raw(t)
 	second.Write("PING\r\n")
 	require.Equal(t, "+PONG\r\n", second.Read())
 	third := dialTLS(tlsAddr, pki.ClientTLS(pki.Client))
@@ -145,7 +147,7 @@ func TestTLSInProcess(t *testing.T) {
 	rogue, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", tlsAddr, pki.ClientTLS(pki.Rogue))
 	if err == nil { // TLS 1.3: the server's verdict arrives with the first read
 		t.Cleanup(func() { _ = rogue.Close() })
-		require.NoError(t, rogue.SetDeadline(deadline()))
+		require.NoError(t, rogue.SetDeadline(harness.Deadline()))
 		_, err = io.WriteString(rogue, "PING\r\n")
 		if err == nil {
 			_, err = io.ReadAll(rogue)

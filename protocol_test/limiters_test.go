@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
@@ -17,8 +19,8 @@ import (
 // rueidis has a builder for Redis's GCRA command; redcell answers it,
 // sub-second period and TOKENS included.
 func TestGCRAWithRueidisBuilder(t *testing.T) {
-	ts := startServer(t)
-	c := ts.rueidis(t)
+	ts := harness.StartServer(t)
+	c := ts.Rueidis(t)
 	gcra := func(tokens int64) []int64 {
 		cmd := c.B().Gcra().Key("api:7").MaxBurst(9).TokensPerPeriod(5).Period(0.5)
 		var built rueidis.Completed
@@ -27,7 +29,7 @@ func TestGCRAWithRueidisBuilder(t *testing.T) {
 		} else {
 			built = cmd.Build()
 		}
-		v, err := c.Do(ctx(t), built).AsIntSlice()
+		v, err := c.Do(harness.Ctx(t), built).AsIntSlice()
 		require.NoError(t, err)
 		return v
 	}
@@ -36,18 +38,18 @@ func TestGCRAWithRueidisBuilder(t *testing.T) {
 	require.Equal(t, []int64{1, 10, 0, 1, 1}, gcra(0))
 	ts.Clock.Advance(100 * time.Millisecond) // one emission interval
 	require.Equal(t, []int64{0, 10, 0, -1, 1}, gcra(0))
-	err := c.Do(ctx(t), c.B().Gcra().Key("api:7").MaxBurst(9).TokensPerPeriod(5).Period(0).Build()).Error()
+	err := c.Do(harness.Ctx(t), c.B().Gcra().Key("api:7").MaxBurst(9).TokensPerPeriod(5).Period(0).Build()).Error()
 	require.EqualError(t, err, "period must be > 0 and < 1e12", "rueidis drops the ERR prefix")
 }
 
 // CL.WINDOW and CL.RESERVE through go-redis: the exact log's edge, the
 // fixed window, a queue that shapes; WRONGTYPE across kinds.
 func TestWindowAndReserveWithGoRedis(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.goRedis(t)
+	ts := harness.StartServer(t)
+	rdb := ts.GoRedis(t)
 	do := func(args ...any) []int64 {
 		t.Helper()
-		v, err := rdb.Do(ctx(t), args...).Int64Slice()
+		v, err := rdb.Do(harness.Ctx(t), args...).Int64Slice()
 		require.NoError(t, err, "%v", args)
 		return v
 	}
@@ -56,7 +58,7 @@ func TestWindowAndReserveWithGoRedis(t *testing.T) {
 	require.Equal(t, []int64{1, 3, 0, 60, 60}, do("CL.WINDOW", "signup:ip:203.0.113.7", 3, 60))
 	ts.Clock.Advance(60 * time.Second)
 	require.Equal(t, []int64{0, 3, 2, -1, 60}, do("CL.WINDOW", "signup:ip:203.0.113.7", 3, 60), "every entry left at once")
-	require.Equal(t, "window", rdb.Type(ctx(t), "signup:ip:203.0.113.7").Val())
+	require.Equal(t, "window", rdb.Type(harness.Ctx(t), "signup:ip:203.0.113.7").Val())
 
 	require.Equal(t, []int64{0, 1000, 999, -1, 60}, do("CL.WINDOW", "hits:tenant:42", 1000, 60, "PRECISION", 1), "t0 is a minute's start")
 
@@ -64,9 +66,9 @@ func TestWindowAndReserveWithGoRedis(t *testing.T) {
 	require.Equal(t, []int64{0, 1, 0, 100, 200}, do("CL.RESERVE", "webhook:acme", 0, 10, 1, 1, "MAXWAIT", 1000))
 	require.Equal(t, []int64{1, 1, 0, 200, 200}, do("CL.RESERVE", "webhook:acme", 0, 10, 1, 1, "MAXWAIT", 150))
 
-	err := rdb.Do(ctx(t), "CL.THROTTLE", "hits:tenant:42", 1, 1, 1).Err()
+	err := rdb.Do(harness.Ctx(t), "CL.THROTTLE", "hits:tenant:42", 1, 1, 1).Err()
 	require.EqualError(t, err, "WRONGTYPE Operation against a key holding the wrong kind of value")
-	err = rdb.Do(ctx(t), "CL.WINDOW", "webhook:acme", 1, 1).Err()
+	err = rdb.Do(harness.Ctx(t), "CL.WINDOW", "webhook:acme", 1, 1).Err()
 	require.EqualError(t, err, "WRONGTYPE Operation against a key holding the wrong kind of value")
 }
 
@@ -74,8 +76,8 @@ func TestWindowAndReserveWithGoRedis(t *testing.T) {
 // route them), INFO commandstats and latencystats, and errorstats count
 // their WRONGTYPE.
 func TestLimitersInCommandAndInfo(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	for _, name := range []string{"gcra", "cl.reserve", "cl.window"} {
 		info := c.Do("COMMAND", "INFO", name)
 		require.True(t, strings.HasPrefix(info, "*1\r\n*10\r\n$"+itoa(int64(len(name)))+"\r\n"+name+"\r\n"), "%s: %q", name, info)
@@ -103,8 +105,8 @@ func TestLimitersInCommandAndInfo(t *testing.T) {
 
 // The README's redis-cli sessions, on the manual clock at t0.
 func TestLimitersWithRedisCLI(t *testing.T) {
-	redisCLI(t)
-	ts := startServer(t)
+	harness.RedisCLI(t)
+	ts := harness.StartServer(t)
 	for _, s := range []struct {
 		stdin string
 		want  [][5]int64
@@ -121,6 +123,6 @@ func TestLimitersWithRedisCLI(t *testing.T) {
 		for _, w := range s.want {
 			want.WriteString(cliInts(w))
 		}
-		require.Equal(t, want.String(), cli(t, ts.Port, s.stdin), "%q", s.stdin)
+		require.Equal(t, want.String(), harness.CLI(t, ts.Port, s.stdin), "%q", s.stdin)
 	}
 }

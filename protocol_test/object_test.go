@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -17,9 +19,9 @@ import (
 // STRLEN, MEMORY USAGE and OBJECT through go-redis's typed API, and the help
 // texts byte for byte.
 func TestStrlenMemoryObject(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.goRedis(t)
-	c := ctx(t)
+	ts := harness.StartServer(t)
+	rdb := ts.GoRedis(t)
+	c := harness.Ctx(t)
 	n, err := rdb.StrLen(c, "k").Result()
 	require.NoError(t, err)
 	require.Zero(t, n)
@@ -53,7 +55,7 @@ func TestStrlenMemoryObject(t *testing.T) {
 	_, err = rdb.ObjectFreq(c, "k").Result()
 	require.EqualError(t, err, "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 
-	raw := ts.raw(t)
+	raw := ts.Raw(t)
 	require.Equal(t, testkit.Simples(
 		"OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"ENCODING <key>",
@@ -89,16 +91,16 @@ func TestStrlenMemoryObject(t *testing.T) {
 // redis-cli --bigkeys and --memkeys size every key without a warning: STRLEN
 // gives the TAT's 19 digits, MEMORY USAGE what the key costs.
 func TestRedisCLIBigkeysAndMemkeys(t *testing.T) {
-	redisCLI(t)
-	ts := startServer(t)
-	c := ts.raw(t)
+	harness.RedisCLI(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	keys := []string{"user:1", "user:2", "a-key-too-long-to-be-stored-inline:1", "k"}
 	for i, k := range keys {
 		require.Equal(t, testkit.Ints(0, 5, 4, -1, int64(10*(i+1))), c.Do("CL.THROTTLE", k, "4", "1", strconv.Itoa(10*(i+1))))
 	}
 	ts.Clock.Advance(time.Second) // TATs stay 19 digits; nothing expires
 
-	out := cli(t, ts.Port, "", "--bigkeys")
+	out := harness.CLI(t, ts.Port, "", "--bigkeys")
 	require.NotContains(t, strings.ToLower(out), "error", out)
 	require.NotContains(t, out, "Warning", out)
 	require.Contains(t, out, "Sampled 4 keys in the keyspace!\n", out)
@@ -120,7 +122,7 @@ func TestRedisCLIBigkeysAndMemkeys(t *testing.T) {
 		biggest = max(biggest, n)
 	}
 	for _, args := range [][]string{{"--memkeys"}, {"--memkeys", "--memkeys-samples", "3"}} {
-		out = cli(t, ts.Port, "", args...)
+		out = harness.CLI(t, ts.Port, "", args...)
 		require.NotContains(t, strings.ToLower(out), "error", out)
 		require.NotContains(t, out, "Warning", out)
 		require.Contains(t, out, "Sampled 4 keys in the keyspace!\n", out)

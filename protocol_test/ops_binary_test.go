@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/gcra/gcratest"
@@ -19,11 +21,11 @@ import (
 // up to whole seconds, so any run shorter than about a second prints
 // exactly the t=0 values.
 func TestBuiltBinaryWithRedisCLI(t *testing.T) {
-	redisCLI(t)
+	harness.RedisCLI(t)
 	if testing.Short() {
 		t.Skip("builds the binary; skipped with -short")
 	}
-	srv := startBinary(t, nil, onLoopback()...)
+	srv := harness.StartBinary(t, nil, harness.OnLoopback()...)
 
 	t.Run("vectors at t=0", func(t *testing.T) {
 		for _, v := range gcratest.All() {
@@ -36,7 +38,7 @@ func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 				stdin.WriteString(strings.Join(v.Args(i), " ") + "\n")
 				want.WriteString(cliInts(s.Want))
 			}
-			require.Equal(t, want.String(), cli(t, srv.Port, stdin.String()), "vector %q", v.Name)
+			require.Equal(t, want.String(), harness.CLI(t, srv.Port, stdin.String()), "vector %q", v.Name)
 		}
 	})
 
@@ -52,17 +54,17 @@ func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 			stdin.WriteString("CL.THROTTLE " + strings.Join(tc.args, " ") + "\n")
 			want.WriteString(tc.want + "\n\n")
 		}
-		require.Equal(t, want.String(), cli(t, srv.Port, stdin.String()))
-		require.Equal(t, "0\n\n", cli(t, srv.Port, "EXISTS k\nGET k\n"), "no error created key k")
+		require.Equal(t, want.String(), harness.CLI(t, srv.Port, stdin.String()))
+		require.Equal(t, "0\n\n", harness.CLI(t, srv.Port, "EXISTS k\nGET k\n"), "no error created key k")
 	})
 
 	t.Run("RESP3 and the Redis surface", func(t *testing.T) {
-		require.Equal(t, "0\n5\n4\n-1\n1\n", cli(t, srv.Port, "", "-3", "CL.THROTTLE", "resp3", "4", "1", "1"))
-		require.Equal(t, "PONG\nhello\nOK\nstring\n1\n1\n0\n-2\n", cli(t, srv.Port,
+		require.Equal(t, "0\n5\n4\n-1\n1\n", harness.CLI(t, srv.Port, "", "-3", "CL.THROTTLE", "resp3", "4", "1", "1"))
+		require.Equal(t, "PONG\nhello\nOK\nstring\n1\n1\n0\n-2\n", harness.CLI(t, srv.Port,
 			"PING\nECHO hello\nSELECT 0\nTYPE resp3\nEXISTS resp3\nDEL resp3\nEXISTS resp3\nTTL resp3\n"))
-		require.Equal(t, "ERR DB index is out of range\n\n", cli(t, srv.Port, "", "SELECT", "1"))
-		require.Equal(t, "ERR unknown command 'FOO', with args beginning with: 'a' 'b' \n\n", cli(t, srv.Port, "", "FOO", "a", "b"))
-		info := cli(t, srv.Port, "", "INFO")
+		require.Equal(t, "ERR DB index is out of range\n\n", harness.CLI(t, srv.Port, "", "SELECT", "1"))
+		require.Equal(t, "ERR unknown command 'FOO', with args beginning with: 'a' 'b' \n\n", harness.CLI(t, srv.Port, "", "FOO", "a", "b"))
+		info := harness.CLI(t, srv.Port, "", "INFO")
 		for _, h := range []string{"Server", "Clients", "Memory", "Persistence", "Stats", "Keyspace"} {
 			require.Contains(t, info, "# "+h+"\r\n")
 		}
@@ -70,29 +72,29 @@ func TestBuiltBinaryWithRedisCLI(t *testing.T) {
 	})
 
 	t.Run("requirepass", func(t *testing.T) {
-		authed := startBinary(t, nil, onLoopback("--requirepass", password)...)
-		require.Equal(t, errNoAuth+"\n\n", cli(t, authed.Port, "", "CL.THROTTLE", "k", "4", "1", "1"))
-		require.Equal(t, "0\n5\n4\n-1\n1\n", cli(t, authed.Port, "", "-a", password, "--no-auth-warning", "CL.THROTTLE", "k", "4", "1", "1"))
-		require.Equal(t, errWrongPass+"\n\n"+errNoAuth+"\n\nOK\nPONG\n", cli(t, authed.Port, "AUTH wrong\nPING\nAUTH "+password+"\nPING\n"))
+		authed := harness.StartBinary(t, nil, harness.OnLoopback("--requirepass", password)...)
+		require.Equal(t, errNoAuth+"\n\n", harness.CLI(t, authed.Port, "", "CL.THROTTLE", "k", "4", "1", "1"))
+		require.Equal(t, "0\n5\n4\n-1\n1\n", harness.CLI(t, authed.Port, "", "-a", password, "--no-auth-warning", "CL.THROTTLE", "k", "4", "1", "1"))
+		require.Equal(t, errWrongPass+"\n\n"+errNoAuth+"\n\nOK\nPONG\n", harness.CLI(t, authed.Port, "AUTH wrong\nPING\nAUTH "+password+"\nPING\n"))
 	})
 
 	// main runs the sweeper: a key nobody touches again is freed once its
 	// TAT passes (DBSIZE counts keys not yet freed, as Redis's does).
 	t.Run("active expiry", func(t *testing.T) {
-		fresh := startBinary(t, nil, onLoopback()...)
-		require.Equal(t, "0\n1\n0\n-1\n1\n1\n", cli(t, fresh.Port, "CL.THROTTLE gone-soon 0 1 1\nDBSIZE\n"))
-		path := redisCLI(t)
+		fresh := harness.StartBinary(t, nil, harness.OnLoopback()...)
+		require.Equal(t, "0\n1\n0\n-1\n1\n1\n", harness.CLI(t, fresh.Port, "CL.THROTTLE gone-soon 0 1 1\nDBSIZE\n"))
+		path := harness.RedisCLI(t)
 		require.Eventually(t, func() bool {
-			out, _, err := runCLI(path, fresh.Port, "", "DBSIZE")
+			out, _, err := harness.RunCLI(path, fresh.Port, "", "DBSIZE")
 			return err == nil && out == "0\n"
 		}, 10*time.Second, 20*time.Millisecond)
-		require.Contains(t, cli(t, fresh.Port, "", "INFO", "stats"), "\r\nexpired_keys:1\r\n")
+		require.Contains(t, harness.CLI(t, fresh.Port, "", "INFO", "stats"), "\r\nexpired_keys:1\r\n")
 	})
 
 	t.Run("SIGTERM", func(t *testing.T) {
-		stopping := startBinary(t, nil, onLoopback()...)
-		require.Equal(t, "PONG\n", cli(t, stopping.Port, "", "PING"))
-		require.NoError(t, stopping.stop(syscall.SIGTERM), "clean exit on SIGTERM; log:\n%s", stopping.Log())
+		stopping := harness.StartBinary(t, nil, harness.OnLoopback()...)
+		require.Equal(t, "PONG\n", harness.CLI(t, stopping.Port, "", "PING"))
+		require.NoError(t, stopping.Stop(syscall.SIGTERM), "clean exit on SIGTERM; log:\n%s", stopping.Log())
 		require.Contains(t, stopping.Log(), "shutting down")
 	})
 }

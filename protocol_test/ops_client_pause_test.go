@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/internal/testkit"
@@ -30,8 +32,8 @@ func waitsOnPause(t *testing.T, observer *testkit.Conn, id int64, cmd string) {
 // CLIENT UNPAUSE, and lets their reads through; the client that paused is
 // not held, so it can unpause.
 func TestClientPauseWrite(t *testing.T) {
-	ts := startServer(t)
-	pauser, writer, reader := ts.raw(t), ts.raw(t), ts.raw(t)
+	ts := harness.StartServer(t)
+	pauser, writer, reader := ts.Raw(t), ts.Raw(t), ts.Raw(t)
 	writerID := clientID(t, writer)
 
 	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "PAUSE", "60000", "WRITE"))
@@ -53,8 +55,8 @@ func TestClientPauseWrite(t *testing.T) {
 // CLIENT UNPAUSE from another client included, as Redis does; a WRITE pause
 // or a shorter one does not weaken an ALL pause in force.
 func TestClientPauseAll(t *testing.T) {
-	ts := startServer(t)
-	pauser, a, b := ts.raw(t), ts.raw(t), ts.raw(t)
+	ts := harness.StartServer(t)
+	pauser, a, b := ts.Raw(t), ts.Raw(t), ts.Raw(t)
 	idA, idB := clientID(t, a), clientID(t, b)
 
 	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "PAUSE", "60000"))
@@ -76,8 +78,8 @@ func TestClientPauseAll(t *testing.T) {
 
 // A pause ends by itself when its timeout has passed on the server's clock.
 func TestClientPauseTimesOut(t *testing.T) {
-	ts := startServer(t)
-	pauser, w := ts.raw(t), ts.raw(t)
+	ts := harness.StartServer(t)
+	pauser, w := ts.Raw(t), ts.Raw(t)
 	idW := clientID(t, w)
 	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "PAUSE", "100", "ALL"))
 	w.Write(testkit.Command("CL.THROTTLE", "k", "4", "1", "1"))
@@ -86,15 +88,15 @@ func TestClientPauseTimesOut(t *testing.T) {
 	// It runs at the clock's reading when the pause ended: the key's TAT is
 	// one emission interval after it.
 	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), w.Read())
-	require.Equal(t, testkit.Bulk(strconv.FormatInt(t0.Add(100*time.Millisecond+time.Second).UnixNano(), 10)), w.Do("GET", "k"))
+	require.Equal(t, testkit.Bulk(strconv.FormatInt(harness.T0.Add(100*time.Millisecond+time.Second).UnixNano(), 10)), w.Do("GET", "k"))
 	require.Equal(t, testkit.Simple("PONG"), w.Do("PING"), "nothing is paused any more")
 }
 
 // A client killed while its command waits on a pause runs nothing more and
 // gets nothing more.
 func TestClientKilledWhilePaused(t *testing.T) {
-	ts := startServer(t)
-	pauser, w := ts.raw(t), ts.raw(t)
+	ts := harness.StartServer(t)
+	pauser, w := ts.Raw(t), ts.Raw(t)
 	idW := clientID(t, w)
 	require.Equal(t, testkit.OK, pauser.Do("CLIENT", "PAUSE", "60000", "WRITE"))
 	w.Write(testkit.Command("CL.THROTTLE", "k", "4", "1", "1"))
@@ -108,8 +110,8 @@ func TestClientKilledWhilePaused(t *testing.T) {
 // CLIENT PAUSE's arguments are checked as Redis checks them: the mode first,
 // then the timeout.
 func TestClientPauseErrors(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	testkit.RunSteps(t, []testkit.Step{
 		{Args: []string{"CLIENT", "PAUSE"}, Want: testkit.Err("ERR wrong number of arguments for 'client|pause' command")},
 		{Args: []string{"CLIENT", "PAUSE", "x"}, Want: testkit.Err("ERR timeout is not an integer or out of range")},
@@ -120,6 +122,6 @@ func TestClientPauseErrors(t *testing.T) {
 		{Args: []string{"CLIENT", "PAUSE", "10", "ALL", "x"}, Want: testkit.Err("ERR unknown subcommand or wrong number of arguments for 'PAUSE'. Try CLIENT HELP.")},
 		{Args: []string{"CLIENT", "UNPAUSE", "now"}, Want: testkit.Err("ERR wrong number of arguments for 'client|unpause' command")},
 	}, c.Do, nil)
-	other := ts.raw(t)
+	other := ts.Raw(t)
 	require.Equal(t, testkit.Simple("PONG"), other.Do("PING"), "no refused PAUSE paused anything")
 }

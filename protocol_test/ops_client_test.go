@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -16,8 +18,8 @@ import (
 
 // CLIENT HELP is Redis 7's help, less what redcell does not serve.
 func TestClientHelp(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	lines := []string{
 		"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 		"CACHING (YES|NO)",
@@ -120,9 +122,9 @@ func listedIDs(t *testing.T, c *testkit.Conn) []string {
 // the caller unless SKIPME no. A killed client's connection is closed
 // without another byte.
 func TestClientKill(t *testing.T) {
-	ts := startServer(t)
-	k := ts.raw(t)
-	a, b := ts.raw(t), ts.raw(t)
+	ts := harness.StartServer(t)
+	k := ts.Raw(t)
+	a, b := ts.Raw(t), ts.Raw(t)
 	idA, idB := clientID(t, a), clientID(t, b)
 
 	require.Equal(t, testkit.OK, k.Do("CLIENT", "KILL", addrOf(a)))
@@ -141,10 +143,10 @@ func TestClientKill(t *testing.T) {
 	}
 
 	// MAXAGE: older is at least 10 s old, newer younger.
-	older := ts.raw(t)
+	older := ts.Raw(t)
 	require.Equal(t, testkit.Simple("PONG"), older.Do("PING"))
 	ts.Clock.Advance(10 * time.Second)
-	newer := ts.raw(t)
+	newer := ts.Raw(t)
 	require.Equal(t, testkit.Simple("PONG"), newer.Do("PING"))
 	require.Equal(t, testkit.Int(0), newer.Do("CLIENT", "KILL", "MAXAGE", "11", "SKIPME", "no"))
 	require.Equal(t, testkit.Int(2), newer.Do("CLIENT", "KILL", "MAXAGE", "10", "SKIPME", "no"), "k and older are 10 s old")
@@ -153,7 +155,7 @@ func TestClientKill(t *testing.T) {
 	require.Equal(t, testkit.Simple("PONG"), newer.Do("PING"))
 
 	// LADDR, spared caller: every other connection.
-	x, y := ts.raw(t), ts.raw(t)
+	x, y := ts.Raw(t), ts.Raw(t)
 	require.Equal(t, testkit.Simple("PONG"), x.Do("PING"))
 	require.Equal(t, testkit.Simple("PONG"), y.Do("PING"))
 	require.Equal(t, testkit.Int(2), newer.Do("CLIENT", "KILL", "LADDR", ts.Addr, "SKIPME", "yes"))
@@ -165,11 +167,11 @@ func TestClientKill(t *testing.T) {
 	// The caller's own connection: the reply is sent, then it is closed.
 	require.Equal(t, testkit.Int(1), newer.Do("CLIENT", "KILL", "ADDR", addrOf(newer), "SKIPME", "no"))
 	newer.ExpectClosed()
-	self := ts.raw(t)
+	self := ts.Raw(t)
 	require.Equal(t, testkit.OK, self.Do("CLIENT", "KILL", addrOf(self)), "the old form may kill its caller")
 	self.ExpectClosed()
 
-	c := ts.raw(t)
+	c := ts.Raw(t)
 	testkit.RunSteps(t, []testkit.Step{
 		{Args: []string{"CLIENT", "KILL"}, Want: testkit.Err("ERR wrong number of arguments for 'client|kill' command")},
 		{Args: []string{"CLIENT", "KILL", "ID", "0"}, Want: testkit.Err("ERR client-id should be greater than 0")},
@@ -192,11 +194,11 @@ func TestClientKill(t *testing.T) {
 // closes its socket, its loop ends after the command it is running, and
 // nothing races (this test runs under -race in CI).
 func TestClientKillBusyConnection(t *testing.T) {
-	ts := startServer(t)
-	busy := ts.goRedis(t, func(o *redis.Options) { o.PoolSize = 1; o.MaxRetries = -1 })
-	id, err := busy.ClientID(ctx(t)).Result()
+	ts := harness.StartServer(t)
+	busy := ts.GoRedis(t, func(o *redis.Options) { o.PoolSize = 1; o.MaxRetries = -1 })
+	id, err := busy.ClientID(harness.Ctx(t)).Result()
 	require.NoError(t, err)
-	c, cancel := context.WithCancel(ctx(t))
+	c, cancel := context.WithCancel(harness.Ctx(t))
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for c.Err() == nil {
@@ -207,7 +209,7 @@ func TestClientKillBusyConnection(t *testing.T) {
 			_, _ = pipe.Exec(c) // fails, once, when killed mid-pipeline
 		}
 	})
-	killer := ts.raw(t)
+	killer := ts.Raw(t)
 	require.Eventually(t, func() bool { return killer.Do("EXISTS", "busy:49") == testkit.Int(1) },
 		10*time.Second, time.Millisecond, "the busy client is running")
 	require.Equal(t, testkit.Int(1), killer.Do("CLIENT", "KILL", "ID", strconv.FormatInt(id, 10)))
@@ -217,7 +219,7 @@ func TestClientKillBusyConnection(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond, "the killed connection's loop ended")
 	cancel()
 	wg.Wait()
-	newID, err := busy.ClientID(ctx(t)).Result()
+	newID, err := busy.ClientID(harness.Ctx(t)).Result()
 	require.NoError(t, err)
 	require.NotEqual(t, id, newID, "go-redis reconnected")
 	require.Equal(t, testkit.Simple("PONG"), killer.Do("PING"))

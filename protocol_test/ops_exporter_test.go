@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/stretchr/testify/require"
 )
 
@@ -17,10 +19,10 @@ import (
 // keys, errors, configuration. Its own log stays free of errors, so no
 // command it sends is refused.
 func TestRedisExporterReadsRedcell(t *testing.T) {
-	exporter := needTool(t, "`apt-get install prometheus-redis-exporter` (Debian) or from github.com/oliver006/redis_exporter",
+	exporter := harness.NeedTool(t, "`apt-get install prometheus-redis-exporter` (Debian) or from github.com/oliver006/redis_exporter",
 		"prometheus-redis-exporter", "redis_exporter")
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	for i := range 4 {
 		c.Do("CL.THROTTLE", "user"+strconv.Itoa(i%2), "1", "1", "60") // 2 allowed fresh, 2 allowed live
 	}
@@ -29,9 +31,9 @@ func TestRedisExporterReadsRedcell(t *testing.T) {
 	c.Do("CL.THROTTLE", "user0")                 // rejected
 	c.Do("GET", "nobody")                        // miss
 
-	listen := loopbackEndpoint(freePort(t)).Addr
+	listen := harness.LoopbackEndpoint(harness.FreePort(t)).Addr
 	cmd := exec.Command(exporter, "-redis.addr", "redis://"+ts.Addr, "-web.listen-address", listen, "-redis-only-metrics")
-	var logs lockedBuffer
+	var logs harness.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })

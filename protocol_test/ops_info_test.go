@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/internal/testkit"
@@ -78,8 +80,8 @@ var (
 // INFO parses as Redis's format in every section, selects sections as Redis
 // does, and its figures are the ones the commands produced.
 func TestInfoIsRedisFormat(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	for i := range 3 {
 		require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k"+strconv.Itoa(i), "4", "1", "1"))
 	}
@@ -138,13 +140,13 @@ func TestInfoIsRedisFormat(t *testing.T) {
 // which say so in their names, and those of a later Redis than the one
 // installed (laterRedisFields). Needs redis-server.
 func TestInfoFieldsAreRedisFields(t *testing.T) {
-	real := startRedisServer(t).goRedis(t)
-	require.NoError(t, real.Do(ctx(t), "SET", "k", "v", "EX", "100").Err())
-	require.NoError(t, real.Get(ctx(t), "k").Err())
-	redisInfo := parseInfo(t, real.Info(ctx(t), "everything").Val())
+	real := harness.StartRedisServer(t).GoRedis(t)
+	require.NoError(t, real.Do(harness.Ctx(t), "SET", "k", "v", "EX", "100").Err())
+	require.NoError(t, real.Get(harness.Ctx(t), "k").Err())
+	redisInfo := parseInfo(t, real.Info(harness.Ctx(t), "everything").Val())
 
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	c.Do("CL.THROTTLE", "k", "4", "1", "1")
 	c.Do("GET", "k")
 	ours := parseInfo(t, bulkBody(t, c.Do("INFO", "everything")))
@@ -221,8 +223,8 @@ func redisVersionOf(secs []infoSection) string { return sectionFields(secs, "Ser
 // CONFIG GET answers the settings exporters and clients read, as Redis
 // names and formats them.
 func TestConfigGetForTools(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	for _, want := range [][2]string{
 		{"maxclients", "10000"},
 		{"maxmemory", "0"},

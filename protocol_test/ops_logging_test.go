@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/internal/testkit"
@@ -26,7 +28,7 @@ func TestBuiltBinaryEnvironmentAndLogs(t *testing.T) {
 	bin := testkit.Binary(t)
 
 	t.Run("environment, JSON, debug", func(t *testing.T) {
-		srv := startBinary(t, []string{
+		srv := harness.StartBinary(t, []string{
 			"REDCELL_BIND=127.0.0.1",
 			"REDCELL_PORT=1", // the flag below wins
 			"REDCELL_IN_MEMORY=true",
@@ -37,8 +39,8 @@ func TestBuiltBinaryEnvironmentAndLogs(t *testing.T) {
 		}, "--port", "0")
 		require.NotEmpty(t, srv.MetricsURL, "REDCELL_METRICS_ADDR turned metrics on")
 		require.Equal(t, 0.0, scrapeMetrics(t, srv.MetricsURL).value(t, "redcell_decisions_total", "cmd", "cl.throttle", "result", "allowed"))
-		require.Equal(t, errNoAuth+"\n\n", cli(t, srv.Port, "", "PING"), "REDCELL_REQUIREPASS set the password")
-		require.Equal(t, "OK\nERR max_burst is not an integer or out of range\n\n", cli(t, srv.Port, "AUTH "+password+"\nCL.THROTTLE k x 1 1\n"))
+		require.Equal(t, errNoAuth+"\n\n", harness.CLI(t, srv.Port, "", "PING"), "REDCELL_REQUIREPASS set the password")
+		require.Equal(t, "OK\nERR max_burst is not an integer or out of range\n\n", harness.CLI(t, srv.Port, "AUTH "+password+"\nCL.THROTTLE k x 1 1\n"))
 
 		require.Eventually(t, func() bool { return strings.Contains(srv.Log(), `"reply":"ERR max_burst`) },
 			10*time.Second, 10*time.Millisecond, "a debug record of the client error; log:\n%s", srv.Log())
@@ -77,15 +79,15 @@ func TestBuiltBinaryEnvironmentAndLogs(t *testing.T) {
 	})
 
 	t.Run("no flood at the default level", func(t *testing.T) {
-		srv := startBinary(t, nil, onLoopback("--in-memory")...)
+		srv := harness.StartBinary(t, nil, harness.OnLoopback("--in-memory")...)
 		before := srv.Log()
 		var stdin strings.Builder
 		for i := range 2000 {
 			stdin.WriteString("CL.THROTTLE k" + strconv.Itoa(i) + " -1 1 1\nNOSUCH\n")
 		}
-		out := cli(t, srv.Port, stdin.String())
+		out := harness.CLI(t, srv.Port, stdin.String())
 		require.Equal(t, 4000, strings.Count(out, "ERR "), "every command was answered with an error")
-		require.Equal(t, "PONG\n", cli(t, srv.Port, "", "PING"))
+		require.Equal(t, "PONG\n", harness.CLI(t, srv.Port, "", "PING"))
 		require.Equal(t, before, srv.Log(), "4000 error replies logged nothing at info level")
 	})
 

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -25,9 +27,9 @@ import (
 // /metrics counts exactly the decisions made: each step's reply says
 // whether it was limited and the scrape after it says the same.
 func TestMetricsCountExactlyTheDecisions(t *testing.T) {
-	ts := startServer(t)
-	url := ts.metricsURL(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	url := metricsURL(t, ts)
+	c := ts.Raw(t)
 
 	// The dial returns once the kernel has the connection; the server counts
 	// it when its accept loop takes it, a moment later.
@@ -107,23 +109,23 @@ func TestMetricsCountExactlyTheDecisions(t *testing.T) {
 // Under concurrent pipelined traffic the counters still add up exactly to
 // what the clients were told.
 func TestMetricsUnderConcurrentTraffic(t *testing.T) {
-	ts := startServer(t)
-	url := ts.metricsURL(t)
+	ts := harness.StartServer(t)
+	url := metricsURL(t, ts)
 	const clients, rounds, depth = 4, 20, 25
 	var mu sync.Mutex
 	var allowed, limited int
 	var wg sync.WaitGroup
 	for g := range clients {
 		wg.Go(func() {
-			rdb := ts.goRedis(t)
+			rdb := ts.GoRedis(t)
 			rng := rand.New(rand.NewPCG(uint64(g), 7))
 			for range rounds {
 				pipe := rdb.Pipeline()
 				cmds := make([]*redis.Cmd, depth)
 				for i := range cmds {
-					cmds[i] = pipe.Do(ctx(t), "CL.THROTTLE", "key"+strconv.Itoa(rng.IntN(8)), 9, 1, 60, 1+rng.IntN(3))
+					cmds[i] = pipe.Do(harness.Ctx(t), "CL.THROTTLE", "key"+strconv.Itoa(rng.IntN(8)), 9, 1, 60, 1+rng.IntN(3))
 				}
-				_, err := pipe.Exec(ctx(t))
+				_, err := pipe.Exec(harness.Ctx(t))
 				if !assert.NoError(t, err) {
 					return
 				}
@@ -165,7 +167,7 @@ func TestBuiltBinaryServesMetrics(t *testing.T) {
 		t.Skip("builds the binary; skipped with -short")
 	}
 	dir := t.TempDir()
-	srv := startBinary(t, nil, onLoopback("--dir", dir, "--metrics-addr", "127.0.0.1:0", "--flush-interval", "1h")...)
+	srv := harness.StartBinary(t, nil, harness.OnLoopback("--dir", dir, "--metrics-addr", "127.0.0.1:0", "--flush-interval", "1h")...)
 	require.NotEmpty(t, srv.MetricsURL, "log:\n%s", srv.Log())
 
 	resp, err := http.Get(srv.MetricsURL)
@@ -194,10 +196,10 @@ func TestBuiltBinaryServesMetrics(t *testing.T) {
 	}
 	require.Equal(t, 0.0, m.value(t, "redcell_flush_duration_seconds"), "no flush yet: the interval is an hour")
 
-	rdb := srv.goRedis(t)
+	rdb := srv.GoRedis(t)
 	allowed, limited := 0, 0
 	for i := range 30 {
-		r, err := rdb.Do(ctx(t), "CL.THROTTLE", "user"+strconv.Itoa(i%3), 4, 1, 60).Int64Slice()
+		r, err := rdb.Do(harness.Ctx(t), "CL.THROTTLE", "user"+strconv.Itoa(i%3), 4, 1, 60).Int64Slice()
 		require.NoError(t, err)
 		if r[0] == 1 {
 			limited++
@@ -206,7 +208,7 @@ func TestBuiltBinaryServesMetrics(t *testing.T) {
 		}
 	}
 	require.Equal(t, 15, allowed, "5 for each of 3 keys")
-	require.Equal(t, "OK", rdb.Do(ctx(t), "SAVE").Val())
+	require.Equal(t, "OK", rdb.Do(harness.Ctx(t), "SAVE").Val())
 
 	m = scrapeMetrics(t, srv.MetricsURL)
 	require.Equal(t, float64(allowed), m.value(t, "redcell_decisions_total", "cmd", "cl.throttle", "result", "allowed"))
@@ -220,17 +222,17 @@ func TestBuiltBinaryServesMetrics(t *testing.T) {
 	require.InDelta(t, float64(time.Now().Unix()), m.value(t, "redcell_last_flush_success_timestamp_seconds"), 60)
 
 	// A restart loads the three keys and says so.
-	require.NoError(t, srv.stop(syscall.SIGTERM), "log:\n%s", srv.Log())
-	again := startBinary(t, nil, onLoopback("--dir", dir, "--metrics-addr", "127.0.0.1:0")...)
+	require.NoError(t, srv.Stop(syscall.SIGTERM), "log:\n%s", srv.Log())
+	again := harness.StartBinary(t, nil, harness.OnLoopback("--dir", dir, "--metrics-addr", "127.0.0.1:0")...)
 	require.Equal(t, 3.0, scrapeMetrics(t, again.MetricsURL).value(t, "redcell_loaded_keys"))
 }
 
 // Malformed RESP is answered with Redis's protocol error and the connection
 // closed; it counts as an error reply of kind protocol.
 func TestMetricsCountProtocolErrors(t *testing.T) {
-	ts := startServer(t)
-	url := ts.metricsURL(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	url := metricsURL(t, ts)
+	c := ts.Raw(t)
 	c.Write("*1\r\n$x\r\n")
 	require.Equal(t, testkit.Err("ERR Protocol error: invalid bulk length"), c.Read())
 	c.ExpectClosed()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/internal/testkit"
@@ -33,17 +35,17 @@ func quote(args ...string) string {
 
 // startMonitor sends MONITOR on a new connection and returns it once the
 // server has answered, so that every command run after is fed to it.
-func startMonitor(t *testing.T, ts *testServer) *testkit.Conn {
+func startMonitor(t *testing.T, ts *harness.TestServer) *testkit.Conn {
 	t.Helper()
-	m := ts.raw(t)
+	m := ts.Raw(t)
 	require.Equal(t, testkit.OK, m.Do("MONITOR"))
 	return m
 }
 
 // startMonitorID is startMonitor returning the monitor's client id too.
-func startMonitorID(t *testing.T, ts *testServer) (*testkit.Conn, int64) {
+func startMonitorID(t *testing.T, ts *harness.TestServer) (*testkit.Conn, int64) {
 	t.Helper()
-	m := ts.raw(t)
+	m := ts.Raw(t)
 	id := clientID(t, m)
 	require.Equal(t, testkit.OK, m.Do("MONITOR"))
 	return m, id
@@ -54,13 +56,13 @@ func startMonitorID(t *testing.T, ts *testServer) (*testkit.Conn, int64) {
 // them, credentials redacted; commands refused before running and admin
 // commands are not shown.
 func TestMonitor(t *testing.T) {
-	ts := startServer(t)
-	a, b := ts.raw(t), ts.raw(t)
+	ts := harness.StartServer(t)
+	a, b := ts.Raw(t), ts.Raw(t)
 	idA := clientID(t, a)
 	m1, m2 := startMonitor(t, ts), startMonitor(t, ts)
 
 	var want []string
-	at := t0
+	at := harness.T0
 	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), a.Do("CL.THROTTLE", "user 1", "4", "1", "1"))
 	want = append(want, line(at, addrOf(a), quote("CL.THROTTLE", "user 1", "4", "1", "1")))
 
@@ -97,18 +99,18 @@ func TestMonitor(t *testing.T) {
 // without a reply; QUIT is answered before the connection closes (its own
 // line, which Redis would send after, is not).
 func TestMonitorOwnCommands(t *testing.T) {
-	ts := startServer(t)
+	ts := harness.StartServer(t)
 	m := startMonitor(t, ts)
 	require.Equal(t, testkit.Simple("PONG"), m.Do("PING"))
-	require.Equal(t, line(t0, addrOf(m), quote("PING")), m.Read())
+	require.Equal(t, line(harness.T0, addrOf(m), quote("PING")), m.Read())
 	require.Equal(t, testkit.Err("ERR Replica can't interact with the keyspace"), m.Do("GET", "k"))
 	require.Equal(t, testkit.Err("ERR Replica can't interact with the keyspace"), m.Do("CL.THROTTLE", "k", "1", "1", "1"))
 	m.Write(testkit.Command("MONITOR") + testkit.Command("ECHO", "x"))
 	require.Equal(t, testkit.Bulk("x"), m.Read(), "MONITOR again: no reply")
-	require.Equal(t, line(t0, addrOf(m), quote("ECHO", "x")), m.Read())
-	other := ts.raw(t)
+	require.Equal(t, line(harness.T0, addrOf(m), quote("ECHO", "x")), m.Read())
+	other := ts.Raw(t)
 	require.Equal(t, testkit.Int(0), other.Do("EXISTS", "k"), "the monitor's CL.THROTTLE did not run")
-	require.Equal(t, line(t0, addrOf(other), quote("EXISTS", "k")), m.Read())
+	require.Equal(t, line(harness.T0, addrOf(other), quote("EXISTS", "k")), m.Read())
 	require.Equal(t, testkit.OK, m.Do("QUIT"))
 	m.ExpectClosed()
 }
@@ -116,16 +118,16 @@ func TestMonitorOwnCommands(t *testing.T) {
 // A monitor is not idle while it only reads: the timeout spares it, as
 // Redis's spares it.
 func TestMonitorOutlivesTheIdleTimeout(t *testing.T) {
-	skipIfShortSleeps(t)
+	harness.SkipIfShortSleeps(t)
 	const idle = time.Second
-	ts := startServer(t, withLimits(server.Limits{IdleTimeout: idle}))
+	ts := harness.StartServer(t, harness.WithLimits(server.Limits{IdleTimeout: idle}))
 	m := startMonitor(t, ts)
-	c := ts.raw(t)
+	c := ts.Raw(t)
 	tick := time.NewTicker(idle / 10)
 	defer tick.Stop()
 	for until := time.Now().Add(2 * idle); time.Now().Before(until); <-tick.C {
 		require.Equal(t, testkit.Simple("PONG"), c.Do("PING"))
-		require.Equal(t, line(t0, addrOf(c), quote("PING")), m.Read())
+		require.Equal(t, line(harness.T0, addrOf(c), quote("PING")), m.Read())
 	}
 }
 
@@ -133,13 +135,13 @@ func TestMonitorOutlivesTheIdleTimeout(t *testing.T) {
 // unread pass the output buffer limit, rather than growing the server's
 // memory with every command; the other clients carry on.
 func TestMonitorThatDoesNotReadIsDisconnected(t *testing.T) {
-	var log lockedBuffer
-	ts := startServer(t, withLimits(server.Limits{MaxOutput: 64 << 10}), func(c *server.Config) {
+	var log harness.LockedBuffer
+	ts := harness.StartServer(t, harness.WithLimits(server.Limits{MaxOutput: 64 << 10}), func(c *server.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})
 	m, idM := startMonitorID(t, ts)
 	require.NoError(t, m.Conn.(*net.TCPConn).SetReadBuffer(4096)) // so that the server's queue fills soon
-	c := ts.raw(t)
+	c := ts.Raw(t)
 	arg := strings.Repeat("x", 8<<10)
 	batch := strings.Repeat(testkit.Command("ECHO", arg), 64)
 	require.Eventually(t, func() bool {
@@ -161,8 +163,8 @@ func TestMonitorThatDoesNotReadIsDisconnected(t *testing.T) {
 
 // redis-cli monitor prints every command, as from Redis.
 func TestRedisCLIMonitor(t *testing.T) {
-	path := redisCLI(t)
-	ts := startServer(t)
+	path := harness.RedisCLI(t)
+	ts := harness.StartServer(t)
 	cmd := exec.Command(path, "-h", "127.0.0.1", "-p", strconv.Itoa(ts.Port), "monitor")
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -173,9 +175,9 @@ func TestRedisCLIMonitor(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "OK\n", first)
 
-	c := ts.raw(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "user:1", "4", "1", "1"))
 	got, err := lines.ReadString('\n')
 	require.NoError(t, err)
-	require.Equal(t, fmt.Sprintf("%d.000000 [0 %s] %s\n", t0.Unix(), addrOf(c), quote("CL.THROTTLE", "user:1", "4", "1", "1")), got)
+	require.Equal(t, fmt.Sprintf("%d.000000 [0 %s] %s\n", harness.T0.Unix(), addrOf(c), quote("CL.THROTTLE", "user:1", "4", "1", "1")), got)
 }

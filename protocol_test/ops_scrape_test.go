@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
@@ -15,7 +17,7 @@ import (
 
 // metricsURL serves the in-process server's collector over HTTP, as
 // main's --metrics-addr does, and returns the /metrics URL.
-func (ts *testServer) metricsURL(t *testing.T) string {
+func metricsURL(t *testing.T, ts *harness.TestServer) string {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(ts.Srv.Collector()))

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -16,8 +18,8 @@ import (
 // comes back, in order, and exactly the burst is allowed.
 func TestDeepPipelineRaw(t *testing.T) {
 	const n = 10_000
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	cmd := testkit.Command("CL.THROTTLE", "k", "99", "100", "3600") // limit 100, one per 36 s
 	payload := strings.Repeat(cmd, n)
 
@@ -49,8 +51,8 @@ func TestDeepPipelineRaw(t *testing.T) {
 func TestDeepPipelineGoRedisMixed(t *testing.T) {
 	for _, proto := range []int{2, 3} {
 		t.Run(fmt.Sprintf("RESP%d", proto), func(t *testing.T) {
-			ts := startServer(t)
-			rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = proto })
+			ts := harness.StartServer(t)
+			rdb := ts.GoRedis(t, func(o *redis.Options) { o.Protocol = proto })
 			pipe := rdb.Pipeline()
 			const rounds = 1000
 			var throttles []*redis.Cmd
@@ -60,12 +62,12 @@ func TestDeepPipelineGoRedisMixed(t *testing.T) {
 			for i := 0; i < rounds; i++ {
 				key := fmt.Sprintf("k%d", i%10)
 				// limit 50 a minute: ei = 1.2 s, dvt = 60 s.
-				throttles = append(throttles, pipe.Do(ctx(t), "CL.THROTTLE", key, 49, 50, 60))
-				pings = append(pings, pipe.Ping(ctx(t)))
-				exists = append(exists, pipe.Exists(ctx(t), key))
-				errs = append(errs, pipe.Do(ctx(t), "CL.THROTTLE", key, -1, 50, 60))
+				throttles = append(throttles, pipe.Do(harness.Ctx(t), "CL.THROTTLE", key, 49, 50, 60))
+				pings = append(pings, pipe.Ping(harness.Ctx(t)))
+				exists = append(exists, pipe.Exists(harness.Ctx(t), key))
+				errs = append(errs, pipe.Do(harness.Ctx(t), "CL.THROTTLE", key, -1, 50, 60))
 			}
-			_, err := pipe.Exec(ctx(t))
+			_, err := pipe.Exec(harness.Ctx(t))
 			require.EqualError(t, err, errNegativeBurst, "Exec reports the first error")
 			for i := 0; i < rounds; i++ {
 				nth := int64(i/10) + 1 // this call's number on its key
@@ -90,22 +92,22 @@ func TestDeepPipelineGoRedisMixed(t *testing.T) {
 // Many connections pipelining on one key at once never grant more than the
 // burst, whatever the interleaving.
 func TestConcurrentPipelinesOnOneKey(t *testing.T) {
-	ts := startServer(t)
+	ts := harness.StartServer(t)
 	const conns, each = 8, 100
 	var mu sync.Mutex
 	allowed := 0
 	var wg sync.WaitGroup
 	for g := 0; g < conns; g++ {
-		rdb := ts.goRedis(t)
+		rdb := ts.GoRedis(t)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			pipe := rdb.Pipeline()
 			cmds := make([]*redis.Cmd, each)
 			for i := range cmds {
-				cmds[i] = pipe.Do(ctx(t), "CL.THROTTLE", "hot", 99, 100, 3600)
+				cmds[i] = pipe.Do(harness.Ctx(t), "CL.THROTTLE", "hot", 99, 100, 3600)
 			}
-			if _, err := pipe.Exec(ctx(t)); err != nil {
+			if _, err := pipe.Exec(harness.Ctx(t)); err != nil {
 				t.Error(err)
 				return
 			}
@@ -125,8 +127,8 @@ func TestConcurrentPipelinesOnOneKey(t *testing.T) {
 	}
 	wg.Wait()
 	require.Equal(t, 100, allowed)
-	rdb := ts.goRedis(t)
-	got, err := rdb.Do(ctx(t), "CL.THROTTLE", "hot", 99, 100, 3600, 0).Int64Slice()
+	rdb := ts.GoRedis(t)
+	got, err := rdb.Do(harness.Ctx(t), "CL.THROTTLE", "hot", 99, 100, 3600, 0).Int64Slice()
 	require.NoError(t, err)
 	require.Equal(t, []int64{0, 100, 0, -1, 3600}, got, "the TAT is exactly 100 emission intervals ahead")
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -56,63 +58,63 @@ func notInSubscribedMode(name string) string {
 func TestGoRedisPubSub(t *testing.T) {
 	for _, proto := range []int{2, 3} {
 		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) {
-			ts := startServer(t)
-			rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = proto })
-			pub := ts.goRedis(t)
+			ts := harness.StartServer(t)
+			rdb := ts.GoRedis(t, func(o *redis.Options) { o.Protocol = proto })
+			pub := ts.GoRedis(t)
 
-			sub := rdb.Subscribe(ctx(t), "__sentinel__:hello")
+			sub := rdb.Subscribe(harness.Ctx(t), "__sentinel__:hello")
 			t.Cleanup(func() { _ = sub.Close() })
-			got, err := sub.Receive(ctx(t))
+			got, err := sub.Receive(harness.Ctx(t))
 			require.NoError(t, err)
 			require.Equal(t, &redis.Subscription{Kind: "subscribe", Channel: "__sentinel__:hello", Count: 1}, got)
 
-			n, err := pub.Publish(ctx(t), "__sentinel__:hello", "127.0.0.1,26379,runid,0").Result()
+			n, err := pub.Publish(harness.Ctx(t), "__sentinel__:hello", "127.0.0.1,26379,runid,0").Result()
 			require.NoError(t, err)
 			require.Equal(t, int64(1), n)
-			msg, err := sub.ReceiveMessage(ctx(t))
+			msg, err := sub.ReceiveMessage(harness.Ctx(t))
 			require.NoError(t, err)
 			require.Equal(t, "__sentinel__:hello", msg.Channel)
 			require.Equal(t, "127.0.0.1,26379,runid,0", msg.Payload)
 
-			psub := rdb.PSubscribe(ctx(t), "__sentinel__:*")
+			psub := rdb.PSubscribe(harness.Ctx(t), "__sentinel__:*")
 			t.Cleanup(func() { _ = psub.Close() })
-			got, err = psub.Receive(ctx(t))
+			got, err = psub.Receive(harness.Ctx(t))
 			require.NoError(t, err)
 			require.Equal(t, &redis.Subscription{Kind: "psubscribe", Channel: "__sentinel__:*", Count: 1}, got)
-			n, err = pub.Publish(ctx(t), "__sentinel__:hello", "second").Result()
+			n, err = pub.Publish(harness.Ctx(t), "__sentinel__:hello", "second").Result()
 			require.NoError(t, err)
 			require.Equal(t, int64(2), n, "the channel's subscriber and the pattern's")
-			msg, err = sub.ReceiveMessage(ctx(t))
+			msg, err = sub.ReceiveMessage(harness.Ctx(t))
 			require.NoError(t, err)
 			require.Equal(t, "second", msg.Payload)
-			msg, err = psub.ReceiveMessage(ctx(t))
+			msg, err = psub.ReceiveMessage(harness.Ctx(t))
 			require.NoError(t, err)
 			require.Equal(t, &redis.Message{Channel: "__sentinel__:hello", Pattern: "__sentinel__:*", Payload: "second"}, msg)
 
 			// PING on the subscribed connection: an array "pong" "" under
 			// RESP2, +PONG under RESP3; go-redis reads either as a Pong.
-			require.NoError(t, sub.Ping(ctx(t)))
-			got, err = sub.Receive(ctx(t))
+			require.NoError(t, sub.Ping(harness.Ctx(t)))
+			got, err = sub.Receive(harness.Ctx(t))
 			require.NoError(t, err)
 			want := map[int]string{2: "", 3: "PONG"}[proto]
 			require.Equal(t, &redis.Pong{Payload: want}, got)
 
 			// Introspection, from another client.
-			channels, err := pub.PubSubChannels(ctx(t), "*").Result()
+			channels, err := pub.PubSubChannels(harness.Ctx(t), "*").Result()
 			require.NoError(t, err)
 			require.Equal(t, []string{"__sentinel__:hello"}, channels)
-			numsub, err := pub.PubSubNumSub(ctx(t), "__sentinel__:hello", "other").Result()
+			numsub, err := pub.PubSubNumSub(harness.Ctx(t), "__sentinel__:hello", "other").Result()
 			require.NoError(t, err)
 			require.Equal(t, map[string]int64{"__sentinel__:hello": 1, "other": 0}, numsub)
-			numpat, err := pub.PubSubNumPat(ctx(t)).Result()
+			numpat, err := pub.PubSubNumPat(harness.Ctx(t)).Result()
 			require.NoError(t, err)
 			require.Equal(t, int64(1), numpat)
 
-			require.NoError(t, sub.Unsubscribe(ctx(t)))
-			got, err = sub.Receive(ctx(t))
+			require.NoError(t, sub.Unsubscribe(harness.Ctx(t)))
+			got, err = sub.Receive(harness.Ctx(t))
 			require.NoError(t, err)
 			require.Equal(t, &redis.Subscription{Kind: "unsubscribe", Channel: "__sentinel__:hello", Count: 0}, got)
-			n, err = pub.Publish(ctx(t), "__sentinel__:hello", "third").Result()
+			n, err = pub.Publish(harness.Ctx(t), "__sentinel__:hello", "third").Result()
 			require.NoError(t, err)
 			require.Equal(t, int64(1), n, "the pattern's subscriber only")
 		})
@@ -122,8 +124,8 @@ func TestGoRedisPubSub(t *testing.T) {
 // A RESP3 subscriber may run any command on its subscribed connection, and
 // gets a message published to itself after PUBLISH's reply.
 func TestRESP3SubscriberRunsCommands(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, helloReply(3, clientID(t, c)), c.Do("HELLO", "3"))
 	require.Equal(t, pushOf(3, 1, "subscribe", "ch"), c.Do("SUBSCRIBE", "ch"))
 	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
@@ -135,8 +137,8 @@ func TestRESP3SubscriberRunsCommands(t *testing.T) {
 // Subscribed under RESP2, a client may run only the commands Redis allows
 // there; any other gets Redis's exact error, and RESET ends the mode.
 func TestSubscribedModeRefusesOtherCommands(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	c.Write(testkit.Command("PING") + testkit.Command("SUBSCRIBE", "a", "b") + testkit.Command("PING"))
 	require.Equal(t, testkit.Simple("PONG"), c.Read(), "run on the event loop")
 	require.Equal(t, pushOf(2, 1, "subscribe", "a"), c.Read(), "the connection has left it")
@@ -190,8 +192,8 @@ func (lr *lineReader) next(t *testing.T) string {
 // redis-cli subscribe prints the confirmation, then each message published,
 // as against Redis.
 func TestRedisCLISubscribe(t *testing.T) {
-	path := redisCLI(t)
-	ts := startServer(t)
+	path := harness.RedisCLI(t)
+	ts := harness.StartServer(t)
 	cmd := exec.Command(path, "-h", "127.0.0.1", "-p", strconv.Itoa(ts.Port), "subscribe", "ch")
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -201,7 +203,7 @@ func TestRedisCLISubscribe(t *testing.T) {
 	for _, want := range []string{"subscribe\n", "ch\n", "1\n"} {
 		require.Equal(t, want, lines.next(t))
 	}
-	c := ts.raw(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Int(1), c.Do("PUBLISH", "ch", "hello world"))
 	for _, want := range []string{"message\n", "ch\n", "hello world\n"} {
 		require.Equal(t, want, lines.next(t))
@@ -213,25 +215,25 @@ func TestRedisCLISubscribe(t *testing.T) {
 // pubsub does; PUBLISH keeps answering at once meanwhile, and the other
 // subscribers keep receiving.
 func TestSlowSubscriberIsDisconnected(t *testing.T) {
-	var log lockedBuffer
-	ts := startServer(t, withLimits(server.Limits{MaxOutput: 64 << 10}), func(c *server.Config) {
+	var log harness.LockedBuffer
+	ts := harness.StartServer(t, harness.WithLimits(server.Limits{MaxOutput: 64 << 10}), func(c *server.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})
-	slow := ts.raw(t)
+	slow := ts.Raw(t)
 	idSlow := clientID(t, slow)
 	require.NoError(t, slow.Conn.(*net.TCPConn).SetReadBuffer(4096)) // so that the server's queue fills soon
 	require.Equal(t, pushOf(2, 1, "subscribe", "ch"), slow.Do("SUBSCRIBE", "ch"))
-	good := ts.goRedis(t)
-	sub := good.Subscribe(ctx(t), "ch")
+	good := ts.GoRedis(t)
+	sub := good.Subscribe(harness.Ctx(t), "ch")
 	t.Cleanup(func() { _ = sub.Close() })
-	_, err := sub.Receive(ctx(t))
+	_, err := sub.Receive(harness.Ctx(t))
 	require.NoError(t, err)
 	received := sub.Channel(redis.WithChannelSize(1 << 12))
 
 	// Rounds of 16 messages, each waited for by the subscriber that reads
 	// before the next: it never has more than 16 KiB waiting, the other
 	// soon 64 KiB beyond what its socket holds.
-	p := ts.raw(t)
+	p := ts.Raw(t)
 	payload := strings.Repeat("x", 1<<10)
 	batch := strings.Repeat(testkit.Command("PUBLISH", "ch", payload), 16)
 	require.Eventually(t, func() bool {
@@ -260,8 +262,8 @@ func TestSlowSubscriberIsDisconnected(t *testing.T) {
 // normal inside MULTI/EXEC; the subscribers and the normal clients are
 // killed, the sender spared; CLIENT LIST TYPE pubsub lists the subscribers.
 func TestClientKillTypePubsubInMulti(t *testing.T) {
-	ts := startServer(t)
-	s2, s3, n, k := ts.raw(t), ts.raw(t), ts.raw(t), ts.raw(t)
+	ts := harness.StartServer(t)
+	s2, s3, n, k := ts.Raw(t), ts.Raw(t), ts.Raw(t), ts.Raw(t)
 	id2, id3, idN := clientID(t, s2), clientID(t, s3), clientID(t, n)
 	require.Equal(t, pushOf(2, 1, "subscribe", "__sentinel__:hello"), s2.Do("SUBSCRIBE", "__sentinel__:hello"))
 	require.True(t, strings.HasPrefix(s3.Do("HELLO", "3"), "%7\r\n"))
@@ -293,8 +295,8 @@ func TestClientKillTypePubsubInMulti(t *testing.T) {
 // INFO counts the channels and patterns with a subscriber and the
 // subscribed clients, in Redis's fields.
 func TestPubsubInfo(t *testing.T) {
-	ts := startServer(t)
-	a, b, c := ts.raw(t), ts.raw(t), ts.raw(t)
+	ts := harness.StartServer(t)
+	a, b, c := ts.Raw(t), ts.Raw(t), ts.Raw(t)
 	require.Equal(t, pushOf(2, 1, "subscribe", "x"), a.Do("SUBSCRIBE", "x"))
 	b.Write(testkit.Command("SUBSCRIBE", "x", "y") + testkit.Command("PSUBSCRIBE", "z*"))
 	require.Equal(t, pushOf(2, 1, "subscribe", "x"), b.Read())
@@ -314,15 +316,15 @@ func TestPubsubInfo(t *testing.T) {
 // MONITOR and SUBSCRIBE on one connection: lines and messages come in the
 // order they happened, through one writer.
 func TestMonitorAndSubscribeOnOneConnection(t *testing.T) {
-	ts := startServer(t)
-	m := ts.raw(t)
+	ts := harness.StartServer(t)
+	m := ts.Raw(t)
 	require.Equal(t, testkit.OK, m.Do("MONITOR"))
 	require.Equal(t, pushOf(2, 1, "subscribe", "ch"), m.Do("SUBSCRIBE", "ch"))
-	require.Equal(t, line(t0, addrOf(m), quote("SUBSCRIBE", "ch")), m.Read())
-	p := ts.raw(t)
+	require.Equal(t, line(harness.T0, addrOf(m), quote("SUBSCRIBE", "ch")), m.Read())
+	p := ts.Raw(t)
 	require.Equal(t, testkit.Int(1), p.Do("PUBLISH", "ch", "hi"))
 	require.Equal(t, pushOf(2, -1, "message", "ch", "hi"), m.Read())
-	require.Equal(t, line(t0, addrOf(p), quote("PUBLISH", "ch", "hi")), m.Read())
+	require.Equal(t, line(harness.T0, addrOf(p), quote("PUBLISH", "ch", "hi")), m.Read())
 	require.Contains(t, p.Do("CLIENT", "LIST", "TYPE", "pubsub"), " flags=OP ")
 	require.Equal(t, testkit.OK, m.Do("QUIT"))
 	m.ExpectClosed()
@@ -332,8 +334,8 @@ func TestMonitorAndSubscribeOnOneConnection(t *testing.T) {
 // connection leaves the loop before it is queued, EXEC subscribes, and
 // messages follow EXEC's reply.
 func TestSubscribeInsideMulti(t *testing.T) {
-	ts := startServer(t)
-	c, p := ts.raw(t), ts.raw(t)
+	ts := harness.StartServer(t)
+	c, p := ts.Raw(t), ts.Raw(t)
 	require.Equal(t, testkit.OK, c.Do("MULTI"))
 	require.Equal(t, testkit.Simple("QUEUED"), c.Do("PING"))
 	require.Equal(t, testkit.Simple("QUEUED"), c.Do("SUBSCRIBE", "ch"))

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -22,8 +24,8 @@ import (
 // surface").
 
 func TestPingEcho(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Simple("PONG"), c.Do("PING"))
 	require.Equal(t, testkit.Simple("PONG"), c.Do("ping"))
 	require.Equal(t, testkit.Bulk("hello world"), c.Do("PING", "hello world"))
@@ -36,21 +38,21 @@ func TestPingEcho(t *testing.T) {
 
 // QUIT replies OK and closes; what was pipelined after it is not run.
 func TestQuitStopsThePipeline(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	c.Write(testkit.Command("PING") + testkit.Command("QUIT") + testkit.Command("CL.THROTTLE", "after-quit", "4", "1", "1") + testkit.Command("PING"))
 	require.Equal(t, testkit.Simple("PONG"), c.Read())
 	require.Equal(t, testkit.OK, c.Read())
 	c.ExpectClosed()
 
-	other := ts.raw(t)
+	other := ts.Raw(t)
 	require.Equal(t, testkit.Int(0), other.Do("EXISTS", "after-quit"), "the command after QUIT did not run")
 	require.Equal(t, testkit.Int(0), other.Do("DBSIZE"))
 }
 
 func TestSelect(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.OK, c.Do("SELECT", "0"))
 	require.Equal(t, testkit.Err(errDBIndex), c.Do("SELECT", "1"))
 	require.Equal(t, testkit.Err(errDBIndex), c.Do("SELECT", "15"))
@@ -61,20 +63,20 @@ func TestSelect(t *testing.T) {
 	require.Equal(t, testkit.Ints(0, 5, 4, -1, 1), c.Do("CL.THROTTLE", "k", "4", "1", "1"), "the connection still works")
 
 	// go-redis's DB option sends SELECT on connect: DB 0 is fine, 1 fails.
-	rdb := ts.goRedis(t, func(o *redis.Options) { o.DB = 1 })
-	require.EqualError(t, rdb.Ping(ctx(t)).Err(), errDBIndex)
+	rdb := ts.GoRedis(t, func(o *redis.Options) { o.DB = 1 })
+	require.EqualError(t, rdb.Ping(harness.Ctx(t)).Err(), errDBIndex)
 }
 
 // TIME reads the server's clock, the manual one here.
 func TestTime(t *testing.T) {
-	ts := startServer(t)
+	ts := harness.StartServer(t)
 	at := time.Date(2027, 3, 1, 8, 30, 15, 123456789, time.UTC)
 	ts.Clock.Set(at)
-	c := ts.raw(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Bulks(strconv.FormatInt(at.Unix(), 10), "123456"), c.Do("TIME"))
 
-	rdb := ts.goRedis(t)
-	got, err := rdb.Time(ctx(t)).Result()
+	rdb := ts.GoRedis(t)
+	got, err := rdb.Time(harness.Ctx(t)).Result()
 	require.NoError(t, err)
 	require.True(t, at.Truncate(time.Microsecond).Equal(got), "TIME = %v want %v", got, at)
 	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'time' command"), c.Do("TIME", "now"))
@@ -88,8 +90,8 @@ func throttle(t *testing.T, c *testkit.Conn, key string, period int) {
 }
 
 func TestDBSizeFlushDBFlushAll(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Int(0), c.Do("DBSIZE"))
 	for _, k := range []string{"a", "b", "c"} {
 		throttle(t, c, k, 60)
@@ -112,16 +114,16 @@ func TestDBSizeFlushDBFlushAll(t *testing.T) {
 }
 
 func TestKeys(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	for _, k := range []string{"user:1", "user:2", "user:10", "admin:1", "a*b", "short"} {
 		throttle(t, c, k, 60)
 	}
 	throttle(t, c, "user:soon-gone", 1)
 	keys := func(pattern string) []string {
 		t.Helper()
-		rdb := ts.goRedis(t)
-		got, err := rdb.Keys(ctx(t), pattern).Result()
+		rdb := ts.GoRedis(t)
+		got, err := rdb.Keys(harness.Ctx(t), pattern).Result()
 		require.NoError(t, err)
 		sort.Strings(got)
 		return got
@@ -145,7 +147,7 @@ func TestKeys(t *testing.T) {
 	long := strings.Repeat("a", 2000)
 	throttle(t, c, long, 60)
 	abusive := strings.Repeat("*a", 40) + "*b"
-	other := ts.raw(t)
+	other := ts.Raw(t)
 	done := make(chan string, 1)
 	go func() { done <- c.Do("KEYS", abusive) }()
 	require.Equal(t, testkit.Ints(0, 1, 0, -1, 60), other.Do("CL.THROTTLE", "during-keys", "0", "1", "60"))
@@ -160,9 +162,9 @@ func TestKeys(t *testing.T) {
 
 // redis-cli --scan walks SCAN to the end.
 func TestRedisCLIScan(t *testing.T) {
-	redisCLI(t)
-	ts := startServer(t)
-	c := ts.raw(t)
+	harness.RedisCLI(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	var want []string
 	for i := 0; i < 120; i++ {
 		k := fmt.Sprintf("user:%d", i)
@@ -170,29 +172,29 @@ func TestRedisCLIScan(t *testing.T) {
 		throttle(t, c, k, 60)
 		throttle(t, c, fmt.Sprintf("other:%d", i), 60)
 	}
-	out := cli(t, ts.Port, "", "--scan", "--pattern", "user:*")
+	out := harness.CLI(t, ts.Port, "", "--scan", "--pattern", "user:*")
 	got := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	require.ElementsMatch(t, want, got)
-	require.Equal(t, "240\n", cli(t, ts.Port, "", "DBSIZE"))
+	require.Equal(t, "240\n", harness.CLI(t, ts.Port, "", "DBSIZE"))
 }
 
 func TestScanCoversEveryKey(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.goRedis(t)
+	ts := harness.StartServer(t)
+	rdb := ts.GoRedis(t)
 	var want []string
 	for i := 0; i < 250; i++ {
 		k := fmt.Sprintf("key:%d", i)
 		want = append(want, k)
-		require.NoError(t, rdb.Do(ctx(t), "CL.THROTTLE", k, 0, 1, 60).Err())
+		require.NoError(t, rdb.Do(harness.Ctx(t), "CL.THROTTLE", k, 0, 1, 60).Err())
 	}
 	for i := 0; i < 20; i++ {
-		require.NoError(t, rdb.Do(ctx(t), "CL.THROTTLE", fmt.Sprintf("other:%d", i), 0, 1, 60).Err())
+		require.NoError(t, rdb.Do(harness.Ctx(t), "CL.THROTTLE", fmt.Sprintf("other:%d", i), 0, 1, 60).Err())
 	}
 
 	var got []string
 	cursor, calls := uint64(0), 0
 	for {
-		keys, next, err := rdb.Scan(ctx(t), cursor, "key:*", 7).Result()
+		keys, next, err := rdb.Scan(harness.Ctx(t), cursor, "key:*", 7).Result()
 		require.NoError(t, err)
 		got = append(got, keys...)
 		calls++
@@ -207,14 +209,14 @@ func TestScanCoversEveryKey(t *testing.T) {
 
 	// go-redis's iterator, no MATCH: all 270.
 	n := 0
-	iter := rdb.Scan(ctx(t), 0, "", 0).Iterator()
-	for iter.Next(ctx(t)) {
+	iter := rdb.Scan(harness.Ctx(t), 0, "", 0).Iterator()
+	for iter.Next(harness.Ctx(t)) {
 		n++
 	}
 	require.NoError(t, iter.Err())
 	require.Equal(t, 270, n)
 
-	c := ts.raw(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Err("ERR invalid cursor"), c.Do("SCAN", "x"))
 	require.Equal(t, testkit.Err("ERR invalid cursor"), c.Do("SCAN", "-1"))
 	require.Equal(t, testkit.Err(errSyntax), c.Do("SCAN", "0", "COUNT", "0"))
@@ -227,8 +229,8 @@ func TestScanCoversEveryKey(t *testing.T) {
 
 // DEL is redis-cell's documented way to reset a limiter; UNLINK too.
 func TestDelAndUnlinkResetTheLimiter(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	for i := int64(0); i < 5; i++ {
 		require.Equal(t, testkit.Ints(0, 5, 4-i, -1, i+1), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
 	}
@@ -248,8 +250,8 @@ func TestDelAndUnlinkResetTheLimiter(t *testing.T) {
 }
 
 func TestExists(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Int(0), c.Do("EXISTS", "k"))
 	throttle(t, c, "k", 2)
 	require.Equal(t, testkit.Int(1), c.Do("EXISTS", "k"))
@@ -260,8 +262,8 @@ func TestExists(t *testing.T) {
 
 // TTL and PTTL count down to the TAT on the manual clock, then -2.
 func TestTTLAndPTTL(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Ints(0, 5, 4, -1, 10), c.Do("CL.THROTTLE", "k", "4", "1", "10"))
 	require.Equal(t, testkit.Int(10000), c.Do("PTTL", "k"))
 	require.Equal(t, testkit.Int(10), c.Do("TTL", "k"))
@@ -279,7 +281,7 @@ func TestTTLAndPTTL(t *testing.T) {
 		{10 * time.Second, -2, -2},
 		{time.Hour, -2, -2},
 	} {
-		ts.Clock.Set(t0.Add(tc.at))
+		ts.Clock.Set(harness.T0.Add(tc.at))
 		require.Equal(t, testkit.Int(tc.pttl), c.Do("PTTL", "k"), "PTTL at %v", tc.at)
 		require.Equal(t, testkit.Int(tc.ttl), c.Do("TTL", "k"), "TTL at %v", tc.at)
 	}
@@ -287,47 +289,47 @@ func TestTTLAndPTTL(t *testing.T) {
 	require.Equal(t, testkit.Int(-2), c.Do("TTL", "absent"))
 
 	// go-redis's typed replies.
-	ts.Clock.Set(t0.Add(time.Hour))
-	rdb := ts.goRedis(t)
-	require.NoError(t, rdb.Do(ctx(t), "CL.THROTTLE", "k", 4, 1, 10, 3).Err())
-	require.Equal(t, 30*time.Second, rdb.TTL(ctx(t), "k").Val())
-	require.Equal(t, 30*time.Second, rdb.PTTL(ctx(t), "k").Val())
-	require.Equal(t, time.Duration(-2), rdb.TTL(ctx(t), "absent").Val())
+	ts.Clock.Set(harness.T0.Add(time.Hour))
+	rdb := ts.GoRedis(t)
+	require.NoError(t, rdb.Do(harness.Ctx(t), "CL.THROTTLE", "k", 4, 1, 10, 3).Err())
+	require.Equal(t, 30*time.Second, rdb.TTL(harness.Ctx(t), "k").Val())
+	require.Equal(t, 30*time.Second, rdb.PTTL(harness.Ctx(t), "k").Val())
+	require.Equal(t, time.Duration(-2), rdb.TTL(harness.Ctx(t), "absent").Val())
 }
 
 // A limited call changes neither the TAT nor the expiry.
 func TestLimitedCallKeepsExpiry(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Ints(0, 1, 0, -1, 60), c.Do("CL.THROTTLE", "k", "0", "1", "60"))
 	ts.Clock.Advance(10 * time.Second)
 	require.Equal(t, testkit.Ints(1, 1, 0, 50, 50), c.Do("CL.THROTTLE", "k", "0", "1", "60"))
 	require.Equal(t, testkit.Int(50000), c.Do("PTTL", "k"))
-	require.Equal(t, testkit.Bulk(strconv.FormatInt(t0.Add(time.Minute).UnixNano(), 10)), c.Do("GET", "k"))
+	require.Equal(t, testkit.Bulk(strconv.FormatInt(harness.T0.Add(time.Minute).UnixNano(), 10)), c.Do("GET", "k"))
 	require.Equal(t, testkit.Ints(0, 1, 1, -1, 0), c.Do("CL.THROTTLE", "peek", "0", "1", "60", "0"))
 	require.Equal(t, testkit.Int(0), c.Do("EXISTS", "peek"), "a peek never creates a key")
 }
 
 // GET shows the TAT in nanoseconds since the Unix epoch; TYPE says string.
 func TestGetAndType(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Null2, c.Do("GET", "k"))
 	require.Equal(t, testkit.Simple("none"), c.Do("TYPE", "k"))
 	require.Equal(t, testkit.Ints(0, 5, 4, -1, 10), c.Do("CL.THROTTLE", "k", "4", "1", "10"))
-	tat := t0.Add(10 * time.Second).UnixNano()
+	tat := harness.T0.Add(10 * time.Second).UnixNano()
 	require.Equal(t, testkit.Bulk(strconv.FormatInt(tat, 10)), c.Do("GET", "k"))
 	require.Equal(t, testkit.Simple("string"), c.Do("TYPE", "k"))
 	require.Equal(t, testkit.Ints(0, 5, 3, -1, 20), c.Do("CL.THROTTLE", "k", "4", "1", "10"))
 	require.Equal(t, testkit.Bulk(strconv.FormatInt(tat+int64(10*time.Second), 10)), c.Do("GET", "k"))
 
-	rdb := ts.goRedis(t)
-	n, err := rdb.Get(ctx(t), "k").Int64()
+	rdb := ts.GoRedis(t)
+	n, err := rdb.Get(harness.Ctx(t), "k").Int64()
 	require.NoError(t, err)
 	require.Equal(t, tat+int64(10*time.Second), n)
-	require.Equal(t, "string", rdb.Type(ctx(t), "k").Val())
-	require.ErrorIs(t, rdb.Get(ctx(t), "absent").Err(), redis.Nil, "RESP3 null is go-redis's redis.Nil")
-	require.Equal(t, "none", rdb.Type(ctx(t), "absent").Val())
+	require.Equal(t, "string", rdb.Type(harness.Ctx(t), "k").Val())
+	require.ErrorIs(t, rdb.Get(harness.Ctx(t), "absent").Err(), redis.Nil, "RESP3 null is go-redis's redis.Nil")
+	require.Equal(t, "none", rdb.Type(harness.Ctx(t), "absent").Val())
 
 	ts.Clock.Advance(20 * time.Second)
 	require.Equal(t, testkit.Null2, c.Do("GET", "k"), "gone at its TAT")
@@ -337,7 +339,7 @@ func TestGetAndType(t *testing.T) {
 // An expired key stops costing memory without being touched again: the
 // store's sweeper (as main runs it) frees it, and INFO counts it.
 func TestActiveExpiry(t *testing.T) {
-	ts := startServer(t)
+	ts := harness.StartServer(t)
 	sweep, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -346,7 +348,7 @@ func TestActiveExpiry(t *testing.T) {
 	}()
 	t.Cleanup(func() { stop(); <-done })
 
-	c := ts.raw(t)
+	c := ts.Raw(t)
 	for i := 0; i < 100; i++ {
 		throttle(t, c, fmt.Sprintf("k%d", i), 5)
 	}
@@ -378,8 +380,8 @@ func clientLine(id int64, addr, laddr, name string, age, idle int, cmd string, r
 }
 
 func TestClientCommands(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	addr := c.Conn.LocalAddr().String()
 	require.Equal(t, testkit.Int(1), c.Do("CLIENT", "ID"))
 	require.Equal(t, testkit.Null2, c.Do("CLIENT", "GETNAME"))
@@ -407,7 +409,7 @@ func TestClientCommands(t *testing.T) {
 	// A second connection, 5 s later: CLIENT LIST shows both, oldest first,
 	// each with its last command and how long it has been idle.
 	ts.Clock.Advance(5 * time.Second)
-	c2 := ts.raw(t)
+	c2 := ts.Raw(t)
 	require.Equal(t, helloReply(3, 2), c2.Do("HELLO", "3"))
 	ts.Clock.Advance(time.Second)
 	list := clientLine(1, addr, ts.Addr, "app-1", 71, 6, "client|info", 2, "mylib", "1.2.3") + "\n" +
@@ -427,19 +429,19 @@ func TestClientCommands(t *testing.T) {
 	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'client' command"), c.Do("CLIENT"))
 
 	// go-redis parses the lines.
-	rdb := ts.goRedis(t, func(o *redis.Options) { o.ClientName = "gr" })
-	ci, err := rdb.ClientInfo(ctx(t)).Result()
+	rdb := ts.GoRedis(t, func(o *redis.Options) { o.ClientName = "gr" })
+	ci, err := rdb.ClientInfo(harness.Ctx(t)).Result()
 	require.NoError(t, err)
 	require.Equal(t, "gr", ci.Name)
 	require.Equal(t, "client|info", ci.LastCmd)
 	require.Equal(t, ts.Addr, ci.LAddr)
-	id, err := rdb.ClientID(ctx(t)).Result()
+	id, err := rdb.ClientID(harness.Ctx(t)).Result()
 	require.NoError(t, err)
 	require.Equal(t, ci.ID, id)
-	name, err := rdb.ClientGetName(ctx(t)).Result()
+	name, err := rdb.ClientGetName(harness.Ctx(t)).Result()
 	require.NoError(t, err)
 	require.Equal(t, "gr", name)
-	all, err := rdb.ClientList(ctx(t)).Result()
+	all, err := rdb.ClientList(harness.Ctx(t)).Result()
 	require.NoError(t, err)
 	require.Len(t, strings.Split(strings.TrimSuffix(all, "\n"), "\n"), 3)
 }
@@ -447,11 +449,11 @@ func TestClientCommands(t *testing.T) {
 // COMMAND describes the commands served so that cluster-aware clients find
 // CL.THROTTLE's key at position 1.
 func TestCommand(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	// As Redis: every command, each followed by its subcommands' full names;
 	// COMMAND COUNT counts the commands.
-	listed := bulkList(t, c.Do("COMMAND", "LIST"))
+	listed := testkit.BulkList(t, c.Do("COMMAND", "LIST"))
 	var names []string
 	for _, n := range listed {
 		if !strings.Contains(n, "|") {
@@ -503,8 +505,8 @@ func TestCommand(t *testing.T) {
 	require.Contains(t, all, throttleInfo)
 
 	for _, proto := range []int{2, 3} {
-		rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = proto })
-		cmds, err := rdb.Command(ctx(t)).Result()
+		rdb := ts.GoRedis(t, func(o *redis.Options) { o.Protocol = proto })
+		cmds, err := rdb.Command(harness.Ctx(t)).Result()
 		require.NoError(t, err, "RESP%d", proto)
 		require.Len(t, cmds, len(names))
 		ct := cmds["cl.throttle"]
@@ -520,7 +522,7 @@ func TestCommand(t *testing.T) {
 		require.Equal(t, int8(-1), cmds["del"].LastKeyPos)
 		require.Equal(t, int8(0), cmds["ping"].FirstKeyPos)
 
-		docs, err := rdb.Do(ctx(t), "COMMAND", "DOCS", "cl.throttle").Result()
+		docs, err := rdb.Do(harness.Ctx(t), "COMMAND", "DOCS", "cl.throttle").Result()
 		require.NoError(t, err)
 		doc := docMap(t, proto, docs)["cl.throttle"]
 		require.NotNil(t, doc)
@@ -559,8 +561,8 @@ var infoLine = regexp.MustCompile(`^(# [A-Za-z]+|[a-z0-9_]+:[^\r\n]*|)$`)
 // INFO is Redis's text: "# Section" headers, "field:value" lines, CRLF line
 // ends, a blank line between sections.
 func TestInfo(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	throttle(t, c, "a", 60)
 	throttle(t, c, "b", 60)
 	ts.Clock.Advance(3600 * time.Second)
@@ -586,13 +588,13 @@ func TestInfo(t *testing.T) {
 	require.Contains(t, text, "# Server\r\nredis_version:"+server.RedisVersion+"\r\n")
 	require.Contains(t, text, "\r\ntcp_port:"+strconv.Itoa(ts.Port)+"\r\n")
 	require.Contains(t, text, "\r\nuptime_in_seconds:3600\r\n")
-	require.Contains(t, text, "\r\nserver_time_usec:"+strconv.FormatInt(t0.Add(time.Hour).UnixMicro(), 10)+"\r\n")
+	require.Contains(t, text, "\r\nserver_time_usec:"+strconv.FormatInt(harness.T0.Add(time.Hour).UnixMicro(), 10)+"\r\n")
 	require.Contains(t, text, "\r\nconnected_clients:1\r\n")
 	// a and b expired an hour ago but nothing swept them: as in Redis, they
 	// are counted until they are. avg_ttl (ms) averages the live keys.
 	require.Contains(t, text, "# Keyspace\r\ndb0:keys=4,expires=4,avg_ttl=3600000\r\n")
 
-	c2 := ts.raw(t)
+	c2 := ts.Raw(t)
 	require.Equal(t, "# Clients\r\nconnected_clients:2\r\nmaxclients:10000\r\nblocked_clients:0\r\ntracking_clients:0\r\npubsub_clients:0\r\n", bulkBody(t, c2.Do("INFO", "clients")))
 	require.Equal(t, testkit.OK, c.Do("FLUSHDB"))
 	require.Equal(t, "# Keyspace\r\n", bulkBody(t, c.Do("INFO", "KEYSPACE")))
@@ -603,19 +605,19 @@ func TestInfo(t *testing.T) {
 
 	// go-redis reads it the same under RESP3 (verbatim text) and RESP2.
 	for _, proto := range []int{2, 3} {
-		rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = proto })
-		got, err := rdb.Info(ctx(t), "keyspace").Result()
+		rdb := ts.GoRedis(t, func(o *redis.Options) { o.Protocol = proto })
+		got, err := rdb.Info(harness.Ctx(t), "keyspace").Result()
 		require.NoError(t, err)
 		require.Equal(t, "# Keyspace\r\n", got)
-		m, err := rdb.InfoMap(ctx(t), "server").Result()
+		m, err := rdb.InfoMap(harness.Ctx(t), "server").Result()
 		require.NoError(t, err)
 		require.Equal(t, server.RedisVersion, m["Server"]["redis_version"])
 	}
 }
 
 func TestConfigGet(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Bulks("maxmemory", "0"), c.Do("CONFIG", "GET", "maxmemory"))
 	require.Equal(t, testkit.Bulks("maxmemory", "0"), c.Do("config", "get", "MAXMEMORY"))
 	require.Equal(t, testkit.Bulks("maxmemory", "0", "maxmemory-clients", "268435456", "maxmemory-policy", "noeviction", "maxmemory-samples", "5"),
@@ -625,8 +627,8 @@ func TestConfigGet(t *testing.T) {
 	require.Equal(t, testkit.Err("ERR wrong number of arguments for 'config|get' command"), c.Do("CONFIG", "GET"))
 	require.Equal(t, "%1\r\n"+testkit.Bulk("maxmemory")+testkit.Bulk("0"), helloThen(t, c, "CONFIG", "GET", "maxmemory"), "a RESP3 map")
 
-	rdb := ts.goRedis(t)
-	got, err := rdb.ConfigGet(ctx(t), "*").Result()
+	rdb := ts.GoRedis(t)
+	got, err := rdb.ConfigGet(harness.Ctx(t), "*").Result()
 	require.NoError(t, err)
 	for _, k := range []string{"maxmemory", "maxmemory-policy", "maxclients", "databases", "save", "appendonly", "timeout", "bind", "port", "dir", "cluster-enabled"} {
 		require.Contains(t, got, k)
@@ -645,8 +647,8 @@ func helloThen(t *testing.T, c *testkit.Conn, args ...string) string {
 
 // Unknown commands and wrong arities read exactly as Redis words them.
 func TestUnknownCommandAndArity(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.Err("ERR unknown command 'foo', with args beginning with: 'a' 'b' "), c.Do("foo", "a", "b"))
 	require.Equal(t, testkit.Err("ERR unknown command 'FOO', with args beginning with: "), c.Do("FOO"))
 	require.Equal(t, testkit.Err("ERR unknown command 'foo', with args beginning with: 'a  b' "), c.Do("foo", "a\r\nb"), "CR and LF become spaces")
@@ -681,8 +683,8 @@ func TestUnknownCommandAndArity(t *testing.T) {
 	}
 	require.Equal(t, testkit.Simple("PONG"), c.Do("PING"), "the connection still works")
 
-	rdb := ts.goRedis(t)
-	require.EqualError(t, rdb.Do(ctx(t), "NOSUCH", "x").Err(), "ERR unknown command 'NOSUCH', with args beginning with: 'x' ")
+	rdb := ts.GoRedis(t)
+	require.EqualError(t, rdb.Do(harness.Ctx(t), "NOSUCH", "x").Err(), "ERR unknown command 'NOSUCH', with args beginning with: 'x' ")
 }
 
 // go-redis's typed helpers parse every reply of section 2 under both
@@ -690,9 +692,9 @@ func TestUnknownCommandAndArity(t *testing.T) {
 func TestGoRedisTypedAPI(t *testing.T) {
 	for _, proto := range []int{2, 3} {
 		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) {
-			ts := startServer(t)
-			rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = proto })
-			c := ctx(t)
+			ts := harness.StartServer(t)
+			rdb := ts.GoRedis(t, func(o *redis.Options) { o.Protocol = proto })
+			c := harness.Ctx(t)
 			require.Equal(t, "PONG", rdb.Ping(c).Val())
 			require.Equal(t, "hi", rdb.Echo(c, "hi").Val())
 			got, err := rdb.Do(c, "CL.THROTTLE", "k", 4, 1, 10).Int64Slice()
@@ -702,7 +704,7 @@ func TestGoRedisTypedAPI(t *testing.T) {
 			require.Equal(t, int64(1), rdb.Exists(c, "k").Val())
 			require.Equal(t, 10*time.Second, rdb.TTL(c, "k").Val())
 			require.Equal(t, 10*time.Second, rdb.PTTL(c, "k").Val())
-			require.Equal(t, strconv.FormatInt(t0.Add(10*time.Second).UnixNano(), 10), rdb.Get(c, "k").Val())
+			require.Equal(t, strconv.FormatInt(harness.T0.Add(10*time.Second).UnixNano(), 10), rdb.Get(c, "k").Val())
 			require.Equal(t, "string", rdb.Type(c, "k").Val())
 			require.Equal(t, []string{"k"}, rdb.Keys(c, "*").Val())
 			require.Equal(t, int64(1), rdb.Del(c, "k").Val())
@@ -710,23 +712,8 @@ func TestGoRedisTypedAPI(t *testing.T) {
 			require.Equal(t, "OK", rdb.FlushDB(c).Val())
 			require.Equal(t, "OK", rdb.FlushAll(c).Val())
 			require.Equal(t, map[string]string{"maxmemory": "0"}, rdb.ConfigGet(c, "maxmemory").Val())
-			require.True(t, t0.Equal(rdb.Time(c).Val()))
+			require.True(t, harness.T0.Equal(rdb.Time(c).Val()))
 			require.Equal(t, "OK", rdb.Do(c, "SELECT", 0).Val())
 		})
 	}
-}
-
-// bulkList reads a RESP2 array of bulk strings.
-func bulkList(t *testing.T, reply string) []string {
-	t.Helper()
-	lines := strings.Split(strings.TrimSuffix(reply, "\r\n"), "\r\n")
-	require.True(t, strings.HasPrefix(lines[0], "*"), "not an array: %q", reply)
-	n, err := strconv.Atoi(lines[0][1:])
-	require.NoError(t, err)
-	require.Len(t, lines, 1+2*n, "not an array of bulk strings: %q", reply)
-	out := make([]string, n)
-	for i := range out {
-		out[i] = lines[2+2*i]
-	}
-	return out
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -19,8 +21,8 @@ import (
 // MULTI, queued commands, EXEC: the replies in one array, under RESP2 and
 // RESP3, and Redis's errors for the misuses.
 func TestMultiExecReplies(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.OK, c.Do("MULTI"))
 	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
 	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
@@ -48,9 +50,9 @@ func TestMultiExecReplies(t *testing.T) {
 
 // execOn runs the commands (space-separated words) in one transaction on a
 // fresh RESP3 connection and returns EXEC's reply.
-func execOn(t *testing.T, ts *testServer, commands ...string) string {
+func execOn(t *testing.T, ts *harness.TestServer, commands ...string) string {
 	t.Helper()
-	c := ts.raw(t)
+	c := ts.Raw(t)
 	c.Do("HELLO", "3")
 	require.Equal(t, testkit.OK, c.Do("MULTI"))
 	for _, cmd := range commands {
@@ -64,8 +66,8 @@ func execOn(t *testing.T, ts *testServer, commands ...string) string {
 // a client that retries is never charged twice. (Before, every client's
 // default transaction failed after spending the token.)
 func TestRefusedCommandAbortsTheTransaction(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	for _, refused := range [][]string{
 		{"CL.NOSUCH", "k"},
 		{"CL.THROTTLE", "k"},
@@ -87,8 +89,8 @@ func TestRefusedCommandAbortsTheTransaction(t *testing.T) {
 // EXEC answer a null array and run nothing; an unchanged one lets it run;
 // EXEC, DISCARD and UNWATCH forget the watches.
 func TestWatch(t *testing.T) {
-	ts := startServer(t)
-	c, other := ts.raw(t), ts.raw(t)
+	ts := harness.StartServer(t)
+	c, other := ts.Raw(t), ts.Raw(t)
 	other.Do("CL.THROTTLE", "w", "4", "1", "10")
 
 	require.Equal(t, testkit.OK, c.Do("WATCH", "w", "absent"))
@@ -120,7 +122,7 @@ func TestWatch(t *testing.T) {
 	require.Equal(t, testkit.OK, c.Do("MULTI"))
 	require.Equal(t, "*0\r\n", c.Do("EXEC"), "UNWATCH forgot it")
 
-	h := ts.raw(t)
+	h := ts.Raw(t)
 	h.Do("HELLO", "3")
 	require.Equal(t, testkit.OK, h.Do("WATCH", "w"))
 	other.Do("CL.THROTTLE", "w", "4", "1", "10")
@@ -132,7 +134,7 @@ func TestWatch(t *testing.T) {
 // eight clients deciding on the same keys, every transaction's replies count
 // down one at a time, and no decision is lost or doubled.
 func TestExecIsAtomic(t *testing.T) {
-	ts := startServer(t)
+	ts := harness.StartServer(t)
 	const clients, rounds, perTx = 8, 200, 4
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
@@ -140,7 +142,7 @@ func TestExecIsAtomic(t *testing.T) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			rdb := ts.goRedis(t, func(o *redis.Options) { o.PoolSize = 1 })
+			rdb := ts.GoRedis(t, func(o *redis.Options) { o.PoolSize = 1 })
 			ctx := context.Background()
 			for i := 0; i < rounds; i++ {
 				key := fmt.Sprintf("k%d", i%3)
@@ -169,7 +171,7 @@ func TestExecIsAtomic(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	c := ts.raw(t)
+	c := ts.Raw(t)
 	total := int64(0)
 	for i := 0; i < 3; i++ {
 		r := c.Do("CL.THROTTLE", fmt.Sprintf("k%d", i), "1000000", "1", "1", "0")
@@ -184,10 +186,10 @@ func TestExecIsAtomic(t *testing.T) {
 // go-redis's TxPipelined and Watch, and rueidis's MULTI/EXEC, work as with
 // Redis.
 func TestClientTransactions(t *testing.T) {
-	ts := startServer(t)
+	ts := harness.StartServer(t)
 	ctx := context.Background()
 	for _, proto := range []int{2, 3} {
-		rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = proto })
+		rdb := ts.GoRedis(t, func(o *redis.Options) { o.Protocol = proto })
 		key := fmt.Sprintf("go%d", proto)
 		cmds, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Do(ctx, "CL.THROTTLE", key, 1, 1, 60)
@@ -201,7 +203,7 @@ func TestClientTransactions(t *testing.T) {
 		require.Equal(t, 120*time.Second, cmds[2].(*redis.DurationCmd).Val())
 
 		// Watch: the optimistic check-and-act loop go-redis documents.
-		other := ts.goRedis(t)
+		other := ts.GoRedis(t)
 		watchKey := key + ":w"
 		attempts := 0
 		err = rdb.Watch(ctx, func(tx *redis.Tx) error {
@@ -219,7 +221,7 @@ func TestClientTransactions(t *testing.T) {
 		require.Equal(t, 1, attempts)
 	}
 
-	rc := ts.rueidis(t)
+	rc := ts.Rueidis(t)
 	replies := rc.DoMulti(ctx,
 		rc.B().Multi().Build(),
 		rc.B().Arbitrary("CL.THROTTLE").Keys("rue").Args("1", "1", "60").Build(),
@@ -235,8 +237,8 @@ func TestClientTransactions(t *testing.T) {
 // by EXEC, answers: none of them takes a lock the transaction holds (which
 // would wait forever).
 func TestEveryCommandRunsInsideExec(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	c.Do("CL.THROTTLE", "k", "4", "1", "1")
 	for _, cmd := range [][]string{
 		{"GET", "k"}, {"TTL", "k"}, {"PTTL", "k"}, {"TYPE", "k"}, {"EXISTS", "k", "x"}, {"STRLEN", "k"},
@@ -258,10 +260,10 @@ func TestEveryCommandRunsInsideExec(t *testing.T) {
 // Sentinel reconfigures a node inside MULTI/EXEC, with CLIENT KILL and
 // CONFIG among the queued commands: they run, in order.
 func TestSentinelStyleTransaction(t *testing.T) {
-	ts := startServer(t)
-	victim := ts.raw(t)
+	ts := harness.StartServer(t)
+	victim := ts.Raw(t)
 	require.Equal(t, testkit.Simple("PONG"), victim.Do("PING"))
-	c := ts.raw(t)
+	c := ts.Raw(t)
 	require.Equal(t, testkit.OK, c.Do("MULTI"))
 	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"))
 	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CONFIG", "GET", "port"))
@@ -273,23 +275,23 @@ func TestSentinelStyleTransaction(t *testing.T) {
 // A monitor sees MULTI, then each queued command as EXEC runs it, then
 // EXEC, as Redis shows a transaction.
 func TestMonitorShowsATransaction(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	m := startMonitor(t, ts)
 	require.Equal(t, testkit.OK, c.Do("MULTI"))
 	require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", "k", "4", "1", "1"))
 	require.Equal(t, testkit.Simple("QUEUED"), c.Do("PTTL", "k"))
 	c.Do("EXEC")
 	for _, want := range [][]string{{"MULTI"}, {"CL.THROTTLE", "k", "4", "1", "1"}, {"PTTL", "k"}, {"EXEC"}} {
-		require.Equal(t, line(t0, addrOf(c), quote(want...)), m.Read())
+		require.Equal(t, line(harness.T0, addrOf(c), quote(want...)), m.Read())
 	}
 }
 
 // Under CLIENT PAUSE WRITE, an EXEC that would write waits like a write;
 // one that only reads runs.
 func TestPauseWriteHoldsAnExecThatWrites(t *testing.T) {
-	ts := startServer(t)
-	admin, c, r := ts.raw(t), ts.raw(t), ts.raw(t)
+	ts := harness.StartServer(t)
+	admin, c, r := ts.Raw(t), ts.Raw(t), ts.Raw(t)
 	require.Equal(t, testkit.OK, admin.Do("CLIENT", "PAUSE", "60000", "WRITE"))
 	require.Equal(t, testkit.OK, r.Do("MULTI"))
 	require.Equal(t, testkit.Simple("QUEUED"), r.Do("PTTL", "k"))
@@ -335,8 +337,8 @@ func (p *countingPersistence) count() int {
 // once, before its reply, however many there are; queueing syncs nothing.
 func TestDurableExecIsOneGroupCommit(t *testing.T) {
 	p := &countingPersistence{}
-	ts := startServer(t, func(c *server.Config) { c.Persistence, c.DurableWrites = p, true })
-	c := ts.raw(t)
+	ts := harness.StartServer(t, func(c *server.Config) { c.Persistence, c.DurableWrites = p, true })
+	c := ts.Raw(t)
 	require.Equal(t, testkit.OK, c.Do("MULTI"))
 	for i := 0; i < 5; i++ {
 		require.Equal(t, testkit.Simple("QUEUED"), c.Do("CL.THROTTLE", fmt.Sprintf("k%d", i), "4", "1", "1"))

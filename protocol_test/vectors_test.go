@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
@@ -43,13 +45,13 @@ type batchThrottler func(t *testing.T, cmds [][]string) ([][]int64, []error)
 
 // runVectors plays every reference vector, each on a fresh server, through do,
 // setting the manual clock before each group of same-instant steps.
-func runVectors(t *testing.T, connect func(t *testing.T, ts *testServer) batchThrottler) {
+func runVectors(t *testing.T, connect func(t *testing.T, ts *harness.TestServer) batchThrottler) {
 	for _, v := range gcratest.All() {
 		t.Run(v.Name, func(t *testing.T) {
-			ts := startServer(t)
+			ts := harness.StartServer(t)
 			do := connect(t, ts)
 			for _, g := range sameInstant(v) {
-				ts.Clock.Set(t0.Add(v.Steps[g[0]].At))
+				ts.Clock.Set(harness.T0.Add(v.Steps[g[0]].At))
 				cmds := make([][]string, len(g))
 				for j, i := range g {
 					cmds[j] = v.Args(i)
@@ -92,13 +94,13 @@ func anyArgs(args []string) []any {
 }
 
 // goRedisOneByOne sends each command in its own round trip.
-func goRedisOneByOne(opts ...func(*redis.Options)) func(t *testing.T, ts *testServer) batchThrottler {
-	return func(t *testing.T, ts *testServer) batchThrottler {
-		rdb := ts.goRedis(t, opts...)
+func goRedisOneByOne(opts ...func(*redis.Options)) func(t *testing.T, ts *harness.TestServer) batchThrottler {
+	return func(t *testing.T, ts *harness.TestServer) batchThrottler {
+		rdb := ts.GoRedis(t, opts...)
 		return func(t *testing.T, cmds [][]string) ([][]int64, []error) {
 			got, errs := make([][]int64, len(cmds)), make([]error, len(cmds))
 			for i, c := range cmds {
-				got[i], errs[i] = rdb.Do(ctx(t), anyArgs(c)...).Int64Slice()
+				got[i], errs[i] = rdb.Do(harness.Ctx(t), anyArgs(c)...).Int64Slice()
 			}
 			return got, errs
 		}
@@ -118,15 +120,15 @@ func TestVectorsGoRedisRESP2(t *testing.T) {
 func TestVectorsGoRedisPipeline(t *testing.T) {
 	for _, proto := range []int{2, 3} {
 		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) {
-			runVectors(t, func(t *testing.T, ts *testServer) batchThrottler {
-				rdb := ts.goRedis(t, func(o *redis.Options) { o.Protocol = proto })
+			runVectors(t, func(t *testing.T, ts *harness.TestServer) batchThrottler {
+				rdb := ts.GoRedis(t, func(o *redis.Options) { o.Protocol = proto })
 				return func(t *testing.T, cmds [][]string) ([][]int64, []error) {
 					pipe := rdb.Pipeline()
 					results := make([]*redis.Cmd, len(cmds))
 					for i, c := range cmds {
-						results[i] = pipe.Do(ctx(t), anyArgs(c)...)
+						results[i] = pipe.Do(harness.Ctx(t), anyArgs(c)...)
 					}
-					_, err := pipe.Exec(ctx(t))
+					_, err := pipe.Exec(harness.Ctx(t))
 					// Exec reports the first failed command; each is checked below.
 					_ = err
 					got, errs := make([][]int64, len(cmds)), make([]error, len(cmds))
@@ -141,15 +143,15 @@ func TestVectorsGoRedisPipeline(t *testing.T) {
 }
 
 func TestVectorsRueidis(t *testing.T) {
-	runVectors(t, func(t *testing.T, ts *testServer) batchThrottler {
-		c := ts.rueidis(t)
+	runVectors(t, func(t *testing.T, ts *harness.TestServer) batchThrottler {
+		c := ts.Rueidis(t)
 		return func(t *testing.T, cmds [][]string) ([][]int64, []error) {
 			built := make(rueidis.Commands, len(cmds))
 			for i, a := range cmds {
 				built[i] = c.B().Arbitrary(a[0]).Keys(a[1]).Args(a[2:]...).Build()
 			}
 			got, errs := make([][]int64, len(cmds)), make([]error, len(cmds))
-			for i, r := range c.DoMulti(ctx(t), built...) { // one pipeline
+			for i, r := range c.DoMulti(harness.Ctx(t), built...) { // one pipeline
 				got[i], errs[i] = r.AsIntSlice()
 			}
 			return got, errs
@@ -163,14 +165,14 @@ func TestVectorsRawBytes(t *testing.T) {
 		t.Run("RESP"+proto, func(t *testing.T) {
 			for _, v := range gcratest.All() {
 				t.Run(v.Name, func(t *testing.T) {
-					ts := startServer(t)
-					c := ts.raw(t)
+					ts := harness.StartServer(t)
+					c := ts.Raw(t)
 					require.Contains(t, c.Do("HELLO", proto), "proto\r\n:"+proto+"\r\n")
 					steps := make([]testkit.Step, len(v.Steps))
 					for i, s := range v.Steps {
 						steps[i] = testkit.Step{At: s.At, Args: v.Args(i), Want: testkit.Ints(s.Want[:]...)}
 					}
-					testkit.RunSteps(t, steps, c.Do, func(at time.Duration) { ts.Clock.Set(t0.Add(at)) })
+					testkit.RunSteps(t, steps, c.Do, func(at time.Duration) { ts.Clock.Set(harness.T0.Add(at)) })
 				})
 			}
 		})
@@ -181,18 +183,18 @@ func TestVectorsRawBytes(t *testing.T) {
 // output is not a terminal; each same-instant group is one invocation with
 // the commands on stdin.
 func TestVectorsRedisCLI(t *testing.T) {
-	redisCLI(t)
+	harness.RedisCLI(t)
 	for _, v := range gcratest.All() {
 		t.Run(v.Name, func(t *testing.T) {
-			ts := startServer(t)
+			ts := harness.StartServer(t)
 			for _, g := range sameInstant(v) {
-				ts.Clock.Set(t0.Add(v.Steps[g[0]].At))
+				ts.Clock.Set(harness.T0.Add(v.Steps[g[0]].At))
 				var stdin, want strings.Builder
 				for _, i := range g {
 					stdin.WriteString(strings.Join(v.Args(i), " ") + "\n")
 					want.WriteString(cliInts(v.Steps[i].Want))
 				}
-				got := cli(t, ts.Port, stdin.String())
+				got := harness.CLI(t, ts.Port, stdin.String())
 				if got != want.String() {
 					t.Errorf("steps %v at %v: redis-cli printed %q want %q", g, v.Steps[g[0]].At, got, want.String())
 				}
@@ -213,14 +215,14 @@ func cliInts(want [5]int64) string {
 // The stats INFO reports count decisions: after the 15-step table, 12
 // allowed (the peek included) and 3 limited.
 func TestInfoCountsDecisions(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.goRedis(t)
+	ts := harness.StartServer(t)
+	rdb := ts.GoRedis(t)
 	v := gcratest.SpecVectors[0]
 	for i, s := range v.Steps {
-		ts.Clock.Set(t0.Add(s.At))
-		require.NoError(t, rdb.Do(ctx(t), anyArgs(v.Args(i))...).Err())
+		ts.Clock.Set(harness.T0.Add(s.At))
+		require.NoError(t, rdb.Do(harness.Ctx(t), anyArgs(v.Args(i))...).Err())
 	}
-	info, err := rdb.Info(ctx(t), "stats").Result()
+	info, err := rdb.Info(harness.Ctx(t), "stats").Result()
 	require.NoError(t, err)
 	require.Contains(t, info, "\r\nthrottle_allowed:12\r\n")
 	require.Contains(t, info, "\r\nthrottle_limited:3\r\n")
@@ -229,8 +231,8 @@ func TestInfoCountsDecisions(t *testing.T) {
 // Edge cases of CL.THROTTLE that follow from the math, one server and
 // one connection, each on its own key.
 func TestThrottleEdgeCases(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 
 	// quantity > limit on an existing key: limited, retry_after -1, the key
 	// as it was.
@@ -275,8 +277,8 @@ func TestThrottleEdgeCases(t *testing.T) {
 // NUL, invalid UTF-8 and long keys are separate limiters, listed and deleted
 // like any other.
 func TestBinaryAndLongKeys(t *testing.T) {
-	ts := startServer(t)
-	c := ts.raw(t)
+	ts := harness.StartServer(t)
+	c := ts.Raw(t)
 	keys := []string{"", "a\r\nb", "\x00", "\xff\xfe", "sp ace"}
 	for _, n := range []int{15, 16, 23, 24, 31, 32, 33, 64, 1000, server.DefaultMaxKeyLen} {
 		keys = append(keys, strings.Repeat("k", n))

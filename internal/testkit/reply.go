@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
 )
 
 // ErrMalformed is a reply that is not RESP2 or RESP3 as a server writes it.
@@ -139,4 +142,20 @@ func read(r *bufio.Reader, raw *strings.Builder) (Reply, error) {
 		return v, nil
 	}
 	return v, fmt.Errorf("%w: a line of unknown type %q", ErrMalformed, line)
+}
+
+// BulkList reads a RESP2 array of bulk strings (KEYS, CLUSTER
+// GETKEYSINSLOT), failing the test if reply is anything else.
+func BulkList(t testing.TB, reply string) []string {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(reply, "\r\n"), "\r\n")
+	require.True(t, strings.HasPrefix(lines[0], "*"), "not an array: %q", reply)
+	n, err := strconv.Atoi(lines[0][1:])
+	require.NoError(t, err)
+	require.Len(t, lines, 1+2*n, "not an array of bulk strings: %q", reply)
+	out := make([]string, n)
+	for i := range out {
+		out[i] = lines[2+2*i]
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -31,12 +33,12 @@ import (
 
 // replServer is one in-process redcell with replication on 127.0.0.1.
 type replServer struct {
-	endpoint
+	harness.Endpoint
 	Store *storage.Store
 	Node  *replication.Node
 	Srv   *server.Server
 	rdb   *redis.Client
-	log   *lockedBuffer // the node's and the server's log
+	log   *harness.LockedBuffer // the node's and the server's log
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed once stop has returned
@@ -67,7 +69,7 @@ func startReplServer(t *testing.T, now func() time.Time, opts ...replOption) *re
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
-	log := &lockedBuffer{}
+	log := &harness.LockedBuffer{}
 	logger := slog.New(slog.NewTextHandler(log, nil))
 	store := storage.New(storage.Config{})
 	cfg := replication.Config{Store: store, Now: now, ListeningPort: port, FeedInterval: time.Millisecond, Logger: logger}
@@ -77,7 +79,7 @@ func startReplServer(t *testing.T, now func() time.Time, opts ...replOption) *re
 	node := replication.New(cfg)
 	srv := server.New(server.Config{Now: now, Bind: "127.0.0.1", Port: port, Dir: t.TempDir(),
 		Replication: node, Logger: logger}, store)
-	s := &replServer{endpoint: loopbackEndpoint(port), Store: store, Node: node, Srv: srv, log: log,
+	s := &replServer{Endpoint: harness.LoopbackEndpoint(port), Store: store, Node: node, Srv: srv, log: log,
 		stopped: make(chan struct{}), served: make(chan error, 1)}
 	go func() { s.served <- srv.Serve(ln) }()
 	s.rdb = redis.NewClient(&redis.Options{Addr: s.Addr, Protocol: 2})
@@ -308,7 +310,7 @@ func (w *writer) stop(t *testing.T) []string {
 // once they have caught up, the writes made during each full sync included.
 func TestReplicasConvergeWithWritesDuringTheFullSync(t *testing.T) {
 	t.Parallel() // it mostly waits (real timeouts, a replica syncing): beside the others
-	clock := newManualClock(t0)
+	clock := harness.NewManualClock(harness.T0)
 	m := startReplServer(t, clock.Now)
 	r1, r2 := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
 	keys := keyNames("user:", 50000)
@@ -346,7 +348,7 @@ func windowPeek(t *testing.T, s *replServer, key string, precision int) any {
 // replica's window when they leave the master's, and the sub-window
 // counters hold the same counts, in the snapshot and in the stream alike.
 func TestReplicationWindowsExactly(t *testing.T) {
-	clock := newManualClock(t0)
+	clock := harness.NewManualClock(harness.T0)
 	m, r := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
 	type win struct {
 		key       string
@@ -362,7 +364,7 @@ func TestReplicationWindowsExactly(t *testing.T) {
 			}
 			m.do(t, "CL.WINDOW", w.key, 10, 60, q, "PRECISION", w.precision)
 		}
-		clock.Set(t0)
+		clock.Set(harness.T0)
 	}
 	write(wins[0])
 	write(wins[1])
@@ -378,7 +380,7 @@ func TestReplicationWindowsExactly(t *testing.T) {
 	// The clock only moves forward: past the last entry's end a key has
 	// expired, and a read deletes it.
 	for _, at := range []time.Duration{0, 19 * time.Second, 30 * time.Second, 59 * time.Second, 61 * time.Second, 67 * time.Second, 80 * time.Second} {
-		clock.Set(t0.Add(at))
+		clock.Set(harness.T0.Add(at))
 		for _, w := range wins {
 			require.Equal(t, windowPeek(t, m, w.key, w.precision), windowPeek(t, r, w.key, w.precision), "%s at t0+%v", w.key, at)
 		}
@@ -396,7 +398,7 @@ func TestReplicationWindowsExactly(t *testing.T) {
 // DEL and FLUSHALL on the master reach the replica, and so do keys written
 // again after them.
 func TestReplicationDelAndFlushall(t *testing.T) {
-	clock := newManualClock(t0)
+	clock := harness.NewManualClock(harness.T0)
 	m, r := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
 	keys := keyNames("k", 1000)
 	m.throttleAll(t, keys, func(int) int { return 1 })
@@ -424,7 +426,7 @@ func TestReplicationDelAndFlushall(t *testing.T) {
 // Keys expire on both: past their TAT neither answers them, and once the
 // master's expiry cycle has removed them the replica holds none either.
 func TestReplicationExpiry(t *testing.T) {
-	clock := newManualClock(t0)
+	clock := harness.NewManualClock(harness.T0)
 	m, r := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
 	short, long := keyNames("short:", 500), keyNames("long:", 500)
 	r.replicaOf(t, m)
@@ -457,7 +459,7 @@ func TestReplicationExpiry(t *testing.T) {
 // A replica of a replica: the middle node forwards its master's stream,
 // so the chain's end converges with the master, its offset included.
 func TestReplicationChained(t *testing.T) {
-	clock := newManualClock(t0)
+	clock := harness.NewManualClock(harness.T0)
 	m := startReplServer(t, clock.Now)
 	mid, end := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
 	keys := keyNames("user:", 5000)
@@ -478,7 +480,7 @@ func TestReplicationChained(t *testing.T) {
 // A chain under an idle master: the middle node has loaded its snapshot
 // and received nothing since, when a replica of its own connects.
 func TestReplicationChainedUnderAnIdleMaster(t *testing.T) {
-	clock := newManualClock(t0)
+	clock := harness.NewManualClock(harness.T0)
 	m, first := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
 	keys := keyNames("user:", 100)
 	first.replicaOf(t, m)
@@ -522,7 +524,7 @@ func breakLinks(t *testing.T, gate *dialGate, m *replServer, replicas ...*replSe
 // A short break resumes with +CONTINUE: what changed meanwhile comes from
 // the master's backlog, and no snapshot is sent.
 func TestReplicationShortBreakContinues(t *testing.T) {
-	clock := newManualClock(t0)
+	clock := harness.NewManualClock(harness.T0)
 	gate := &dialGate{}
 	m := startReplServer(t, clock.Now)
 	r1, r2 := startReplServer(t, clock.Now, withDial(gate.dial)), startReplServer(t, clock.Now, withDial(gate.dial))
@@ -552,7 +554,7 @@ func TestReplicationShortBreakContinues(t *testing.T) {
 // back to a full resynchronization, which still converges: a key deleted
 // during the break is gone from the replica too.
 func TestReplicationBacklogOverflowResyncsInFull(t *testing.T) {
-	clock := newManualClock(t0)
+	clock := harness.NewManualClock(harness.T0)
 	gate := &dialGate{}
 	m := startReplServer(t, clock.Now, withBacklog(16<<10))
 	r := startReplServer(t, clock.Now, withDial(gate.dial))
@@ -585,7 +587,7 @@ func TestReplicationBacklogOverflowResyncsInFull(t *testing.T) {
 // between, a replica of the old master continues the promoted node's
 // stream (PSYNC2).
 func TestReplicationFullResyncWhenItMust(t *testing.T) {
-	clock := newManualClock(t0)
+	clock := harness.NewManualClock(harness.T0)
 	m := startReplServer(t, clock.Now)
 	r1, r2 := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
 	keys := keyNames("user:", 2000)
@@ -657,7 +659,7 @@ func (c *stallingConn) Read(p []byte) (int, error) {
 // keys, and a replica of it whose first connection stops reading once it
 // has sent PSYNC, until release is called (or the test ends): a replica
 // slow to take its snapshot.
-func stalledReplica(t *testing.T, clock *manualClock, keys []string, opts ...replOption) (m, r *replServer, release func()) {
+func stalledReplica(t *testing.T, clock *harness.ManualClock, keys []string, opts ...replOption) (m, r *replServer, release func()) {
 	t.Helper()
 	released := make(chan struct{})
 	var once sync.Once
@@ -684,7 +686,7 @@ func stalledReplica(t *testing.T, clock *manualClock, keys []string, opts ...rep
 // it lacks (up to --repl-buffer-limit), and once it reads again it
 // converges from that one full resynchronization.
 func TestReplicationFullSyncKeepsTheWritesMadeDuringIt(t *testing.T) {
-	clock := newManualClock(t0)
+	clock := harness.NewManualClock(harness.T0)
 	keys := keyNames("user:", 20000)
 	m, r, release := stalledReplica(t, clock, keys)
 	// Writes while the replica does not read, until the stream kept for
@@ -714,7 +716,7 @@ func TestReplicationFullSyncKeepsTheWritesMadeDuringIt(t *testing.T) {
 // client-output-buffer-limit does.
 func TestReplicationFullSyncOutrunByWrites(t *testing.T) {
 	t.Parallel() // it mostly waits (real timeouts, a replica syncing): beside the others
-	clock := newManualClock(t0)
+	clock := harness.NewManualClock(harness.T0)
 	keys := keyNames("user:", 20000)
 	m, r, release := stalledReplica(t, clock, keys, withBufferLimit(256<<10))
 

@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -59,11 +61,11 @@ func ip(t *testing.T, args ...string) {
 // without CAP_NET_ADMIN); under CI that is a failure.
 func needNetns(t *testing.T) partitionNet {
 	t.Helper()
-	needTool(t, "`apt-get install iproute2`", "ip")
+	harness.NeedTool(t, "`apt-get install iproute2`", "ip")
 	id := strconv.Itoa(os.Getpid() % 100000)
 	n := partitionNet{master: "rcm" + id, replica: "rcr" + id, net: "10." + strconv.Itoa(100+os.Getpid()%150), cut: "rmr" + id}
 	if out, err := exec.Command("ip", "netns", "add", n.master).CombinedOutput(); err != nil {
-		unavailable(t, fmt.Sprintf("ip netns is not permitted here (%s: %s)", err, strings.TrimSpace(string(out))),
+		harness.Unavailable(t, fmt.Sprintf("ip netns is not permitted here (%s: %s)", err, strings.TrimSpace(string(out))),
 			"iproute2, and run the tests as root (CI does), where network namespaces can be made")
 	}
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", n.master).Run() })
@@ -100,7 +102,7 @@ func needNetns(t *testing.T) partitionNet {
 func startInNetns(t *testing.T, ns, addr, path string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, path}, args...)...) // ip execs path: its pid is path's
-	var out lockedBuffer
+	var out harness.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Start())
 	exited := make(chan struct{})
@@ -122,7 +124,7 @@ func startInNetns(t *testing.T, ns, addr, path string, args ...string) {
 		case <-exited:
 			return true
 		default:
-			return answersPing(addr)
+			return harness.AnswersPing(addr)
 		}
 	}, 30*time.Second, 20*time.Millisecond, "%s in %s answers at %s", path, ns, addr)
 	select {
@@ -163,7 +165,7 @@ func TestPartitionedMasterStopsDecidingWithinMinReplicasMaxLag(t *testing.T) {
 
 	rdb := redis.NewClient(&redis.Options{Addr: n.masterAddr(), Protocol: 2, MaxRetries: -1}) // no retry of NOREPLICAS
 	t.Cleanup(func() { _ = rdb.Close() })
-	require.Eventually(t, func() bool { return rdb.Do(ctx(t), "CL.THROTTLE", "warm", 10, 1, 60).Err() == nil },
+	require.Eventually(t, func() bool { return rdb.Do(harness.Ctx(t), "CL.THROTTLE", "warm", 10, 1, 60).Err() == nil },
 		30*time.Second, 20*time.Millisecond, "the replica acknowledges: the master decides")
 	var last lastErr
 	require.Eventually(t, func() bool {
@@ -205,7 +207,7 @@ func TestPartitionedMasterStopsDecidingWithinMinReplicasMaxLag(t *testing.T) {
 	// cut, is older than the lag at most lag + 100 ms after it.
 	require.Less(t, lastAccepted.Sub(cut), lag+500*time.Millisecond, "no decision accepted later than the lag allows")
 	require.Greater(t, firstRefused.Sub(cut), lag-time.Second-100*time.Millisecond, "no refusal before the lag, less the 1 s between acknowledgements")
-	res, err := rdb.Do(ctx(t), "CL.THROTTLE", "warm", 10, 1, 60, 0).Int64Slice()
+	res, err := rdb.Do(harness.Ctx(t), "CL.THROTTLE", "warm", 10, 1, 60, 0).Int64Slice()
 	require.NoError(t, err, "the isolated master answers peeks")
 	require.Equal(t, int64(11), res[1])
 }

@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -21,8 +23,8 @@ func TestRedisServerReplicatesFromRedcell(t *testing.T) {
 	m.throttleAll(t, keys, func(i int) int { return 1 + i%5 }) // TATs 1 to 5 hours ahead
 	m.do(t, "CL.WINDOW", "win", 10, 60, 3)
 
-	redisEnd := startRedisServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(m.Port))
-	replica := redisEnd.goRedis(t, func(o *redis.Options) { o.Protocol = 2 })
+	redisEnd := harness.StartRedisServer(t, "--replicaof", "127.0.0.1", strconv.Itoa(m.Port))
+	replica := redisEnd.GoRedis(t, func(o *redis.Options) { o.Protocol = 2 })
 	c := context.Background()
 	redisInfo := func(field string) string {
 		s, err := replica.Info(c, "replication").Result()

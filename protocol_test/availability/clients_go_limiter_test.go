@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -38,12 +40,12 @@ var oncePerHour = client.Limit{Burst: 0, Count: 1, Period: time.Hour}
 func refuseAndCache(t *testing.T, c *client.Client, key string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		d, err := c.Allow(ctx(t), key, oncePerHour)
+		d, err := c.Allow(harness.Ctx(t), key, oncePerHour)
 		require.NoError(t, err)
 		if d.Allowed {
 			return false
 		}
-		d, err = c.Allow(ctx(t), key, oncePerHour)
+		d, err = c.Allow(harness.Ctx(t), key, oncePerHour)
 		require.NoError(t, err)
 		return !d.Allowed && d.Local
 	}, 20*time.Second, time.Millisecond, "%s refused from the cache", key)
@@ -70,7 +72,7 @@ func TestGoClientOverSentinel(t *testing.T) {
 	c := limiterOver(t, fc)
 
 	refuseAndCache(t, c, "k")
-	require.NoError(t, fc.Del(ctx(t), "k").Err())
+	require.NoError(t, fc.Del(harness.Ctx(t), "k").Err())
 	require.Eventually(t, func() bool { return c.Stats().Cached == 0 }, 10*time.Second, time.Millisecond, "DEL drops it")
 	refuseAndCache(t, c, "k")
 
@@ -105,7 +107,7 @@ func TestGoClientOverSentinel(t *testing.T) {
 	}()
 
 	connects := c.Stats().TrackingConnects
-	_ = master.stop(syscall.SIGKILL) // its status: killed
+	_ = master.Stop(syscall.SIGKILL) // its status: killed
 	require.Eventually(t, func() bool { return c.Stats().Cached == 0 }, 10*time.Second, time.Millisecond,
 		"the tracking connection lost: what it cached is dropped")
 	var last lastErr
@@ -133,7 +135,7 @@ func TestGoClientOverSentinel(t *testing.T) {
 	require.Eventually(t, func() bool { return c.Stats().TrackingConnects > connects }, 30*time.Second, time.Millisecond,
 		"tracking again, on the new master")
 	refuseAndCache(t, c, "k") // its state was replicated: refused there too
-	require.NoError(t, fc.Del(ctx(t), "k").Err())
+	require.NoError(t, fc.Del(harness.Ctx(t), "k").Err())
 	require.Eventually(t, func() bool { return c.Stats().Cached == 0 }, 10*time.Second, time.Millisecond)
 }
 
@@ -158,15 +160,15 @@ func TestGoClientOverCluster(t *testing.T) {
 	migrateByHand(t, nodes[1], nodes[2], nodes, []int{6000}, 1, func() {})
 	require.Eventually(t, func() bool { return c.Stats().Cached == 2 }, 10*time.Second, time.Millisecond,
 		"the key of the slot moved away is dropped")
-	d, err := c.Allow(ctx(t), moved, oncePerHour)
+	d, err := c.Allow(harness.Ctx(t), moved, oncePerHour)
 	require.NoError(t, err)
 	require.False(t, d.Allowed, "refused on its new owner: its state moved with it")
 	refuseAndCache(t, c, moved)
 	require.Equal(t, 3, c.Stats().Cached)
 
-	require.NoError(t, cc.Del(ctx(t), moved).Err())
+	require.NoError(t, cc.Del(harness.Ctx(t), moved).Err())
 	require.Eventually(t, func() bool { return c.Stats().Cached == 2 }, 10*time.Second, time.Millisecond)
-	d, err = c.Allow(ctx(t), moved, oncePerHour)
+	d, err = c.Allow(harness.Ctx(t), moved, oncePerHour)
 	require.NoError(t, err)
 	require.True(t, d.Allowed && !d.Local)
 }

@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -43,11 +45,11 @@ func aclFile(t *testing.T) string {
 func startACLNode(t *testing.T, file string, replicaOf int, args ...string) *redcellNode {
 	t.Helper()
 	dir := t.TempDir()
-	all := onLoopback(append([]string{"--dir", dir, "--aclfile", file, "--masteruser", "replica", "--masterauth", "replica-secret"}, args...)...)
+	all := harness.OnLoopback(append([]string{"--dir", dir, "--aclfile", file, "--masteruser", "replica", "--masterauth", "replica-secret"}, args...)...)
 	if replicaOf != 0 {
 		all = append(all, "--replicaof", "127.0.0.1 "+strconv.Itoa(replicaOf))
 	}
-	n := &redcellNode{binaryServer: startBinary(t, nil, all...), dir: dir}
+	n := &redcellNode{BinaryServer: harness.StartBinary(t, nil, all...), dir: dir}
 	n.rdb = redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: 2, MaxRetries: -1, Password: "admin-secret"})
 	t.Cleanup(func() {
 		_ = n.rdb.Close()
@@ -126,7 +128,7 @@ func TestSentinelFailoverWithUsers(t *testing.T) {
 	decide := func(key string) error { return fc.Do(context.Background(), "CL.THROTTLE", key, 100, 1, 3600).Err() }
 	require.NoError(t, decide("rl:before"))
 
-	_ = master.stop(syscall.SIGKILL) // exits "signal: killed"
+	_ = master.Stop(syscall.SIGKILL) // exits "signal: killed"
 	require.Eventually(t, func() bool {
 		addr, err := ss[0].masterAddr()
 		return last.set(err) && addr == replica.Addr
@@ -134,7 +136,7 @@ func TestSentinelFailoverWithUsers(t *testing.T) {
 	require.Eventually(t, func() bool { return last.set(decide("rl:after")) }, 30*time.Second, 20*time.Millisecond,
 		"the application user decides on the new master: %v", &last)
 
-	master.restart()
+	master.Restart()
 	require.Eventually(t, func() bool { return last.set(master.follows(replica)) }, sentinelDeadline, 100*time.Millisecond,
 		"Sentinel makes the old master a replica of the new, which it links to as the replica user: %v", &last)
 	for _, n := range []*redcellNode{master, replica} {

@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"regexp"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,18 +25,18 @@ import (
 // redirect; --cluster check finds every slot covered and every node
 // agreeing, replicas included.
 func TestClusterWithRedisCLI(t *testing.T) {
-	redisCLI(t)
+	harness.RedisCLI(t)
 	c := startCluster(t, 3)
 	a, cOwner := c.masters[0], c.masters[2]
 
 	// foo is slot 12182, the third master's.
-	require.Equal(t, "MOVED 12182 127.0.0.1:"+strconv.Itoa(cOwner.Port)+"\n\n", cli(t, a.Port, "", "CL.THROTTLE", "foo", "9", "1", "3600"))
-	require.Equal(t, "0\n10\n9\n-1\n3600\n", cli(t, a.Port, "", "-c", "CL.THROTTLE", "foo", "9", "1", "3600"))
+	require.Equal(t, "MOVED 12182 127.0.0.1:"+strconv.Itoa(cOwner.Port)+"\n\n", harness.CLI(t, a.Port, "", "CL.THROTTLE", "foo", "9", "1", "3600"))
+	require.Equal(t, "0\n10\n9\n-1\n3600\n", harness.CLI(t, a.Port, "", "-c", "CL.THROTTLE", "foo", "9", "1", "3600"))
 	requireDecision(t, int64s(t, cOwner.do(t, hourly("foo", 0)...)), 1, "the decision was the owner's")
 
 	// Commands on stdin: redis-cli says where it was redirected. bar is
 	// slot 5061, the first master's.
-	out := cli(t, cOwner.Port, "CL.THROTTLE bar 9 1 3600\nGET bar\nCLUSTER MYID\n", "-c")
+	out := harness.CLI(t, cOwner.Port, "CL.THROTTLE bar 9 1 3600\nGET bar\nCLUSTER MYID\n", "-c")
 	tat := a.do(t, "GET", "bar").(string)
 	require.Equal(t, "-> Redirected to slot [5061] located at 127.0.0.1:"+strconv.Itoa(a.Port)+"\n0\n10\n9\n-1\n3600\n"+tat+"\n"+a.ID+"\n", out,
 		"it stays on the node it was sent to")
@@ -46,7 +48,7 @@ func TestClusterWithRedisCLI(t *testing.T) {
 		return d.infoField(t, "replication", "master_link_status") == "up"
 	}, 20*time.Second, 10*time.Millisecond, "the replica's link; its log:\n%s", d.Log())
 
-	check := cli(t, a.Port, "", "--cluster", "check", a.Addr)
+	check := harness.CLI(t, a.Port, "", "--cluster", "check", a.Addr)
 	for _, want := range []string{
 		"127.0.0.1:" + strconv.Itoa(a.Port) + " (aaaaaaaa...) -> 1 keys | 5461 slots | 1 slaves.",
 		"127.0.0.1:" + strconv.Itoa(cOwner.Port) + " (cccccccc...) -> 1 keys | 5461 slots | 0 slaves.",
@@ -124,11 +126,11 @@ var gossipStat = regexp.MustCompile(`^cluster_stats_messages_[a-z-]+_(sent|recei
 // tools ask it, as shapes: CLUSTER SLOTS and SHARDS in RESP2 and RESP3,
 // CLUSTER INFO's fields (their values where both clusters agree on them)
 // and CLUSTER NODES's columns.
-func clusterAnswers(t testing.TB, e endpoint) map[string]any {
+func clusterAnswers(t testing.TB, e harness.Endpoint) map[string]any {
 	t.Helper()
 	out := map[string]any{}
 	for _, proto := range []string{"2", "3"} {
-		c := e.raw(t)
+		c := e.Raw(t)
 		c.Do("HELLO", proto)
 		out["SLOTS RESP"+proto] = shape(c.DoReply("CLUSTER", "SLOTS"))
 		out["SHARDS RESP"+proto] = shape(c.DoReply("CLUSTER", "SHARDS"), "role", "health")
@@ -197,11 +199,11 @@ func myMaster(t testing.TB, c *testkit.Conn) string {
 // startRedisClusterPair starts two redis-server cluster nodes, the first
 // serving every slot and the second its replica, and returns them once
 // both see the cluster ok and the replica in sync.
-func startRedisClusterPair(t *testing.T) (master, replica endpoint) {
+func startRedisClusterPair(t *testing.T) (master, replica harness.Endpoint) {
 	t.Helper()
-	start := func() (endpoint, string) {
-		busPort := strconv.Itoa(freePort(t))
-		e := startRedisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", busPort,
+	start := func() (harness.Endpoint, string) {
+		busPort := strconv.Itoa(harness.FreePort(t))
+		e := harness.StartRedisServer(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", busPort,
 			// The replica syncs at once, not 5s later; the master hears of
 			// it within half the node timeout (7.5s by default), and lists
 			// it in CLUSTER SLOTS once its offset is past 0, which the
@@ -211,20 +213,20 @@ func startRedisClusterPair(t *testing.T) (master, replica endpoint) {
 	}
 	master, _ = start()
 	replica, replicaBus := start()
-	m, r := master.goRedis(t), replica.goRedis(t)
-	require.NoError(t, m.Do(ctx(t), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err())
-	require.NoError(t, m.Do(ctx(t), "CLUSTER", "MEET", "127.0.0.1", replica.Port, replicaBus).Err())
-	masterID := m.Do(ctx(t), "CLUSTER", "MYID").Val()
+	m, r := master.GoRedis(t), replica.GoRedis(t)
+	require.NoError(t, m.Do(harness.Ctx(t), "CLUSTER", "ADDSLOTSRANGE", 0, 16383).Err())
+	require.NoError(t, m.Do(harness.Ctx(t), "CLUSTER", "MEET", "127.0.0.1", replica.Port, replicaBus).Err())
+	masterID := m.Do(harness.Ctx(t), "CLUSTER", "MYID").Val()
 	require.Eventually(t, func() bool {
-		nodes, _ := r.Do(ctx(t), "CLUSTER", "NODES").Text()
+		nodes, _ := r.Do(harness.Ctx(t), "CLUSTER", "NODES").Text()
 		return strings.Contains(nodes, masterID.(string))
 	}, 20*time.Second, 10*time.Millisecond, "the replica learns of the master")
-	require.NoError(t, r.Do(ctx(t), "CLUSTER", "REPLICATE", masterID).Err())
+	require.NoError(t, r.Do(harness.Ctx(t), "CLUSTER", "REPLICATE", masterID).Err())
 	require.Eventually(t, func() bool {
-		mi, _ := m.Do(ctx(t), "CLUSTER", "INFO").Text()
-		ri, _ := r.Do(ctx(t), "CLUSTER", "INFO").Text()
-		slots, _ := m.Do(ctx(t), "CLUSTER", "SLOTS").Slice()
-		repl, _ := r.Info(ctx(t), "replication").Result()
+		mi, _ := m.Do(harness.Ctx(t), "CLUSTER", "INFO").Text()
+		ri, _ := r.Do(harness.Ctx(t), "CLUSTER", "INFO").Text()
+		slots, _ := m.Do(harness.Ctx(t), "CLUSTER", "SLOTS").Slice()
+		repl, _ := r.Info(harness.Ctx(t), "replication").Result()
 		return strings.Contains(mi, "cluster_state:ok") && strings.Contains(ri, "cluster_state:ok") &&
 			len(slots) == 1 && len(slots[0].([]any)) == 4 && strings.Contains(repl, "master_link_status:up")
 	}, 30*time.Second, 20*time.Millisecond, "redis-server's cluster of a master and its replica")
@@ -244,8 +246,8 @@ func TestClusterRepliesShapedAsRedisClusterNodes(t *testing.T) {
 
 	for _, c := range []struct {
 		role         string
-		redis, redcl endpoint
-	}{{"master", redisMaster, m.endpoint}, {"replica", redisReplica, r.endpoint}} {
+		redis, redcl harness.Endpoint
+	}{{"master", redisMaster, m.Endpoint}, {"replica", redisReplica, r.Endpoint}} {
 		want, got := clusterAnswers(t, c.redis), clusterAnswers(t, c.redcl)
 		for k := range want {
 			assert.Equal(t, want[k], got[k], "%s on the %s", k, c.role)
@@ -275,10 +277,10 @@ func routingTips(entry testkit.Reply) []string {
 // CL.WINDOW and CL.RESERVE have GET's key spec, which cluster clients
 // route on: one key, at 1. Needs redis-server.
 func TestClusterCommandInfoAsRedis(t *testing.T) {
-	real := startRedisServer(t).raw(t)
-	ours := startServer(t).raw(t)
+	real := harness.StartRedisServer(t).Raw(t)
+	ours := harness.StartServer(t).Raw(t)
 	compared := 0
-	for _, name := range bulkList(t, ours.Do("COMMAND", "LIST")) {
+	for _, name := range testkit.BulkList(t, ours.Do("COMMAND", "LIST")) {
 		want := real.DoReply("COMMAND", "INFO", name).Elems[0]
 		if want.Kind != '*' {
 			continue // not a Redis command: redcell's own (CL.*, CLUSTERX ...)

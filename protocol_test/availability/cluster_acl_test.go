@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -34,16 +36,16 @@ func TestClusterMigratesASlotAsTheInternalUser(t *testing.T) {
 	var nodes []*reshardNode
 	var top strings.Builder
 	for i := range 2 {
-		p := startBinary(t, nil, onLoopback("--in-memory", "--cluster-enabled", "yes", "--aclfile", file,
+		p := harness.StartBinary(t, nil, harness.OnLoopback("--in-memory", "--cluster-enabled", "yes", "--aclfile", file,
 			"--cluster-auth-user", "cluster", "--cluster-auth-pass", "cluster-secret")...)
-		rdb := p.goRedis(t, func(o *redis.Options) { o.Protocol, o.Password = 2, "admin-secret" })
-		id, err := rdb.Do(ctx(t), "CLUSTER", "MYID").Text()
+		rdb := p.GoRedis(t, func(o *redis.Options) { o.Protocol, o.Password = 2, "admin-secret" })
+		id, err := rdb.Do(harness.Ctx(t), "CLUSTER", "MYID").Text()
 		require.NoError(t, err)
-		nodes = append(nodes, &reshardNode{binaryServer: p, id: id, rdb: rdb})
+		nodes = append(nodes, &reshardNode{BinaryServer: p, id: id, rdb: rdb})
 		fmt.Fprintf(&top, "%s 127.0.0.1 %d master - %d-%d\n", id, p.Port, i*cluster.Slots/2, (i+1)*cluster.Slots/2-1)
 	}
 	for _, n := range nodes {
-		require.NoError(t, n.rdb.Do(ctx(t), "CLUSTERX", "SETNODES", top.String(), 1).Err())
+		require.NoError(t, n.rdb.Do(harness.Ctx(t), "CLUSTERX", "SETNODES", top.String(), 1).Err())
 	}
 	from, to := nodes[0], nodes[1]
 
@@ -64,34 +66,34 @@ func TestClusterMigratesASlotAsTheInternalUser(t *testing.T) {
 	}
 	for _, tag := range tags {
 		for _, k := range keysOfTag(tag) {
-			res, err := app.Do(ctx(t), "CL.THROTTLE", k, 9, 1, 3600, 3).Int64Slice()
+			res, err := app.Do(harness.Ctx(t), "CL.THROTTLE", k, 9, 1, 3600, 3).Int64Slice()
 			require.NoError(t, err, k)
 			require.Equal(t, []int64{0, 10, 7, -1, 10800}, res, k)
 		}
 	}
 
 	moved := cluster.Slot([]byte(tags[0]))
-	require.NoError(t, from.rdb.Do(ctx(t), "CLUSTERX", "MIGRATE", moved, to.id, "SYNC").Err(),
+	require.NoError(t, from.rdb.Do(harness.Ctx(t), "CLUSTERX", "MIGRATE", moved, to.id, "SYNC").Err(),
 		"the source moves the slot as the internal user")
 	for _, n := range nodes {
-		require.NoError(t, n.rdb.Do(ctx(t), "CLUSTERX", "SETSLOT", moved, "NODE", to.id, 2).Err())
+		require.NoError(t, n.rdb.Do(harness.Ctx(t), "CLUSTERX", "SETSLOT", moved, "NODE", to.id, 2).Err())
 	}
 	for _, k := range keysOfTag(tags[0]) {
-		res, err := to.rdb.Do(ctx(t), "CL.THROTTLE", k, 9, 1, 3600, 0).Int64Slice()
+		res, err := to.rdb.Do(harness.Ctx(t), "CL.THROTTLE", k, 9, 1, 3600, 0).Int64Slice()
 		require.NoError(t, err)
 		require.Equal(t, []int64{0, 10, 7, -1, 10800}, res, "%s: its state moved with it", k)
-		res, err = app.Do(ctx(t), "CL.THROTTLE", k, 9, 1, 3600).Int64Slice()
+		res, err = app.Do(harness.Ctx(t), "CL.THROTTLE", k, 9, 1, 3600).Int64Slice()
 		require.NoError(t, err)
 		require.Equal(t, int64(6), res[2], "%s: the application decides on its new node", k)
 	}
 	require.Empty(t, (&redcellNode{rdb: to.rdb}).refusals(t), "the destination refused the internal user nothing")
 
 	// The internal user without CLUSTERX: the move fails, and stays.
-	require.NoError(t, to.rdb.Do(ctx(t), "ACL", "SETUSER", "cluster", "-clusterx").Err())
-	err := from.rdb.Do(ctx(t), "CLUSTERX", "MIGRATE", cluster.Slot([]byte(tags[1])), to.id, "SYNC").Err()
+	require.NoError(t, to.rdb.Do(harness.Ctx(t), "ACL", "SETUSER", "cluster", "-clusterx").Err())
+	err := from.rdb.Do(harness.Ctx(t), "CLUSTERX", "MIGRATE", cluster.Slot([]byte(tags[1])), to.id, "SYNC").Err()
 	require.ErrorContains(t, err, "NOPERM User cluster has no permissions to run the 'clusterx|import' command")
 	require.Contains(t, (&redcellNode{rdb: to.rdb}).refusals(t), "cluster command clusterx|import")
-	res, err := app.Do(ctx(t), "CL.THROTTLE", keysOfTag(tags[1])[0], 9, 1, 3600, 0).Int64Slice()
+	res, err := app.Do(harness.Ctx(t), "CL.THROTTLE", keysOfTag(tags[1])[0], 9, 1, 3600, 0).Int64Slice()
 	require.NoError(t, err)
 	require.Equal(t, int64(7), res[2], "the slot stayed on its node, its keys as they were")
 }

@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -47,7 +49,7 @@ const sentinelMaster = "mymaster"
 // sentinel is one real Sentinel on a port of 127.0.0.1, with its config
 // file (which it rewrites) and its log in a directory of its own.
 type sentinel struct {
-	endpoint
+	harness.Endpoint
 	conf, logPath string
 	client        *redis.SentinelClient
 	process       *os.Process
@@ -86,7 +88,7 @@ func sentinelConf(port, masterPort int, dir, logPath string) string {
 // --sentinel; without it the test is unavailable.
 func needSentinel(t *testing.T) string {
 	t.Helper()
-	return needTool(t, "`apt-get install redis-server` (Debian/Ubuntu) or `brew install redis`", "redis-server")
+	return harness.NeedTool(t, "`apt-get install redis-server` (Debian/Ubuntu) or `brew install redis`", "redis-server")
 }
 
 // startSentinels starts n Sentinels (redis-server at path) monitoring the
@@ -113,11 +115,11 @@ func startSentinel(t *testing.T, path string, masterPort int) *sentinel {
 	t.Helper()
 	for attempt := 1; ; attempt++ { // the free port may be taken before Sentinel binds it
 		dir := t.TempDir()
-		s := &sentinel{endpoint: loopbackEndpoint(freePort(t)), conf: filepath.Join(dir, "sentinel.conf"),
+		s := &sentinel{Endpoint: harness.LoopbackEndpoint(harness.FreePort(t)), conf: filepath.Join(dir, "sentinel.conf"),
 			logPath: filepath.Join(dir, "sentinel.log")}
 		require.NoError(t, os.WriteFile(s.conf, []byte(sentinelConf(s.Port, masterPort, dir, s.logPath)), 0o644))
 		cmd := exec.Command(path, s.conf, "--sentinel")
-		var out lockedBuffer // before the log file opens: a config error
+		var out harness.LockedBuffer // before the log file opens: a config error
 		cmd.Stdout, cmd.Stderr = &out, &out
 		require.NoError(t, cmd.Start())
 		exited := make(chan struct{})
@@ -136,7 +138,7 @@ func startSentinel(t *testing.T, path string, masterPort int) *sentinel {
 			case <-exited:
 				return true
 			default:
-				return answersPing(s.Addr)
+				return harness.AnswersPing(s.Addr)
 			}
 		}, 30*time.Second, 20*time.Millisecond, "Sentinel on port %d; its output:\n%s\nits log:\n%s", s.Port, &out, s.Log())
 		select {
@@ -265,7 +267,7 @@ func (l *lastErr) String() string {
 // redcellNode is the built binary with a --dir of its own, a master or a
 // replica.
 type redcellNode struct {
-	*binaryServer
+	*harness.BinaryServer
 	dir string
 	rdb *redis.Client
 }
@@ -275,11 +277,11 @@ type redcellNode struct {
 func startRedcellNode(t *testing.T, replicaOf int) *redcellNode {
 	t.Helper()
 	dir := t.TempDir()
-	args := onLoopback("--dir", dir)
+	args := harness.OnLoopback("--dir", dir)
 	if replicaOf != 0 {
 		args = append(args, "--replicaof", "127.0.0.1 "+strconv.Itoa(replicaOf))
 	}
-	n := &redcellNode{binaryServer: startBinary(t, nil, args...), dir: dir}
+	n := &redcellNode{BinaryServer: harness.StartBinary(t, nil, args...), dir: dir}
 	n.rdb = redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: 2, MaxRetries: -1})
 	t.Cleanup(func() {
 		_ = n.rdb.Close()
@@ -643,7 +645,7 @@ func TestSentinelFailover(t *testing.T) {
 		require.Equal(t, master.Addr, addr, "no failover before the kill")
 		lag := measureLag(t, master, r1, r2)
 		killedAt = time.Now()
-		_ = master.stop(syscall.SIGKILL)
+		_ = master.Stop(syscall.SIGKILL)
 		exitedAt = time.Now()
 		for _, r := range []*redcellNode{r1, r2} {
 			off, err := r.offset("slave_repl_offset")
@@ -743,7 +745,7 @@ func TestSentinelFailover(t *testing.T) {
 	}
 
 	if !t.Run("old master rejoins as a replica", func(t *testing.T) {
-		master.restart()
+		master.Restart()
 		var last lastErr
 		require.Eventually(t, func() bool {
 			return last.set(elected()) && last.set(master.follows(promoted)) && last.set(other.follows(promoted))
@@ -780,8 +782,8 @@ func TestSentinelFailover(t *testing.T) {
 		}
 		keys := keysOf()
 		before := peekAll(t, promoted.rdb, keys)
-		require.NoError(t, promoted.stop(syscall.SIGTERM))
-		promoted.restart() // its --replicaof names the first master; replication.conf wins
+		require.NoError(t, promoted.Stop(syscall.SIGTERM))
+		promoted.Restart() // its --replicaof names the first master; replication.conf wins
 		info, err := promoted.info()
 		require.NoError(t, err)
 		require.Equal(t, "master", info["role"])

@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/stretchr/testify/require"
 
@@ -27,7 +29,7 @@ import (
 // (PING, REPLCONF, PSYNC) to a redcell replica, leaving the test to answer
 // PSYNC with whatever bytes it wants.
 type fakeMaster struct {
-	endpoint
+	harness.Endpoint
 	links chan *fakeLink
 	errs  chan error
 }
@@ -43,7 +45,7 @@ func startFakeMaster(t *testing.T) *fakeMaster {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
-	fm := &fakeMaster{endpoint: loopbackEndpoint(port), links: make(chan *fakeLink, 16), errs: make(chan error, 16)}
+	fm := &fakeMaster{Endpoint: harness.LoopbackEndpoint(port), links: make(chan *fakeLink, 16), errs: make(chan error, 16)}
 	accepted := make(chan struct{})
 	go func() {
 		defer close(accepted)
@@ -160,7 +162,7 @@ func setTAT(key string, tat time.Time) string {
 // reaches it.
 func TestReplicaDropsACorruptStreamAndReconnects(t *testing.T) {
 	t.Parallel() // it mostly waits (real timeouts, a replica syncing): beside the others
-	tat := t0.Add(time.Hour)
+	tat := harness.T0.Add(time.Hour)
 	cases := []struct {
 		name string
 		bad  string
@@ -181,7 +183,7 @@ func TestReplicaDropsACorruptStreamAndReconnects(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := newManualClock(t0)
+			clock := harness.NewManualClock(harness.T0)
 			fm := startFakeMaster(t)
 			r := startReplServer(t, clock.Now)
 			require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", fm.Port))
@@ -218,8 +220,8 @@ func TestReplicaDropsACorruptStreamAndReconnects(t *testing.T) {
 // A snapshot streamed as Redis's diskless sync sends it ("$EOF:<mark>", the
 // RDB, the mark) loads, and the stream that follows the mark applies.
 func TestReplicaLoadsAStreamedSnapshot(t *testing.T) {
-	tat := t0.Add(time.Hour)
-	clock := newManualClock(t0)
+	tat := harness.T0.Add(time.Hour)
+	clock := harness.NewManualClock(harness.T0)
 	fm := startFakeMaster(t)
 	r := startReplServer(t, clock.Now)
 	require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", fm.Port))
@@ -241,7 +243,7 @@ func TestReplicaLoadsAStreamedSnapshot(t *testing.T) {
 // snapshot's keys.
 func TestReplicaResyncsInFullAfterABrokenSnapshot(t *testing.T) {
 	t.Parallel() // it mostly waits (real timeouts, a replica syncing): beside the others
-	tat := t0.Add(time.Hour)
+	tat := harness.T0.Add(time.Hour)
 	cases := []struct {
 		name string
 		// send is what follows +FULLRESYNC, given a valid snapshot.
@@ -269,7 +271,7 @@ func TestReplicaResyncsInFullAfterABrokenSnapshot(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := newManualClock(t0)
+			clock := harness.NewManualClock(harness.T0)
 			fm := startFakeMaster(t)
 			r := startReplServer(t, clock.Now)
 			require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", fm.Port))
@@ -305,7 +307,7 @@ func TestReplicaResyncsInFullAfterABrokenSnapshot(t *testing.T) {
 // -1, and reads the +FULLRESYNC line and the snapshot's length.
 func fakeReplica(t *testing.T, m *replServer) (c *testkit.Conn, size int) {
 	t.Helper()
-	c = m.raw(t)
+	c = m.Raw(t)
 	require.Equal(t, "+PONG\r\n", c.Do("PING"))
 	require.Equal(t, testkit.OK, c.Do("REPLCONF", "listening-port", "7777"))
 	require.Equal(t, testkit.OK, c.Do("REPLCONF", "capa", "psync2"))
@@ -325,11 +327,11 @@ func fakeReplica(t *testing.T, m *replServer) (c *testkit.Conn, size int) {
 // its snapshot streamed as the master writes it: "$EOF:<40-byte mark>", the
 // RDB, the mark, then the stream, as Redis's diskless sync sends it.
 func TestMasterStreamsTheSnapshotToAReplicaThatReadsEOF(t *testing.T) {
-	clock := newManualClock(t0)
+	clock := harness.NewManualClock(harness.T0)
 	m := startReplServer(t, clock.Now)
 	keys := keyNames("user:", 20000)
 	m.throttleAll(t, keys, func(int) int { return 1 })
-	c := m.raw(t)
+	c := m.Raw(t)
 	require.Equal(t, testkit.OK, c.Do("REPLCONF", "listening-port", "7777"))
 	require.Equal(t, testkit.OK, c.Do("REPLCONF", "capa", "eof", "capa", "psync2"))
 	c.Write(testkit.Command("PSYNC", "?", "-1"))
@@ -402,7 +404,7 @@ func TestMasterDropsABadReplicaAndServesTheOthers(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := newManualClock(t0)
+			clock := harness.NewManualClock(harness.T0)
 			m, r := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
 			keys := keyNames("user:", 20000)
 			m.throttleAll(t, keys, func(int) int { return 1 })
@@ -436,8 +438,8 @@ func TestMasterDropsABadReplicaAndServesTheOthers(t *testing.T) {
 // and ROLE (as Sentinel asks every few seconds) with the sync in progress,
 // and PING; then it serves the snapshot once it is whole.
 func TestReplicaAnswersWhileItLoadsASlowSnapshot(t *testing.T) {
-	tat := t0.Add(time.Hour)
-	clock := newManualClock(t0)
+	tat := harness.T0.Add(time.Hour)
+	clock := harness.NewManualClock(harness.T0)
 	fm := startFakeMaster(t)
 	r := startReplServer(t, clock.Now)
 	require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", fm.Port))

@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -48,7 +50,7 @@ func startHealingCluster(t *testing.T) *healingCluster {
 	c := &healingCluster{}
 	for i := range healNodes {
 		dir := t.TempDir()
-		n := &redcellNode{binaryServer: startBinary(t, nil, onLoopback("--dir", dir, "--cluster-enabled", "yes")...), dir: dir}
+		n := &redcellNode{BinaryServer: harness.StartBinary(t, nil, harness.OnLoopback("--dir", dir, "--cluster-enabled", "yes")...), dir: dir}
 		n.rdb = redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: 2, MaxRetries: -1})
 		t.Cleanup(func() {
 			_ = n.rdb.Close()
@@ -247,9 +249,9 @@ func TestClusterHealsItselfUnderSentinel(t *testing.T) {
 	ctx := context.Background()
 
 	// The replica of shard 1 is down through the failover of shard 0.
-	require.NoError(t, c.nodes[4].stop(syscall.SIGTERM))
+	require.NoError(t, c.nodes[4].Stop(syscall.SIGTERM))
 	killedAt := time.Now()
-	_ = c.nodes[0].stop(syscall.SIGKILL)
+	_ = c.nodes[0].Stop(syscall.SIGKILL)
 	exitedAt := time.Now()
 
 	live := []int{1, 2, 3, 5}
@@ -280,7 +282,7 @@ func TestClusterHealsItselfUnderSentinel(t *testing.T) {
 		healedAt.Sub(killedAt), firstOnNew.Sub(killedAt), lost, acked, load.errs)
 
 	t.Run("a node down during the failover learns it", func(t *testing.T) {
-		c.nodes[4].restart()
+		c.nodes[4].Restart()
 		require.Eventually(t, func() bool { return last.set(c.agree([]int{4}, [healShards]int{3, 1, 2})) },
 			sentinelDeadline, 20*time.Millisecond, "%v", &last)
 		require.Eventually(t, func() bool { return last.set(c.nodes[4].follows(c.nodes[1])) },
@@ -311,7 +313,7 @@ func TestClusterHealsItselfUnderSentinel(t *testing.T) {
 			}
 		}
 		t.Cleanup(resume)
-		c.nodes[0].restart()
+		c.nodes[0].Restart()
 		err := c.nodes[0].rdb.Do(ctx, "CL.THROTTLE", key, foBurst, 1, foPeriod).Err()
 		require.EqualError(t, err, "CLUSTERDOWN The cluster is down", "the old master decided for a slot it may no longer own")
 		require.Equal(t, "1", c.infoField(t, 0, "cluster_waiting_for_sentinels"))
@@ -346,8 +348,8 @@ func TestClusterHealsItselfUnderSentinel(t *testing.T) {
 	t.Run("two shards fail over at once", func(t *testing.T) {
 		load := startFailoverLoad(t, cc)
 		require.Eventually(t, func() bool { return load.acked() >= 500 }, 30*time.Second, 10*time.Millisecond)
-		_ = c.nodes[3].stop(syscall.SIGKILL)
-		_ = c.nodes[1].stop(syscall.SIGKILL)
+		_ = c.nodes[3].Stop(syscall.SIGKILL)
+		_ = c.nodes[1].Stop(syscall.SIGKILL)
 		require.Eventually(t, func() bool { return last.set(c.agree([]int{0, 2, 4, 5}, [healShards]int{0, 4, 5})) },
 			sentinelDeadline, 20*time.Millisecond, "both shards heal: %v", &last)
 		before := load.acked()
@@ -414,7 +416,7 @@ func TestClusterFailoverWithoutSentinel(t *testing.T) {
 	var nodes []*redcellNode
 	for i := range 3 {
 		dir := t.TempDir()
-		n := &redcellNode{binaryServer: startBinary(t, nil, onLoopback("--dir", dir, "--cluster-enabled", "yes")...), dir: dir}
+		n := &redcellNode{BinaryServer: harness.StartBinary(t, nil, harness.OnLoopback("--dir", dir, "--cluster-enabled", "yes")...), dir: dir}
 		n.rdb = redis.NewClient(&redis.Options{Addr: n.Addr, Protocol: 2, MaxRetries: -1})
 		t.Cleanup(func() {
 			_ = n.rdb.Close()

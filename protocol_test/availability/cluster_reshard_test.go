@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit/harness"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
@@ -23,7 +25,7 @@ import (
 
 // reshardNode is one node of a cluster of built binaries.
 type reshardNode struct {
-	*binaryServer
+	*harness.BinaryServer
 	id  string
 	rdb *redis.Client
 }
@@ -35,16 +37,16 @@ func startReshardCluster(t *testing.T, n int) []*reshardNode {
 	var nodes []*reshardNode
 	var top strings.Builder
 	for i := range n {
-		p := startBinary(t, nil, onLoopback("--in-memory", "--cluster-enabled", "yes")...)
-		rdb := p.goRedis(t, func(o *redis.Options) { o.Protocol = 2 })
-		id, err := rdb.Do(ctx(t), "CLUSTER", "MYID").Text()
+		p := harness.StartBinary(t, nil, harness.OnLoopback("--in-memory", "--cluster-enabled", "yes")...)
+		rdb := p.GoRedis(t, func(o *redis.Options) { o.Protocol = 2 })
+		id, err := rdb.Do(harness.Ctx(t), "CLUSTER", "MYID").Text()
 		require.NoError(t, err)
-		nodes = append(nodes, &reshardNode{binaryServer: p, id: id, rdb: rdb})
+		nodes = append(nodes, &reshardNode{BinaryServer: p, id: id, rdb: rdb})
 		from, to := i*cluster.Slots/n, (i+1)*cluster.Slots/n-1
 		fmt.Fprintf(&top, "%s 127.0.0.1 %d master - %d-%d\n", id, p.Port, from, to)
 	}
 	for _, nd := range nodes {
-		require.NoError(t, nd.rdb.Do(ctx(t), "CLUSTERX", "SETNODES", top.String(), 1).Err())
+		require.NoError(t, nd.rdb.Do(harness.Ctx(t), "CLUSTERX", "SETNODES", top.String(), 1).Err())
 	}
 	return nodes
 }
@@ -270,7 +272,7 @@ func reshard(t *testing.T, from, to *reshardNode, slots []int, perSlot int, vers
 func migrateByHand(t *testing.T, from, to *reshardNode, nodes []*reshardNode, slots []int, version int64, linger func()) {
 	t.Helper()
 	for _, s := range slots {
-		require.NoError(t, from.rdb.Do(ctx(t), "CLUSTERX", "MIGRATE", s, to.id, "SYNC").Err())
+		require.NoError(t, from.rdb.Do(harness.Ctx(t), "CLUSTERX", "MIGRATE", s, to.id, "SYNC").Err())
 	}
 	linger()
 	order := []*reshardNode{to, from}
@@ -282,7 +284,7 @@ func migrateByHand(t *testing.T, from, to *reshardNode, nodes []*reshardNode, sl
 	for _, s := range slots {
 		version++
 		for _, nd := range order {
-			require.NoError(t, nd.rdb.Do(ctx(t), "CLUSTERX", "SETSLOT", s, "NODE", to.id, version).Err())
+			require.NoError(t, nd.rdb.Do(harness.Ctx(t), "CLUSTERX", "SETSLOT", s, "NODE", to.id, version).Err())
 		}
 	}
 }
@@ -368,7 +370,7 @@ func keysIn(slots []int, perSlot int) []string {
 func requireKeys(t *testing.T, n *reshardNode, slots []int, want int) {
 	t.Helper()
 	for _, s := range slots {
-		got, err := n.rdb.Do(ctx(t), "CLUSTER", "COUNTKEYSINSLOT", s).Int64()
+		got, err := n.rdb.Do(harness.Ctx(t), "CLUSTER", "COUNTKEYSINSLOT", s).Int64()
 		require.NoError(t, err)
 		require.Equal(t, int64(want), got, "slot %d on %s", s, n.Addr)
 	}
@@ -403,9 +405,9 @@ func requireExact(t *testing.T, load *throttleLoad, nodes []*reshardNode, old, n
 	}
 	require.Empty(t, errs, "errors reached the application (of %d decisions)", load.total.Load())
 
-	peeks, err := now.rdb.Pipelined(ctx(t), func(p redis.Pipeliner) error {
+	peeks, err := now.rdb.Pipelined(harness.Ctx(t), func(p redis.Pipeliner) error {
 		for _, k := range load.keys {
-			p.Do(ctx(t), "CL.THROTTLE", k, 1000, 1, 3600, 0)
+			p.Do(harness.Ctx(t), "CL.THROTTLE", k, 1000, 1, 3600, 0)
 		}
 		return nil
 	})
@@ -419,13 +421,13 @@ func requireExact(t *testing.T, load *throttleLoad, nodes []*reshardNode, old, n
 		total += limit - remaining
 	}
 	for _, k := range load.keys[:min(len(load.keys), 500)] {
-		err := old.rdb.Do(ctx(t), "CL.THROTTLE", k, 1000, 1, 3600, 0).Err()
+		err := old.rdb.Do(harness.Ctx(t), "CL.THROTTLE", k, 1000, 1, 3600, 0).Err()
 		require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", cluster.Slot([]byte(k)), now.Addr))
 	}
 	requireKeys(t, old, slots, 0)
 	requireKeys(t, now, slots, perSlot)
 	for _, nd := range nodes {
-		v, err := nd.rdb.Do(ctx(t), "CLUSTERX", "VERSION").Int64()
+		v, err := nd.rdb.Do(harness.Ctx(t), "CLUSTERX", "VERSION").Int64()
 		require.NoError(t, err)
 		require.Equal(t, version, v)
 	}
@@ -474,10 +476,10 @@ func TestClusterReshardToADestinationKilledMidwayLeavesTheSlot(t *testing.T) {
 	require.NoError(t, cmd.Start())
 	moving := "[" + strconv.Itoa(slot) + "->-" + b.id + "]"
 	require.Eventually(t, func() bool {
-		nodesText, err := a.rdb.Do(ctx(t), "CLUSTER", "NODES").Text()
+		nodesText, err := a.rdb.Do(harness.Ctx(t), "CLUSTER", "NODES").Text()
 		return err == nil && strings.Contains(nodesText, moving)
 	}, 10*time.Second, 100*time.Microsecond, "the migration starts")
-	_ = b.stop(syscall.SIGKILL) // a kill's exit status
+	_ = b.Stop(syscall.SIGKILL) // a kill's exit status
 	err := cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "reshard: %s", stdout.String())
@@ -491,9 +493,9 @@ func TestClusterReshardToADestinationKilledMidwayLeavesTheSlot(t *testing.T) {
 	errs := load.errs
 	load.mu.Unlock()
 	require.Empty(t, errs, "errors reached the application (of %d decisions)", load.total.Load())
-	peeks, err := a.rdb.Pipelined(ctx(t), func(p redis.Pipeliner) error {
+	peeks, err := a.rdb.Pipelined(harness.Ctx(t), func(p redis.Pipeliner) error {
 		for _, k := range keys {
-			p.Do(ctx(t), "CL.THROTTLE", k, 1000, 1, 3600, 0)
+			p.Do(harness.Ctx(t), "CL.THROTTLE", k, 1000, 1, 3600, 0)
 		}
 		return nil
 	})
@@ -504,7 +506,7 @@ func TestClusterReshardToADestinationKilledMidwayLeavesTheSlot(t *testing.T) {
 		require.Equal(t, load.allowed[i].Load(), v[1]-v[2], "%s: the decisions the application saw allowed", k)
 	}
 	requireKeys(t, a, []int{slot}, perSlot)
-	nodesText, err := a.rdb.Do(ctx(t), "CLUSTER", "NODES").Text()
+	nodesText, err := a.rdb.Do(harness.Ctx(t), "CLUSTER", "NODES").Text()
 	require.NoError(t, err)
 	require.NotContains(t, nodesText, moving, "the move is over")
 	t.Logf("reshard: %s", stderr.String())

@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"cmp"
@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
@@ -28,7 +30,7 @@ import (
 
 // clusterNode is one node of a test cluster.
 type clusterNode struct {
-	*binaryServer
+	*harness.BinaryServer
 	ID  string
 	Dir string
 	rdb *redis.Client // a plain client: it follows no redirect
@@ -44,8 +46,8 @@ func nodeID(i int) string { return strings.Repeat(string(rune('a'+i)), 40) }
 func startClusterNode(t *testing.T, mode, id string) *clusterNode {
 	t.Helper()
 	dir := t.TempDir()
-	p := startBinary(t, nil, onLoopback("--dir", dir, "--cluster-enabled", mode)...)
-	n := &clusterNode{binaryServer: p, Dir: dir, rdb: p.goRedis(t, func(o *redis.Options) { o.MaxRetries = -1 })}
+	p := harness.StartBinary(t, nil, harness.OnLoopback("--dir", dir, "--cluster-enabled", mode)...)
+	n := &clusterNode{BinaryServer: p, Dir: dir, rdb: p.GoRedis(t, func(o *redis.Options) { o.MaxRetries = -1 })}
 	if id != "" {
 		require.Equal(t, "OK", n.do(t, "CLUSTERX", "SETNODEID", id))
 		n.ID = id
@@ -57,7 +59,7 @@ func startClusterNode(t *testing.T, mode, id string) *clusterNode {
 // reply, failing the test on an error reply.
 func (n *clusterNode) do(t testing.TB, args ...any) any {
 	t.Helper()
-	v, err := n.rdb.Do(ctx(t), args...).Result()
+	v, err := n.rdb.Do(harness.Ctx(t), args...).Result()
 	require.NoError(t, err, "%v on %s", args, n.Addr)
 	return v
 }
@@ -65,7 +67,7 @@ func (n *clusterNode) do(t testing.TB, args ...any) any {
 // refusal is the error reply the node gives args ("" for none).
 func (n *clusterNode) refusal(t testing.TB, args ...any) string {
 	t.Helper()
-	err := n.rdb.Do(ctx(t), args...).Err()
+	err := n.rdb.Do(harness.Ctx(t), args...).Err()
 	if err == nil || err == redis.Nil {
 		return ""
 	}
@@ -231,17 +233,17 @@ func TestClusterClientsSendEachDecisionToItsKeysOwner(t *testing.T) {
 	require.Len(t, bySlots.Nodes(), 3)
 	require.Len(t, byShards.Nodes(), 3)
 	var masters atomic.Int32
-	require.NoError(t, cc.ForEachMaster(ctx(t), func(context.Context, *redis.Client) error { masters.Add(1); return nil }))
+	require.NoError(t, cc.ForEachMaster(harness.Ctx(t), func(context.Context, *redis.Client) error { masters.Add(1); return nil }))
 	require.Equal(t, int32(3), masters.Load(), "go-redis found three masters")
 
 	keysBySlot := map[int][]string{}
 	for i := 0; i < 120; i++ {
 		k := "user:" + strconv.Itoa(i)
-		v, err := cc.Do(ctx(t), hourly(k)...).Result()
+		v, err := cc.Do(harness.Ctx(t), hourly(k)...).Result()
 		require.NoError(t, err, k)
 		require.Equal(t, firstDecision, v, "go-redis, %s", k)
 		for n, ru := range []rueidis.Client{bySlots, byShards} {
-			reply, err := ru.Do(ctx(t), ru.B().Arbitrary("CL.THROTTLE").Keys(k).Args("9", "1", "3600").Build()).AsIntSlice()
+			reply, err := ru.Do(harness.Ctx(t), ru.B().Arbitrary("CL.THROTTLE").Keys(k).Args("9", "1", "3600").Build()).AsIntSlice()
 			require.NoError(t, err, k)
 			requireDecision(t, reply, int64(n+2), "rueidis, %s", k)
 		}
@@ -306,7 +308,7 @@ func TestClusterMovedNamesTheKeysOwner(t *testing.T) {
 
 	// go-redis, given only the wrong node, finds the owner from CLUSTER SLOTS.
 	cc := goRedisCluster(t, []string{a.Addr})
-	v, err := cc.Do(ctx(t), hourly("foo")...).Result()
+	v, err := cc.Do(harness.Ctx(t), hourly("foo")...).Result()
 	require.NoError(t, err)
 	requireDecision(t, int64s(t, v), 2)
 }
@@ -323,10 +325,10 @@ func TestClusterHashTagsKeepKeysTogether(t *testing.T) {
 
 	cc := goRedisCluster(t, c.addrs())
 	for round := int64(1); round <= 2; round++ {
-		cmds, err := cc.TxPipelined(ctx(t), func(p redis.Pipeliner) error {
-			p.Do(ctx(t), hourly("{user1}:a")...)
-			p.Do(ctx(t), hourly("{user1}:b")...)
-			p.Do(ctx(t), hourly("{user1}:b")...)
+		cmds, err := cc.TxPipelined(harness.Ctx(t), func(p redis.Pipeliner) error {
+			p.Do(harness.Ctx(t), hourly("{user1}:a")...)
+			p.Do(harness.Ctx(t), hourly("{user1}:b")...)
+			p.Do(harness.Ctx(t), hourly("{user1}:b")...)
 			return nil
 		})
 		require.NoError(t, err)
@@ -365,7 +367,7 @@ func TestClusterRefusesKeysOfSeveralSlots(t *testing.T) {
 		require.Equal(t, crossSlot, n.refusal(t, "UNLINK", sameNode, a), "UNLINK on %s", n.ID)
 	}
 
-	raw := owner.raw(t)
+	raw := owner.Raw(t)
 	require.Equal(t, testkit.Simple("OK"), raw.Do("MULTI"))
 	require.Equal(t, testkit.Simple("QUEUED"), raw.Do("CL.THROTTLE", a, "9", "1", "3600"))
 	require.Equal(t, testkit.Simple("QUEUED"), raw.Do("CL.THROTTLE", sameNode, "9", "1", "3600"), "queued: the slots are checked at EXEC, as Redis does")
@@ -390,15 +392,15 @@ func TestClusterRefusesKeysOfSeveralSlots(t *testing.T) {
 	// and adds the counts (response_policy:agg_sum).
 	cc := goRedisCluster(t, c.addrs())
 	for _, k := range []string{a, sameNode, otherNode} {
-		require.Equal(t, firstDecision, cc.Do(ctx(t), hourly(k)...).Val(), k)
+		require.Equal(t, firstDecision, cc.Do(harness.Ctx(t), hourly(k)...).Val(), k)
 	}
-	require.EqualError(t, cc.Del(ctx(t), a, sameNode, otherNode).Err(), crossSlot)
+	require.EqualError(t, cc.Del(harness.Ctx(t), a, sameNode, otherNode).Err(), crossSlot)
 	cc.SetCommandInfoResolver(cc.NewDynamicResolver())
-	require.Equal(t, int64(3), cc.Exists(ctx(t), a, sameNode, otherNode).Val())
-	n, err := cc.Del(ctx(t), a, sameNode, otherNode).Result()
+	require.Equal(t, int64(3), cc.Exists(harness.Ctx(t), a, sameNode, otherNode).Val())
+	n, err := cc.Del(harness.Ctx(t), a, sameNode, otherNode).Result()
 	require.NoError(t, err)
 	require.Equal(t, int64(3), n)
-	require.Equal(t, int64(0), cc.Exists(ctx(t), a, sameNode, otherNode).Val())
+	require.Equal(t, int64(0), cc.Exists(harness.Ctx(t), a, sameNode, otherNode).Val())
 }
 
 // clusterInfoFields reads CLUSTER INFO's "field:value" lines, in order.
@@ -428,7 +430,7 @@ func clusterInfoField(t testing.TB, n *clusterNode, field string) string {
 // reconnect replaces the node's plain client, after a restart.
 func (n *clusterNode) reconnect(t testing.TB) {
 	t.Helper()
-	n.rdb = n.goRedis(t, func(o *redis.Options) { o.MaxRetries = -1 })
+	n.rdb = n.GoRedis(t, func(o *redis.Options) { o.MaxRetries = -1 })
 }
 
 const notInTopology = "CLUSTERDOWN This node is not part of the cluster topology (CLUSTERX SETNODES)"
@@ -474,7 +476,7 @@ func TestClusterNodeOutsideTheTopologyServesNoKey(t *testing.T) {
 	cc := goRedisCluster(t, c.addrs())
 	for i := 0; i < 20; i++ {
 		k := "user:" + strconv.Itoa(i)
-		require.Equal(t, firstDecision, cc.Do(ctx(t), hourly(k)...).Val(), k)
+		require.Equal(t, firstDecision, cc.Do(harness.Ctx(t), hourly(k)...).Val(), k)
 		require.Equal(t, int64(1), two.owner(c.slot(t, k)).do(t, "EXISTS", k), "%s on its owner", k)
 	}
 
@@ -508,8 +510,8 @@ func TestClusterNodeRestartedKeepsItsIDTopologyAndKeys(t *testing.T) {
 	}
 	nodes := a.do(t, "CLUSTER", "NODES")
 
-	require.NoError(t, a.stop(syscall.SIGTERM), "a clean exit; log:\n%s", a.Log())
-	a.restart()
+	require.NoError(t, a.Stop(syscall.SIGTERM), "a clean exit; log:\n%s", a.Log())
+	a.Restart()
 	a.reconnect(t)
 	require.Equal(t, nodeID(0), a.do(t, "CLUSTER", "MYID"))
 	require.Equal(t, int64(7), a.do(t, "CLUSTERX", "VERSION"))
@@ -602,29 +604,29 @@ func TestClusterReplicaServesReadsOfItsMastersSlots(t *testing.T) {
 	for i := 0; len(keys) < 10; i++ {
 		if k := "user:" + strconv.Itoa(i); c.owner(c.slot(t, k)) == a {
 			keys = append(keys, k)
-			require.Equal(t, firstDecision, cc.Do(ctx(t), hourly(k)...).Val(), k)
+			require.Equal(t, firstDecision, cc.Do(harness.Ctx(t), hourly(k)...).Val(), k)
 		}
 	}
-	readOnly := d.goRedis(t, func(o *redis.Options) {
+	readOnly := d.GoRedis(t, func(o *redis.Options) {
 		o.MaxRetries = -1
 		o.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }
 	})
 	for _, k := range keys {
 		tat := a.do(t, "GET", k)
-		require.Eventually(t, func() bool { return readOnly.Get(ctx(t), k).Val() == tat }, 10*time.Second, 5*time.Millisecond,
+		require.Eventually(t, func() bool { return readOnly.Get(harness.Ctx(t), k).Val() == tat }, 10*time.Second, 5*time.Millisecond,
 			"%s replicated", k)
-		peek, err := readOnly.Do(ctx(t), hourly(k, 0)...).Result()
+		peek, err := readOnly.Do(harness.Ctx(t), hourly(k, 0)...).Result()
 		require.NoError(t, err, "a peek of %s on the replica", k)
 		requireDecision(t, int64s(t, peek), 1, "the replica's peek of %s", k)
 		requireDecision(t, int64s(t, a.do(t, hourly(k, 0)...)), 1, "the master's peek of %s", k)
 		slot := strconv.Itoa(c.slot(t, k))
-		require.Equal(t, "MOVED "+slot+" 127.0.0.1:"+strconv.Itoa(a.Port), readOnly.Do(ctx(t), hourly(k)...).Err().Error(),
+		require.Equal(t, "MOVED "+slot+" 127.0.0.1:"+strconv.Itoa(a.Port), readOnly.Do(harness.Ctx(t), hourly(k)...).Err().Error(),
 			"a decision on the replica goes to the master")
 		require.Equal(t, "MOVED "+slot+" 127.0.0.1:"+strconv.Itoa(a.Port), d.refusal(t, hourly(k, 0)...),
 			"without READONLY, a peek too")
 	}
 	other := "foo" // the third master's
-	require.Equal(t, "MOVED 12182 127.0.0.1:"+strconv.Itoa(c.masters[2].Port), readOnly.Get(ctx(t), other).Err().Error(),
+	require.Equal(t, "MOVED 12182 127.0.0.1:"+strconv.Itoa(c.masters[2].Port), readOnly.Get(harness.Ctx(t), other).Err().Error(),
 		"a READONLY read of another master's key goes to it")
 
 	// go-redis with ReadOnly sends reads to the replica (READONLY first),
@@ -632,8 +634,8 @@ func TestClusterReplicaServesReadsOfItsMastersSlots(t *testing.T) {
 	before := d.infoField(t, "commandstats", "cmdstat_get")
 	reads := goRedisCluster(t, c.addrs(), func(o *redis.ClusterOptions) { o.ReadOnly = true })
 	for _, k := range keys {
-		require.Equal(t, a.do(t, "GET", k), reads.Get(ctx(t), k).Val(), k)
-		requireDecision(t, int64s(t, reads.Do(ctx(t), hourly(k)...).Val()), 2, "%s's second decision", k)
+		require.Equal(t, a.do(t, "GET", k), reads.Get(harness.Ctx(t), k).Val(), k)
+		requireDecision(t, int64s(t, reads.Do(harness.Ctx(t), hourly(k)...).Val()), 2, "%s's second decision", k)
 	}
 	require.NotEqual(t, before, d.infoField(t, "commandstats", "cmdstat_get"), "the GETs reached the replica")
 }
@@ -655,8 +657,8 @@ func TestClusterEmulatedNodeServesEverySlot(t *testing.T) {
 	slots := map[int]int64{}
 	for i := 0; i < 50; i++ {
 		k := "user:" + strconv.Itoa(i)
-		require.Equal(t, firstDecision, cc.Do(ctx(t), hourly(k)...).Val(), k)
-		reply, err := ru.Do(ctx(t), ru.B().Arbitrary("CL.THROTTLE").Keys(k).Args("9", "1", "3600").Build()).AsIntSlice()
+		require.Equal(t, firstDecision, cc.Do(harness.Ctx(t), hourly(k)...).Val(), k)
+		reply, err := ru.Do(harness.Ctx(t), ru.B().Arbitrary("CL.THROTTLE").Keys(k).Args("9", "1", "3600").Build()).AsIntSlice()
 		require.NoError(t, err, k)
 		requireDecision(t, reply, 2, "rueidis, %s", k)
 		slots[int(n.do(t, "CLUSTER", "KEYSLOT", k).(int64))]++

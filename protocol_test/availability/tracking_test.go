@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
@@ -56,7 +58,7 @@ func closes(c string) trackStep                      { return trackStep{c: c, cl
 // trackRun is one script's run against one server.
 type trackRun struct {
 	t      *testing.T
-	e      endpoint
+	e      harness.Endpoint
 	redis  bool // the server is redis-server: writes are SET
 	conns  map[string]*testkit.Conn
 	ids    map[string]string
@@ -68,7 +70,7 @@ func (r *trackRun) conn(name string) *testkit.Conn {
 	if c := r.conns[name]; c != nil {
 		return c
 	}
-	c := r.e.raw(r.t)
+	c := r.e.Raw(r.t)
 	id := c.Do("CLIENT", "ID")
 	r.conns[name], r.ids[name] = c, strings.TrimSuffix(strings.TrimPrefix(id, ":"), "\r\n")
 	return c
@@ -170,10 +172,10 @@ func (r *trackRun) transcript() string {
 
 // runTracking runs script against a real redis-server and against redcell
 // and requires the same transcript of both, which it returns.
-func runTracking(t *testing.T, redisServer endpoint, script []trackStep) string {
+func runTracking(t *testing.T, redisServer harness.Endpoint, script []trackStep) string {
 	t.Helper()
 	var transcripts [2]string
-	for i, e := range []endpoint{redisServer, startServer(t).endpoint} {
+	for i, e := range []harness.Endpoint{redisServer, harness.StartServer(t).Endpoint} {
 		r := &trackRun{t: t, e: e, redis: i == 0, conns: map[string]*testkit.Conn{}, ids: map[string]string{}, closed: map[string]bool{}}
 		r.conn("W").Do("FLUSHALL")
 		for _, s := range script {
@@ -190,7 +192,7 @@ func runTracking(t *testing.T, redisServer endpoint, script []trackStep) string 
 // after its reply; within a pipeline, after the reply of the command that
 // made it; a flush invalidates everything with a null; OFF stops it all.
 func TestTrackingDefaultModeAsRedis(t *testing.T) {
-	got := runTracking(t, startRedisServer(t), []trackStep{
+	got := runTracking(t, harness.StartRedisServer(t), []trackStep{
 		on("A", "HELLO", "3"),
 		on("A", "CLIENT", "TRACKING", "ON"),
 		on("A", "EXISTS", "k"),
@@ -231,7 +233,7 @@ func TestTrackingDefaultModeAsRedis(t *testing.T) {
 // reported by a tracking-redir-broken push under RESP3, and by
 // TRACKINGINFO.
 func TestTrackingRedirectAsRedis(t *testing.T) {
-	got := runTracking(t, startRedisServer(t), []trackStep{
+	got := runTracking(t, harness.StartRedisServer(t), []trackStep{
 		on("R", "SUBSCRIBE", "__redis__:invalidate"),
 		on("B", "CLIENT", "TRACKING", "ON", "REDIRECT", "$R"),
 		on("B", "CLIENT", "GETREDIR"),
@@ -268,7 +270,7 @@ func TestTrackingRedirectAsRedis(t *testing.T) {
 // command (a transaction's, inside MULTI). NOLOOP spares a client its own
 // changes.
 func TestTrackingModesAsRedis(t *testing.T) {
-	got := runTracking(t, startRedisServer(t), []trackStep{
+	got := runTracking(t, harness.StartRedisServer(t), []trackStep{
 		on("A", "HELLO", "3"),
 		on("A", "CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "u:", "PREFIX", "v:"),
 		writes("W", "u:1"),
@@ -332,7 +334,7 @@ func TestTrackingModesAsRedis(t *testing.T) {
 // Every refusal of CLIENT TRACKING and CLIENT CACHING, worded and ordered as
 // Redis's, and the subcommands' arity.
 func TestTrackingErrorsAsRedis(t *testing.T) {
-	runTracking(t, startRedisServer(t), []trackStep{
+	runTracking(t, harness.StartRedisServer(t), []trackStep{
 		on("B", "PING"),
 		on("A", "CLIENT", "TRACKING"),
 		on("A", "CLIENT", "TRACKING", "maybe"),
@@ -377,14 +379,14 @@ func TestTrackingErrorsAsRedis(t *testing.T) {
 // What redcell says of its tracking clients: CLIENT LIST's flags and redir,
 // INFO's tracking_clients and the table's totals, as Redis names them.
 func TestTrackingInClientListAndInfo(t *testing.T) {
-	ts := startServer(t)
-	r := ts.raw(t)
+	ts := harness.StartServer(t)
+	r := ts.Raw(t)
 	rid := strings.TrimSuffix(strings.TrimPrefix(r.Do("CLIENT", "ID"), ":"), "\r\n")
 	require.Equal(t, "*3\r\n$9\r\nsubscribe\r\n$20\r\n__redis__:invalidate\r\n:1\r\n", r.Do("SUBSCRIBE", "__redis__:invalidate"))
-	a := ts.raw(t)
+	a := ts.Raw(t)
 	require.Equal(t, testkit.Simple("OK"), a.Do("CLIENT", "TRACKING", "ON", "REDIRECT", rid))
 	require.Equal(t, testkit.Int(0), a.Do("EXISTS", "k1", "k2"))
-	b := ts.raw(t)
+	b := ts.Raw(t)
 	b.Do("HELLO", "3")
 	require.Equal(t, testkit.Simple("OK"), b.Do("CLIENT", "TRACKING", "ON", "BCAST", "PREFIX", "x", "PREFIX", "y"))
 	b.Do("EXISTS", "k1")
@@ -394,14 +396,14 @@ func TestTrackingInClientListAndInfo(t *testing.T) {
 	require.Contains(t, info, " redir="+rid+" ")
 	require.Contains(t, b.DoReply("CLIENT", "INFO").Text, " flags=tB ")
 	require.Contains(t, r.DoReply("PING").String(), "pong")
-	all := ts.raw(t).DoReply("INFO").Text
+	all := ts.Raw(t).DoReply("INFO").Text
 	for _, line := range []string{"tracking_clients:2", "tracking_total_keys:2", "tracking_total_items:2", "tracking_total_prefixes:2"} {
 		require.Contains(t, all, line+"\r\n")
 	}
 	require.NoError(t, r.Conn.Close())
-	require.Eventually(t, func() bool { return !strings.Contains(ts.raw(t).DoReply("CLIENT", "LIST").Text, "id="+rid+" ") },
+	require.Eventually(t, func() bool { return !strings.Contains(ts.Raw(t).DoReply("CLIENT", "LIST").Text, "id="+rid+" ") },
 		10*time.Second, time.Millisecond)
-	ts.raw(t).Do("CL.THROTTLE", "k1", "1", "1", "1")
+	ts.Raw(t).Do("CL.THROTTLE", "k1", "1", "1", "1")
 	require.Eventually(t, func() bool { return strings.Contains(a.DoReply("CLIENT", "INFO").Text, " flags=tR ") },
 		10*time.Second, time.Millisecond, "the redirection is broken once an invalidation finds its target gone")
 }
@@ -412,25 +414,25 @@ func TestTrackingInClientListAndInfo(t *testing.T) {
 // shared with the race detector and the other packages' tests, a lone
 // scheduling hiccup is not the server's; the slowest is logged).
 func TestInvalidationsArriveWithin10ms(t *testing.T) {
-	ts := startServer(t)
-	a := ts.raw(t)
+	ts := harness.StartServer(t)
+	a := ts.Raw(t)
 	a.Do("HELLO", "3")
 	require.Equal(t, testkit.Simple("OK"), a.Do("CLIENT", "TRACKING", "ON"))
-	w := ts.goRedis(t)
+	w := ts.GoRedis(t)
 	took := make([]time.Duration, 0, 200)
 	for i := range 200 {
 		if i%3 == 1 {
-			require.NoError(t, w.Do(ctx(t), "CL.THROTTLE", "k", 1000, 1, 1).Err()) // for DEL to delete
+			require.NoError(t, w.Do(harness.Ctx(t), "CL.THROTTLE", "k", 1000, 1, 1).Err()) // for DEL to delete
 		}
 		a.Do("EXISTS", "k")
 		start := time.Now()
 		switch i % 3 {
 		case 0:
-			require.NoError(t, w.Do(ctx(t), "CL.THROTTLE", "k", 1000, 1, 1).Err())
+			require.NoError(t, w.Do(harness.Ctx(t), "CL.THROTTLE", "k", 1000, 1, 1).Err())
 		case 1:
-			require.NoError(t, w.Del(ctx(t), "k").Err())
+			require.NoError(t, w.Del(harness.Ctx(t), "k").Err())
 		default:
-			require.NoError(t, w.FlushAll(ctx(t)).Err())
+			require.NoError(t, w.FlushAll(harness.Ctx(t)).Err())
 		}
 		push := a.Read()
 		took = append(took, time.Since(start))
@@ -445,15 +447,15 @@ func TestInvalidationsArriveWithin10ms(t *testing.T) {
 // a read cached locally is served from its cache until the key changes, and
 // read again from the server after.
 func TestRueidisClientSideCaching(t *testing.T) {
-	ts := startServer(t)
+	ts := harness.StartServer(t)
 	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{ts.Addr}})
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
-	w := ts.goRedis(t)
-	require.NoError(t, w.Do(ctx(t), "CL.THROTTLE", "k", 10, 1, 60).Err())
+	w := ts.GoRedis(t)
+	require.NoError(t, w.Do(harness.Ctx(t), "CL.THROTTLE", "k", 10, 1, 60).Err())
 
 	get := func() (string, bool) {
-		resp := c.DoCache(ctx(t), c.B().Get().Key("k").Cache(), time.Minute)
+		resp := c.DoCache(harness.Ctx(t), c.B().Get().Key("k").Cache(), time.Minute)
 		v, err := resp.ToString()
 		require.NoError(t, err)
 		return v, resp.IsCacheHit()
@@ -464,34 +466,34 @@ func TestRueidisClientSideCaching(t *testing.T) {
 	require.True(t, hit, "the second read is the cache's")
 	require.Equal(t, first, again)
 
-	require.NoError(t, w.Do(ctx(t), "CL.THROTTLE", "k", 10, 1, 60).Err())
+	require.NoError(t, w.Do(harness.Ctx(t), "CL.THROTTLE", "k", 10, 1, 60).Err())
 	require.Eventually(t, func() bool {
 		v, hit := get()
 		return !hit && v != first
 	}, 10*time.Second, time.Millisecond, "the change reaches rueidis's cache: the next read is the server's, and new")
 	tat, err := strconv.ParseInt(first, 10, 64)
 	require.NoError(t, err)
-	require.Equal(t, t0.Add(time.Minute).UnixNano(), tat, "the first read was the first decision's TAT")
+	require.Equal(t, harness.T0.Add(time.Minute).UnixNano(), tat, "the first read was the first decision's TAT")
 }
 
 // go-redis is a RESP3 client: CLIENT TRACKING on its connection is
 // accepted, the pushes it then receives do not disturb its replies.
 func TestTrackingWithGoRedis(t *testing.T) {
-	ts := startServer(t)
-	rdb := ts.goRedis(t, func(o *redis.Options) { o.PoolSize = 1 })
-	require.NoError(t, rdb.Do(ctx(t), "CLIENT", "TRACKING", "ON").Err())
-	require.NoError(t, rdb.Exists(ctx(t), "k").Err())
-	require.NoError(t, rdb.Do(ctx(t), "CL.THROTTLE", "k", 4, 1, 1).Err())
-	got, err := rdb.Do(ctx(t), "CL.THROTTLE", "k", 4, 1, 1).Int64Slice()
+	ts := harness.StartServer(t)
+	rdb := ts.GoRedis(t, func(o *redis.Options) { o.PoolSize = 1 })
+	require.NoError(t, rdb.Do(harness.Ctx(t), "CLIENT", "TRACKING", "ON").Err())
+	require.NoError(t, rdb.Exists(harness.Ctx(t), "k").Err())
+	require.NoError(t, rdb.Do(harness.Ctx(t), "CL.THROTTLE", "k", 4, 1, 1).Err())
+	got, err := rdb.Do(harness.Ctx(t), "CL.THROTTLE", "k", 4, 1, 1).Int64Slice()
 	require.NoError(t, err)
 	require.Equal(t, []int64{0, 5, 3, -1, 2}, got)
 }
 
 // resp3Tracking opens a RESP3 connection to e that tracks in the default
 // mode.
-func resp3Tracking(t *testing.T, e endpoint) *testkit.Conn {
+func resp3Tracking(t *testing.T, e harness.Endpoint) *testkit.Conn {
 	t.Helper()
-	c := e.raw(t)
+	c := e.Raw(t)
 	c.Do("HELLO", "3")
 	require.Equal(t, testkit.Simple("OK"), c.Do("CLIENT", "TRACKING", "ON"))
 	return c
@@ -511,9 +513,9 @@ func requireInvalidated(t *testing.T, c *testkit.Conn, key string) {
 // A key that expires is invalidated, whether a read finds it expired or the
 // expiry cycle sweeps it.
 func TestTrackingTellsOfExpiry(t *testing.T) {
-	ts := startServer(t)
-	a := resp3Tracking(t, ts.endpoint)
-	w := ts.raw(t)
+	ts := harness.StartServer(t)
+	a := resp3Tracking(t, ts.Endpoint)
+	w := ts.Raw(t)
 	w.Do("CL.THROTTLE", "lazy", "0", "1", "1")
 	w.Do("CL.THROTTLE", "swept", "0", "1", "2")
 	require.Equal(t, testkit.Int(2), a.Do("EXISTS", "lazy", "swept"))
@@ -530,10 +532,10 @@ func TestTrackingTellsOfExpiry(t *testing.T) {
 // master held, so the replica tells of each) and of a full sync, which
 // replaces every key (a flush).
 func TestTrackingOnAReplica(t *testing.T) {
-	clock := newManualClock(t0)
+	clock := harness.NewManualClock(harness.T0)
 	m, r := startReplServer(t, clock.Now), startReplServer(t, clock.Now)
 	r.replicaOf(t, m)
-	a := resp3Tracking(t, r.endpoint)
+	a := resp3Tracking(t, r.Endpoint)
 
 	m.do(t, "CL.THROTTLE", "k", 9, 1, 60)
 	caughtUp(t, m, r)
@@ -563,8 +565,8 @@ func TestTrackingTellsOfASlotMovedAway(t *testing.T) {
 	a, b := nodes[0], nodes[1]
 	slot := 0
 	key := keysOf([]int{slot}, 1)[slot][0]
-	require.NoError(t, a.rdb.Do(ctx(t), "CL.THROTTLE", key, 9, 1, 60).Err())
-	c := resp3Tracking(t, a.endpoint)
+	require.NoError(t, a.rdb.Do(harness.Ctx(t), "CL.THROTTLE", key, 9, 1, 60).Err())
+	c := resp3Tracking(t, a.Endpoint)
 	require.Equal(t, testkit.Int(1), c.Do("EXISTS", key))
 	migrateByHand(t, a, b, nodes, []int{slot}, 1, func() {})
 	requireInvalidated(t, c, key)

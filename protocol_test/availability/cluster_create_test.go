@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -31,7 +33,7 @@ import (
 
 // createdNode is one node of a cluster made by `redcell cluster create`.
 type createdNode struct {
-	*binaryServer
+	*harness.BinaryServer
 	rdb *redis.Client
 }
 
@@ -45,9 +47,9 @@ func startCreateNodes(t *testing.T, n int, persistent ...bool) []*createdNode {
 		if len(persistent) > 0 && persistent[0] {
 			store = []string{"--dir", t.TempDir()}
 		}
-		p := startBinary(t, nil, onLoopback(append(store, "--cluster-enabled", "yes")...)...)
-		rdb := p.goRedis(t, func(o *redis.Options) { o.Protocol = 2; o.MaxRetries = -1 })
-		nodes = append(nodes, &createdNode{binaryServer: p, rdb: rdb})
+		p := harness.StartBinary(t, nil, harness.OnLoopback(append(store, "--cluster-enabled", "yes")...)...)
+		rdb := p.GoRedis(t, func(o *redis.Options) { o.Protocol = 2; o.MaxRetries = -1 })
+		nodes = append(nodes, &createdNode{BinaryServer: p, rdb: rdb})
 	}
 	return nodes
 }
@@ -68,12 +70,12 @@ func startBareSentinels(t *testing.T, path string, n int) []*sentinel {
 	for range n {
 		for attempt := 1; ; attempt++ { // the free port may be taken before Sentinel binds it
 			dir := t.TempDir()
-			s := &sentinel{endpoint: loopbackEndpoint(freePort(t)), conf: filepath.Join(dir, "sentinel.conf"),
+			s := &sentinel{Endpoint: harness.LoopbackEndpoint(harness.FreePort(t)), conf: filepath.Join(dir, "sentinel.conf"),
 				logPath: filepath.Join(dir, "sentinel.log")}
 			conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nsentinel resolve-hostnames no\n", s.Port, dir, s.logPath)
 			require.NoError(t, os.WriteFile(s.conf, []byte(conf), 0o644))
 			cmd := exec.Command(path, s.conf, "--sentinel")
-			var out lockedBuffer
+			var out harness.LockedBuffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			require.NoError(t, cmd.Start())
 			exited := make(chan struct{})
@@ -92,7 +94,7 @@ func startBareSentinels(t *testing.T, path string, n int) []*sentinel {
 				case <-exited:
 					return true
 				default:
-					return answersPing(s.Addr)
+					return harness.AnswersPing(s.Addr)
 				}
 			}, 30*time.Second, 20*time.Millisecond, "Sentinel on port %d; its output:\n%s", s.Port, &out)
 			select {
@@ -138,7 +140,7 @@ func runCluster(t *testing.T, args ...string) (stdout, stderr string, status int
 // create changes nothing. Then add-node and del-node of a seventh node.
 func TestClusterCreateWithSentinels(t *testing.T) {
 	path := needSentinel(t)
-	redisCLI(t)
+	harness.RedisCLI(t)
 	nodes := startCreateNodes(t, 6)
 	ss := startBareSentinels(t, path, 3)
 	var args, sentinels []string
@@ -153,7 +155,7 @@ func TestClusterCreateWithSentinels(t *testing.T) {
 	ctx := context.Background()
 
 	// A Sentinel that monitors redcell-1 at an address not of its shard.
-	stranger := freePort(t)
+	stranger := harness.FreePort(t)
 	require.NoError(t, ss[2].client.Monitor(ctx, "redcell-1", "127.0.0.1", strconv.Itoa(stranger), "2").Err())
 	stdout, stderr, status := runCluster(t, args...)
 	require.Equal(t, 1, status, "stdout:\n%s", stdout)
@@ -189,7 +191,7 @@ func TestClusterCreateWithSentinels(t *testing.T) {
 		regexp.MustCompile(`  +`).ReplaceAllString(stdout, " "), "the table's columns aligned with spaces")
 	t.Logf("redcell cluster create took %v:\n%s", took.Round(time.Millisecond), stdout)
 
-	check := cli(t, nodes[0].Port, "", "--cluster", "check", nodes[0].Addr)
+	check := harness.CLI(t, nodes[0].Port, "", "--cluster", "check", nodes[0].Addr)
 	for _, want := range []string{
 		"[OK] 0 keys in 3 masters.",
 		"[OK] All nodes agree about slots configuration.",
@@ -301,28 +303,28 @@ func sentinelFields(e any) map[string]string {
 
 // clusterPool is empty redis-server cluster nodes on several loopback
 // addresses, which redis-cli takes for several hosts.
-type clusterPool map[string][]endpoint
+type clusterPool map[string][]harness.Endpoint
 
 // startClusterPool starts counts[i] empty redis-server cluster nodes on
 // hosts[i] (addresses of the loopback: 127.0.0.2 is another host to
 // redis-cli).
 func startClusterPool(t *testing.T, hosts []string, counts []int) clusterPool {
 	t.Helper()
-	path := needTool(t, "`apt-get install redis-server` (Debian/Ubuntu) or `brew install redis`", "redis-server")
+	path := harness.NeedTool(t, "`apt-get install redis-server` (Debian/Ubuntu) or `brew install redis`", "redis-server")
 	pool := clusterPool{}
 	for i, h := range hosts {
 		for range counts[i] {
-			port := freePort(t)
+			port := harness.FreePort(t)
 			cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", h, "--save", "", "--appendonly", "no",
 				"--dir", t.TempDir(), "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-			var log lockedBuffer
+			var log harness.LockedBuffer
 			cmd.Stdout, cmd.Stderr = &log, &log
 			require.NoError(t, cmd.Start())
 			exited := make(chan struct{})
 			go func() { _ = cmd.Wait(); close(exited) }()
 			t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-			e := endpoint{Addr: h + ":" + strconv.Itoa(port), Port: port}
-			require.Eventually(t, func() bool { return answersPing(e.Addr) }, 10*time.Second, 10*time.Millisecond,
+			e := harness.Endpoint{Addr: h + ":" + strconv.Itoa(port), Port: port}
+			require.Eventually(t, func() bool { return harness.AnswersPing(e.Addr) }, 10*time.Second, 10*time.Millisecond,
 				"redis-server on %s; its log:\n%s", e.Addr, &log)
 			pool[h] = append(pool[h], e)
 		}
@@ -346,7 +348,7 @@ func redisCLICreate(t *testing.T, nodes []string, replicas int) redisCLILayout {
 	t.Helper()
 	args := append([]string{"--cluster", "create"}, nodes...)
 	args = append(args, "--cluster-replicas", strconv.Itoa(replicas))
-	out, _, err := runCLI(redisCLI(t), 0, "no\n", args...)
+	out, _, err := harness.RunCLI(harness.RedisCLI(t), 0, "no\n", args...)
 	require.NoError(t, err)
 	out = regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(out, "")
 	var l redisCLILayout
@@ -371,7 +373,7 @@ func redisCLICreate(t *testing.T, nodes []string, replicas int) redisCLILayout {
 // where redis-cli moves replicas at random to better its first placement,
 // Layout reaches as good a one.
 func TestClusterCreateLayoutAsRedisCLI(t *testing.T) {
-	redisCLI(t)
+	harness.RedisCLI(t)
 	hosts := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3", "127.0.0.4"}
 	pool := startClusterPool(t, hosts, []int{6, 4, 4, 4})
 	pick := func(spec ...string) []string { // "2/1": the first node of the second host
@@ -463,7 +465,7 @@ func layoutOf(shards []clusteradmin.Shard) []string {
 // gives it the topology it missed: every node agrees, every slot covered.
 func TestClusterReshardAcrossAFailover(t *testing.T) {
 	path := needSentinel(t)
-	redisCLI(t)
+	harness.RedisCLI(t)
 	nodes := startCreateNodes(t, 6, true)
 	ss := startBareSentinels(t, path, 3)
 	args := []string{"create"}
@@ -509,13 +511,13 @@ func TestClusterReshardAcrossAFailover(t *testing.T) {
 
 	cmd := testkit.Binary(t).Command(nil, "cluster", "reshard", "--from", master.Addr, "--to", dest.Addr,
 		"--slots", "0-"+strconv.Itoa(slots-1), "--retry-for", "1m")
-	var out, errOut lockedBuffer
+	var out, errOut harness.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	require.NoError(t, cmd.Start())
 	require.Eventually(t, func() bool { return strings.Count(out.String(), " keys moved in ") >= 10 },
 		30*time.Second, time.Millisecond, "ten slots move; reshard's output:\n%s", &out)
-	master.proc.Signal(syscall.SIGKILL)
-	_ = master.proc.Wait()
+	master.Proc.Signal(syscall.SIGKILL)
+	_ = master.Proc.Wait()
 	err := cmd.Wait()
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "reshard's output:\n%s", &out)
@@ -559,7 +561,7 @@ func TestClusterReshardAcrossAFailover(t *testing.T) {
 	// The old master back: a replica of the promoted one, and caught up by
 	// itself with the topology it missed (its peers' CLUSTERX TOPOLOGY), so
 	// the reshard run again has nothing left to give it.
-	master.restart()
+	master.Restart()
 	require.Eventually(t, func() bool {
 		info, err := master.rdb.Info(ctx, "replication").Result()
 		if err != nil {
@@ -579,7 +581,7 @@ func TestClusterReshardAcrossAFailover(t *testing.T) {
 	require.NotContains(t, stdout, "given the topology", "nothing behind")
 	require.Eventually(t, func() bool { return last.set(agree(nodes)) }, sentinelDeadline, 100*time.Millisecond,
 		"the six nodes agree: %v", &last)
-	check := cli(t, dest.Port, "", "--cluster", "check", dest.Addr)
+	check := harness.CLI(t, dest.Port, "", "--cluster", "check", dest.Addr)
 	require.Contains(t, check, "[OK] All 16384 slots covered.")
 	require.Contains(t, check, "[OK] All nodes agree about slots configuration.")
 }

@@ -1,4 +1,4 @@
-package protocol_test
+package availability_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -107,14 +109,14 @@ func (l *decisionLoad) err() error {
 func TestMinReplicasWithAReplicaStopped(t *testing.T) {
 	const lag = 2 * time.Second
 	master := startRedcellNode(t, 0)
-	require.NoError(t, master.rdb.ConfigSet(ctx(t), "min-replicas-to-write", "1").Err())
-	require.NoError(t, master.rdb.ConfigSet(ctx(t), "min-replicas-max-lag", strconv.Itoa(int(lag/time.Second))).Err())
-	require.EqualError(t, master.rdb.Do(ctx(t), "CL.THROTTLE", "k", 10, 1, 60).Err(), noReplicasText, "no replica yet")
+	require.NoError(t, master.rdb.ConfigSet(harness.Ctx(t), "min-replicas-to-write", "1").Err())
+	require.NoError(t, master.rdb.ConfigSet(harness.Ctx(t), "min-replicas-max-lag", strconv.Itoa(int(lag/time.Second))).Err())
+	require.EqualError(t, master.rdb.Do(harness.Ctx(t), "CL.THROTTLE", "k", 10, 1, 60).Err(), noReplicasText, "no replica yet")
 
 	replica := startRedcellNode(t, master.Port)
-	pid := replica.pid()
+	pid := replica.Pid()
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // our own child, by its pid: its cleanup stops it
-	require.Eventually(t, func() bool { return master.rdb.Do(ctx(t), "CL.THROTTLE", "k", 10, 1, 60).Err() == nil },
+	require.Eventually(t, func() bool { return master.rdb.Do(harness.Ctx(t), "CL.THROTTLE", "k", 10, 1, 60).Err() == nil },
 		30*time.Second, 20*time.Millisecond, "the replica acknowledges")
 	info, err := master.info()
 	require.NoError(t, err)
@@ -131,7 +133,7 @@ func TestMinReplicasWithAReplicaStopped(t *testing.T) {
 		allowed, last.Sub(stopped).Round(time.Millisecond), first.Sub(stopped).Round(time.Millisecond), lag)
 	require.Greater(t, first.Sub(stopped), lag-time.Second-100*time.Millisecond, "not before the lag, less the 1 s between acknowledgements")
 	require.Less(t, first.Sub(stopped), lag+time.Second, "within the lag and the master's count of its replicas every 100 ms")
-	res, err := master.rdb.Do(ctx(t), "CL.THROTTLE", "k", 10, 1, 60, 0).Int64Slice()
+	res, err := master.rdb.Do(harness.Ctx(t), "CL.THROTTLE", "k", 10, 1, 60, 0).Int64Slice()
 	require.NoError(t, err, "a peek is answered")
 	require.Equal(t, int64(11), res[1])
 	info, err = master.info()
