@@ -11,13 +11,13 @@ import (
 	"github.com/redcell/redcell/storage"
 )
 
-// flushObserver wraps the Pebble backend to watch every write the flusher
-// makes (Apply, and in durable mode the commit log's Log): its duration and
-// size for /metrics, and a warning in the log when one takes long. The
-// backend's other methods, the commit log's Seal and Drop among them, pass
-// through. It is safe for concurrent use.
+// flushObserver wraps the backend (the Pebble one, in a daemon) to watch
+// every write the flusher makes (Apply, and in durable mode the commit
+// log's Log): its duration and size for /metrics, and a warning in the log
+// when one takes long. The backend's other methods, the commit log's Seal
+// and Drop among them, pass through. It is safe for concurrent use.
 type flushObserver struct {
-	*storage.PebbleBackend
+	storage.LoggingBackend
 	logger *slog.Logger
 	// slow is the duration from which a flush is logged as slow: half the
 	// flush interval, and at least slowFlushFloor.
@@ -40,11 +40,11 @@ const (
 	slowFlushLogEvery = 10 * time.Second
 )
 
-func newFlushObserver(b *storage.PebbleBackend, interval time.Duration, logger *slog.Logger) *flushObserver {
+func newFlushObserver(b storage.LoggingBackend, interval time.Duration, logger *slog.Logger) *flushObserver {
 	return &flushObserver{
-		PebbleBackend: b,
-		logger:        logger,
-		slow:          max(interval/2, slowFlushFloor),
+		LoggingBackend: b,
+		logger:         logger,
+		slow:           max(interval/2, slowFlushFloor),
 		duration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "redcell_flush_duration_seconds",
 			Help:    "Time to write and sync one flush of changed keys to disk (every --flush-interval, SAVE, BGSAVE, shutdown, or each group commit in durable mode).",
@@ -65,7 +65,7 @@ func newFlushObserver(b *storage.PebbleBackend, interval time.Duration, logger *
 // Apply is the flush's write: timed, counted, and logged when slow.
 func (o *flushObserver) Apply(changes []storage.Change, saved gcra.Instant, sync bool) error {
 	start := time.Now()
-	err := o.PebbleBackend.Apply(changes, saved, sync)
+	err := o.LoggingBackend.Apply(changes, saved, sync)
 	o.observe(time.Since(start), len(changes), err)
 	return err
 }
@@ -86,7 +86,7 @@ func (o *flushObserver) observe(d time.Duration, keys int, err error) {
 // and counted as a flush.
 func (o *flushObserver) Log(changes []storage.Change, saved gcra.Instant) error {
 	start := time.Now()
-	err := o.PebbleBackend.Log(changes, saved)
+	err := o.LoggingBackend.Log(changes, saved)
 	o.observe(time.Since(start), len(changes), err)
 	return err
 }

@@ -21,3 +21,14 @@ type Backend interface {
 	DiskState() string
 	Close() error
 }
+
+// LoggingBackend is a Backend that keeps durable mode's commit log too, as
+// PebbleBackend does: what a Flusher with FlusherOptions.Log writes to, and
+// what a wrapper that watches both its writes (the daemon's flush metrics)
+// wraps.
+type LoggingBackend interface {
+	Backend
+	CommitLog
+}
+
+var _ LoggingBackend = (*PebbleBackend)(nil)

@@ -432,3 +432,6 @@ func BytesText(n int64) string {
 	}
 	return strconv.FormatFloat(f, 'f', 2, 64) + units[i]
 }
+
+// DiskState is the disk's condition: ok, full, stalled or failed.
+func (p *PebbleBackend) DiskState() string { return p.disk.state() }
