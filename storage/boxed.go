@@ -25,8 +25,8 @@ func (t *table) putBoxed(key []byte, kind Kind, exp gcra.Instant, value []byte) 
 }
 
 // decision is one decision on a boxed state: given the key's state (nil for
-// an absent key) it returns the new state (a view the store copies), when it
-// expires, and whether to store it.
+// an absent key) it returns the new state (a view the store copies; empty:
+// the key is deleted), when it expires, and whether to store it.
 type decision func(state []byte) (next []byte, exp gcra.Instant, store bool)
 
 // update runs decide on key's state of kind, sh locked: an absent key, or
@@ -56,6 +56,13 @@ func (s *Store) update(sh *shard, key []byte, kind Kind, now gcra.Instant, dry b
 	next, newExp, store := decide(state)
 	if !store || dry {
 		return store, nil
+	}
+	if len(next) == 0 { // a state that holds nothing: the key goes
+		if i < 0 {
+			return false, nil
+		}
+		t.removeAt(i)
+		return true, nil
 	}
 	if i >= 0 {
 		t.slots[i].exp = newExp

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/gcra"
-	"github.com/redcell/redcell/window"
 )
 
 // DefaultFlushInterval is how often changed keys are written by default, as
@@ -253,7 +252,7 @@ func prepare(batch []Change, offset time.Duration) []Change {
 		if c.TAT != 0 && offset != 0 {
 			c.TAT += gcra.Instant(offset)
 			if c.Kind != KindTAT {
-				c.Value = string(window.Shift([]byte(c.Value), offset, nil)) // rare: only once the wall clock has stepped
+				c.Value = string(shiftValue(c.Kind, []byte(c.Value), offset, nil)) // rare: only once the wall clock has stepped
 			}
 		}
 		out = append(out, c)

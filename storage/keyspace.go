@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/lease"
 	"github.com/redcell/redcell/window"
 )
 
@@ -19,6 +20,10 @@ type Keyspace interface {
 	Reserve(key []byte, r gcra.Rate, now gcra.Instant, maxWait time.Duration, dry bool) (gcra.Reservation, bool, error)
 	Window(key []byte, spec window.Spec, now gcra.Instant, dry bool) (window.Result, bool, error)
 	Count(key []byte, spec window.CountSpec, now gcra.Instant, dry bool) (window.Tally, bool, error)
+	Acquire(key []byte, spec lease.Spec, token []byte, now gcra.Instant, dry bool) (lease.Result, bool, error)
+	Release(key, token []byte, now gcra.Instant, dry bool) (bool, error)
+	Renew(key, token []byte, d time.Duration, now gcra.Instant, dry bool) (bool, error)
+	Leases(key []byte, now gcra.Instant, held []lease.Held) ([]lease.Held, error)
 	Get(key []byte, now gcra.Instant) (gcra.Instant, Kind, bool)
 	Fingerprint(key []byte, now gcra.Instant) (uint64, bool)
 	Delete(key []byte, now gcra.Instant) bool

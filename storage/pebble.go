@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/lease"
 	"github.com/redcell/redcell/window"
 )
 
@@ -373,13 +374,22 @@ func clockCorrection(saved, now gcra.Instant) time.Duration {
 }
 
 // shiftState moves a stored state's instants by offset: its expiry (a TAT
-// key's TAT) and, for a window, the instants inside it (window.Shift,
+// key's TAT) and, for a boxed kind, the instants inside it (shiftValue,
 // appended to buf).
 func shiftState(kind Kind, exp gcra.Instant, value []byte, offset time.Duration, buf []byte) (gcra.Instant, []byte) {
 	if kind != KindTAT {
-		value = window.Shift(value, offset, buf)
+		value = shiftValue(kind, value, offset, buf)
 	}
 	return exp + gcra.Instant(offset), value
+}
+
+// shiftValue appends a boxed state to buf with the instants inside it moved
+// by offset (window.Shift, lease.Shift).
+func shiftValue(kind Kind, value []byte, offset time.Duration, buf []byte) []byte {
+	if kind == KindLeases {
+		return lease.Shift(value, offset, buf)
+	}
+	return window.Shift(value, offset, buf)
 }
 
 // shiftStore rewrites every key of db with its instants moved by offset, in
@@ -441,8 +451,8 @@ func decodeValue(v []byte) (kind Kind, exp gcra.Instant, value []byte, ok bool) 
 	switch {
 	case len(v) == 8:
 		return KindTAT, gcra.Instant(binary.BigEndian.Uint64(v)), nil, true
-	case len(v) > 9 && Kind(v[8]) == KindWindow:
-		return KindWindow, gcra.Instant(binary.BigEndian.Uint64(v)), v[9:], true
+	case len(v) > 9 && Kind(v[8]).Boxed():
+		return Kind(v[8]), gcra.Instant(binary.BigEndian.Uint64(v)), v[9:], true
 	}
 	return 0, 0, nil, false
 }

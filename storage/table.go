@@ -126,6 +126,10 @@ const (
 	// KindWindow is CL.WINDOW's state: a log or counters (package window),
 	// boxed in the value arena.
 	KindWindow
+	// KindLeases is CL.ACQUIRE's state: the leases held (package lease),
+	// boxed in the value arena. The entry's tag (Kind + 1) has room for no
+	// more kinds.
+	KindLeases
 )
 
 const (
@@ -641,4 +645,20 @@ func (t *table) scan(from uint64, count int, fn func(e *entry)) (covered int, ne
 	}
 	// The least hash whose home is p1 or after.
 	return p1 - p0, (uint64(p1)<<32 + uint64(n) - 1) / uint64(n), false
+}
+
+// Boxed reports whether k is a kind whose state is kept in the value arena
+// (every kind but the TAT).
+func (k Kind) Boxed() bool { return k == KindWindow || k == KindLeases }
+
+// Type is the key's type as TYPE and OBJECT ENCODING name it: a TAT is a
+// string, as redis-cell's keys are.
+func (k Kind) Type() string {
+	switch k {
+	case KindWindow:
+		return "window"
+	case KindLeases:
+		return "leases"
+	}
+	return "string"
 }

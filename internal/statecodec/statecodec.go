@@ -21,6 +21,7 @@ import (
 	"strconv"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/lease"
 	"github.com/redcell/redcell/storage"
 )
 
@@ -58,8 +59,11 @@ func Decode(value []byte) (storage.Kind, gcra.Instant, []byte, error) {
 			return 0, 0, nil, fmt.Errorf("%w: a boxed state of %d bytes", ErrNotAState, len(value))
 		}
 		kind := storage.Kind(rest[0])
-		if kind != storage.KindWindow {
+		if !kind.Boxed() {
 			return 0, 0, nil, fmt.Errorf("%w: kind %d", ErrNotAState, kind)
+		}
+		if kind == storage.KindLeases && !lease.Valid(rest[9:]) {
+			return 0, 0, nil, fmt.Errorf("%w: leases that do not decode", ErrNotAState)
 		}
 		exp := gcra.Instant(binary.BigEndian.Uint64(rest[1:9]))
 		if exp <= 0 {

@@ -49,6 +49,7 @@ func TestEncodeIsTheStringAReplicaHolds(t *testing.T) {
 		{boxMagic + "\x02", "not a redcell state: a boxed state of 10 bytes"},
 		{boxMagic + "\x07\x00\x00\x00\x00\x00\x00\x00\x01", "not a redcell state: kind 7"},
 		{boxMagic + "\x01\x00\x00\x00\x00\x00\x00\x00\x00", "not a redcell state: expiry 0"},
+		{boxMagic + "\x02\x00\x00\x00\x00\x00\x00\x00\x01\x05", "not a redcell state: leases that do not decode"},
 	} {
 		_, _, _, err := Decode([]byte(c.value))
 		require.ErrorIs(t, err, ErrNotAState, "%q", c.value)
@@ -73,6 +74,7 @@ func FuzzDecodeValue(f *testing.F) {
 	f.Add([]byte("-5"))
 	f.Add(Encode(storage.Change{Key: "w", TAT: 1, Kind: storage.KindWindow, Value: string(windowState(0, 1))}))
 	f.Add([]byte(boxMagic + "\x02"))
+	f.Add(Encode(storage.Change{Key: "l", TAT: 9, Kind: storage.KindLeases, Value: "\x09\x00\x00\x00\x00\x00\x00\x00\x01t"}))
 	f.Add([]byte(boxMagic + "\x07\x00\x00\x00\x00\x00\x00\x00\x01"))
 	f.Add([]byte(boxMagic + "\x02\xff\xff\xff\xff\xff\xff\xff\xff"))
 	f.Fuzz(func(t *testing.T, value []byte) {
@@ -93,7 +95,7 @@ func FuzzDecodeValue(f *testing.F) {
 				t.Fatalf("%q: a TAT with a state %q", value, state)
 			}
 			checkDecoded(t, storage.Change{TAT: exp, Kind: kind}, again)
-		case storage.KindWindow:
+		case storage.KindWindow, storage.KindLeases:
 			if !bytes.Equal(again, value) {
 				t.Fatalf("%q encodes back as %q", value, again)
 			}

@@ -1,0 +1,249 @@
+package lease
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/redcell/redcell/gcra"
+)
+
+const ms = gcra.Instant(time.Millisecond)
+
+func spec(t *testing.T, limit, leaseMS int64) Spec {
+	t.Helper()
+	s, err := NewSpec(limit, leaseMS)
+	require.NoError(t, err)
+	return s
+}
+
+func tokens(held []Held) []string {
+	var out []string
+	for _, h := range held {
+		out = append(out, string(h.Token))
+	}
+	return out
+}
+
+func TestAcquireReleaseRenewOnOneKey(t *testing.T) {
+	var state []byte
+	store := func(next []byte, ok bool) {
+		if ok {
+			state = append([]byte(nil), next...)
+		}
+	}
+	s := spec(t, 2, 1000)
+	res, next, exp, ok := Acquire(s, state, []byte("a"), 0, nil)
+	require.Equal(t, Result{Limit: 2, Remaining: 1, RetryAfter: -1}, res)
+	require.Equal(t, 1000*ms, exp)
+	store(next, ok)
+
+	res, next, exp, ok = Acquire(s, state, []byte("b"), 100*ms, nil)
+	require.Equal(t, Result{Limit: 2, Remaining: 0, RetryAfter: -1}, res)
+	require.Equal(t, 1100*ms, exp, "the key lives as long as its latest lease")
+	store(next, ok)
+
+	res, _, _, ok = Acquire(s, state, []byte("c"), 200*ms, nil)
+	require.False(t, ok, "a refusal stores nothing")
+	require.Equal(t, Result{Limited: true, Limit: 2, RetryAfter: 800 * time.Millisecond}, res)
+	require.Equal(t, [4]int64{1, 2, 0, 800}, res.Ints())
+
+	// The same token again renews, takes no second slot.
+	res, next, _, ok = Acquire(s, state, []byte("a"), 300*ms, nil)
+	require.Equal(t, Result{Limit: 2, Remaining: 0, RetryAfter: -1, Renewed: true}, res)
+	store(next, ok)
+	require.Equal(t, []string{"b", "a"}, tokens(List(state, 300*ms, nil)), "soonest expiry first")
+
+	renewed, next, exp := Renew(state, []byte("b"), 5*time.Second, 400*ms, nil)
+	require.True(t, renewed)
+	require.Equal(t, 5400*ms, exp)
+	store(next, true)
+	require.Equal(t, []string{"a", "b"}, tokens(List(state, 400*ms, nil)))
+
+	held, next, _ := Release(state, []byte("a"), 500*ms, nil)
+	require.True(t, held)
+	store(next, true)
+	held, _, _ = Release(state, []byte("a"), 500*ms, nil)
+	require.False(t, held, "released once")
+
+	// b's lease ends at 5.4 s: after it, nothing renews it back.
+	renewed, _, _ = Renew(state, []byte("b"), time.Second, 5400*ms, nil)
+	require.False(t, renewed, "an ended lease stays ended")
+	held, next, exp = Release(state, []byte("b"), 5399*ms, nil)
+	require.True(t, held)
+	require.Empty(t, next, "no lease left: the key goes")
+	require.Zero(t, exp)
+}
+
+func TestLimitZeroAndLoweredLimit(t *testing.T) {
+	res, _, _, ok := Acquire(spec(t, 0, 10), nil, []byte("a"), 0, nil)
+	require.False(t, ok)
+	require.Equal(t, [4]int64{1, 0, 0, -1}, res.Ints(), "nothing held: no expiry frees a slot")
+
+	var state []byte
+	for _, tok := range []string{"a", "b", "c"} {
+		_, next, _, ok := Acquire(spec(t, 3, 1000), state, []byte(tok), 0, nil)
+		require.True(t, ok)
+		state = append([]byte(nil), next...)
+	}
+	// Lowered to 1: three holders keep theirs; no new one until two end.
+	res, _, _, ok = Acquire(spec(t, 1, 1000), state, []byte("d"), 10*ms, nil)
+	require.False(t, ok)
+	require.Equal(t, Result{Limited: true, Limit: 1, RetryAfter: 990 * time.Millisecond}, res)
+	res, _, _, ok = Acquire(spec(t, 1, 1000), state, []byte("b"), 10*ms, nil)
+	require.True(t, ok, "a holder renews above the lowered limit")
+	require.Equal(t, Result{Limit: 1, Remaining: 0, RetryAfter: -1, Renewed: true}, res)
+}
+
+func TestNewSpecAndTokenBounds(t *testing.T) {
+	for _, c := range []struct {
+		limit, lease int64
+		err          error
+	}{
+		{-1, 1, ErrLimit}, {MaxLimit + 1, 1, ErrLimit}, {1, 0, ErrLease}, {1, -5, ErrLease},
+		{1, int64(MaxLease/time.Millisecond) + 1, ErrLeaseTooLong},
+	} {
+		_, err := NewSpec(c.limit, c.lease)
+		require.ErrorIs(t, err, c.err, "%d %d", c.limit, c.lease)
+	}
+	require.ErrorIs(t, CheckToken(nil), ErrToken)
+	require.ErrorIs(t, CheckToken(make([]byte, MaxToken+1)), ErrToken)
+	require.NoError(t, CheckToken(make([]byte, MaxToken)))
+}
+
+func TestCorruptStatesHoldNothingAndNeverPanic(t *testing.T) {
+	good, _, _, _ := Acquire(spec(t, 3, 1000), nil, []byte("tok"), 0, nil)
+	_ = good
+	_, state, _, _ := Acquire(spec(t, 3, 1000), nil, []byte("tok"), 0, nil)
+	require.True(t, Valid(state))
+	for cut := 1; cut < len(state); cut++ {
+		require.False(t, Valid(state[:cut]), "cut at %d", cut)
+		require.NotPanics(t, func() {
+			Acquire(spec(t, 3, 1000), state[:cut], []byte("x"), 0, nil)
+			List(state[:cut], 0, nil)
+			Shift(state[:cut], time.Second, nil)
+		})
+	}
+	require.False(t, Valid(nil))
+}
+
+func TestShiftMovesEveryExpiry(t *testing.T) {
+	var state []byte
+	for i, tok := range []string{"a", "bb", "ccc"} {
+		_, next, _, _ := Acquire(spec(t, 3, 1000), state, []byte(tok), gcra.Instant(i)*ms, nil)
+		state = append([]byte(nil), next...)
+	}
+	shifted := Shift(state, -time.Hour, nil)
+	now := -gcra.Instant(time.Hour)
+	require.Equal(t, []Held{
+		{[]byte("a"), now + 1000*ms}, {[]byte("bb"), now + 1001*ms}, {[]byte("ccc"), now + 1002*ms},
+	}, List(shifted, now, nil))
+}
+
+// TestRandomSequencesMatchAModel runs random acquires, renews, releases and
+// clock steps on one key, several tokens and limits that change, against a
+// model (a map of token to expiry): every answer is the model's, and a
+// grant never makes more than limit leases live at once.
+func TestRandomSequencesMatchAModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := range 200 {
+		var state []byte
+		model := map[string]gcra.Instant{}
+		var now gcra.Instant
+		live := func() int64 {
+			n := int64(0)
+			for _, e := range model {
+				if e > now {
+					n++
+				}
+			}
+			return n
+		}
+		for step := range 300 {
+			tok := fmt.Sprintf("t%d", rng.IntN(8))
+			at := fmt.Sprintf("round %d step %d", round, step)
+			switch rng.IntN(5) {
+			case 0, 1:
+				limit := int64(rng.IntN(5))
+				d := int64(1 + rng.IntN(500))
+				before := live()
+				res, next, _, ok := Acquire(spec(t, limit, d), state, []byte(tok), now, nil)
+				renew := model[tok] > now
+				switch {
+				case renew:
+					require.True(t, ok && res.Renewed, at)
+				case before < limit:
+					require.True(t, ok && !res.Limited && !res.Renewed, at)
+					require.LessOrEqual(t, before+1, limit, at)
+				default:
+					require.True(t, !ok && res.Limited, at)
+					earliest := gcra.Instant(-1)
+					for _, e := range model {
+						if e > now && (earliest < 0 || e < earliest) {
+							earliest = e
+						}
+					}
+					want := time.Duration(-1)
+					if earliest >= 0 {
+						want = time.Duration(earliest - now)
+					}
+					require.Equal(t, want, res.RetryAfter, at)
+				}
+				if ok {
+					model[tok] = now + gcra.Instant(d)*ms
+					state = append([]byte(nil), next...)
+					require.Equal(t, max(0, limit-live()), res.Remaining, at)
+				}
+			case 2:
+				held, next, _ := Release(state, []byte(tok), now, nil)
+				require.Equal(t, model[tok] > now, held, at)
+				if held {
+					delete(model, tok)
+					state = append([]byte(nil), next...)
+				}
+			case 3:
+				d := time.Duration(1+rng.IntN(500)) * time.Millisecond
+				renewed, next, _ := Renew(state, []byte(tok), d, now, nil)
+				require.Equal(t, model[tok] > now, renewed, at)
+				if renewed {
+					model[tok] = now + gcra.Instant(d)
+					state = append([]byte(nil), next...)
+				}
+			case 4:
+				now += gcra.Instant(rng.IntN(200)) * ms
+			}
+			var want []string
+			for k, e := range model {
+				if e > now {
+					want = append(want, k)
+				}
+			}
+			got := tokens(List(state, now, nil))
+			slices.Sort(want)
+			listed := slices.Clone(got)
+			slices.Sort(listed)
+			require.Equal(t, want, listed, at)
+		}
+	}
+}
+
+func BenchmarkAcquireRelease(b *testing.B) {
+	s := Spec{Limit: 16, Lease: time.Second}
+	var state, buf, buf2 []byte
+	for i := range 15 {
+		_, next, _, _ := Acquire(s, state, fmt.Appendf(nil, "holder%02d", i), 0, buf)
+		state = append(state[:0], next...)
+	}
+	tok := []byte("tok")
+	b.ReportAllocs()
+	for b.Loop() {
+		_, next, _, _ := Acquire(s, state, tok, 1, buf)
+		buf = next[:0]
+		_, next, _ = Release(next, tok, 1, buf2)
+		buf2 = next[:0]
+	}
+}
