@@ -189,7 +189,7 @@ func TestACLViews(t *testing.T) {
 
 	cats := tc.do("ACL", "CAT")
 	require.True(t, strings.HasPrefix(cats, "*21\r\n"+bulk("keyspace")+bulk("read")+bulk("write")), cats)
-	require.Equal(t, "*4\r\n"+bulk("cl.count")+bulk("cl.reserve")+bulk("cl.throttle")+bulk("cl.window"), filterBulks(tc.do("ACL", "CAT", "write"), "cl."))
+	require.Equal(t, "*7\r\n"+bulk("cl.acquire")+bulk("cl.count")+bulk("cl.release")+bulk("cl.renew")+bulk("cl.reserve")+bulk("cl.throttle")+bulk("cl.window"), filterBulks(tc.do("ACL", "CAT", "write"), "cl."))
 	require.Contains(t, tc.do("ACL", "CAT", "dangerous"), bulk("flushall"))
 	require.Contains(t, tc.do("ACL", "CAT", "admin"), bulk("clusterx|setnodes"))
 	require.Equal(t, wireErr("ERR Unknown category 'nope'"), tc.do("ACL", "CAT", "nope"))

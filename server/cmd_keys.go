@@ -137,16 +137,15 @@ func cmdGet(c *client, args [][]byte, now time.Time) {
 
 // TYPE key
 //
-// A TAT key is a string, as redis-cell's are; a CL.WINDOW key is a window.
+// A TAT key is a string, as redis-cell's are; a CL.WINDOW key is a window,
+// a CL.ACQUIRE key leases (storage.Kind.Type).
 func cmdType(c *client, args [][]byte, now time.Time) {
 	_, kind, ok := c.lookupKey(args[1], gcra.InstantOf(now))
 	switch {
 	case !ok:
 		c.writeSimple("none")
-	case kind == storage.KindWindow:
-		c.writeSimple("window")
 	default:
-		c.writeSimple("string")
+		c.writeSimple(kind.Type())
 	}
 }
 

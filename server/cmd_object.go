@@ -140,8 +140,8 @@ func cmdObjectEncoding(c *client, args [][]byte, now time.Time) {
 	kind, ok := c.objectLookup(args[2], now)
 	switch {
 	case !ok:
-	case kind == storage.KindWindow:
-		c.writeBulkString("window")
+	case kind.Boxed():
+		c.writeBulkString(kind.Type())
 	default:
 		c.writeBulkString("int")
 	}

@@ -115,6 +115,7 @@ func newCommandTable() commandTable {
 		gcraFamily(),
 		reserveFamily(),
 		windowFamily(),
+		leaseFamily(),
 		countFamily(),
 		keysFamily(),
 		objectFamily(),

@@ -34,6 +34,10 @@ func TestCommandCategoriesAreRedis(t *testing.T) {
 		"cl.count":    "@write @fast",
 		"cl.reserve":  "@write @fast",
 		"cl.window":   "@write @fast",
+		"cl.acquire":  "@write @slow @blocking",
+		"cl.release":  "@write @fast",
+		"cl.renew":    "@write @fast",
+		"cl.leases":   "@read @slow",
 		"gcra":        "@write @string @fast",
 		"clusterx":    "@admin @slow @dangerous",
 	}

@@ -55,6 +55,9 @@ type connection interface {
 	Killed() bool
 	Done() <-chan struct{}
 	Abort()
+	// WatchHangup tells a command waiting off the loops (CL.ACQUIRE's
+	// BLOCK) when its client has closed its end (engine.Conn.WatchHangup).
+	WatchHangup() (hungUp <-chan struct{}, stop func())
 	// StartOutbox makes an outbox the connection's writer (engine.Outbox);
 	// nil for a connection without a network.
 	StartOutbox(limit int, fellBehind func(o *engine.Outbox)) *engine.Outbox

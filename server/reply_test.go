@@ -40,22 +40,23 @@ func (f *fakeConn) RemoteAddr() string {
 	}
 	return "127.0.0.1:50000"
 }
-func (f *fakeConn) LocalAddr() string              { return "" }
-func (f *fakeConn) Close() error                   { f.closed = true; f.need |= engine.NeedClose; return nil }
-func (f *fakeConn) Abort()                         { f.closed = true }
-func (f *fakeConn) Flush() error                   { return nil }
-func (f *fakeConn) Drop()                          { f.SetBuffer(nil); f.closed = true }
-func (f *fakeConn) NetConn() net.Conn              { return nil }
-func (f *fakeConn) DeferArray() int                { return len(f.Buffer()) }
-func (f *fakeConn) Need(n engine.Need)             { f.need |= n }
-func (f *fakeConn) Needs() engine.Need             { return f.need }
-func (f *fakeConn) OnLoop() bool                   { return false }
-func (f *fakeConn) SetAuthenticated(bool)          {}
-func (f *fakeConn) SetIdleExempt(bool)             {}
-func (f *fakeConn) PeekKeys() (next, after []byte) { return nil, nil }
-func (f *fakeConn) Mute()                          {}
-func (f *fakeConn) Killed() bool                   { return f.killed.Load() }
-func (f *fakeConn) Done() <-chan struct{}          { return f.done }
+func (f *fakeConn) LocalAddr() string                      { return "" }
+func (f *fakeConn) Close() error                           { f.closed = true; f.need |= engine.NeedClose; return nil }
+func (f *fakeConn) Abort()                                 { f.closed = true }
+func (f *fakeConn) Flush() error                           { return nil }
+func (f *fakeConn) Drop()                                  { f.SetBuffer(nil); f.closed = true }
+func (f *fakeConn) NetConn() net.Conn                      { return nil }
+func (f *fakeConn) DeferArray() int                        { return len(f.Buffer()) }
+func (f *fakeConn) Need(n engine.Need)                     { f.need |= n }
+func (f *fakeConn) Needs() engine.Need                     { return f.need }
+func (f *fakeConn) OnLoop() bool                           { return false }
+func (f *fakeConn) SetAuthenticated(bool)                  {}
+func (f *fakeConn) SetIdleExempt(bool)                     {}
+func (f *fakeConn) PeekKeys() (next, after []byte)         { return nil, nil }
+func (f *fakeConn) Mute()                                  {}
+func (f *fakeConn) Killed() bool                           { return f.killed.Load() }
+func (f *fakeConn) Done() <-chan struct{}                  { return f.done }
+func (f *fakeConn) WatchHangup() (<-chan struct{}, func()) { return nil, func() {} }
 
 func (f *fakeConn) Kill() bool {
 	if !f.killed.CompareAndSwap(false, true) {

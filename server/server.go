@@ -164,6 +164,8 @@ type Server struct {
 	monitors atomic.Pointer[[]*engine.Outbox]
 	pubsub   pubsub   // the subscriptions
 	tracking tracking // CLIENT TRACKING: who may cache which keys
+	// leaseWaiters are the clients blocked in CL.ACQUIRE ... BLOCK.
+	leaseWaiters leaseWaiters
 
 	// failover is the FAILOVER in progress, if any (cmdFailover);
 	// failoverState is INFO's master_failover_state.

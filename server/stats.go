@@ -57,10 +57,11 @@ const (
 	decideGCRA            // GCRA
 	decideReserve         // CL.RESERVE
 	decideWindow          // CL.WINDOW
+	decideAcquire         // CL.ACQUIRE
 	numDeciders
 )
 
-var deciderNames = [numDeciders]string{"cl.throttle", "gcra", "cl.reserve", "cl.window"}
+var deciderNames = [numDeciders]string{"cl.throttle", "gcra", "cl.reserve", "cl.window", "cl.acquire"}
 
 func decisionIndex(limited, hit bool) int {
 	i := 0
