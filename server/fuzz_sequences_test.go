@@ -41,7 +41,7 @@ import (
 // seqUsers are the users a session runs as, each with its password.
 var seqUsers = []struct{ name, pass, rules string }{
 	{"default", "pw", ""},
-	{"app", "app-pw", "on >app-pw +cl.throttle +cl.window +cl.reserve +gcra +ping +client|setname +client|id ~app:*"},
+	{"app", "app-pw", "on >app-pw +cl.throttle +cl.window +cl.reserve +gcra +cl.acquire +cl.release +cl.renew +cl.leases +ping +client|setname +client|id ~app:*"},
 	{"ro", "ro-pw", "on >ro-pw +@read +@connection -@dangerous ~*"},
 }
 
@@ -126,7 +126,7 @@ var seqArgs = []string{
 	"LIB-VER", "SETNAME", "AUTH", "default", "app", "ro", "nosuch", "pw", "wrong", "*", "app:*",
 	"normal", "pubsub", "master", "replica", "WRITE", "ALL", "SAMPLES", "FULL", "NOW", "ASYNC",
 	"+@all", "-@all", "~*", "on", "off", "nopass", ">x", "resetkeys", "channel", "news.*",
-	"2", "3", "NO", "ONE", "127.0.0.1", "1",
+	"2", "3", "NO", "ONE", "127.0.0.1", "1", "TOKEN", "BLOCK",
 }
 
 // seqCommand draws one command: a name from the table (a subcommand with
@@ -180,6 +180,12 @@ func seqCommand(rng *rand.Rand, table []*command, last []string) []string {
 	switch strings.ToLower(args[0]) {
 	case "wait", "waitaof":
 		args = append(args[:min(len(args), 2)], "10") // never WAIT n 0, which waits for ever
+	case "cl.acquire":
+		for i := 1; i+1 < len(args); i++ {
+			if strings.EqualFold(args[i], "block") {
+				args[i+1] = "5" // a blocked acquire answers within the deadline
+			}
+		}
 	case "client":
 		if len(args) > 1 && strings.EqualFold(args[1], "pause") {
 			args = []string{"CLIENT", "PAUSE", "5"}
@@ -239,8 +245,12 @@ func seqSession(t *testing.T, target *seqTarget, rng *rand.Rand, table []*comman
 			return sent
 		}
 		if strings.EqualFold(args[0], "subscribe") || strings.EqualFold(args[0], "psubscribe") || strings.EqualFold(args[0], "ssubscribe") {
-			// One confirmation a channel: the rest follow.
-			for i := 2; i < len(args) && !strings.HasPrefix(reply, "-"); i++ {
+			// One confirmation a channel: the rest follow. Not after
+			// an error, nor after +QUEUED (inside MULTI), which are the
+			// only answer: waiting for more ended the session at the
+			// read deadline, 10 s later.
+			confirmed := strings.HasPrefix(reply, "*3\r\n") || strings.HasPrefix(reply, ">3\r\n")
+			for i := 2; i < len(args) && confirmed; i++ {
 				if reply, ok = readNonPush(r); !ok {
 					return sent
 				}
