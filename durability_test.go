@@ -280,7 +280,7 @@ func TestCorruptStoreFailsStartWithAClearError(t *testing.T) {
 
 // Every kind of state comes back from disk as it was: a TAT written by
 // CL.THROTTLE, GCRA and CL.RESERVE, an exact log and sub-window counters of
-// CL.WINDOW. Both after a clean stop (the final save) and after SIGKILL in
+// CL.WINDOW, the leases of CL.ACQUIRE. Both after a clean stop (the final save) and after SIGKILL in
 // durable mode (each change synced before its reply).
 func TestEveryKindSurvivesARestart(t *testing.T) {
 	for _, mode := range []struct {
@@ -310,6 +310,14 @@ func TestEveryKindSurvivesARestart(t *testing.T) {
 			do("CL.WINDOW", "log", 10, 3600, 4)
 			do("CL.WINDOW", "log", 10, 3600, 2)
 			do("CL.WINDOW", "counters", 10, 3600, 3, "PRECISION", 60)
+			acquire := func(token string) int64 {
+				t.Helper()
+				r, err := rdb.Do(ctx, "CL.ACQUIRE", "leases", 2, 3600_000, "TOKEN", token).Slice()
+				require.NoError(t, err)
+				return r[0].(int64)
+			}
+			require.Equal(t, int64(0), acquire("a"))
+			require.Equal(t, int64(0), acquire("b"))
 			tat, err := rdb.Get(ctx, "tat").Result()
 			require.NoError(t, err)
 			if err := c.Stop(mode.sig); mode.sig == syscall.SIGTERM {
@@ -318,14 +326,21 @@ func TestEveryKindSurvivesARestart(t *testing.T) {
 
 			c = startChild(t, "--dir", dir)
 			rdb = c.client(t)
-			require.Contains(t, c.Log(), "keys=3")
+			require.Contains(t, c.Log(), "keys=4")
 			got, err := rdb.Get(ctx, "tat").Result()
 			require.NoError(t, err)
 			require.Equal(t, tat, got, "the TAT, to the nanosecond")
 			require.Equal(t, int64(10-3-1-2), do("CL.THROTTLE", "tat", 9, 1, 3600, 0)[2])
 			require.Equal(t, int64(10-4-2), do("CL.WINDOW", "log", 10, 3600, 0)[2])
 			require.Equal(t, int64(10-3), do("CL.WINDOW", "counters", 10, 3600, 0, "PRECISION", 60)[2])
-			for key, typ := range map[string]string{"tat": "string", "log": "window", "counters": "window"} {
+			// The leases held: both tokens, the limit full.
+			held, err := rdb.Do(ctx, "CL.LEASES", "leases").Slice()
+			require.NoError(t, err)
+			require.Len(t, held, 2)
+			require.Equal(t, "a", held[0].([]any)[0])
+			require.Equal(t, "b", held[1].([]any)[0])
+			require.Equal(t, int64(1), acquire("c"))
+			for key, typ := range map[string]string{"tat": "string", "log": "window", "counters": "window", "leases": "leases"} {
 				require.Equal(t, typ, rdb.Type(ctx, key).Val(), key)
 			}
 		})

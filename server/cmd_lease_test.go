@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/redcell/redcell/cluster"
 	"github.com/redcell/redcell/internal/testkit"
 )
 
@@ -318,4 +319,44 @@ func (c *pipeConn) Read() string {
 func (c *pipeConn) Do(args ...string) string {
 	c.Write(testkit.Command(args...))
 	return c.Read()
+}
+
+// A slot migration carries a key's leases: after the flip its new owner
+// lists the same tokens and holds the limit against them.
+func TestClusterMigrationCarriesLeases(t *testing.T) {
+	nodes := startClusterNodes(t, 3)
+	a, b := nodes[0], nodes[1]
+	top := topology(nodes)
+	for _, n := range nodes {
+		_, err := n.do(t, "CLUSTERX", "SETNODES", top, 1)
+		require.NoError(t, err)
+	}
+	const key = "{bar}db" // slot 5061, node a's
+	slot := cluster.Slot([]byte(key))
+	for _, tok := range []string{"x", "y"} {
+		v, err := a.do(t, "CL.ACQUIRE", key, 2, 3600000, "TOKEN", tok)
+		require.NoError(t, err)
+		require.Equal(t, int64(0), v.([]any)[0])
+	}
+	_, err := a.do(t, "CLUSTERX", "MIGRATE", slot, b.id, "SYNC")
+	require.NoError(t, err)
+	for _, n := range nodes {
+		_, err := n.do(t, "CLUSTERX", "SETSLOT", slot, "NODE", b.id, 2)
+		require.NoError(t, err)
+	}
+	_, err = a.do(t, "CL.LEASES", key)
+	require.EqualError(t, err, "MOVED 5061 127.0.0.1:"+strconv.Itoa(b.port))
+	v, err := b.do(t, "CL.LEASES", key)
+	require.NoError(t, err)
+	held := v.([]any)
+	require.Len(t, held, 2)
+	require.Equal(t, "x", held[0].([]any)[0])
+	require.Equal(t, "y", held[1].([]any)[0])
+	require.InDelta(t, 3600000, held[1].([]any)[1], 60000)
+	v, err = b.do(t, "CL.ACQUIRE", key, 2, 3600000, "TOKEN", "z")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), v.([]any)[0], "the limit holds against the leases carried")
+	v, err = b.do(t, "CL.RELEASE", key, "x")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), v)
 }

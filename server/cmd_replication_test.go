@@ -255,6 +255,9 @@ func TestFailoverSwitchesRolesAndKeepsEveryDecision(t *testing.T) {
 	for _, k := range keys[:100] { // the last writes before the switch
 		m.do(t, "CL.THROTTLE", k, 100, 1, 3600)
 	}
+	for _, tok := range []string{"a", "b"} { // and leases, a concurrency limit of 2
+		require.Equal(t, int64(0), m.do(t, "CL.ACQUIRE", "db", 2, 3600_000, "TOKEN", tok).([]any)[0])
+	}
 	want := m.values(t, keys)
 	require.Equal(t, "OK", m.do(t, "FAILOVER", "TO", "127.0.0.1", r.port, "TIMEOUT", 10000))
 	require.Eventually(t, func() bool {
@@ -265,6 +268,15 @@ func TestFailoverSwitchesRolesAndKeepsEveryDecision(t *testing.T) {
 	require.Equal(t, want, r.values(t, keys), "the new master holds every decision")
 	require.Equal(t, int64(0), r.node.Status().SyncFull, "the old master continued the stream")
 	require.Equal(t, int64(1), r.node.Status().SyncPartialOK)
+
+	leases := r.do(t, "CL.LEASES", "db").([]any)
+	require.Len(t, leases, 2, "the new master holds the leases granted before the switch")
+	require.Equal(t, int64(1), r.do(t, "CL.ACQUIRE", "db", 2, 3600_000, "TOKEN", "c").([]any)[0], "and the limit against them")
+	_, err = m.rdb.Do(ctx, "CL.ACQUIRE", "db", 2, 3600_000).Result()
+	require.EqualError(t, err, "READONLY You can't write against a read only replica.")
+	require.Equal(t, int64(1), r.do(t, "CL.RELEASE", "db", "a"))
+	require.Eventually(t, func() bool { return len(m.do(t, "CL.LEASES", "db").([]any)) == 1 }, 10*time.Second, 10*time.Millisecond,
+		"the release reaches the new replica")
 
 	r.do(t, "CL.THROTTLE", "k1", 100, 1, 3600)
 	require.Eventually(t, func() bool { return sameKeys(t, r, m, keys) == nil }, 10*time.Second, 10*time.Millisecond)
@@ -284,14 +296,14 @@ func TestMinReplicasToWrite(t *testing.T) {
 	require.Equal(t, []any{"min-replicas-max-lag", "10", "min-replicas-to-write", "1"}, m.do(t, "CONFIG", "GET", "min-replicas-*"))
 	require.Equal(t, "0", m.info(t, "min_slaves_good_slaves"))
 	for _, cmd := range [][]any{{"CL.THROTTLE", "k", 1, 1, 60}, {"GCRA", "g", 1, 1, 60}, {"CL.WINDOW", "w", 1, 60},
-		{"CL.RESERVE", "q", 1, 1, 60}, {"DEL", "k"}, {"FLUSHALL"}} {
+		{"CL.RESERVE", "q", 1, 1, 60}, {"CL.ACQUIRE", "l", 1, 1000}, {"DEL", "k"}, {"FLUSHALL"}} {
 		_, err := m.rdb.Do(ctx, cmd...).Result()
 		require.EqualError(t, err, noReplicas, "%v", cmd)
 	}
 	require.Equal(t, []any{int64(0), int64(2), int64(2), int64(-1), int64(0)}, m.do(t, "CL.THROTTLE", "k", 1, 1, 60, 0), "a peek")
 	require.Equal(t, []any{int64(1), int64(2), int64(2), int64(-1), int64(0)}, m.do(t, "CL.THROTTLE", "k", 1, 1, 60, 3),
 		"a decision that stores nothing: more than the burst")
-	require.Contains(t, m.do(t, "INFO", "errorstats"), "errorstat_NOREPLICAS:count=24", "go-redis tries each refused command 4 times: it retries NOREPLICAS")
+	require.Contains(t, m.do(t, "INFO", "errorstats"), "errorstat_NOREPLICAS:count=28", "go-redis tries each refused command 4 times: it retries NOREPLICAS")
 
 	// A replica that acknowledges: the master decides again.
 	r := startReplNode(t)
