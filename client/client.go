@@ -45,7 +45,9 @@ type Client struct {
 	opt   Options
 	cache *refusals // nil: off
 	local *refusals // the fallback limiter's TATs
-	base  time.Time
+	// localLeases are the leases the fallback holds (Acquire).
+	localLeases localLeases
+	base        time.Time
 	// now is the client's clock: nanoseconds since base, monotonic.
 	now func() int64
 
