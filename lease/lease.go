@@ -18,9 +18,11 @@
 package lease
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/redcell/redcell/gcra"
@@ -152,48 +154,127 @@ func appendEntry(buf []byte, token []byte, exp gcra.Instant) []byte {
 	return append(buf, token...)
 }
 
-// rebuild appends to buf the leases of state live at now, without the one
-// named skip (nil: none), with (token, exp) inserted in expiry order when
-// token is not nil. It returns the new state, the key's expiry (its latest
-// lease's; 0 for no lease) and how many leases it holds.
-func rebuild(buf, state []byte, now gcra.Instant, skip, token []byte, exp gcra.Instant) (next []byte, keyExp gcra.Instant, held int64) {
-	buf = buf[:0]
-	put := func(t []byte, e gcra.Instant) {
-		buf = appendEntry(buf, t, e)
-		keyExp = max(keyExp, e)
-		held++
+// lay scans state (scan); a state out of expiry order, or that does not
+// decode, is first rewritten with its live leases that decode, in order
+// (normalize). Only a state written by something else is: every decision
+// keeps the order.
+func lay(state []byte, now gcra.Instant, token []byte, exp gcra.Instant) ([]byte, layout) {
+	l := scan(state, now, token, exp)
+	if !l.ordered {
+		state = normalize(state, now)
+		l = scan(state, now, token, exp)
 	}
-	_ = entries(state, now, func(h Held) bool {
-		if skip != nil && string(h.Token) == string(skip) {
-			return true
-		}
-		if token != nil && exp < h.Expiry {
-			put(token, exp)
-			token = nil
-		}
-		put(h.Token, h.Expiry)
-		return true
-	})
-	if token != nil {
-		put(token, exp)
-	}
-	return buf, keyExp, held
+	return state, l
 }
 
-// find returns the lease of state named token live at now, and how many
-// leases are live and when the earliest ends (0: none).
-func find(state []byte, now gcra.Instant, token []byte) (found bool, held int64, earliest gcra.Instant) {
-	_ = entries(state, now, func(h Held) bool {
-		if held == 0 {
-			earliest = h.Expiry
+// normalize returns state's live leases that decode, in expiry order, in a
+// new slice.
+func normalize(state []byte, now gcra.Instant) []byte {
+	held := List(state, now, nil)
+	slices.SortStableFunc(held, func(a, b Held) int { return cmp.Compare(a.Expiry, b.Expiry) })
+	var out []byte
+	for _, h := range held {
+		out = appendEntry(out, h.Token, h.Expiry)
+	}
+	return out
+}
+
+// layout is what one pass over a state finds (scan): where its live
+// leases are, the one a token names, and where a lease ending at a given
+// instant goes, so that a decision builds the new state from slices of the
+// old one rather than entry by entry. A state's leases are kept in expiry
+// order, so the expired ones are a prefix.
+type layout struct {
+	start    int // the live leases are state[start:]
+	held     int64
+	earliest gcra.Instant // the earliest live lease's end; 0: none
+	// at and size place the live lease the token names (size 0: none).
+	at, size int
+	// ins is where a lease ending at the instant asked goes.
+	ins int
+	// lastAt places the last lease; last and beforeLast are the ends of
+	// the last two (0: none), for the key's expiry once one is dropped.
+	lastAt           int
+	last, beforeLast gcra.Instant
+	// ordered is false for a state out of expiry order or that does not
+	// decode (written by something else): rebuild, entry by entry, then.
+	ordered bool
+}
+
+// scan lays out state at now for token and a lease ending at exp.
+func scan(state []byte, now gcra.Instant, token []byte, exp gcra.Instant) layout {
+	l := layout{ins: -1, ordered: true}
+	var prev gcra.Instant
+	p := 0
+	for p < len(state) {
+		if len(state)-p < entryHeader {
+			l.ordered = false
+			return l
 		}
-		held++
-		if token != nil && string(h.Token) == string(token) {
-			found = true
+		e := gcra.Instant(binary.LittleEndian.Uint64(state[p:]))
+		n := int(state[p+8])
+		size := entryHeader + n
+		if n == 0 || len(state)-p < size {
+			l.ordered = false
+			return l
 		}
-		return true
-	})
-	return found, held, earliest
+		if e < prev {
+			l.ordered = false
+			return l
+		}
+		prev = e
+		switch {
+		case e <= now:
+			l.start = p + size // expired: a prefix, as the order keeps them
+		default:
+			if l.held == 0 {
+				l.earliest = e
+			}
+			l.held++
+			if token != nil && n == len(token) && string(state[p+entryHeader:p+size]) == string(token) {
+				l.at, l.size = p, size
+			}
+			if l.ins < 0 && e > exp {
+				l.ins = p
+			}
+			l.beforeLast, l.last, l.lastAt = l.last, e, p
+		}
+		p += size
+	}
+	if l.ins < 0 {
+		l.ins = len(state)
+	}
+	return l
+}
+
+// splice appends to buf the live leases of state (l.start on) without the
+// one at l.at when drop, with (token, exp) at l.ins when token is not nil,
+// and returns it with the key's new expiry (its latest lease's end; 0 for
+// none).
+func splice(buf, state []byte, l layout, drop bool, token []byte, exp gcra.Instant) ([]byte, gcra.Instant) {
+	buf = buf[:0]
+	// keep appends state[from:to] without the dropped lease.
+	keep := func(from, to int) {
+		if drop && l.at >= from && l.at < to {
+			buf = append(buf, state[from:l.at]...)
+			buf = append(buf, state[l.at+l.size:to]...)
+			return
+		}
+		buf = append(buf, state[from:to]...)
+	}
+	keyExp := l.last
+	if drop && l.at == l.lastAt {
+		keyExp = l.beforeLast
+	}
+	if token == nil {
+		keep(l.start, len(state))
+		return buf, keyExp
+	}
+	ins := max(l.ins, l.start)
+	keep(l.start, ins)
+	buf = appendEntry(buf, token, exp)
+	keep(ins, len(state))
+	return buf, max(keyExp, exp)
 }
 
 // Acquire decides a CL.ACQUIRE of token on state at now: a token already
@@ -203,44 +284,49 @@ func find(state []byte, now gcra.Instant, token []byte) (found bool, held int64,
 // the key's expiry, and whether to store it.
 func Acquire(spec Spec, state, token []byte, now gcra.Instant, buf []byte) (res Result, next []byte, exp gcra.Instant, store bool) {
 	res = Result{Limit: spec.Limit, RetryAfter: -1}
-	held, count, earliest := find(state, now, token)
 	end := now + gcra.Instant(spec.Lease)
+	state, l := lay(state, now, token, end)
+	held := l.held
 	switch {
-	case held:
+	case l.size > 0:
 		res.Renewed = true
-		next, exp, count = rebuild(buf, state, now, token, token, end)
-	case count < spec.Limit:
-		next, exp, count = rebuild(buf, state, now, nil, token, end)
+		next, exp = splice(buf, state, l, true, token, end)
+	case l.held < spec.Limit:
+		held++
+		next, exp = splice(buf, state, l, false, token, end)
 	default:
 		res.Limited = true
-		if count > 0 {
-			res.RetryAfter = time.Duration(earliest - now)
+		if l.held > 0 {
+			res.RetryAfter = time.Duration(l.earliest - now)
 		}
 		// Nothing changes but the leases that expired, which the next
 		// write drops: a refusal stores nothing.
 		return res, nil, 0, false
 	}
-	res.Remaining = max(0, spec.Limit-count)
+	res.Remaining = max(0, spec.Limit-held)
 	return res, next, exp, true
 }
 
 // Release ends the lease named token. held reports whether it was held
 // (live at now); only then is the new state to be stored.
 func Release(state, token []byte, now gcra.Instant, buf []byte) (held bool, next []byte, exp gcra.Instant) {
-	if found, _, _ := find(state, now, token); !found {
+	state, l := lay(state, now, token, 0)
+	if l.size == 0 {
 		return false, nil, 0
 	}
-	next, exp, _ = rebuild(buf, state, now, token, nil, 0)
+	next, exp = splice(buf, state, l, true, nil, 0)
 	return true, next, exp
 }
 
 // Renew extends the lease named token to lease from now. renewed reports
 // whether it was held (live at now): an ended lease never comes back.
 func Renew(state, token []byte, lease time.Duration, now gcra.Instant, buf []byte) (renewed bool, next []byte, exp gcra.Instant) {
-	if found, _, _ := find(state, now, token); !found {
+	end := now + gcra.Instant(lease)
+	state, l := lay(state, now, token, end)
+	if l.size == 0 {
 		return false, nil, 0
 	}
-	next, exp, _ = rebuild(buf, state, now, token, token, now+gcra.Instant(lease))
+	next, exp = splice(buf, state, l, true, token, end)
 	return true, next, exp
 }
 

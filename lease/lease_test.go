@@ -154,6 +154,15 @@ func TestRandomSequencesMatchAModel(t *testing.T) {
 		var state []byte
 		model := map[string]gcra.Instant{}
 		var now gcra.Instant
+		latest := func() gcra.Instant {
+			var m gcra.Instant
+			for _, e := range model {
+				if e > now {
+					m = max(m, e)
+				}
+			}
+			return m
+		}
 		live := func() int64 {
 			n := int64(0)
 			for _, e := range model {
@@ -171,7 +180,7 @@ func TestRandomSequencesMatchAModel(t *testing.T) {
 				limit := int64(rng.IntN(5))
 				d := int64(1 + rng.IntN(500))
 				before := live()
-				res, next, _, ok := Acquire(spec(t, limit, d), state, []byte(tok), now, nil)
+				res, next, exp, ok := Acquire(spec(t, limit, d), state, []byte(tok), now, nil)
 				renew := model[tok] > now
 				switch {
 				case renew:
@@ -196,22 +205,25 @@ func TestRandomSequencesMatchAModel(t *testing.T) {
 				if ok {
 					model[tok] = now + gcra.Instant(d)*ms
 					state = append([]byte(nil), next...)
+					require.Equal(t, latest(), exp, "the key lives as long as its latest lease: %s", at)
 					require.Equal(t, max(0, limit-live()), res.Remaining, at)
 				}
 			case 2:
-				held, next, _ := Release(state, []byte(tok), now, nil)
+				held, next, exp := Release(state, []byte(tok), now, nil)
 				require.Equal(t, model[tok] > now, held, at)
 				if held {
 					delete(model, tok)
 					state = append([]byte(nil), next...)
+					require.Equal(t, latest(), exp, at)
 				}
 			case 3:
 				d := time.Duration(1+rng.IntN(500)) * time.Millisecond
-				renewed, next, _ := Renew(state, []byte(tok), d, now, nil)
+				renewed, next, exp := Renew(state, []byte(tok), d, now, nil)
 				require.Equal(t, model[tok] > now, renewed, at)
 				if renewed {
 					model[tok] = now + gcra.Instant(d)
 					state = append([]byte(nil), next...)
+					require.Equal(t, latest(), exp, at)
 				}
 			case 4:
 				now += gcra.Instant(rng.IntN(200)) * ms
@@ -222,7 +234,9 @@ func TestRandomSequencesMatchAModel(t *testing.T) {
 					want = append(want, k)
 				}
 			}
-			got := tokens(List(state, now, nil))
+			list := List(state, now, nil)
+			require.True(t, slices.IsSortedFunc(list, func(a, b Held) int { return int(a.Expiry - b.Expiry) }), "soonest first: %s", at)
+			got := tokens(list)
 			slices.Sort(want)
 			listed := slices.Clone(got)
 			slices.Sort(listed)
@@ -246,4 +260,22 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		_, next, _ = Release(next, tok, 1, buf2)
 		buf2 = next[:0]
 	}
+}
+
+// A state out of expiry order (written by something else: a decision keeps
+// the order) is decided as the leases it holds, and written back in order.
+func TestAStateOutOfOrderIsPutInOrder(t *testing.T) {
+	state := appendEntry(nil, []byte("late"), 900*ms)
+	state = appendEntry(state, []byte("gone"), 10*ms)
+	state = appendEntry(state, []byte("early"), 500*ms)
+	require.True(t, Valid(state))
+	res, next, exp, ok := Acquire(spec(t, 3, 1000), state, []byte("new"), 100*ms, nil)
+	require.True(t, ok)
+	require.Equal(t, int64(0), res.Remaining, "two live and the new one")
+	require.Equal(t, 1100*ms, exp)
+	require.Equal(t, []string{"early", "late", "new"}, tokens(List(next, 100*ms, nil)))
+	held, next, exp := Release(state, []byte("late"), 100*ms, nil)
+	require.True(t, held)
+	require.Equal(t, 500*ms, exp)
+	require.Equal(t, []string{"early"}, tokens(List(next, 100*ms, nil)))
 }

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# bench/leases.sh: CL.ACQUIRE and CL.RELEASE against the usual concurrency
+# limiter on Redis 7 (a sorted set of holders and a Lua script that trims
+# the expired ones, adds and counts: bench/lease_zset.lua), side by side,
+# rounds alternated, as ../shared/BENCH.md asks. Run by hand (never from
+# tests); it needs go (unless BIN= is set), redis-server, redis-cli and
+# redis-benchmark, and only talks to 127.0.0.1.
+#
+#   acquires/s, random keys, limit 100, a minute's lease, pipelined -P 16
+#     and unpipelined: CL.ACQUIRE vs EVALSHA lease_zset
+#   releases/s of tokens that may be held: CL.RELEASE vs ZREM
+#   memory per held lease, MEM_KEYS keys of 100 leases each (the server's
+#     11-byte tokens on redcell; the script's own, about 19 bytes, on Redis)
+#
+# Settings (environment):
+#   ROUNDS=3      rounds of every load
+#   N=1000000     requests per round
+#   MEM_KEYS=10000  keys of the memory fill
+#   BIN=path      a redcell binary to use instead of building the work tree
+set -euo pipefail
+
+ROUNDS=${ROUNDS:-3}
+N=${N:-1000000}
+MEM_KEYS=${MEM_KEYS:-10000}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+script=bench/leases.sh
+
+declare -A port=([lua]=6392 [rc]="") pid=([lua]="" [rc]="")
+sides=(rc lua)
+sha=""
+# shellcheck source=bench/lib.sh
+source "$repo/bench/lib.sh"
+need redis-server "install it with \`apt-get install redis-server\` (Debian/Ubuntu) or \`brew install redis\`"
+need redis-cli "install it with \`apt-get install redis-tools\` (Debian/Ubuntu) or \`brew install redis\`"
+need redis-benchmark "it comes with redis-cli: \`apt-get install redis-tools\` (Debian/Ubuntu) or \`brew install redis\`"
+[[ -n ${BIN:-} ]] || need go "install Go, or set BIN=path to a redcell binary"
+
+cli() { redis-cli -h $HOST -p "${port[$1]}" "${@:2}" | tr '\n' ' '; }
+
+# check SIDE WANT ARGS...: the side answers ARGS with WANT (a glob pattern),
+# so that a broken script or command is never timed.
+check() {
+	local got
+	got=$(cli "$1" "${@:3}")
+	# shellcheck disable=SC2053 # WANT is a pattern
+	[[ $got == $2 ]] || { log "$script: $1 answers '${*:3}' with '$got', not '$2'"; exit 1; }
+}
+
+start_servers() {
+	start_redis lua
+	sha=$(redis-cli -h $HOST -p "${port[lua]}" SCRIPT LOAD "$(cat "$repo/bench/lease_zset.lua")")
+	check lua "0 2 1 -1 t " EVALSHA "$sha" 1 check:l 2 60000 t
+	check lua "0 2 1 -1 t " EVALSHA "$sha" 1 check:l 2 60000 t
+	check lua "0 2 0 -1 * " EVALSHA "$sha" 1 check:l 2 60000
+	check lua "1 2 0 * " EVALSHA "$sha" 1 check:l 2 60000
+	check lua "1 " ZREM check:l t
+	start_redcell_side rc
+	check rc "0 2 1 -1 t " CL.ACQUIRE check:l 2 60000 TOKEN t
+	check rc "0 2 1 -1 t " CL.ACQUIRE check:l 2 60000 TOKEN t
+	check rc "0 2 0 -1 * " CL.ACQUIRE check:l 2 60000
+	check rc "1 2 0 * " CL.ACQUIRE check:l 2 60000
+	check rc "1 " CL.RELEASE check:l t
+	cli lua DEL check:l >/dev/null
+	cli rc DEL check:l >/dev/null
+}
+
+# acquire SIDE: the words of one acquire on SIDE, before its key.
+acquire() { if [[ $1 == lua ]]; then echo "EVALSHA $sha 1"; else echo CL.ACQUIRE; fi; }
+
+build_redcell
+log "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+start_servers
+
+for r in $(seq "$ROUNDS"); do
+	log "round $r/$ROUNDS"
+	# shellcheck disable=SC2046 # the words are meant to split
+	for s in "${sides[@]}"; do bench acq.$s "" $s -P 16 -c 50 -r 100000 -n "$N" $(acquire $s) lease:__rand_int__ 100 60000; done
+	# shellcheck disable=SC2046
+	for s in "${sides[@]}"; do bench acqlat.$s "" $s -c 50 -r 100000 -n $((N / 5)) $(acquire $s) lease:__rand_int__ 100 60000; done
+	# Releases of tokens 0..999 on keys 0..999 of limit 100, a tenth of
+	# them held: each round first takes the leases again with known tokens.
+	for s in "${sides[@]}"; do
+		if [[ $s == lua ]]; then
+			bench hold.$s "" $s -P 16 -c 50 -r 1000 -n 500000 EVALSHA "$sha" 1 rel:__rand_int__ 100 3600000 __rand_int__
+			bench rel.$s "" $s -P 16 -c 50 -r 1000 -n "$N" ZREM rel:__rand_int__ __rand_int__
+		else
+			bench hold.$s "" $s -P 16 -c 50 -r 1000 -n 500000 CL.ACQUIRE rel:__rand_int__ 100 3600000 TOKEN __rand_int__
+			bench rel.$s "" $s -P 16 -c 50 -r 1000 -n "$N" CL.RELEASE rel:__rand_int__ __rand_int__
+		fi
+	done
+done
+
+# Memory: MEM_KEYS keys, each acquired about 150 times with limit 100 and
+# an hour's lease on freshly started servers, so that every key holds
+# exactly 100 leases; RSS growth (the larger of just after and 3 s later,
+# after redcell's persistence flush) per lease. The 100 are checked.
+stop_servers
+start_servers
+for s in "${sides[@]}"; do
+	# shellcheck disable=SC2046
+	bench warm.$s "" $s -P 16 -c 50 -r 1000 -n 200000 $(acquire $s) warm:__rand_int__ 100 3600000
+	sleep 2
+	rss0=$(rss "${pid[$s]}")
+	# shellcheck disable=SC2046
+	bench fill.$s "" $s -P 16 -c 50 -r "$MEM_KEYS" -n $((MEM_KEYS * 150)) $(acquire $s) mem:__rand_int__ 100 3600000
+	rss1=$(rss "${pid[$s]}")
+	sleep 3
+	rss2=$(rss "${pid[$s]}")
+	rss1=$((rss1 > rss2 ? rss1 : rss2))
+	echo "$((rss1 - rss0)) $((MEM_KEYS * 100))" >>"$work/mem.$s"
+	awk '{ printf "%.1f\n", $1 / $2 }' "$work/mem.$s" >"$work/bpl.$s"
+done
+for i in 0 $((MEM_KEYS / 2)) $((MEM_KEYS - 1)); do
+	k=mem:$(printf '%012d' "$i")
+	check lua "100 " ZCARD "$k"
+	[[ $(redis-cli -h $HOST -p "${port[rc]}" CL.LEASES "$k" | wc -l) == 200 ]] ||
+		{ log "$script: $k does not hold 100 leases on redcell"; exit 1; }
+done
+
+row() {
+	printf '| %s | %s | %s | %s |\n' "$1" "$(printf "$4" "$(median "$2.rc" "$3")")" \
+		"$(printf "$4" "$(median "$2.lua" "$3")")" "$(pratio "$2.rc" "$2.lua" "$3")"
+}
+lat() { printf '%s / %s' "$(median "$1" 2)" "$(median "$1" 3)"; }
+
+redis_version=$(redis-server --version | grep -o 'v=[0-9.]*' | cut -d= -f2)
+echo
+echo "redcell $version against Redis $redis_version with the sorted-set lease script. $ROUNDS rounds, servers" \
+	"alternated within each; values are medians, ratios redcell / Redis as the median of per-round ratios." \
+	"Load average at end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores."
+echo
+echo "| load | redcell | Redis 7 | redcell / Redis |"
+echo "|---|---|---|---|"
+row "acquires/s, CL.ACQUIRE 100 60000 vs the zset script, random keys -P 16 -c 50 -r 100000" acq 1 %.0f
+row "acquires/s, the same unpipelined -c 50" acqlat 1 %.0f
+printf '| p50 / p99 ms, the same | %s | %s | %s |\n' "$(lat acqlat.rc)" "$(lat acqlat.lua)" "$(pratio acqlat.rc acqlat.lua 3)"
+row "releases/s, CL.RELEASE vs ZREM, 1,000 keys of 100 leases, -P 16 -c 50 -r 1000" rel 1 %.0f
+row "server CPU us/acquire, -P 16" acq 4 %.2f
+row "server CPU us/release, -P 16" rel 4 %.2f
+row "RSS growth per held lease, $MEM_KEYS keys of 100 (B/lease)" bpl 1 %.1f
+echo
+echo "Commands (redcell: $work/redcell --bind $HOST --port 0 --dir DIR; Redis: redis-server --bind $HOST --port ${port[lua]}" \
+	"--save '' --appendonly no, the script loaded with SCRIPT LOAD from bench/lease_zset.lua):"
+for k in "${order[@]}"; do
+	echo "  $k: ${cmds[$k]//$sha/\$LEASE_SHA}"
+done
