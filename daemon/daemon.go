@@ -231,7 +231,7 @@ func runBackground(ctx context.Context, cfg config.Config, st *state, logger *sl
 	wg.Go(func() {
 		st.store.RunExpiry(ctx, storage.ExpiryOptions{Now: st.clock.Now, Logger: logger})
 	})
-	wg.Go(func() { st.store.RunMemoryWatch(ctx, storage.DefaultMemoryWatchInterval) })
+	wg.Go(func() { st.store.RunMemoryWatch(ctx, storage.DefaultMemoryWatchInterval, logger) })
 	switch {
 	case st.flusher == nil:
 	case cfg.FlushInterval == 0:

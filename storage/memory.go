@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/metrics"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/contain"
 )
 
 // The memory limit, as Redis's maxmemory: when the memory in use passes it, a
@@ -137,27 +139,38 @@ func (s *Store) measureMemory(tx *Txn) int64 {
 // RunMemoryWatch measures the memory every interval until ctx is done, and
 // under VolatileTTL evicts keys while it is over the limit. Without a limit
 // it returns at once.
-func (s *Store) RunMemoryWatch(ctx context.Context, interval time.Duration) {
+func (s *Store) RunMemoryWatch(ctx context.Context, interval time.Duration, logger *slog.Logger) {
 	if s.mem.limit <= 0 {
 		return
 	}
 	every(ctx, interval, func() {
-		used := s.counted(s.MeasureMemory())
-		if used <= s.mem.limit || s.mem.policy != VolatileTTL {
-			return
-		}
-		// About the keys to free the excess, at ~50 bytes a key, spread
-		// over the shards; each shard's lock held for its own share only.
-		perShard := min(int((used-s.mem.limit)/50)/len(s.shards)+1, 1000)
-		for i := range s.shards {
-			s.shards[i].with(func(sh *shard) {
-				for j := 0; j < perShard && sh.evictOne(); j++ {
-					s.mem.evicted.Add(1)
-				}
-			})
-		}
-		s.MeasureMemory()
+		// A panic in a tick is recorded and logged (contain.Run) and the
+		// next tick runs: the watch outlives a bug in one eviction.
+		_ = contain.Run(logger, "memory", "memory watch", func() error {
+			s.watchMemory()
+			return nil
+		})
 	})
+}
+
+// watchMemory is one tick of RunMemoryWatch: it measures, and under
+// volatile-ttl past the limit evicts about enough keys to come back under.
+func (s *Store) watchMemory() {
+	used := s.counted(s.MeasureMemory())
+	if used <= s.mem.limit || s.mem.policy != VolatileTTL {
+		return
+	}
+	// About the keys to free the excess, at ~50 bytes a key, spread
+	// over the shards; each shard's lock held for its own share only.
+	perShard := min(int((used-s.mem.limit)/50)/len(s.shards)+1, 1000)
+	for i := range s.shards {
+		s.shards[i].with(func(sh *shard) {
+			for j := 0; j < perShard && sh.evictOne(); j++ {
+				s.mem.evicted.Add(1)
+			}
+		})
+	}
+	s.MeasureMemory()
 }
 
 // roomFor makes room in sh, locked, for a new key while the memory is over

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"context"
 	"encoding/binary"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/internal/contain"
+	"github.com/redcell/redcell/lease"
 	"github.com/redcell/redcell/window"
 )
 
@@ -25,6 +27,8 @@ func TestPanicUnderTheShardLockReleasesIt(t *testing.T) {
 	require.NoError(t, err)
 	cspec, err := window.NewCountSpec(10, 1)
 	require.NoError(t, err)
+	lspec, err := lease.NewSpec(2, 1000)
+	require.NoError(t, err)
 	now := gcra.Instant(1_000_000_000_000)
 	decisions := map[string]func(s *Store, key []byte){
 		"ThrottleSlot": func(s *Store, key []byte) { _, _ = s.ThrottleSlot(key, -1, r, now) },
@@ -34,6 +38,10 @@ func TestPanicUnderTheShardLockReleasesIt(t *testing.T) {
 		"Count":        func(s *Store, key []byte) { _, _, _ = s.Count(key, cspec, now, false) },
 		"Get":          func(s *Store, key []byte) { _, _, _ = s.Get(key, now) },
 		"Delete":       func(s *Store, key []byte) { _ = s.Delete(key, now) },
+		"Acquire":      func(s *Store, key []byte) { _, _, _ = s.Acquire(key, lspec, []byte("t"), now, false) },
+		"Release":      func(s *Store, key []byte) { _, _ = s.Release(key, []byte("t"), now, false) },
+		"Renew":        func(s *Store, key []byte) { _, _ = s.Renew(key, []byte("t"), time.Second, now, false) },
+		"Leases":       func(s *Store, key []byte) { _, _ = s.Leases(key, now, nil) },
 		"Scan": func(s *Store, _ []byte) {
 			s.Scan(0, 100, now, func([]byte, gcra.Instant) {})
 		},
@@ -104,4 +112,37 @@ func TestPanicInAFlushKeepsTheChanges(t *testing.T) {
 	b.panics = false
 	require.NoError(t, f.Flush())
 	require.Len(t, b.Data, 3, "the next flush wrote them")
+}
+
+// A panic in the memory watch's eviction is recorded, the shard's lock is
+// released, and the watch goes on ticking: the next tick, the bug gone,
+// evicts.
+func TestPanicInTheMemoryWatchIsContained(t *testing.T) {
+	before, memoryBefore := contain.Recovered(), contain.ByWhere()["memory"]
+	r, err := gcra.NewRate(4, 1, 1, 1)
+	require.NoError(t, err)
+	s := New(Config{Shards: 1, MaxMemory: 1, Eviction: VolatileTTL, TrackChanges: true})
+	key := []byte(strings.Repeat("k", 100)) // kept in the arena, not in its entry
+	_, err = s.Throttle(key, r, gcra.Instant(1_000_000_000_000))
+	require.NoError(t, err)
+	sh := &s.shards[0]
+	e := &sh.t.slots[sh.t.lookup(key)]
+	off := e.keyOff()
+	binary.LittleEndian.PutUint64(e.key[:8], 1<<40)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); s.RunMemoryWatch(ctx, time.Millisecond, nil) }()
+	// Every tick panics until the bug is gone: as many as ran meanwhile
+	// are expected.
+	require.Eventually(t, func() bool { return contain.Recovered() > before }, 10*time.Second, time.Millisecond)
+	sh.mu.Lock()
+	binary.LittleEndian.PutUint64(e.key[:8], off) // the bug gone
+	sh.mu.Unlock()
+	require.Eventually(t, func() bool { return s.Len() == 0 }, 10*time.Second, time.Millisecond, "the next tick evicted")
+	cancel()
+	<-done
+	n := contain.Recovered() - before
+	contain.Allow(int(n))
+	require.Equal(t, n, contain.ByWhere()["memory"]-memoryBefore, "recorded where it happened")
 }
