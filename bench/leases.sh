@@ -35,17 +35,6 @@ need redis-cli "install it with \`apt-get install redis-tools\` (Debian/Ubuntu) 
 need redis-benchmark "it comes with redis-cli: \`apt-get install redis-tools\` (Debian/Ubuntu) or \`brew install redis\`"
 [[ -n ${BIN:-} ]] || need go "install Go, or set BIN=path to a redcell binary"
 
-cli() { redis-cli -h $HOST -p "${port[$1]}" "${@:2}" | tr '\n' ' '; }
-
-# check SIDE WANT ARGS...: the side answers ARGS with WANT (a glob pattern),
-# so that a broken script or command is never timed.
-check() {
-	local got
-	got=$(cli "$1" "${@:3}")
-	# shellcheck disable=SC2053 # WANT is a pattern
-	[[ $got == $2 ]] || { log "$script: $1 answers '${*:3}' with '$got', not '$2'"; exit 1; }
-}
-
 start_servers() {
 	start_redis lua
 	sha=$(redis-cli -h $HOST -p "${port[lua]}" SCRIPT LOAD "$(cat "$repo/bench/lease_zset.lua")")
@@ -60,8 +49,8 @@ start_servers() {
 	check rc "0 2 0 -1 * " CL.ACQUIRE check:l 2 60000
 	check rc "1 2 0 * " CL.ACQUIRE check:l 2 60000
 	check rc "1 " CL.RELEASE check:l t
-	cli lua DEL check:l >/dev/null
-	cli rc DEL check:l >/dev/null
+	tell lua DEL check:l >/dev/null
+	tell rc DEL check:l >/dev/null
 }
 
 # acquire SIDE: the words of one acquire on SIDE, before its key.

@@ -14,6 +14,18 @@ log() { echo "$*" >&2; }
 
 need() { command -v "$1" >/dev/null 2>&1 || { log "$script: $1 not found in PATH: $2"; exit 1; }; }
 
+# tell SIDE ARGS...: the side's answer to ARGS on one line, for check.
+tell() { redis-cli -h $HOST -p "${port[$1]}" "${@:2}" | tr '\n' ' '; }
+
+# check SIDE WANT ARGS...: the side answers ARGS with WANT (a glob pattern),
+# so that a broken script or command is never timed.
+check() {
+	local got
+	got=$(tell "$1" "${@:3}")
+	# shellcheck disable=SC2053 # WANT is a pattern
+	[[ $got == $2 ]] || { log "$script: $1 answers '${*:3}' with '$got', not '$2'"; exit 1; }
+}
+
 # cleanup runs on exit, also from a signal's trap in the middle of any
 # function: nothing may shadow pid, and one server that is gone or exits
 # non-zero must not stop the others' killing (set -e holds in the trap too).

@@ -37,17 +37,6 @@ need redis-cli "install it with \`apt-get install redis-tools\` (Debian/Ubuntu) 
 need redis-benchmark "it comes with redis-cli: \`apt-get install redis-tools\` (Debian/Ubuntu) or \`brew install redis\`"
 [[ -n ${BIN:-} ]] || need go "install Go, or set BIN=path to a redcell binary"
 
-cli() { redis-cli -h $HOST -p "${port[$1]}" "${@:2}" | tr '\n' ' '; }
-
-# check SIDE WANT ARGS...: the side answers ARGS with WANT (a glob pattern),
-# so that a broken script or command is never timed.
-check() {
-	local got
-	got=$(cli "$1" "${@:3}")
-	# shellcheck disable=SC2053 # WANT is a pattern
-	[[ $got == $2 ]] || { log "$script: $1 answers '${*:3}' with '$got', not '$2'"; exit 1; }
-}
-
 start_servers() {
 	local s
 	start_redis lua
@@ -59,8 +48,8 @@ start_servers() {
 	start_redcell_side rc
 	check rc "0 100 99 -1 60 " CL.WINDOW check:w 100 60
 	check rc "0 101 100 0 100 " CL.RESERVE check:f 100 10 1 1 MAXWAIT 1000
-	cli lua DEL check:w check:f >/dev/null
-	cli rc DEL check:w check:f >/dev/null
+	tell lua DEL check:w check:f >/dev/null
+	tell rc DEL check:w check:f >/dev/null
 }
 
 # window SIDE / reserve SIDE: the words of one call on SIDE.
@@ -99,13 +88,13 @@ for s in "${sides[@]}"; do
 	# shellcheck disable=SC2046
 	bench warm.$s "" $s -P 16 -c 50 -r 1000 -n 200000 $(window $s) warm:__rand_int__ 100 3600
 	sleep 2
-	keys0=$(cli $s DBSIZE) rss0=$(rss "${pid[$s]}")
+	keys0=$(tell $s DBSIZE) rss0=$(rss "${pid[$s]}")
 	# shellcheck disable=SC2046
 	bench fill.$s "" $s -P 16 -c 50 -r "$MEM_KEYS" -n $((MEM_KEYS * 150)) $(window $s) log:__rand_int__ 100 3600
 	rss1=$(rss "${pid[$s]}")
 	sleep 3
 	rss2=$(rss "${pid[$s]}")
-	keys1=$(cli $s DBSIZE)
+	keys1=$(tell $s DBSIZE)
 	rss1=$((rss1 > rss2 ? rss1 : rss2))
 	echo "$((rss1 - rss0)) $((keys1 - keys0))" >>"$work/mem.$s"
 	awk '{ printf "%.1f\n", $1 / $2 }' "$work/mem.$s" >"$work/bpk.$s"
