@@ -19,8 +19,10 @@ import (
 	"github.com/redcell/redcell/clock"
 	"github.com/redcell/redcell/cluster"
 	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/server"
 	"github.com/redcell/redcell/storage"
+	"github.com/redcell/redcell/top"
 )
 
 // Options are what a caller sets besides the configuration. The zero value
@@ -163,7 +165,8 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		if rlsSvc != nil {
 			reg.MustRegister(rlsSvc.metrics.Collectors()...)
 		}
-		stopMetrics := serveMetrics(ls.metrics, reg, logger)
+		topOf := func(n int) []top.Entry { return st.store.Top(n, gcra.InstantOf(clk.Now())) }
+		stopMetrics := serveMetrics(ls.metrics, reg, topOf, logger)
 		defer stopMetrics()
 	}
 	stopRLS := func() {}

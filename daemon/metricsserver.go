@@ -1,25 +1,30 @@
 package daemon
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/top"
 )
 
-// serveMetrics serves reg at /metrics on ln (listen's, on --metrics-addr)
-// until the returned stop is called, which closes ln and waits for the HTTP
-// server to end.
-func serveMetrics(ln net.Listener, reg *prometheus.Registry, logger *slog.Logger) (stop func()) {
+// serveMetrics serves reg at /metrics on ln (listen's, on --metrics-addr),
+// and top's answer at /top (topHandler), until the returned stop is called,
+// which closes ln and waits for the HTTP server to end.
+func serveMetrics(ln net.Listener, reg *prometheus.Registry, top topFunc, logger *slog.Logger) (stop func()) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
 	}))
+	mux.Handle("GET /top", topHandler(top))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "redcell: metrics at /metrics")
 	})
@@ -33,4 +38,35 @@ func serveMetrics(ln net.Listener, reg *prometheus.Registry, logger *slog.Logger
 	}()
 	logger.Info("serving metrics", "metrics", "http://"+ln.Addr().String()+"/metrics")
 	return func() { _ = hs.Close(); <-done }
+}
+
+// topFunc answers CL.TOP: at most n of the most limited keys.
+type topFunc func(n int) []top.Entry
+
+// topHandler serves GET /top?count=n: CL.TOP's answer as a JSON array of
+// {"key","limited","allowed"}, most limited first; count defaults to
+// CL.TOP's, and one that is not a whole number from 0 to 10000 is a 400.
+func topHandler(f topFunc) http.Handler {
+	type entry struct {
+		Key     string `json:"key"`
+		Limited int64  `json:"limited"`
+		Allowed int64  `json:"allowed"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := server.DefaultTopCount
+		if q := r.URL.Query().Get("count"); q != "" {
+			v, err := strconv.Atoi(q)
+			if err != nil || v < 0 || v > 10000 {
+				http.Error(w, "count must be a whole number from 0 to 10000", http.StatusBadRequest)
+				return
+			}
+			n = v
+		}
+		out := []entry{}
+		for _, e := range f(n) {
+			out = append(out, entry{e.Key, e.Limited, e.Allowed})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(out)
+	})
 }

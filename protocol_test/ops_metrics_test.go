@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -220,6 +221,26 @@ func TestBuiltBinaryServesMetrics(t *testing.T) {
 	require.Equal(t, 0.0, m.value(t, "redcell_pending_changes"))
 	require.Positive(t, m.value(t, "redcell_disk_bytes"))
 	require.InDelta(t, float64(time.Now().Unix()), m.value(t, "redcell_last_flush_success_timestamp_seconds"), 60)
+
+	// GET /top is CL.TOP's answer as JSON: every key limited 5 times, the
+	// one made hot first.
+	for range 3 {
+		rdb.Do(harness.Ctx(t), "CL.THROTTLE", "user1", 4, 1, 60)
+	}
+	topURL := strings.TrimSuffix(srv.MetricsURL, "/metrics") + "/top"
+	resp, err = http.Get(topURL + "?count=2")
+	require.NoError(t, err)
+	body, err = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	require.Equal(t, "application/json", resp.Header.Get("Content-Type"))
+	require.JSONEq(t, `[{"key":"user1","limited":8,"allowed":0},{"key":"user0","limited":5,"allowed":0}]`, string(body))
+	require.Equal(t, rdb.Do(harness.Ctx(t), "CL.TOP", "COUNT", 2).Val(),
+		[]any{[]any{"user1", int64(8), int64(0)}, []any{"user0", int64(5), int64(0)}}, "the same as CL.TOP")
+	resp, err = http.Get(topURL + "?count=-1")
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, http.StatusBadRequest, resp.StatusCode)
 
 	// A restart loads the three keys and says so.
 	require.NoError(t, srv.Stop(syscall.SIGTERM), "log:\n%s", srv.Log())

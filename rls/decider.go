@@ -178,6 +178,7 @@ func (l *Local) decide(c *Call, at gcra.Instant, dry bool) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		spec.Limit = int64(c.Limit.RequestsPerUnit) // over it is limited, for CL.TOP
 		t, stored, err := l.Store.Count(c.Key, spec, at, dry)
 		c.Count = t.Count
 		return stored, err

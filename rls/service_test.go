@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/storage"
 )
 
@@ -59,4 +60,20 @@ func TestMetricsPerRule(t *testing.T) {
 	}
 	require.Equal(t, 2.0, testutil.ToFloat64(m.requests.WithLabelValues("OK")))
 	require.Equal(t, 1.0, testutil.ToFloat64(m.requests.WithLabelValues("OVER_LIMIT")))
+}
+
+// The RLS's decisions feed CL.TOP from the store, as the RESP front's do:
+// three hits on a limit of 2 are one limited decision on the rule's key
+// (the reference's fixed window, decided over its count).
+func TestRLSDecisionsFeedTheTop(t *testing.T) {
+	store := storage.New(storage.Config{Shards: 2})
+	clock := &manualClock{t: referenceNow}
+	r := startRig(t, NewService(loadString(t, twoAnHour), &Local{Store: store}, clock.Now, Options{}, NewMetrics()), store, clock)
+	for range 3 {
+		r.call(t, request("api", desc(E{"user", "a"})))
+	}
+	top := store.Top(10, gcra.InstantOf(clock.Now()))
+	require.Len(t, top, 1)
+	require.Equal(t, int64(1), top[0].Limited)
+	require.Contains(t, top[0].Key, "api_user_a", "the reference's key for the rule")
 }

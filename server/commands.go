@@ -116,6 +116,7 @@ func newCommandTable() commandTable {
 		reserveFamily(),
 		windowFamily(),
 		leaseFamily(),
+		topFamily(),
 		countFamily(),
 		keysFamily(),
 		objectFamily(),

@@ -38,6 +38,7 @@ func TestCommandCategoriesAreRedis(t *testing.T) {
 		"cl.release":  "@write @fast",
 		"cl.renew":    "@write @fast",
 		"cl.leases":   "@read @slow",
+		"cl.top":      "@admin @slow @dangerous",
 		"gcra":        "@write @string @fast",
 		"clusterx":    "@admin @slow @dangerous",
 	}

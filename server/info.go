@@ -169,6 +169,8 @@ func (s *Server) infoMemory(ks storage.Keyspace, _ time.Time) [][2]string {
 		{"mem_replication_backlog", itoa(s.store.Uncounted())},
 		{"mem_not_counted_for_evict", itoa(s.store.Uncounted())},
 		{"mem_allocator", "go"},
+		// CL.TOP's sketches: fixed, whatever the keys (top.Size a shard).
+		{"redcell_top_memory", itoa(s.store.TopMemory())},
 	}
 }
 

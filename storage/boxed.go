@@ -97,6 +97,9 @@ func (s *Store) window(sh *shard, key []byte, spec window.Spec, now gcra.Instant
 		}
 		return next, exp, store
 	})
+	if err == nil && !dry {
+		sh.note(key, res.Limited, now)
+	}
 	return res, stored, err
 }
 
@@ -123,6 +126,9 @@ func (s *Store) count(sh *shard, key []byte, spec window.CountSpec, now gcra.Ins
 		}
 		return next, exp, store
 	})
+	if err == nil && !dry && spec.Limit > 0 {
+		sh.note(key, t.Count > spec.Limit, now)
+	}
 	return t, stored, err
 }
 

@@ -28,6 +28,9 @@ func (s *Store) acquire(sh *shard, key []byte, spec lease.Spec, token []byte, no
 		sh.keepScratch(next)
 		return next, exp, store
 	})
+	if err == nil && !dry {
+		sh.note(key, res.Limited, now)
+	}
 	return res, stored, err
 }
 

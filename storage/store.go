@@ -12,6 +12,7 @@ import (
 
 	"github.com/redcell/redcell/cluster"
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/top"
 )
 
 // Config configures a Store. The zero Config is valid and uses the defaults.
@@ -114,6 +115,9 @@ type shard struct {
 	// frozen counts this shard's frozen slots (Store.Freeze): a decision
 	// looks at its slot only when it is not zero.
 	frozen int
+	// top is the shard's most limited keys (Store.Top), which its
+	// decisions tell under the lock they hold (shard.note).
+	top top.Sketch
 	// Pad to a multiple of a cache line so neighbouring locks do not share one.
 	_ [64]byte
 }
@@ -165,14 +169,21 @@ func (s *Store) shardIndex(key []byte) int {
 // locate returns key's shard and its table hash (hashKey) from one hash of
 // the key, given key's cluster slot, already computed, or -1.
 func (s *Store) locate(key []byte, slot int) (*shard, uint32) {
+	sh, kh := s.locateHash(key, slot)
+	return sh, uint32(kh >> 32)
+}
+
+// locateHash is locate with the whole hash of the key (keyHash), whose top
+// half is the table's.
+func (s *Store) locateHash(key []byte, slot int) (*shard, uint64) {
 	kh := keyHash(key)
 	if !s.bySlot {
-		return &s.shards[kh&s.mask], uint32(kh >> 32)
+		return &s.shards[kh&s.mask], kh
 	}
 	if slot < 0 {
 		slot = cluster.Slot(key)
 	}
-	return &s.shards[slot&int(s.mask)], uint32(kh >> 32)
+	return &s.shards[slot&int(s.mask)], kh
 }
 
 // Throttle runs one GCRA decision for key at now, under the key's shard lock
@@ -192,7 +203,8 @@ func (s *Store) Throttle(key []byte, r gcra.Rate, now gcra.Instant) (gcra.Result
 // hashing the key again; -1, or any store not sharded by slot, hashes it.
 // It is the hot path in either mode.
 func (s *Store) ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant) (gcra.Result, error) {
-	sh, h := s.locate(key, slot)
+	sh, kh := s.locateHash(key, slot)
+	h := uint32(kh >> 32)
 	sh.mu.Lock()
 	// Deferred, as every shard lock's release is, so that a panic under
 	// the lock leaves the shard usable; an open-coded defer costs the
@@ -214,6 +226,12 @@ func (s *Store) ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant
 		}
 	}
 	res, newTAT, store, err := gcra.Decide(r, tat, now)
+	// shard.note, inlined by hand: an allowed decision on a key not
+	// tracked costs the filter's test, and the shard's hot key is counted
+	// in place (Hit).
+	if (res.Limited || sh.top.Watched(kh)) && !sh.top.Hit(kh, res.Limited, now) {
+		sh.top.Note(key, kh, res.Limited, now)
+	}
 	switch {
 	case !store:
 	case i >= 0:
@@ -237,6 +255,7 @@ func (s *Store) throttle(sh *shard, key []byte, r gcra.Rate, now gcra.Instant) (
 		return gcra.Result{}, err
 	}
 	res, newTAT, store, err := gcra.Decide(r, tat, now)
+	sh.note(key, res.Limited, now)
 	if store {
 		err = s.store(sh, key, newTAT, tat != 0)
 	}
@@ -455,6 +474,9 @@ func (s *Store) reserve(sh *shard, key []byte, r gcra.Rate, now gcra.Instant, ma
 		return gcra.Reservation{}, false, err
 	}
 	res, newTAT, store, err := gcra.Reserve(r, tat, now, maxWait)
+	if err == nil && !dry {
+		sh.note(key, res.Limited, now)
+	}
 	if !store || err != nil || dry {
 		return res, store && err == nil, err
 	}

@@ -22,6 +22,10 @@ import (
 type CountSpec struct {
 	Window time.Duration
 	Hits   int64 // 0 reads the count and changes nothing
+	// Limit, when above 0, is the count over which a hit is refused by
+	// the caller (the RLS's fixed window): such a count is told to CL.TOP
+	// as limited. CL.COUNT, which only counts, leaves it 0.
+	Limit int64
 }
 
 // NewCountSpec validates a count of hits in windows of windowSeconds.
