@@ -1,6 +1,9 @@
 package server
 
 import (
+	"net"
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redcell/redcell/internal/contain"
@@ -44,6 +47,22 @@ var (
 		"Client connections refused (maxclients).", nil, nil)
 
 	// Cluster mode's, only in cluster mode.
+	descMemory = prometheus.NewDesc("redcell_memory_used_bytes",
+		"Memory the keys take, as maxmemory counts it (INFO used_memory).", nil, nil)
+	descMemoryMax = prometheus.NewDesc("redcell_memory_max_bytes",
+		"The memory limit (--maxmemory); 0 for none.", nil, nil)
+	descEvicted = prometheus.NewDesc("redcell_evicted_keys_total",
+		"Keys evicted under the memory limit (volatile-ttl).", nil, nil)
+	descReplicas = prometheus.NewDesc("redcell_connected_replicas",
+		"Replicas streaming from this master, and of them the good ones min-replicas-to-write counts.", []string{"state"}, nil)
+	descMinReplicas = prometheus.NewDesc("redcell_min_replicas_to_write",
+		"min-replicas-to-write in force: decisions are refused (NOREPLICAS) with fewer good replicas.", nil, nil)
+	descReplicaLag = prometheus.NewDesc("redcell_replica_lag_seconds",
+		"Seconds since each replica last acknowledged (INFO slaveN lag).", []string{"replica"}, nil)
+	descReplicaBehind = prometheus.NewDesc("redcell_replica_lag_bytes",
+		"Bytes of the stream each replica has yet to acknowledge.", []string{"replica"}, nil)
+	descLinkUp = prometheus.NewDesc("redcell_master_link_up",
+		"On a replica, 1 while its link to the master is up (master_link_status).", nil, nil)
 	descTopologyVersion = prometheus.NewDesc("redcell_cluster_topology_version",
 		"The version of the topology the operator pushed last (CLUSTERX SETNODES, SETSLOT); -1 before any.", nil, nil)
 	descCurrentEpoch = prometheus.NewDesc("redcell_cluster_current_epoch",
@@ -59,7 +78,8 @@ var (
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDecisions, descHits, descMisses, descErrors, descCommands,
 		descRejected, descFailed, descLatency, descKeys, descExpired, descPending, descConnected,
-		descConnections, descRejectedConns, descPanics, descTopologyVersion, descCurrentEpoch, descSlotsFail, descSentinels, descWaiting} {
+		descConnections, descRejectedConns, descPanics, descMemory, descMemoryMax, descEvicted, descReplicas,
+		descMinReplicas, descReplicaLag, descReplicaBehind, descLinkUp, descTopologyVersion, descCurrentEpoch, descSlotsFail, descSentinels, descWaiting} {
 		ch <- d
 	}
 }
@@ -104,6 +124,13 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 	for where, n := range contain.ByWhere() {
 		ch <- prometheus.MustNewConstMetric(descPanics, prometheus.CounterValue, float64(n), where)
 	}
+	limit, _ := s.store.MemoryLimit()
+	gauge(descMemory, s.store.UsedMemory())
+	gauge(descMemoryMax, limit)
+	counter(descEvicted, s.store.Evicted())
+	if s.repl != nil {
+		col.collectReplication(ch)
+	}
 	if s.cluster != nil {
 		f := s.clusterFacts()
 		gauge(descTopologyVersion, f.version)
@@ -129,4 +156,32 @@ func (s *Server) pendingChanges() int {
 		return s.cfg.Persistence.Pending()
 	}
 	return s.store.PendingChanges()
+}
+
+// collectReplication reports the replicas of a master, with each one's lag
+// by its address (bounded by the replicas, not the keys), or a replica's
+// link.
+func (col collector) collectReplication(ch chan<- prometheus.Metric) {
+	n := col.s.repl
+	st := n.Status()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	if st.Replica {
+		up := 0.0
+		if st.LinkUp {
+			up = 1
+		}
+		gauge(descLinkUp, up)
+		return
+	}
+	count, _ := n.MinReplicas()
+	gauge(descMinReplicas, float64(count))
+	gauge(descReplicas, float64(len(st.Replicas)), "connected")
+	gauge(descReplicas, float64(n.GoodReplicas()), "good")
+	for _, r := range st.Replicas {
+		addr := net.JoinHostPort(r.IP, strconv.Itoa(r.Port))
+		gauge(descReplicaLag, r.Lag.Seconds(), addr)
+		gauge(descReplicaBehind, float64(max(0, st.Offset-r.Offset)), addr)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
@@ -96,4 +97,34 @@ func TestErrorsHelpNamesEveryKind(t *testing.T) {
 	require.ElementsMatch(t, series, named, "HELP %q", help)
 	require.Contains(t, help, "command (bad arguments and other ERR)")
 	require.Contains(t, help, ", crossslot, internal (a command that panicked: its connection is closed), other (any other prefix).")
+}
+
+// A master's replicas and a replica's link, for the dashboard's replication
+// panels and the alerts on lag and min-replicas: one series a replica.
+func TestCollectorReplication(t *testing.T) {
+	m, r := startReplNode(t), startReplNode(t)
+	require.Equal(t, "OK", m.do(t, "CONFIG", "SET", "min-replicas-to-write", 1))
+	require.Equal(t, "OK", r.do(t, "REPLICAOF", "127.0.0.1", m.port))
+	require.Eventually(t, func() bool { return m.node.GoodReplicas() == 1 }, 10*time.Second, time.Millisecond)
+	m.do(t, "CL.THROTTLE", "k", 1, 1, 60)
+
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(m.srv.Collector()))
+	text := gatherText(t, reg)
+	for _, line := range []string{
+		`redcell_connected_replicas{state="connected"} 1`,
+		`redcell_connected_replicas{state="good"} 1`,
+		`redcell_min_replicas_to_write 1`,
+		`redcell_memory_max_bytes 0`,
+		`redcell_evicted_keys_total 0`,
+	} {
+		require.Contains(t, text, "\n"+line+"\n")
+	}
+	require.Regexp(t, `\nredcell_replica_lag_seconds\{replica="127\.0\.0\.1:\d+"\} \d`, text)
+	require.Regexp(t, `\nredcell_replica_lag_bytes\{replica="127\.0\.0\.1:\d+"\} \d+\n`, text)
+	require.Regexp(t, `\nredcell_memory_used_bytes [1-9]`, text)
+
+	reg = prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(r.srv.Collector()))
+	require.Contains(t, gatherText(t, reg), "\nredcell_master_link_up 1\n")
 }
