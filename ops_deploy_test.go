@@ -437,8 +437,14 @@ func TestDockerCompose(t *testing.T) {
 	}
 	require.Equal(t, "./deploy/prometheus.yml", promConfig)
 	require.Contains(t, prom.Command, "--config.file=/etc/prometheus/prometheus.yml")
+	require.Contains(t, prom.Volumes, "./deploy/prometheus/alerts.yml:/etc/prometheus/alerts.yml:ro", "the alert rules (deploy/deploy_test.go tests them)")
+	grafana, ok := compose.Services["grafana"]
+	require.True(t, ok, "a grafana service that shows the dashboard")
+	require.Contains(t, grafana.Volumes, "./deploy/grafana/provisioning:/etc/grafana/provisioning:ro")
+	require.Contains(t, grafana.Volumes, "./deploy/grafana/redcell.json:/var/lib/grafana/dashboards/redcell.json:ro")
 
 	var scrape struct {
+		RuleFiles     []string `yaml:"rule_files"`
 		ScrapeConfigs []struct {
 			JobName       string `yaml:"job_name"`
 			MetricsPath   string `yaml:"metrics_path"`
@@ -450,6 +456,7 @@ func TestDockerCompose(t *testing.T) {
 	promText, err := os.ReadFile(promConfig)
 	require.NoError(t, err)
 	require.NoError(t, yaml.Unmarshal(promText, &scrape))
+	require.Equal(t, []string{"/etc/prometheus/alerts.yml"}, scrape.RuleFiles)
 	_, metricsPort, err := net.SplitHostPort(cfg.MetricsAddr)
 	require.NoError(t, err)
 	targets := map[string]string{}
