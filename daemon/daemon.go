@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redcell/redcell/clock"
 	"github.com/redcell/redcell/cluster"
@@ -166,7 +167,11 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 			reg.MustRegister(rlsSvc.metrics.Collectors()...)
 		}
 		topOf := func(n int) []top.Entry { return st.store.Top(n, gcra.InstantOf(clk.Now())) }
-		stopMetrics := serveMetrics(ls.metrics, reg, topOf, logger)
+		var rlsOf rlsFacts
+		if rlsSvc != nil {
+			rlsOf = func() ([]string, time.Time) { return rlsSvc.svc.Rules().Domains(), rlsSvc.svc.RulesSince() }
+		}
+		stopMetrics := serveMetrics(ls.metrics, reg, topOf, rlsOf, logger)
 		defer stopMetrics()
 	}
 	stopRLS := func() {}

@@ -3,7 +3,6 @@ package daemon
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,17 +16,20 @@ import (
 )
 
 // serveMetrics serves reg at /metrics on ln (listen's, on --metrics-addr),
-// and top's answer at /top (topHandler), until the returned stop is called,
+// top's answer at /top (topHandler) and the status page at / (statusPage,
+// statusHandler), until the returned stop is called,
 // which closes ln and waits for the HTTP server to end.
-func serveMetrics(ln net.Listener, reg *prometheus.Registry, top topFunc, logger *slog.Logger) (stop func()) {
+func serveMetrics(ln net.Listener, reg *prometheus.Registry, top topFunc, rls rlsFacts, logger *slog.Logger) (stop func()) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
 	}))
 	mux.Handle("GET /top", topHandler(top))
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "redcell: metrics at /metrics")
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(statusPage)
 	})
+	mux.Handle("GET /status.json", statusHandler(reg, top, rls))
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -47,11 +49,6 @@ type topFunc func(n int) []top.Entry
 // {"key","limited","allowed"}, most limited first; count defaults to
 // CL.TOP's, and one that is not a whole number from 0 to 10000 is a 400.
 func topHandler(f topFunc) http.Handler {
-	type entry struct {
-		Key     string `json:"key"`
-		Limited int64  `json:"limited"`
-		Allowed int64  `json:"allowed"`
-	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := server.DefaultTopCount
 		if q := r.URL.Query().Get("count"); q != "" {
@@ -62,11 +59,22 @@ func topHandler(f topFunc) http.Handler {
 			}
 			n = v
 		}
-		out := []entry{}
-		for _, e := range f(n) {
-			out = append(out, entry{e.Key, e.Limited, e.Allowed})
-		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(out)
+		_ = json.NewEncoder(w).Encode(topEntries(f(n)))
 	})
+}
+
+// topEntry is one key of /top and of the status page.
+type topEntry struct {
+	Key     string `json:"key"`
+	Limited int64  `json:"limited"`
+	Allowed int64  `json:"allowed"`
+}
+
+func topEntries(es []top.Entry) []topEntry {
+	out := make([]topEntry, 0, len(es))
+	for _, e := range es {
+		out = append(out, topEntry{e.Key, e.Limited, e.Allowed})
+	}
+	return out
 }

@@ -48,6 +48,7 @@ type Options struct {
 type Service struct {
 	pb.UnimplementedRateLimitServiceServer
 	rules   atomic.Pointer[Rules]
+	rulesAt atomic.Int64 // unix nanoseconds of the last SetRules
 	decider Decider
 	now     func() time.Time
 	opts    Options
@@ -76,10 +77,22 @@ func (s *Service) Use(d Decider, now func() time.Time) {
 }
 
 // SetRules puts rules in force for the requests that follow.
-func (s *Service) SetRules(r *Rules) { s.rules.Store(r) }
+func (s *Service) SetRules(r *Rules) {
+	s.rules.Store(r)
+	s.rulesAt.Store(time.Now().UnixNano())
+}
 
 // Rules returns the rules in force.
 func (s *Service) Rules() *Rules { return s.rules.Load() }
+
+// RulesSince returns when the rules in force were put in force (the last
+// good load), for the status page; zero before any.
+func (s *Service) RulesSince() time.Time {
+	if n := s.rulesAt.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
 
 // unlimitedRemaining is an unlimited descriptor's limit_remaining.
 const unlimitedRemaining = math.MaxUint32

@@ -1,0 +1,81 @@
+package daemon
+
+import (
+	_ "embed"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// statusPage is the page at / on --metrics-addr for those without Grafana:
+// one file, no framework, no external asset, polling statusHandler's JSON
+// every second.
+//
+//go:embed status.html
+var statusPage []byte
+
+// rlsFacts tells the status page the rate limit service's domains and when
+// its rules were put in force; nil without --rls-addr.
+type rlsFacts func() (domains []string, since time.Time)
+
+// statusHandler serves GET /status.json: the counters the page turns into
+// rates (it reads them from the metrics registry, so page and /metrics
+// agree), clients, role and replication, the top limited keys, the RLS.
+func statusHandler(reg prometheus.Gatherer, top topFunc, rls rlsFacts) http.Handler {
+	type rlsStatus struct {
+		Domains []string `json:"domains"`
+		Since   string   `json:"since"`
+	}
+	type status struct {
+		Time      int64            `json:"time"` // unix milliseconds
+		Decisions map[string]int64 `json:"decisions"`
+		Clients   int64            `json:"clients"`
+		Role      string           `json:"role"`
+		Replicas  map[string]int64 `json:"replicas,omitempty"`
+		LinkUp    bool             `json:"link_up"`
+		Top       []topEntry       `json:"top"`
+		RLS       *rlsStatus       `json:"rls"`
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		families, err := reg.Gather()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		st := status{Time: time.Now().UnixMilli(), Decisions: map[string]int64{"allowed": 0, "limited": 0},
+			Role: "master", Replicas: map[string]int64{"connected": 0, "good": 0}, Top: topEntries(top(10))}
+		for _, f := range families {
+			for _, m := range f.GetMetric() {
+				switch f.GetName() {
+				case "redcell_decisions_total":
+					st.Decisions[label(m, "result")] += int64(m.GetCounter().GetValue())
+				case "redcell_connected_clients":
+					st.Clients = int64(m.GetGauge().GetValue())
+				case "redcell_connected_replicas":
+					st.Replicas[label(m, "state")] = int64(m.GetGauge().GetValue())
+				case "redcell_master_link_up":
+					st.Role, st.LinkUp, st.Replicas = "replica", m.GetGauge().GetValue() == 1, nil
+				}
+			}
+		}
+		if rls != nil {
+			domains, since := rls()
+			st.RLS = &rlsStatus{Domains: domains, Since: since.UTC().Format(time.RFC3339)}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(st)
+	})
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
