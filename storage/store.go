@@ -8,7 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/redcell/redcell/cluster"
 	"github.com/redcell/redcell/gcra"
@@ -360,95 +359,6 @@ func (s *Store) Restore(key []byte, kind Kind, exp gcra.Instant, value []byte) e
 	defer func() { sh.t.log.on, sh.t.feed.on = log, feed; sh.t.rehook() }()
 	sh.t.rehook()
 	return sh.t.set(key, kind, exp, value)
-}
-
-// MarkAllChanged records every key as changed for the persister, so that the
-// next flush writes every key again. Each shard's lock is held for one pass
-// over its keys.
-func (s *Store) MarkAllChanged() { s.forShards(nil, func(sh *shard) { sh.t.markAllDirty() }) }
-
-// PendingChanges returns how many changes are recorded and not yet taken by
-// a flush: zero exactly when every change has been taken. (The Flusher adds
-// the ones it has taken and not yet synced: Flusher.Pending.)
-func (s *Store) PendingChanges() int { return s.pendingChanges(nil) }
-
-func (s *Store) pendingChanges(tx *Txn) int {
-	n := 0
-	s.forShards(tx, func(sh *shard) { n += sh.t.log.pending() })
-	return n
-}
-
-// forShards calls fn for every shard in order, each under its lock: taken
-// here, or held by tx.
-func (s *Store) forShards(tx *Txn, fn func(sh *shard)) {
-	for i := range s.shards {
-		sh := &s.shards[i]
-		if tx.holds(i) {
-			fn(sh)
-		} else {
-			sh.with(fn)
-		}
-	}
-}
-
-// Requeue records again changes that a flush took but could not write, so
-// that the next flush writes each key as it is then: once, with its latest
-// state.
-func (s *Store) Requeue(changes []Change) {
-	for _, c := range changes {
-		key := unsafe.Slice(unsafe.StringData(c.Key), len(c.Key)) // read only
-		sh := s.shardOf(key)
-		sh.mu.Lock()
-		sh.t.requeue(key)
-		sh.mu.Unlock()
-	}
-}
-
-// TakeChanges appends to buf every key changed since the previous call, with
-// its current TAT or zero for a deleted key, and forgets them. Only a Store
-// built with TrackChanges records changes. Each shard's lock is held only to
-// copy its changes out, never during the caller's I/O.
-func (s *Store) TakeChanges(buf []Change) []Change {
-	for i := range s.shards {
-		buf = s.TakeShardChanges(i, buf)
-	}
-	return buf
-}
-
-// TakeShardChanges is TakeChanges for shard i alone (0 <= i < Shards()), so
-// that a flush can write the store in bounded batches. It holds the shard's
-// lock for at most takeChunk changes at a time, whatever their number, and
-// reports every change made before it was called, each key as it is at
-// some moment of the call.
-func (s *Store) TakeShardChanges(i int, buf []Change) []Change {
-	sh := &s.shards[i]
-	return s.takeChanges(sh, &sh.t.log, buf)
-}
-
-// takeChanges takes l's changes, l a log of sh's table, in steps of at most
-// takeChunk records, the lock released between them. Only one take of a
-// log may run at once (the Flusher's lock, or replication's one goroutine).
-func (s *Store) takeChanges(sh *shard, l *changeLog, buf []Change) []Change {
-	begun := false
-	for {
-		var done bool
-		sh.with(func(sh *shard) {
-			if !begun {
-				sh.t.beginTake(l)
-				begun = true
-			}
-			buf, done = sh.t.takeSome(l, buf, takeChunk)
-		})
-		if done {
-			return buf
-		}
-		// Let a decision waiting on the lock have it: Unlock alone hands
-		// it over only to a waiter that has run again.
-		runtime.Gosched()
-		if betweenTakeSteps != nil {
-			betweenTakeSteps()
-		}
-	}
 }
 
 // betweenTakeSteps, when set (by tests), runs between a take's steps,

@@ -116,22 +116,6 @@ const (
 	entrySize = 32
 )
 
-// Kind is what a key holds.
-type Kind uint8
-
-const (
-	// KindTAT is the GCRA family's state: a TAT (CL.THROTTLE, GCRA,
-	// CL.RESERVE), stored inline.
-	KindTAT Kind = iota
-	// KindWindow is CL.WINDOW's state: a log or counters (package window),
-	// boxed in the value arena.
-	KindWindow
-	// KindLeases is CL.ACQUIRE's state: the leases held (package lease),
-	// boxed in the value arena. The entry's tag (Kind + 1) has room for no
-	// more kinds.
-	KindLeases
-)
-
 const (
 	// dirtyBit in entry.n marks a key written since the persister last took
 	// the changes (only when tracking).
@@ -360,39 +344,6 @@ func (t *table) add(key []byte, h uint32, exp gcra.Instant, kind Kind, value []b
 	return nil
 }
 
-// grown is the table's length for one more key: a quarter more.
-func (t *table) grown() int { return t.rung(max(minSlots, len(t.slots)+len(t.slots)/4)) }
-
-// rung is the length to give the table for n slots: n, or from staggerFrom
-// on, the least length at least n on the table's ladder, rungBase grown by
-// quarters. Keys spread evenly over the shards, so tables that all grew
-// alike would all resize at the same moment, each moving its whole table
-// under its shard's lock: filling 10M keys, 32 resizes of about 25 ms came
-// within a second, every ~10 s, and decisions fell from 400k/s to
-// 50-100k/s for that second. Ladders that start a fraction of a quarter
-// apart (staggeredBase) keep each shard's resizes at its own fraction of
-// every growth step, shrinking too. Small tables, cheap to resize, keep
-// plain lengths, so that a small store's tables (SCAN's pages, MEMORY
-// USAGE's shares) stay small.
-func (t *table) rung(n int) int {
-	if t.rungBase == 0 || n < staggerFrom {
-		return n
-	}
-	r := t.rungBase
-	for r < n {
-		r += r / 4
-	}
-	return r
-}
-
-// staggeredBase is the ladder's first rung (table.rungBase) of shard i of
-// n: from staggerFrom up to a quarter more, evenly.
-func staggeredBase(i, n int) int { return staggerFrom + staggerFrom*i/(4*n) }
-
-// staggerFrom is the least length on a ladder: 128 KiB of slots, which a
-// resize moves in well under a millisecond.
-const staggerFrom = 4096
-
 // place puts e, whose key hashes to h and is absent, in its slot, shifting
 // the entries after it in their run on by one, and returns its slot. It
 // reports false, changing nothing, if that would put an entry further than
@@ -425,75 +376,6 @@ func (t *table) place(e entry, h uint32) (int, bool) {
 	e.n = e.n&^distMask | d
 	t.slots[p] = e
 	return p, true
-}
-
-// appendKey copies a long key to the end of the arena, making room by
-// compacting or growing it, and returns its offset.
-func (t *table) appendKey(key []byte) uint64 {
-	if len(t.arena)+len(key) > cap(t.arena) {
-		// Growing copies the live keys anyway: drop the garbage as well.
-		live := len(t.arena) - t.garbage + len(key)
-		t.compactArena(max(minArena, 2*live))
-	}
-	off := len(t.arena)
-	t.arena = append(t.arena, key...) // within capacity: never reallocates
-	return uint64(off)
-}
-
-// compactArena moves the live long keys into a fresh arena of at least size
-// bytes, dropping the garbage.
-func (t *table) compactArena(size int) {
-	old := replaceRegion(&t.mem.arena, size)
-	arena := t.mem.arena.b[:0]
-	for i := range t.slots {
-		e := &t.slots[i]
-		if e.used() && !e.inline() && !e.boxed() {
-			off := len(arena)
-			arena = append(arena, t.keyOf(e)...)
-			binary.LittleEndian.PutUint64(e.key[:], uint64(off))
-		}
-	}
-	t.arena = arena
-	t.garbage = 0
-	old.free()
-}
-
-// resize moves the entries to a table of n slots, n >= minSlots and more
-// than the keys, growing it further in the (never seen) case that a key
-// would land too far from its home.
-func (t *table) resize(n int) {
-	t.resizes++
-	old, oldSlots := t.mem.slots, t.slots
-	for {
-		t.mem.slots = allocRegion(n * entrySize)
-		t.setSlots(unsafe.Slice((*entry)(unsafe.Pointer(unsafe.SliceData(t.mem.slots.b))), n))
-		t.log.resized()
-		t.feed.resized()
-		if t.rehash(oldSlots) {
-			break
-		}
-		t.mem.slots.free()
-		n += n / 4
-	}
-	old.free()
-}
-
-// rehash places every entry of old in the table's fresh slots, in order:
-// their homes in the new table are in about the same order, so few move
-// twice.
-func (t *table) rehash(old []entry) bool {
-	for i := range old {
-		e := old[i]
-		if !e.used() {
-			continue
-		}
-		p, ok := t.place(e, t.hashOf(&e))
-		if !ok {
-			return false
-		}
-		t.notePending(p)
-	}
-	return true
 }
 
 // remove deletes key and reports whether it was present.
@@ -551,114 +433,4 @@ func (t *table) removeAt(p int) {
 		t.compactArena(2 * (used - t.garbage))
 	}
 	t.maybeCompactValues()
-}
-
-// release frees the table's memory; it must hold no key.
-func (t *table) release() {
-	t.setSlots(nil)
-	t.mem.free()
-	t.count = 0
-	t.arena, t.garbage = nil, 0
-	t.vals, t.valGarbage = nil, 0
-	t.log.resized()
-	t.feed.resized()
-}
-
-// expire deletes expired entries among at most n starting at slot cursor,
-// and returns where the next pass should start, how many keys it examined
-// and how many of them it deleted.
-func (t *table) expire(cursor, n int, now gcra.Instant) (next, examined, expired int) {
-	if cursor >= len(t.slots) {
-		cursor = 0
-	}
-	budget := n
-	for i := cursor; i < len(t.slots) && n > 0; {
-		e := &t.slots[i]
-		if !e.used() {
-			i++
-			cursor = i
-			continue
-		}
-		n--
-		if e.exp <= now {
-			resizes := t.resizes
-			t.removeAt(i) // the next entry may have moved to i: look at i again
-			expired++
-			if t.resizes != resizes {
-				i, cursor = 0, 0 // every entry moved
-			}
-			continue
-		}
-		i++
-		cursor = i
-	}
-	return cursor, budget - n, expired
-}
-
-// clear deletes every key.
-func (t *table) clear() {
-	for i := range t.slots {
-		if e := &t.slots[i]; e.used() {
-			t.deleted(e)
-			if t.slotKeys != nil {
-				t.slotKeys[cluster.Slot(t.keyOf(e))]--
-			}
-		}
-	}
-	t.release()
-}
-
-// scan calls fn for the entries whose hash is from or more and whose home is
-// among the count slots from from's, in the order of their homes, and returns
-// how many homes it covered and the hash to start the next call from, or
-// done: the hashes of all keys are below it. A table that resizes between
-// two calls is walked on from the same hash, so every key present through
-// the walk is seen exactly once.
-func (t *table) scan(from uint64, count int, fn func(e *entry)) (covered int, next uint64, done bool) {
-	n := len(t.slots)
-	if n == 0 {
-		return 0, 0, true
-	}
-	p0 := int(from * uint64(n) >> 32)
-	p1 := min(n, p0+max(count, 1))
-	// i runs on past the end of the slots for the run that wraps around;
-	// home is the entry's home slot in the same unwrapped numbering.
-	for i := p0; ; i++ {
-		e := &t.slots[i%n]
-		if !e.used() {
-			if i >= p1 {
-				break
-			}
-			continue
-		}
-		home := i - e.dist()
-		if home >= p1 {
-			break
-		}
-		if home < p0 || home == p0 && uint64(t.hashOf(e)) < from {
-			continue
-		}
-		fn(e)
-	}
-	if p1 == n {
-		return p1 - p0, 0, true
-	}
-	// The least hash whose home is p1 or after.
-	return p1 - p0, (uint64(p1)<<32 + uint64(n) - 1) / uint64(n), false
-}
-
-// Boxed reports whether k is a kind whose state is kept in the value arena
-// (every kind but the TAT).
-func (k Kind) Boxed() bool { return k == KindWindow || k == KindLeases }
-
-// Type is the key's type as TYPE and OBJECT ENCODING name it: a TAT is a
-// string, as redis-cell's keys are.
-func (k Kind) Type() string {
-	switch k {
-	case KindWindow:
-		return "window"
-	case KindLeases:
-		return "leases"
-	}
-	return "string"
 }
