@@ -466,7 +466,7 @@ func TestCommand(t *testing.T) {
 	require.True(t, sort.StringsAreSorted(names), "COMMAND LIST is sorted: %v", names)
 	require.Equal(t, testkit.Int(int64(len(names))), c.Do("COMMAND", "COUNT"))
 	require.Equal(t, testkit.Bulks("client|getname", "client|setname"), c.Do("COMMAND", "LIST", "FILTERBY", "PATTERN", "client|?etname"))
-	require.Equal(t, testkit.Bulks("cl.acquire", "cl.count", "cl.leases", "cl.release", "cl.renew", "cl.reserve", "cl.throttle", "cl.window"), c.Do("COMMAND", "LIST", "FILTERBY", "PATTERN", "cl.*"))
+	require.Equal(t, testkit.Bulks("cl.acquire", "cl.count", "cl.leases", "cl.release", "cl.renew", "cl.reserve", "cl.throttle", "cl.top", "cl.window"), c.Do("COMMAND", "LIST", "FILTERBY", "PATTERN", "cl.*"))
 	require.Equal(t, testkit.Bulks("cl.throttle"), c.Do("COMMAND", "LIST", "FILTERBY", "pattern", "CL.THROTTLE"))
 	require.Equal(t, "*0\r\n", c.Do("COMMAND", "LIST", "FILTERBY", "MODULE", "redis-cell"))
 	require.Contains(t, c.Do("COMMAND", "LIST", "FILTERBY", "ACLCAT", "write"), testkit.Bulk("cl.throttle"))
