@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,20 +14,35 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// cluster-internals.md names code as `package.Name` or `package.Type.Method`:
-// every such name must be declared in that package (a directory at the
-// repository's root or under internal/), so that the page stays true when
-// the code is renamed.
+// internalsPage names the code it describes, so that a rename that leaves
+// it behind fails here rather than misleading its next reader.
+const internalsPage = "cluster-internals.md"
+
+var (
+	// codeName is a backticked `pkg.Name` or `pkg.Type.Method`.
+	codeName = regexp.MustCompile("`([a-z][a-z0-9]*)\\.([A-Za-z_][A-Za-z0-9_]*)(?:\\.([A-Za-z_][A-Za-z0-9_]*))?`")
+	// testFile is a backticked path of a test file; testName a test.
+	testFile = regexp.MustCompile("`([A-Za-z0-9_./-]+_test\\.go)`")
+	testName = regexp.MustCompile("`(Test[A-Z][A-Za-z0-9_]*)`")
+)
+
+// notCode are the dotted names the page gives that are files, not code:
+// any other one must be a package's declaration.
+var notCode = map[string]bool{"nodes.conf": true}
+
+// TestClusterInternalsNamesExist: every `pkg.Name` and `pkg.Type.Method` of
+// cluster-internals.md is declared by the package pkg (a directory at the
+// repository's root or under internal/) in its non-test files.
 func TestClusterInternalsNamesExist(t *testing.T) {
-	text, err := os.ReadFile("cluster-internals.md")
+	text, err := os.ReadFile(internalsPage)
 	require.NoError(t, err)
-	names := regexp.MustCompile("`([a-z]+)\\.([A-Za-z_][A-Za-z0-9_]*)(?:\\.([A-Za-z_][A-Za-z0-9_]*))?`").FindAllStringSubmatch(string(text), -1)
-	require.Greater(t, len(names), 30, "the page names the code it describes")
+	names := codeName.FindAllStringSubmatch(string(text), -1)
+	require.Greater(t, len(names), 50, "the page names the code it describes")
 	decls := map[string]map[string]bool{} // by package: "Name" and "Type.Method"
 	for _, n := range names {
 		pkg, name, method := n[1], n[2], n[3]
-		if !isPackage(pkg) && strings.ToLower(name) == name {
-			continue // a file name: nodes.conf
+		if notCode[strings.Trim(n[0], "`")] {
+			continue
 		}
 		if decls[pkg] == nil {
 			decls[pkg] = declared(t, pkg)
@@ -35,32 +51,48 @@ func TestClusterInternalsNamesExist(t *testing.T) {
 		if method != "" {
 			want = name + "." + method
 		}
-		require.True(t, decls[pkg][want], "cluster-internals.md names %s.%s, which package %s does not declare", pkg, want, pkg)
+		require.True(t, decls[pkg][want], "%s names %s.%s, which package %s does not declare", internalsPage, pkg, want, pkg)
 	}
 }
 
-// isPackage reports whether pkg is a directory at the repository's root or
-// under internal/.
-func isPackage(pkg string) bool {
-	for _, dir := range []string{filepath.Join("..", pkg), filepath.Join("..", "internal", pkg)} {
+// TestClusterInternalsTestsExist: every test file and test the page points
+// at exists.
+func TestClusterInternalsTestsExist(t *testing.T) {
+	text, err := os.ReadFile(internalsPage)
+	require.NoError(t, err)
+	files := testFile.FindAllStringSubmatch(string(text), -1)
+	tests := testName.FindAllStringSubmatch(string(text), -1)
+	require.Greater(t, len(files), 10, "the page says where the tests are")
+	require.Greater(t, len(tests), 10, "the page names the tests")
+	for _, f := range files {
+		_, err := os.Stat(filepath.Join(root, f[1]))
+		require.NoError(t, err, "%s points at the test file %s", internalsPage, f[1])
+	}
+	declaredTests := testFuncs(t)
+	for _, name := range tests {
+		require.True(t, declaredTests[name[1]], "%s names the test %s, which no _test.go file declares", internalsPage, name[1])
+	}
+}
+
+// packageDir is pkg's directory: at the repository's root, or under
+// internal/; "" when neither exists.
+func packageDir(pkg string) string {
+	for _, dir := range []string{filepath.Join(root, pkg), filepath.Join(root, "internal", pkg)} {
 		if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
-			return true
+			return dir
 		}
 	}
-	return false
+	return ""
 }
 
 // declared returns the top-level names of package pkg's non-test files, and
 // its methods as "Type.Method".
 func declared(t *testing.T, pkg string) map[string]bool {
 	t.Helper()
-	dir := filepath.Join("..", pkg)
-	if _, err := os.Stat(dir); err != nil {
-		dir = filepath.Join("..", "internal", pkg)
-	}
+	dir := packageDir(pkg)
+	require.NotEmpty(t, dir, "%s names package %s: no such directory at the repository's root or under internal/", internalsPage, pkg)
 	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	require.NoError(t, err)
-	require.NotEmpty(t, files, "no package %s", pkg)
 	out := map[string]bool{}
 	fset := token.NewFileSet()
 	for _, f := range files {
@@ -74,14 +106,8 @@ func declared(t *testing.T, pkg string) map[string]bool {
 			case *ast.FuncDecl:
 				if d.Recv == nil {
 					out[d.Name.Name] = true
-					continue
-				}
-				typ := d.Recv.List[0].Type
-				if s, ok := typ.(*ast.StarExpr); ok {
-					typ = s.X
-				}
-				if id, ok := typ.(*ast.Ident); ok {
-					out[id.Name+"."+d.Name.Name] = true
+				} else if typ := receiverType(d.Recv.List[0].Type); typ != "" {
+					out[typ+"."+d.Name.Name] = true
 				}
 			case *ast.GenDecl:
 				for _, s := range d.Specs {
@@ -97,5 +123,53 @@ func declared(t *testing.T, pkg string) map[string]bool {
 			}
 		}
 	}
+	require.NotEmpty(t, out, "%s names package %s, which declares nothing", internalsPage, pkg)
+	return out
+}
+
+// receiverType is the name of a method's receiver type: T for T, *T, T[K]
+// and *T[K].
+func receiverType(e ast.Expr) string {
+	if s, ok := e.(*ast.StarExpr); ok {
+		e = s.X
+	}
+	switch x := e.(type) {
+	case *ast.IndexExpr:
+		e = x.X
+	case *ast.IndexListExpr:
+		e = x.X
+	}
+	if id, ok := e.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
+}
+
+// testFuncs returns the names of the Test functions the repository's
+// _test.go files declare.
+func testFuncs(t *testing.T) map[string]bool {
+	t.Helper()
+	decl := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]*)\(`)
+	out := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range decl.FindAllSubmatch(b, -1) {
+			out[string(m[1])] = true
+		}
+		return nil
+	})
+	require.NoError(t, err)
 	return out
 }
