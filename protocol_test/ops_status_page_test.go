@@ -51,8 +51,9 @@ func TestStatusPageInABrowser(t *testing.T) {
 	bctx, cancel := context.WithTimeout(bctx, 60*time.Second)
 	defer cancel()
 
-	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`#top tbody tr`)))) // the first answer is in
-	_, err := chromedp.Run(bctx, chromedp.Poll[bool](`document.getElementById("rate").textContent !== "-"`)) // and the second: a rate
+	// The first answer fills the table; the second gives a rate.
+	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(page), chromedp.WaitVisible(chromedp.CSS(`#top tbody tr`))))
+	_, err := chromedp.Run(bctx, chromedp.Poll[bool](`document.getElementById("rate").textContent !== "-"`))
 	require.NoError(t, err)
 	text := func(css string) string {
 		t.Helper()
