@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redcell/redcell/internal/contain"
+	"github.com/redcell/redcell/storage"
 )
 
 // Collector returns a Prometheus collector of the server's figures. It reads
@@ -47,6 +48,8 @@ var (
 		"Client connections refused (maxclients).", nil, nil)
 
 	// Cluster mode's, only in cluster mode.
+	descKeysByKind = prometheus.NewDesc("redcell_keys_by_kind",
+		"Keys held by kind (string: a TAT; window; leases), expired ones not yet swept included.", []string{"kind"}, nil)
 	descMemory = prometheus.NewDesc("redcell_memory_used_bytes",
 		"Memory the keys take, as maxmemory counts it (INFO used_memory).", nil, nil)
 	descMemoryMax = prometheus.NewDesc("redcell_memory_max_bytes",
@@ -78,7 +81,7 @@ var (
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDecisions, descHits, descMisses, descErrors, descCommands,
 		descRejected, descFailed, descLatency, descKeys, descExpired, descPending, descConnected,
-		descConnections, descRejectedConns, descPanics, descMemory, descMemoryMax, descEvicted, descReplicas,
+		descConnections, descRejectedConns, descPanics, descKeysByKind, descMemory, descMemoryMax, descEvicted, descReplicas,
 		descMinReplicas, descReplicaLag, descReplicaBehind, descLinkUp, descTopologyVersion, descCurrentEpoch, descSlotsFail, descSentinels, descWaiting} {
 		ch <- d
 	}
@@ -123,6 +126,9 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 	counter(descRejectedConns, c.rejectedConns)
 	for where, n := range contain.ByWhere() {
 		ch <- prometheus.MustNewConstMetric(descPanics, prometheus.CounterValue, float64(n), where)
+	}
+	for k, n := range s.store.KeysByKind() {
+		ch <- prometheus.MustNewConstMetric(descKeysByKind, prometheus.GaugeValue, float64(n), storage.Kinds[k].Type())
 	}
 	limit, _ := s.store.MemoryLimit()
 	gauge(descMemory, s.store.UsedMemory())

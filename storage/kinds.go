@@ -34,3 +34,20 @@ func (k Kind) Type() string {
 	}
 	return "string"
 }
+
+// Kinds lists every kind, for what counts keys by kind.
+var Kinds = [...]Kind{KindTAT, KindWindow, KindLeases}
+
+// KeysByKind returns how many keys of each kind the store holds, expired
+// ones not yet swept included (as Len), indexed by Kind.
+func (s *Store) KeysByKind() [len(Kinds)]int {
+	var n [len(Kinds)]int
+	for i := range s.shards {
+		s.shards[i].with(func(sh *shard) {
+			n[KindTAT] += sh.t.count - sh.t.boxed[0] - sh.t.boxed[1]
+			n[KindWindow] += sh.t.boxed[0]
+			n[KindLeases] += sh.t.boxed[1]
+		})
+	}
+	return n
+}

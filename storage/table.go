@@ -46,6 +46,9 @@ type table struct {
 	// least minSlots, its capacity mem.slots'.
 	slots []entry
 	count int // occupied slots
+	// boxed counts the keys of each boxed kind (Kind-1): the TATs are the
+	// rest, for the keys-by-kind metric.
+	boxed [2]int
 	// resizes counts the moves to new slots, so that a walk that deletes
 	// (expire) knows to start again.
 	resizes int
@@ -337,6 +340,9 @@ func (t *table) add(key []byte, h uint32, exp gcra.Instant, kind Kind, value []b
 		p, ok = t.place(e, h)
 	}
 	t.count++
+	if kind.Boxed() {
+		t.boxed[kind-1]++
+	}
 	t.markDirty(p)
 	if t.slotKeys != nil {
 		t.slotKeys[cluster.Slot(key)]++
@@ -393,6 +399,9 @@ func (t *table) remove(key []byte) bool {
 // of every other key may change.
 func (t *table) removeAt(p int) {
 	e := &t.slots[p]
+	if k := e.kind(); k.Boxed() {
+		t.boxed[k-1]--
+	}
 	t.deleted(e)
 	if t.obs != nil {
 		t.obs.Changed(t.keyOf(e))

@@ -12,7 +12,7 @@ import (
 func (t *table) release() {
 	t.setSlots(nil)
 	t.mem.free()
-	t.count = 0
+	t.count, t.boxed = 0, [2]int{}
 	t.arena, t.garbage = nil, 0
 	t.vals, t.valGarbage = nil, 0
 	t.log.resized()

@@ -75,3 +75,26 @@ func TestTopMemoryIsBoundedWhateverTheKeys(t *testing.T) {
 	require.Equal(t, int64(4*top.Size), s.TopMemory())
 	require.Len(t, s.Top(1000, t0), 4*top.Capacity, "each shard tracks its capacity")
 }
+
+// Keys by kind follow adds, deletions, expiry and FLUSHALL.
+func TestKeysByKind(t *testing.T) {
+	s := New(Config{Shards: 2})
+	r := mustRate(t, 5, 1, 60, 1)
+	spec, _ := window.NewSpec(5, 60, 1, 0, window.DefaultLogMax)
+	lspec, _ := lease.NewSpec(2, 1000)
+	for i := range 3 {
+		_, _ = s.Throttle([]byte("t"+strconv.Itoa(i)), r, t0)
+	}
+	_, _, _ = s.Window([]byte("w"), spec, t0, false)
+	_, _, _ = s.Acquire([]byte("l"), lspec, []byte("a"), t0, false)
+	require.Equal(t, [3]int{3, 1, 1}, s.KeysByKind())
+	require.True(t, s.Delete([]byte("w"), t0))
+	_, _ = s.Release([]byte("l"), []byte("a"), t0, false)
+	require.Equal(t, [3]int{3, 0, 0}, s.KeysByKind())
+	_, _, _ = s.Acquire([]byte("l"), lspec, []byte("a"), t0, false)
+	require.Equal(t, 4, s.ExpireSome(t0+sec(3600), 100))
+	require.Equal(t, [3]int{0, 0, 0}, s.KeysByKind())
+	_, _, _ = s.Window([]byte("w"), spec, t0, false)
+	s.Clear()
+	require.Equal(t, [3]int{0, 0, 0}, s.KeysByKind())
+}
