@@ -3,9 +3,10 @@ package clusteradmin
 import (
 	"bufio"
 	"fmt"
-	"github.com/redcell/redcell/resp"
 	"net"
 	"time"
+
+	"github.com/redcell/redcell/resp"
 )
 
 // conn is a RESP2 connection to one node, for the operator's commands: one

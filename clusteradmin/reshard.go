@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,11 +69,6 @@ type resharder struct {
 	// promoted replica, worth waiting for.
 	sentinels bool
 }
-
-// migrateAttempts is how many times a slot's migration is tried when it
-// gives up, each time leaving the slot where it was, in a cluster without
-// Sentinels (with them, o.RetryFor bounds the tries).
-const migrateAttempts = 3
 
 // Reshard moves o.Slots from the master at o.From to the master at o.To,
 // one slot at a time: CLUSTERX MIGRATE slot to-id SYNC on the source,
@@ -228,32 +222,6 @@ func (r *resharder) plan() (*Plan, error) {
 	return p, nil
 }
 
-// isReply reports whether err is a node's error reply, not a failure to
-// reach it.
-func isReply(err error) bool {
-	var re ReplyError
-	return errors.As(err, &re)
-}
-
-// setNodesText is nodes, a CLUSTER NODES reply parsed, in CLUSTERX
-// SETNODES's format.
-func setNodesText(nodes []Node) string {
-	var b strings.Builder
-	for _, n := range nodes {
-		host, port, _ := net.SplitHostPort(n.Addr)
-		if n.IsReplica() {
-			fmt.Fprintf(&b, "%s %s %s slave %s\n", n.ID, host, port, n.MasterID)
-		} else {
-			fmt.Fprintf(&b, "%s %s %s master -", n.ID, host, port)
-			if len(n.Slots) > 0 {
-				b.WriteString(" " + rangesText(n.Slots))
-			}
-			b.WriteByte('\n')
-		}
-	}
-	return b.String()
-}
-
 // move migrates one slot and pushes its new owner at the next version. It
 // returns how many keys the slot held before, and how long the move took.
 // A try that fails on the way (retryable) is tried again, for o.RetryFor,
@@ -343,51 +311,6 @@ func (r *resharder) push(slot int) error {
 			slot, p.To.Addr, v, strings.Join(failed, "; "))}
 	}
 	return nil
-}
-
-// permanent is an error a try again cannot mend.
-type permanent struct{ error }
-
-func (p permanent) Unwrap() error { return p.error }
-
-// mayRetry reports whether a slot's move that failed with err at attempt
-// is tried again. Without Sentinels no failover will come: only a
-// migration that gave up is, a few times.
-func (r *resharder) mayRetry(err error, slot, attempt int, deadline time.Time) bool {
-	if !r.sentinels {
-		var re ReplyError
-		return attempt < migrateAttempts && errors.As(err, &re) && strings.HasPrefix(string(re), "ERR slot "+strconv.Itoa(slot)+" to ")
-	}
-	return retryable(err, slot, attempt) && time.Now().Before(deadline)
-}
-
-// retryable reports whether a slot's move that failed with err may be
-// tried again: a migration that gave up (the slot stays on the source), a
-// node that did not answer or answers that it no longer is the slot's
-// owner or a master (a failover), a node that waits for its Sentinels. A
-// slot already moving is, after a first try failed: a failover ends the
-// moves it breaks, a moment later.
-func retryable(err error, slot, attempt int) bool {
-	var re ReplyError
-	if errors.As(err, &permanent{}) {
-		return false
-	}
-	if !errors.As(err, &re) {
-		return true
-	}
-	msg, sl := string(re), strconv.Itoa(slot)
-	switch {
-	case strings.HasPrefix(msg, "ERR slot "+sl+" to "),
-		strings.HasPrefix(msg, "ERR slot "+sl+" is not served by this node"),
-		strings.HasPrefix(msg, "ERR Unknown node "),
-		strings.HasPrefix(msg, "CLUSTERDOWN "),
-		strings.HasPrefix(msg, "LOADING "),
-		strings.HasPrefix(msg, "TRYAGAIN "):
-		return true
-	case strings.HasPrefix(msg, "ERR slot "+sl+" is already moving"):
-		return attempt > 1
-	}
-	return false
 }
 
 // refresh reads the topology again from the first node that answers

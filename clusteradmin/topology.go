@@ -197,3 +197,22 @@ func (p *Plan) pushOrder() []*Node {
 	}
 	return out
 }
+
+// setNodesText is nodes, a CLUSTER NODES reply parsed, in CLUSTERX
+// SETNODES's format.
+func setNodesText(nodes []Node) string {
+	var b strings.Builder
+	for _, n := range nodes {
+		host, port, _ := net.SplitHostPort(n.Addr)
+		if n.IsReplica() {
+			fmt.Fprintf(&b, "%s %s %s slave %s\n", n.ID, host, port, n.MasterID)
+		} else {
+			fmt.Fprintf(&b, "%s %s %s master -", n.ID, host, port)
+			if len(n.Slots) > 0 {
+				b.WriteString(" " + rangesText(n.Slots))
+			}
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
