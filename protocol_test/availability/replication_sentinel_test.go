@@ -616,6 +616,14 @@ func TestSentinelFailover(t *testing.T) {
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return time.Since(loadStart) > 3*time.Second && master.acknowledgedPast(off, 2) },
 		30*time.Second, 10*time.Millisecond, "the replicas acknowledge the load")
+	// Leases too: three of a limit of 3, granted and acknowledged by both
+	// replicas (WAIT) before the kill, are held by whichever is promoted.
+	for i := range 3 {
+		r, err := fc.Do(harness.Ctx(t), "CL.ACQUIRE", "db", 3, 600_000, "TOKEN", "job"+strconv.Itoa(i)).Slice()
+		require.NoError(t, err)
+		require.Equal(t, int64(0), r[0])
+	}
+	require.Equal(t, int64(2), fc.Do(harness.Ctx(t), "WAIT", 2, 5000).Val())
 
 	var promoted, other *redcellNode
 	// elected reads Sentinel's master into promoted (and the replica left
@@ -670,6 +678,15 @@ func TestSentinelFailover(t *testing.T) {
 		require.Eventually(t, func() bool { return last.set(elected()) && last.set(other.follows(promoted)) },
 			sentinelDeadline, 50*time.Millisecond, "the other replica follows the new master: %v", &last)
 		load.stop()
+
+		// The leases acknowledged before the kill are held on the new
+		// master, and the limit holds against them.
+		held, err := promoted.rdb.Do(harness.Ctx(t), "CL.LEASES", "db").Slice()
+		require.NoError(t, err)
+		require.Len(t, held, 3, "the leases granted before the failover")
+		r, err := promoted.rdb.Do(harness.Ctx(t), "CL.ACQUIRE", "db", 3, 600_000, "TOKEN", "late").Slice()
+		require.NoError(t, err)
+		require.Equal(t, int64(1), r[0], "limited: the promoted master counts the leases granted before it")
 
 		// What the new master holds against what the client saw.
 		load.mu.Lock()
