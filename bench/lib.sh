@@ -192,3 +192,12 @@ pratio() {
 	[[ -s $work/ratio.tmp ]] || { printf -- '-'; return 0; }
 	printf '%.2fx' "$(median ratio.tmp 1)"
 }
+
+# row LABEL NAME COLUMN FORMAT: a table row of the medians of NAME.rc and
+# NAME.lua (redcell's side and Redis's, as limiters.sh and leases.sh name
+# them) and redcell's per-round ratio; lat NAME: its p50 / p99.
+row() {
+	printf '| %s | %s | %s | %s |\n' "$1" "$(printf "$4" "$(median "$2.rc" "$3")")" \
+		"$(printf "$4" "$(median "$2.lua" "$3")")" "$(pratio "$2.rc" "$2.lua" "$3")"
+}
+lat() { printf '%s / %s' "$(median "$1" 2)" "$(median "$1" 3)"; }

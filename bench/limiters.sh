@@ -107,12 +107,6 @@ for i in 0 $((MEM_KEYS / 2)) $((MEM_KEYS - 1)); do
 	check rc "0 100 0 -1 * " CL.WINDOW "$k" 100 3600 0
 done
 
-# row LABEL NAME COLUMN FORMAT: the medians and redcell's per-round ratio.
-row() {
-	printf '| %s | %s | %s | %s |\n' "$1" "$(printf "$4" "$(median "$2.rc" "$3")")" \
-		"$(printf "$4" "$(median "$2.lua" "$3")")" "$(pratio "$2.rc" "$2.lua" "$3")"
-}
-lat() { printf '%s / %s' "$(median "$1" 2)" "$(median "$1" 3)"; }
 
 redis_version=$(redis-server --version | grep -o 'v=[0-9.]*' | cut -d= -f2)
 echo

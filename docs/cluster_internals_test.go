@@ -151,6 +151,18 @@ func testFuncs(t *testing.T) map[string]bool {
 	t.Helper()
 	decl := regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]*)\(`)
 	out := map[string]bool{}
+	eachTestFile(t, func(_ string, b []byte) {
+		for _, m := range decl.FindAllSubmatch(b, -1) {
+			out[string(m[1])] = true
+		}
+	})
+	return out
+}
+
+// eachTestFile calls fn with the path and the contents of every _test.go
+// file of the repository (.git, node_modules and testdata left out).
+func eachTestFile(t *testing.T, fn func(path string, b []byte)) {
+	t.Helper()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -165,11 +177,8 @@ func testFuncs(t *testing.T) map[string]bool {
 		if err != nil {
 			return err
 		}
-		for _, m := range decl.FindAllSubmatch(b, -1) {
-			out[string(m[1])] = true
-		}
+		fn(path, b)
 		return nil
 	})
 	require.NoError(t, err)
-	return out
 }

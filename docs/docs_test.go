@@ -7,7 +7,6 @@ package docs_test
 import (
 	"bytes"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -159,26 +158,11 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 func TestMakeFuzzRunsEveryTarget(t *testing.T) {
 	fuzz := regexp.MustCompile(`(?m)^func (Fuzz\w+)\(f \*testing\.F\)`)
 	var found []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
+	eachTestFile(t, func(path string, b []byte) {
 		for _, m := range fuzz.FindAllStringSubmatch(string(b), -1) {
 			found = append(found, "./"+filepath.ToSlash(filepath.Dir(strings.TrimPrefix(path, root+string(filepath.Separator))))+":"+m[1])
 		}
-		return nil
 	})
-	require.NoError(t, err)
 	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	require.NoError(t, err)
 	listed := regexp.MustCompile(`\./[\w/]+:Fuzz\w+`).FindAllString(string(makefile), -1)
