@@ -19,7 +19,7 @@ FUZZ := \
 	./server:FuzzServerConn ./server:FuzzServerConnBeforeAuth ./server:FuzzCommands ./server:FuzzSequences \
 	./server:FuzzParseInt ./server:FuzzParseFloat \
 	./gcra:FuzzDecide ./gcra:FuzzReserve ./gcra:FuzzCommandRate \
-	./window:FuzzDecide ./storage:FuzzTable \
+	./window:FuzzDecide ./lease:FuzzDecisions ./storage:FuzzTable \
 	./acl:FuzzRules ./acl:FuzzLoad ./acl:FuzzPatternAsGlob \
 	./rdb:FuzzReader ./rdb:FuzzRoundTrip \
 	./replication:FuzzApplyStream ./replication:FuzzChangeRoundTrip \

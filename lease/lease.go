@@ -341,10 +341,19 @@ func List(state []byte, now gcra.Instant, held []Held) []Held {
 	return held
 }
 
-// Valid reports whether state decodes: what a restored or replicated state
-// must be before it is stored.
+// Valid reports whether state decodes and names each token once: what a
+// restored, replicated or migrated state must be before it is stored (a
+// decision keeps a state so; it need not be in expiry order, which a
+// decision restores).
 func Valid(state []byte) bool {
-	return len(state) > 0 && entries(state, math.MinInt64, func(Held) bool { return true }) == nil
+	seen := map[string]bool{}
+	dup := false
+	err := entries(state, math.MinInt64, func(h Held) bool {
+		dup = seen[string(h.Token)]
+		seen[string(h.Token)] = true
+		return !dup
+	})
+	return len(state) > 0 && err == nil && !dup
 }
 
 // Shift appends state to buf with every expiry moved by offset: the wall

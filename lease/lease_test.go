@@ -2,6 +2,7 @@ package lease
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -129,6 +130,8 @@ func TestCorruptStatesHoldNothingAndNeverPanic(t *testing.T) {
 		})
 	}
 	require.False(t, Valid(nil))
+	twice := append(appendEntry(nil, []byte("t"), 5), appendEntry(nil, []byte("t"), 9)...)
+	require.False(t, Valid(twice), "a token twice: no state a decision writes")
 }
 
 func TestShiftMovesEveryExpiry(t *testing.T) {
@@ -278,4 +281,53 @@ func TestAStateOutOfOrderIsPutInOrder(t *testing.T) {
 	require.True(t, held)
 	require.Equal(t, 500*ms, exp)
 	require.Equal(t, []string{"early"}, tokens(List(next, 100*ms, nil)))
+}
+
+// FuzzDecisions: whatever bytes a key holds, a decision never panics; on a
+// state a key can hold (Valid: what statecodec lets in, out of order or
+// not), every state it stores decodes, is in expiry order and holds each
+// token once.
+func FuzzDecisions(f *testing.F) {
+	_, good, _, _ := Acquire(Spec{Limit: 3, Lease: time.Second}, nil, []byte("a"), 0, nil)
+	f.Add(good, []byte("a"), uint8(0), int64(5), int64(100))
+	f.Add([]byte{1, 2, 3}, []byte("b"), uint8(1), int64(0), int64(1))
+	f.Add(append(appendEntry(nil, []byte("x"), 900), appendEntry(nil, []byte("y"), 10)...), []byte("y"), uint8(2), int64(2), int64(50))
+	f.Fuzz(func(t *testing.T, state, token []byte, op uint8, limit, at int64) {
+		if CheckToken(token) != nil {
+			return
+		}
+		valid := len(state) == 0 || Valid(state)
+		now := gcra.Instant(at) * ms
+		var next []byte
+		var stored bool
+		switch op % 3 {
+		case 0:
+			s, err := NewSpec(limit%MaxLimit, 1+at%1000)
+			if err != nil {
+				return
+			}
+			_, next, _, stored = Acquire(s, state, token, now, nil)
+		case 1:
+			stored, next, _ = Release(state, token, now, nil)
+		case 2:
+			stored, next, _ = Renew(state, token, time.Second, now, nil)
+		}
+		if !stored || len(next) == 0 || !valid {
+			return
+		}
+		if !Valid(next) {
+			t.Fatalf("stored a state that does not decode: %x", next)
+		}
+		held := List(next, gcra.Instant(math.MinInt64), nil)
+		seen := map[string]bool{}
+		for i, h := range held {
+			if i > 0 && h.Expiry < held[i-1].Expiry {
+				t.Fatalf("out of order: %v", held)
+			}
+			if seen[string(h.Token)] {
+				t.Fatalf("token %q twice: %v", h.Token, held)
+			}
+			seen[string(h.Token)] = true
+		}
+	})
 }

@@ -50,6 +50,8 @@ func TestEncodeIsTheStringAReplicaHolds(t *testing.T) {
 		{boxMagic + "\x07\x00\x00\x00\x00\x00\x00\x00\x01", "not a redcell state: kind 7"},
 		{boxMagic + "\x01\x00\x00\x00\x00\x00\x00\x00\x00", "not a redcell state: expiry 0"},
 		{boxMagic + "\x02\x00\x00\x00\x00\x00\x00\x00\x01\x05", "not a redcell state: leases that do not decode"},
+		{boxMagic + "\x02\x00\x00\x00\x00\x00\x00\x00\x01" + "\x05\x00\x00\x00\x00\x00\x00\x00\x01t" + "\x09\x00\x00\x00\x00\x00\x00\x00\x01t",
+			"not a redcell state: leases that do not decode"}, // a token twice
 	} {
 		_, _, _, err := Decode([]byte(c.value))
 		require.ErrorIs(t, err, ErrNotAState, "%q", c.value)
