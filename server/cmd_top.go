@@ -48,7 +48,7 @@ func cmdTop(c *client, args [][]byte, now time.Time) {
 		c.writeError(errSyntax)
 		return
 	}
-	entries := c.srv.store.Top(int(min(n, 1<<20)), gcra.InstantOf(now))
+	entries := c.ks.Top(int(min(n, 1<<20)), gcra.InstantOf(now)) // the transaction's shards, inside EXEC
 	c.writeArray(len(entries))
 	for _, e := range entries {
 		c.writeArray(3)

@@ -49,3 +49,16 @@ func TestTopListsTheMostLimitedKeys(t *testing.T) {
 	require.Equal(t, "*0\r\n", tc.do("CL.TOP"), "nothing limited for two generations")
 	require.Contains(t, tc.do("INFO", "memory"), "redcell_top_memory:")
 }
+
+// CL.TOP inside MULTI/EXEC beside a write, whose shard EXEC holds: answered
+// (it read every shard while EXEC held one, and waited for ever: the
+// sequence fuzzer's finding).
+func TestTopInsideATransaction(t *testing.T) {
+	tc := newTestClient(t, Config{})
+	tc.do("CL.THROTTLE", "k", "0", "1", "3600")
+	tc.do("CL.THROTTLE", "k", "0", "1", "3600")
+	require.Equal(t, "+OK\r\n", tc.do("MULTI"))
+	require.Equal(t, "+QUEUED\r\n", tc.do("DEL", "other"))
+	require.Equal(t, "+QUEUED\r\n", tc.do("CL.TOP"))
+	require.Equal(t, "*2\r\n:0\r\n*1\r\n"+topEntry("k", 1, 0), tc.do("EXEC"))
+}

@@ -240,20 +240,40 @@ func seqSession(t *testing.T, target *seqTarget, rng *rand.Rand, table []*comman
 	for range count {
 		args := seqCommand(rng, table, last)
 		last = args
+		if name := strings.ToLower(args[0]); name == "sync" || name == "psync" {
+			// A replica's handshake: what follows an accepted one is a
+			// snapshot, not a reply (no CRLF ends it), so only its first
+			// line is read; an error there is an answer like any other.
+			sent = append(sent, strconv.Quote(strings.Join(args, " ")))
+			require.NoError(t, nc.SetDeadline(time.Now().Add(10*time.Second)))
+			if _, err := nc.Write([]byte(testkit.Command(args...))); err != nil {
+				return sent
+			}
+			line, err := r.ReadString('\n')
+			if err != nil || !strings.HasPrefix(line, "-") {
+				return sent // the connection is a replica's now, or gone
+			}
+			continue
+		}
 		reply, ok := send(args...)
 		if !ok {
 			return sent
 		}
-		if strings.EqualFold(args[0], "subscribe") || strings.EqualFold(args[0], "psubscribe") || strings.EqualFold(args[0], "ssubscribe") {
-			// One confirmation a channel: the rest follow. Not after
-			// an error, nor after +QUEUED (inside MULTI), which are the
-			// only answer: waiting for more ended the session at the
-			// read deadline, 10 s later.
+		if subscription(args[0]) {
+			// One confirmation a channel, subscribing or unsubscribing:
+			// the rest follow. Not after an error, nor after +QUEUED
+			// (inside MULTI), which are the only answer: waiting for more
+			// ended the session at the read deadline, 10 s later. An
+			// unsubscribe without channels confirms each channel the
+			// connection had: those are drained, however many.
 			confirmed := strings.HasPrefix(reply, "*3\r\n") || strings.HasPrefix(reply, ">3\r\n")
 			for i := 2; i < len(args) && confirmed; i++ {
 				if reply, ok = readNonPush(r); !ok {
 					return sent
 				}
+			}
+			if confirmed && len(args) == 1 {
+				drain(t, nc, r)
 			}
 		}
 		if handsOver(strings.ToLower(args[0])) && !strings.HasPrefix(reply, "-") {
@@ -261,6 +281,29 @@ func seqSession(t *testing.T, target *seqTarget, rng *rand.Rand, table []*comman
 		}
 	}
 	return sent
+}
+
+// subscription reports whether name is a command confirmed once a channel:
+// (un)subscribing to channels, patterns or shard channels.
+func subscription(name string) bool {
+	switch strings.ToLower(name) {
+	case "subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe":
+		return true
+	}
+	return false
+}
+
+// drain reads what the server sends within a moment and discards it: the
+// confirmations of an unsubscribe from every channel, whose count the
+// session does not keep.
+func drain(t *testing.T, nc net.Conn, r *bufio.Reader) {
+	t.Helper()
+	for {
+		require.NoError(t, nc.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
+		if _, err := testkit.ReadReply(r); err != nil {
+			return
+		}
+	}
 }
 
 // handsOver reports whether the command, answered without an error, makes

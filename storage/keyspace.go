@@ -5,6 +5,7 @@ import (
 
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/lease"
+	"github.com/redcell/redcell/top"
 	"github.com/redcell/redcell/window"
 )
 
@@ -24,6 +25,7 @@ type Keyspace interface {
 	Release(key, token []byte, now gcra.Instant, dry bool) (bool, error)
 	Renew(key, token []byte, d time.Duration, now gcra.Instant, dry bool) (bool, error)
 	Leases(key []byte, now gcra.Instant, held []lease.Held) ([]lease.Held, error)
+	Top(n int, now gcra.Instant) []top.Entry
 	Get(key []byte, now gcra.Instant) (gcra.Instant, Kind, bool)
 	Fingerprint(key []byte, now gcra.Instant) (uint64, bool)
 	Delete(key []byte, now gcra.Instant) bool

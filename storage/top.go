@@ -31,6 +31,27 @@ func (s *Store) Top(n int, now gcra.Instant) []top.Entry {
 	for i := range s.shards {
 		s.shards[i].with(func(sh *shard) { out = sh.top.AppendTo(out, now) })
 	}
+	return best(out, n)
+}
+
+// Top is Store.Top within the transaction: the shards it holds are read
+// without locking them again (CL.TOP inside MULTI/EXEC deadlocked on them).
+func (tx *Txn) Top(n int, now gcra.Instant) []top.Entry {
+	var out []top.Entry
+	for i := range tx.s.shards {
+		sh := &tx.s.shards[i]
+		if tx.held[i] {
+			out = sh.top.AppendTo(out, now)
+			continue
+		}
+		sh.with(func(sh *shard) { out = sh.top.AppendTo(out, now) })
+	}
+	return best(out, n)
+}
+
+// best sorts the shards' entries, most limited first (then by key), and
+// keeps n.
+func best(out []top.Entry, n int) []top.Entry {
 	slices.SortFunc(out, func(a, b top.Entry) int {
 		if c := cmp.Compare(b.Limited, a.Limited); c != 0 {
 			return c
