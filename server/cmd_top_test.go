@@ -1,6 +1,9 @@
 package server
 
 import (
+	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,4 +64,29 @@ func TestTopInsideATransaction(t *testing.T) {
 	require.Equal(t, "+QUEUED\r\n", tc.do("DEL", "other"))
 	require.Equal(t, "+QUEUED\r\n", tc.do("CL.TOP"))
 	require.Equal(t, "*2\r\n:0\r\n*1\r\n"+topEntry("k", 1, 0), tc.do("EXEC"))
+}
+
+// BenchmarkThrottleHandlerLimitedManyKeys is BenchmarkThrottleHandler over
+// 10,000 keys that are all limited, taken in turn: the sketch's worst case
+// (package top), where every decision is limited on a key its shard's
+// sketch is unlikely to hold, so each one looks for it and takes a slot.
+func BenchmarkThrottleHandlerLimitedManyKeys(b *testing.B) {
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	tc := newTestClient(b, Config{Now: func() time.Time { return time.Unix(0, now.Add(1000)) }})
+	keys := make([][]byte, 10_000)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "user:%d", i)
+		tc.do("CL.THROTTLE", string(keys[i]), "0", "1", "3600")
+	}
+	cmd := argv("CL.THROTTLE", "", "0", "1", "3600")
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		cmd[1] = keys[i%len(keys)]
+		i++
+		tc.srv.handle(tc.conn, redconCommand(cmd))
+		tc.conn.SetBuffer(nil)
+	}
+	require.True(b, strings.HasPrefix(tc.do("CL.THROTTLE", "user:1", "0", "1", "3600"), "*5\r\n:1\r\n"), "still limited")
 }

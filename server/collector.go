@@ -43,7 +43,7 @@ var (
 	descConnections = prometheus.NewDesc("redcell_connections_received_total",
 		"Client connections accepted.", nil, nil)
 	descPanics = prometheus.NewDesc("redcell_panics_total",
-		"Panics recovered by the process, by where: resp (a client's command: its connection was closed), rls (a rate limit call), replication, cluster, flush, expiry. Any is a bug to report.", []string{"where"}, nil)
+		"Panics recovered by the process, by where: resp (a client's command: its connection was closed), rls (a rate limit call), replication, cluster, flush, expiry, memory (the memory watch). Any is a bug to report.", []string{"where"}, nil)
 	descRejectedConns = prometheus.NewDesc("redcell_rejected_connections_total",
 		"Client connections refused (maxclients).", nil, nil)
 

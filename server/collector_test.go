@@ -127,6 +127,10 @@ func TestCollectorReplication(t *testing.T) {
 	require.Regexp(t, `\nredcell_replica_lag_bytes\{replica="127\.0\.0\.1:\d+"\} \d+\n`, text)
 	require.Regexp(t, `\nredcell_memory_used_bytes [1-9]`, text)
 
+	// The master counts the replica good once it acknowledges; the
+	// replica says its link is up once it has loaded the snapshot: wait
+	// for that too.
+	require.Eventually(t, func() bool { return r.info(t, "master_link_status") == "up" }, 10*time.Second, time.Millisecond)
 	reg = prometheus.NewPedanticRegistry()
 	require.NoError(t, reg.Register(r.srv.Collector()))
 	require.Contains(t, gatherText(t, reg), "\nredcell_master_link_up 1\n")
