@@ -14,7 +14,10 @@ import (
 // flushObserver wraps the backend (the Pebble one, in a daemon) to watch
 // every write the flusher makes (Apply, and in durable mode the commit
 // log's Log): its duration and size for /metrics, and a warning in the log
-// when one takes long. The backend's other methods, the commit log's Seal
+// when one takes long. Log's durations are also a histogram of their own,
+// logSync: in durable mode every decision waits for one, so its latency is
+// the disk's fsync an operator charts, not to be lost among the
+// checkpoints' Applies that share duration. The backend's other methods, the commit log's Seal
 // and Drop among them, pass through. It is safe for concurrent use.
 type flushObserver struct {
 	storage.LoggingBackend
@@ -25,6 +28,7 @@ type flushObserver struct {
 
 	duration prometheus.Histogram
 	keys     prometheus.Histogram
+	logSync  prometheus.Histogram
 	lastOK   prometheus.Gauge
 
 	mu         sync.Mutex
@@ -54,6 +58,11 @@ func newFlushObserver(b storage.LoggingBackend, interval time.Duration, logger *
 			Name:    "redcell_flush_keys",
 			Help:    "Keys written (changed or deleted) by one flush.",
 			Buckets: []float64{0, 1, 10, 100, 1000, 10_000, 100_000, 1_000_000},
+		}),
+		logSync: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "redcell_commit_log_sync_duration_seconds",
+			Help:    "Durable mode (--flush-interval 0): time one group commit took to append its changes to the commit log and fsync it, which the decisions it carries wait for.",
+			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16), // 50 µs to 1.6 s
 		}),
 		lastOK: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "redcell_last_flush_success_timestamp_seconds",
@@ -87,7 +96,9 @@ func (o *flushObserver) observe(d time.Duration, keys int, err error) {
 func (o *flushObserver) Log(changes []storage.Change, saved gcra.Instant) error {
 	start := time.Now()
 	err := o.LoggingBackend.Log(changes, saved)
-	o.observe(time.Since(start), len(changes), err)
+	d := time.Since(start)
+	o.logSync.Observe(d.Seconds())
+	o.observe(d, len(changes), err)
 	return err
 }
 
@@ -107,7 +118,7 @@ func (o *flushObserver) warnSlow(d time.Duration, keys int) {
 }
 
 // collectors are what the observer measures: each write's duration and
-// keys, and the time of the last good one.
+// keys, each group commit's on its own, and the time of the last good one.
 func (o *flushObserver) collectors() []prometheus.Collector {
-	return []prometheus.Collector{o.duration, o.keys, o.lastOK}
+	return []prometheus.Collector{o.duration, o.keys, o.logSync, o.lastOK}
 }

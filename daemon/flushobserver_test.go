@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
@@ -33,15 +34,16 @@ func (b *slowBackend) Log([]storage.Change, gcra.Instant) error {
 	return b.err
 }
 
-func histogramOf(t *testing.T, o *flushObserver) *dto.Histogram {
+func histogramOf(t *testing.T, h prometheus.Histogram) *dto.Histogram {
 	t.Helper()
 	var m dto.Metric
-	require.NoError(t, o.keys.Write(&m))
+	require.NoError(t, h.Write(&m))
 	return m.GetHistogram()
 }
 
 // TestFlushObserverTimesEveryWriteOfEitherPath: Apply (a flush) and Log (a
-// group commit in durable mode) are both counted with their keys, the last
+// group commit in durable mode) are both counted with their keys, Log alone
+// in the commit log's fsync histogram, the last
 // good write's time is set only by a success, and a slow write is logged
 // once per slowFlushLogEvery.
 func TestFlushObserverTimesEveryWriteOfEitherPath(t *testing.T) {
@@ -52,9 +54,12 @@ func TestFlushObserverTimesEveryWriteOfEitherPath(t *testing.T) {
 	changes := make([]storage.Change, 3)
 	require.NoError(t, o.Apply(changes, 0, true))
 	require.NoError(t, o.Log(changes[:2], 0))
-	h := histogramOf(t, o)
+	h := histogramOf(t, o.keys)
 	require.Equal(t, uint64(2), h.GetSampleCount())
 	require.Equal(t, 5.0, h.GetSampleSum(), "keys written by both writes")
+	sync := histogramOf(t, o.logSync)
+	require.Equal(t, uint64(1), sync.GetSampleCount(), "the group commit's fsync only, not the flush")
+	require.GreaterOrEqual(t, sync.GetSampleSum(), b.d.Seconds())
 
 	var g dto.Metric
 	require.NoError(t, o.lastOK.Write(&g))
@@ -65,7 +70,9 @@ func TestFlushObserverTimesEveryWriteOfEitherPath(t *testing.T) {
 	require.Error(t, o.Apply(changes, 0, true))
 	require.NoError(t, o.lastOK.Write(&g))
 	require.Equal(t, ok, g.GetGauge().GetValue(), "a failed write is not a success")
-	require.Equal(t, uint64(3), histogramOf(t, o).GetSampleCount())
+	require.Equal(t, uint64(3), histogramOf(t, o.keys).GetSampleCount())
+	require.Error(t, o.Log(changes, 0))
+	require.Equal(t, uint64(2), histogramOf(t, o.logSync).GetSampleCount(), "a failed fsync's wait counts too")
 
 	require.Equal(t, 1, strings.Count(logs.String(), "slow flush to disk"), logs.String())
 }

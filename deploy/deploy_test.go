@@ -97,9 +97,10 @@ func TestDashboardHasNothingHardCoded(t *testing.T) {
 }
 
 // A real Prometheus (the Debian package, 1 s scrapes) scrapes a real
-// redcell master with a replica and the rate limit service, while allowed
-// and limited traffic runs; then every query of every panel of the
-// dashboard returns data, and the alert rules load without error.
+// redcell master with a replica and the rate limit service, and a durable
+// one (--flush-interval 0, for the commit log's fsync), while allowed and
+// limited traffic runs; then every query of every panel of the dashboard
+// returns data, and the alert rules load without error.
 func TestEveryPanelQueryReturnsData(t *testing.T) {
 	prometheus := harness.NeedTool(t, promInstall, "prometheus")
 	dir := t.TempDir()
@@ -110,6 +111,7 @@ func TestEveryPanelQueryReturnsData(t *testing.T) {
 		"--rls-addr", "127.0.0.1:"+strconv.Itoa(rlsPort), "--rls-config", rules, "--flush-interval", "1s")...)
 	replica := harness.StartBinary(t, nil, harness.OnLoopback("--metrics-addr", "127.0.0.1:0",
 		"--replicaof", "127.0.0.1 "+strconv.Itoa(master.Port))...)
+	durable := harness.StartBinary(t, nil, harness.OnLoopback("--metrics-addr", "127.0.0.1:0", "--flush-interval", "0")...)
 
 	promPort := harness.FreePort(t)
 	target := func(u string) string { p, _ := url.Parse(u); return p.Host }
@@ -119,8 +121,8 @@ func TestEveryPanelQueryReturnsData(t *testing.T) {
 rule_files: [%q]
 scrape_configs:
   - job_name: redcell
-    static_configs: [{targets: [%q, %q]}]
-`, alerts, target(master.MetricsURL), target(replica.MetricsURL))
+    static_configs: [{targets: [%q, %q, %q]}]
+`, alerts, target(master.MetricsURL), target(replica.MetricsURL), target(durable.MetricsURL))
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(config), 0o600))
 	prom := exec.Command(prometheus, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
@@ -132,8 +134,9 @@ scrape_configs:
 	api := "http://127.0.0.1:" + strconv.Itoa(promPort)
 
 	// Traffic: decisions allowed and limited of every limiter, an error,
-	// the RLS's OK and OVER_LIMIT; the replica streams all of it.
-	rdb := master.GoRedis(t)
+	// the RLS's OK and OVER_LIMIT; the replica streams all of it; a few
+	// decisions on the durable node, each waiting for its group commit.
+	rdb, rdbDurable := master.GoRedis(t), durable.GoRedis(t)
 	ctx := harness.Ctx(t)
 	conn, err := grpc.NewClient(net.JoinHostPort("127.0.0.1", strconv.Itoa(rlsPort)), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
@@ -146,11 +149,15 @@ scrape_configs:
 		rdb.Do(ctx, "CL.WINDOW", "w", 3, 60)
 		rdb.Do(ctx, "CL.ACQUIRE", "db", 2, 60000)
 		rdb.Do(ctx, "CL.THROTTLE", "bad", "x", 1, 1)
+		for range 5 { // allowed, so each changes the key and waits for a group commit
+			rdbDurable.Do(ctx, "CL.THROTTLE", "durable", 1_000_000, 1_000_000, 1)
+		}
 		_, _ = rls.ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "api", Descriptors: []*pbc.RateLimitDescriptor{
 			{Entries: []*pbc.RateLimitDescriptor_Entry{{Key: "user", Value: "a"}}}}})
 		return queryHasData(api, `rate(redcell_decisions_total{result="limited"}[5s]) > 0`) &&
 			queryHasData(api, `redcell_replica_lag_bytes`) && queryHasData(api, `rate(redcell_rls_over_limit_total[5s]) > 0`) &&
-			queryHasData(api, `redcell_last_flush_success_timestamp_seconds > 0`) && queryHasData(api, `rate(redcell_flush_duration_seconds_count[5s]) > 0`)
+			queryHasData(api, `redcell_last_flush_success_timestamp_seconds > 0`) && queryHasData(api, `rate(redcell_flush_duration_seconds_count[5s]) > 0`) &&
+			queryHasData(api, `rate(redcell_commit_log_sync_duration_seconds_count[5s]) > 0`)
 	}, 60*time.Second, 500*time.Millisecond, "Prometheus never had the traffic's series; its log:\n%s", &promLog)
 
 	for _, p := range readDashboard(t).Panels {
@@ -179,7 +186,8 @@ scrape_configs:
 }
 
 // queryHasData reports whether Prometheus answers query with at least one
-// series or sample.
+// sample that is a number: a quantile of a histogram nothing was observed
+// in is NaN, a series with no data behind it.
 func queryHasData(api, query string) bool {
 	resp, err := http.Get(api + "/api/v1/query?query=" + url.QueryEscape(query))
 	if err != nil {
@@ -189,13 +197,21 @@ func queryHasData(api, query string) bool {
 	var r struct {
 		Status string `json:"status"`
 		Data   struct {
-			Result []json.RawMessage `json:"result"`
+			ResultType string `json:"resultType"`
+			Result     []struct {
+				Value [2]any `json:"value"` // [time, "value"]
+			} `json:"result"`
 		} `json:"data"`
 	}
-	if json.NewDecoder(resp.Body).Decode(&r) != nil {
+	if json.NewDecoder(resp.Body).Decode(&r) != nil || r.Status != "success" || r.Data.ResultType != "vector" {
 		return false
 	}
-	return r.Status == "success" && len(r.Data.Result) > 0
+	for _, sample := range r.Data.Result {
+		if v, ok := sample.Value[1].(string); ok && v != "NaN" {
+			return true
+		}
+	}
+	return false
 }
 
 func getJSON(t *testing.T, u string, v any) {
