@@ -225,10 +225,9 @@ func (s *Store) ThrottleSlot(key []byte, slot int, r gcra.Rate, now gcra.Instant
 		}
 	}
 	res, newTAT, store, err := gcra.Decide(r, tat, now)
-	// shard.note, inlined by hand: an allowed decision on a key not
-	// tracked costs the filter's test, and the shard's hot key is counted
-	// in place (Hit).
-	if (res.Limited || sh.top.Watched(kh)) && !sh.top.Hit(kh, res.Limited, now) {
+	// shard.note, with the hash at hand: top.Sketch.Quick, inlined, counts
+	// all but a few decisions in place.
+	if !sh.top.Quick(kh, res.Limited, now) {
 		sh.top.Note(key, kh, res.Limited, now)
 	}
 	switch {

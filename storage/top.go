@@ -10,15 +10,15 @@ import (
 
 // The most limited keys (CL.TOP): each shard keeps a top.Sketch that its
 // decisions tell under the lock they hold, so that every limiter and every
-// front (RESP, the RLS) feeds it from one place, and the hot path pays a
-// test for an allowed decision on a key not tracked.
+// front (RESP, the RLS) feeds it from one place, and the hot path pays
+// top.Sketch.Quick, inlined.
 
 // note tells sh's sketch, sh locked, of a decision on key at now: every
 // limited one, and the allowed ones of the keys it tracks. Not of a dry
 // decision (nothing was decided) nor a peek.
 func (sh *shard) note(key []byte, limited bool, now gcra.Instant) {
 	h := keyHash(key)
-	if limited || sh.top.Watched(h) {
+	if !sh.top.Quick(h, limited, now) {
 		sh.top.Note(key, h, limited, now)
 	}
 }
