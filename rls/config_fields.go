@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // The loader's reading of one descriptor, its limits and its replaces,
@@ -30,8 +31,8 @@ func (l *loader) descriptors(d *node, parent string, list *yaml.Node) error {
 
 func (l *loader) descriptor(d *node, parent string, n *yaml.Node) error {
 	var key, value string
-	var rateLimit, rateLimits, children *yaml.Node
-	var shadow, quota, detailed, share bool
+	var rateLimit, rateLimits, children, metadata *yaml.Node
+	var shadow, quota, detailed, share, valueToMetric bool
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		var err error
@@ -55,8 +56,9 @@ func (l *loader) descriptor(d *node, parent string, n *yaml.Node) error {
 		case "share_threshold":
 			err = l.boolean(v, &share)
 		case "value_to_metric":
-			var b bool
-			err = l.boolean(v, &b)
+			err = l.boolean(v, &valueToMetric)
+		case "metadata":
+			metadata = v
 		}
 		if err != nil {
 			return err
@@ -77,10 +79,13 @@ func (l *loader) descriptor(d *node, parent string, n *yaml.Node) error {
 	if share && !wild {
 		return l.errorf(n, "share_threshold can only be used with wildcard values (containing '*'), but found key '%s'", final)
 	}
-	child := &node{children: map[string]*node{}, shareThreshold: share}
+	child := &node{children: map[string]*node{}, shareThreshold: share, valueToMetric: valueToMetric}
 	if rateLimit != nil || rateLimits != nil {
 		rule := &Rule{ShadowMode: shadow, QuotaMode: quota, DetailedMetric: detailed, StatsKey: composite,
-			Where: fmt.Sprintf("%s:%d", l.file, n.Line)}
+			Where: l.file, Metadata: metadataStruct(metadata)}
+		if n.Line > 0 { // an xDS resource's tree has no lines
+			rule.Where = fmt.Sprintf("%s:%d", l.file, n.Line)
+		}
 		if err := l.limits(rule, rateLimit, rateLimits); err != nil {
 			return err
 		}
@@ -244,4 +249,58 @@ func (l *loader) replaces(n *yaml.Node) ([]string, error) {
 		names = append(names, name)
 	}
 	return names, nil
+}
+
+// metadataStruct is a descriptor's free-form metadata as the reference
+// turns it into a protobuf Struct for RESPONSE_DYNAMIC_METADATA (its YAML
+// read as generic values: numbers as numbers, true and false as booleans,
+// the rest as strings); nil when there is none.
+func metadataStruct(n *yaml.Node) *structpb.Struct {
+	if n == nil || n.Kind != yaml.MappingNode || len(n.Content) == 0 {
+		return nil
+	}
+	return metadataValue(n).GetStructValue()
+}
+
+func metadataValue(n *yaml.Node) *structpb.Value {
+	switch n.Kind {
+	case yaml.AliasNode:
+		return metadataValue(n.Alias)
+	case yaml.DocumentNode:
+		if len(n.Content) > 0 {
+			return metadataValue(n.Content[0])
+		}
+		return structpb.NewNullValue()
+	case yaml.MappingNode:
+		s := &structpb.Struct{Fields: make(map[string]*structpb.Value, len(n.Content)/2)}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			s.Fields[n.Content[i].Value] = metadataValue(n.Content[i+1])
+		}
+		return structpb.NewStructValue(s)
+	case yaml.SequenceNode:
+		l := &structpb.ListValue{Values: make([]*structpb.Value, len(n.Content))}
+		for i, e := range n.Content {
+			l.Values[i] = metadataValue(e)
+		}
+		return structpb.NewListValue(l)
+	}
+	var v any
+	if n.Decode(&v) != nil {
+		return structpb.NewStringValue(n.Value)
+	}
+	switch v := v.(type) {
+	case nil:
+		return structpb.NewNullValue()
+	case bool:
+		return structpb.NewBoolValue(v)
+	case int:
+		return structpb.NewNumberValue(float64(v))
+	case int64:
+		return structpb.NewNumberValue(float64(v))
+	case uint64:
+		return structpb.NewNumberValue(float64(v))
+	case float64:
+		return structpb.NewNumberValue(v)
+	}
+	return structpb.NewStringValue(n.Value) // a timestamp, say, stays as written
 }

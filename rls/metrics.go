@@ -20,6 +20,7 @@ type Metrics struct {
 	latency                                                  prometheus.Histogram
 	loads                                                    *prometheus.CounterVec
 	rulesLoaded                                              prometheus.Gauge
+	globalShadowMode                                         prometheus.Counter
 
 	mu    sync.RWMutex
 	rules map[string]*ruleStats
@@ -41,9 +42,11 @@ func NewMetrics() *Metrics {
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "redcell_rls_request_duration_seconds",
 			Help: "Time to answer one ShouldRateLimit call.", Buckets: prometheus.ExponentialBuckets(25e-6, 2, 14)}),
 		loads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "redcell_rls_config_loads_total",
-			Help: "Loads of --rls-config by result: success, or error (the file refused, the rules in force kept)."}, []string{"result"}),
+			Help: "Loads of the rules (--rls-config, or an xDS update) by result: success, or error (refused, the rules in force kept)."}, []string{"result"}),
 		rulesLoaded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "redcell_rls_config_files",
-			Help: "Files of the rules in force."}),
+			Help: "Files (or xDS resources) of the rules in force."}),
+		globalShadowMode: prometheus.NewCounter(prometheus.CounterOpts{Name: "redcell_rls_global_shadow_mode_total",
+			Help: "Answers OVER_LIMIT turned OK by the global shadow mode (--rls-shadow-mode), as the reference's global_shadow_mode."}),
 		rules: map[string]*ruleStats{},
 	}
 }
@@ -51,7 +54,14 @@ func NewMetrics() *Metrics {
 // Collectors are the metrics to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.totalHits, m.overLimit, m.nearLimit, m.withinLimit, m.shadowMode,
-		m.requests, m.latency, m.loads, m.rulesLoaded}
+		m.requests, m.latency, m.loads, m.rulesLoaded, m.globalShadowMode}
+}
+
+// globalShadow counts an answer the global shadow mode turned OK.
+func (m *Metrics) globalShadow() {
+	if m != nil {
+		m.globalShadowMode.Inc()
+	}
 }
 
 // ruleStats are one rule's counters, looked up once.

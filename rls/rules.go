@@ -1,6 +1,10 @@
 package rls
 
-import "sort"
+import (
+	"sort"
+
+	"google.golang.org/protobuf/types/known/structpb"
+)
 
 // The rules as they are decided by: domains of descriptors (Rules, Rule,
 // the trie of node and wildcard), each limit's unit and algorithm.
@@ -95,8 +99,12 @@ type Rule struct {
 	// the domain and each level's key_value, dot-separated
 	// ("rl.database_users").
 	StatsKey string
-	// Where is the file and line the rule came from.
+	// Where is the file and line the rule came from (the xDS resource
+	// alone).
 	Where string
+	// Metadata is the descriptor's metadata, which answers with
+	// RESPONSE_DYNAMIC_METADATA carry; nil for none.
+	Metadata *structpb.Struct
 }
 
 // node is one level of a domain's tree.
@@ -107,6 +115,9 @@ type node struct {
 	// shareThreshold: requests matched by this wildcard share one counter,
 	// keyed by the pattern instead of the value.
 	shareThreshold bool
+	// valueToMetric: the rule's stats key names this level by the
+	// request's value, where it matched by its key alone or a wildcard.
+	valueToMetric bool
 }
 
 // wildcard is a "key_value" with a * in it, split at its *s.
@@ -125,6 +136,9 @@ type Rules struct {
 
 // Domains lists the domains the rules know, sorted.
 func (r *Rules) Domains() []string {
+	if r == nil {
+		return nil
+	}
 	var ds []string
 	for d := range r.domains {
 		ds = append(ds, d)

@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/redcell/redcell/admission"
 	"github.com/redcell/redcell/gcra"
@@ -42,6 +43,18 @@ type Options struct {
 	// NearLimitRatio is the share of a limit past which hits count as near
 	// it, in metrics. The default is 0.8.
 	NearLimitRatio float64
+	// ShadowMode answers OK whenever the answer would be OVER_LIMIT, each
+	// descriptor's status left as decided, and counts it (the reference's
+	// global SHADOW_MODE).
+	ShadowMode bool
+	// QuotaMode decides every descriptor as a rule with quota_mode does:
+	// the answer is OVER_LIMIT only when all of them are over (the
+	// reference's global QUOTA_MODE).
+	QuotaMode bool
+	// DynamicMetadata adds the request's domain and descriptors, and the
+	// metadata of the rules that passed, to every answer's
+	// dynamic_metadata, as the reference's RESPONSE_DYNAMIC_METADATA.
+	DynamicMetadata bool
 }
 
 // Service is the gRPC rate limit service. It is safe for concurrent use.
@@ -56,16 +69,16 @@ type Service struct {
 }
 
 // NewService returns a service deciding with d at the times now reads, with
-// rules (nil: none, every request is OK until SetRules). metrics may be nil.
+// rules (nil: none yet, every request is answered UNAVAILABLE until
+// SetRules). metrics may be nil.
 func NewService(rules *Rules, d Decider, now func() time.Time, opts Options, metrics *Metrics) *Service {
 	if opts.NearLimitRatio == 0 {
 		opts.NearLimitRatio = 0.8
 	}
 	s := &Service{decider: d, now: now, opts: opts, metrics: metrics}
-	if rules == nil {
-		rules = &Rules{}
+	if rules != nil {
+		s.rules.Store(rules)
 	}
-	s.rules.Store(rules)
 	return s
 }
 
@@ -82,8 +95,15 @@ func (s *Service) SetRules(r *Rules) {
 	s.rulesAt.Store(time.Now().UnixNano())
 }
 
-// Rules returns the rules in force.
+// Rules returns the rules in force, nil before the first.
 func (s *Service) Rules() *Rules { return s.rules.Load() }
+
+// errNoRules answers a request that comes before any rules (from an xDS
+// management server): UNAVAILABLE, so that Envoy's failure_mode_deny
+// decides as for a service that cannot answer now, where the reference
+// forced to start (FORCE_START_WITHOUT_INITIAL_CONFIG) answers UNKNOWN "no
+// rate limit configuration loaded".
+var errNoRules = status.Error(codes.Unavailable, "the rate limit service has no rules yet: it waits for its first configuration")
 
 // RulesSince returns when the rules in force were put in force (the last
 // good load), for the status page; zero before any.
@@ -105,6 +125,7 @@ type descriptor struct {
 	shadow    bool
 	quota     bool
 	statsKey  string
+	metadata  *structpb.Struct // the rule's, for dynamic_metadata
 	hits      int64
 	calls     []Call // into the request's calls, one per limit
 }
@@ -126,6 +147,9 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		return nil, status.Error(codes.Unknown, "rate limit descriptor list must not be empty")
 	}
 	rules := s.rules.Load()
+	if rules == nil {
+		return nil, errNoRules
+	}
 	ds := make([]descriptor, len(req.Descriptors))
 	var replaced map[string]bool // the names replaced, made when one is
 	entries := make([]Entry, 0, 8)
@@ -155,7 +179,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			if m.Rule == nil {
 				continue
 			}
-			x.rule, x.statsKey, values = m.Rule, m.StatsKey, m.Values
+			x.rule, x.statsKey, values, x.metadata = m.Rule, m.StatsKey, m.Values, m.Metadata
 			x.shadow, x.quota = m.Rule.ShadowMode, m.Rule.QuotaMode
 			x.unlimited = m.Rule.Unlimited
 			x.limits = m.Rule.Limits
@@ -187,6 +211,11 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 				kept = append(kept, c)
 			}
 		}
+		if len(kept) == 0 && len(x.calls) > 0 {
+			// Replaced whole: the reference's descriptor with no limit,
+			// no quota and no metadata.
+			x.quota, x.metadata = false, nil
+		}
 		x.calls = kept
 		calls = append(calls, kept...)
 	}
@@ -213,15 +242,16 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			continue
 		}
 		resp.Statuses[i] = st
+		quota := x.quota || s.opts.QuotaMode
 		if st.Code == pb.RateLimitResponse_OVER_LIMIT {
-			if x.quota {
+			if quota {
 				quotaFailed++
 			} else {
 				failed++
 				headerStatus, minRemaining = st, 0
 			}
 		}
-		if x.quota {
+		if quota {
 			quotaTotal++
 		}
 	}
@@ -235,6 +265,13 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 			{Key: "RateLimit-Remaining", Value: strconv.FormatUint(uint64(headerStatus.LimitRemaining), 10)},
 			{Key: "RateLimit-Reset", Value: strconv.FormatInt(ceilSeconds(headerStatus.DurationUntilReset.AsDuration()), 10)},
 		}
+	}
+	if resp.OverallCode == pb.RateLimitResponse_OVER_LIMIT && s.opts.ShadowMode {
+		resp.OverallCode = pb.RateLimitResponse_OK
+		s.metrics.globalShadow()
+	}
+	if s.opts.DynamicMetadata {
+		resp.DynamicMetadata = responseMetadata(req, ds, resp.Statuses)
 	}
 	return resp, nil
 }
