@@ -16,6 +16,11 @@ import (
 type File struct {
 	Name string
 	Data []byte
+
+	// root, when set, is the configuration already as a YAML tree, which
+	// Data is not: an xDS resource converted (xdsFile), whose nodes have
+	// no lines, so that its errors name the resource alone.
+	root *yaml.Node
 }
 
 // LoadOptions are the loader's settings. The zero value is the reference's
@@ -65,7 +70,7 @@ func Load(files []File, opts LoadOptions) (*Rules, error) {
 	r := &Rules{domains: map[string]*node{}}
 	for _, f := range files {
 		l := loader{file: f.Name, opts: opts}
-		if err := l.load(r, f.Data); err != nil {
+		if err := l.load(r, f); err != nil {
 			return nil, err
 		}
 		r.Files = append(r.Files, f.Name)
@@ -86,12 +91,15 @@ func (l *loader) errorf(n *yaml.Node, format string, args ...any) error {
 	return e
 }
 
-func (l *loader) load(r *Rules, data []byte) error {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return l.yamlError(err)
+func (l *loader) load(r *Rules, f File) error {
+	root := f.root
+	if root == nil {
+		var doc yaml.Node
+		if err := yaml.Unmarshal(f.Data, &doc); err != nil {
+			return l.yamlError(err)
+		}
+		root = &doc
 	}
-	root := &doc
 	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
 		root = root.Content[0]
 	}

@@ -111,18 +111,27 @@ func (w *Watcher) Check() (changed bool, err error) {
 
 func (w *Watcher) load(files []File) error {
 	rules, err := Load(files, w.Options)
-	w.Metrics.Loaded(len(files), err)
+	if err == nil {
+		w.Service.SetRules(rules)
+	}
+	reportLoad(w.Logger, w.Metrics, len(files), rules, err, "path", w.Path, "files", len(files))
+	return err
+}
+
+// reportLoad logs and counts a load of the rules, the same for every
+// source of them (Watcher, XDS), each adding attrs that say where they
+// came from: n sources put in force, or refused (err) with the rules in
+// force kept.
+func reportLoad(logger *slog.Logger, m *Metrics, n int, rules *Rules, err error, attrs ...any) {
+	m.Loaded(n, err)
+	if logger == nil {
+		return
+	}
 	if err != nil {
-		if w.Logger != nil {
-			w.Logger.Error("rate limit configuration refused, the rules in force are kept", "path", w.Path, "err", err)
-		}
-		return err
+		logger.Error("rate limit configuration refused, the rules in force are kept", append(attrs, "err", err)...)
+		return
 	}
-	w.Service.SetRules(rules)
-	if w.Logger != nil {
-		w.Logger.Info("rate limit configuration loaded", "path", w.Path, "files", len(files), "domains", strings.Join(rules.Domains(), ","))
-	}
-	return nil
+	logger.Info("rate limit configuration loaded", append(attrs, "domains", strings.Join(rules.Domains(), ","))...)
 }
 
 // Run checks the path every interval until ctx is done.
