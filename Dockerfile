@@ -22,6 +22,10 @@ RUN CGO_ENABLED=0 GOOS=linux go build -buildvcs=false -ldflags "-s -w -X main.co
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/redcell /usr/local/bin/redcell
+# The same binary where Envoy Gateway's rate limit Deployment runs
+# envoyproxy/ratelimit: run as ratelimit, it reads that service's
+# environment (--rls-env), so that swapping the image is enough.
+COPY --from=build /out/redcell /bin/ratelimit
 # The volume's mount point, owned by the user that runs the server, so a new
 # named volume starts out writable.
 COPY --from=build --chown=65532:65532 /out/data /data

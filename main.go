@@ -39,7 +39,8 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "cluster" {
 		os.Exit(clusteradmin.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
-	cfg, err := config.ParseEnviron(os.Args[1:], os.Environ(), os.Stderr)
+	// Run as `ratelimit`, it reads envoyproxy/ratelimit's environment.
+	cfg, err := config.ParseEnviron(os.Args[1:], config.ProgramEnviron(os.Args[0], os.Environ()), os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return
 	}

@@ -98,13 +98,30 @@ type Config struct {
 
 	// Envoy's rate limit service (rls.go): RLSAddr serves it (empty:
 	// off), with the rules at RLSConfig, reloaded every
-	// RLSReloadInterval (0: never).
-	RLSAddr            string
-	RLSConfig          string
-	RLSResponseHeaders bool
-	RLSKeyPrefix       string
-	RLSMergeDomains    bool
-	RLSReloadInterval  time.Duration
+	// RLSReloadInterval (0: never), or those of the xDS management server
+	// RLSXDSServer (rlsxds.go). RLSEnv reads envoyproxy/ratelimit's
+	// environment (rlsenv.go).
+	RLSAddr                    string
+	RLSConfig                  string
+	RLSResponseHeaders         bool
+	RLSKeyPrefix               string
+	RLSMergeDomains            bool
+	RLSReloadInterval          time.Duration
+	RLSShadowMode              bool
+	RLSQuotaMode               bool
+	RLSResponseDynamicMetadata bool
+	RLSHealthcheckAddr         string
+	RLSHealthcheckNeedsRules   bool
+	RLSEnv                     bool
+	RLSXDSServer               string
+	RLSXDSNodeID               string
+	RLSXDSNodeMetadata         string
+	RLSXDSHeaders              string
+	RLSXDSTLS                  bool
+	RLSXDSTLSCACertFile        string
+	RLSXDSTLSCertFile          string
+	RLSXDSTLSKeyFile           string
+	RLSXDSTLSServerName        string
 
 	// Actions instead of serving: print the version; ping the server this
 	// configuration describes and exit 0 if it answers.

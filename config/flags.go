@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,20 +22,14 @@ import (
 // to stderr and returns flag.ErrHelp; an error is returned, never printed,
 // and names a flag as the manual does (--dir) or the variable that set it.
 func Parse(args []string, lookup func(string) (string, bool), stderr io.Writer) (Config, error) {
-	var cfg Config
-	fs := flagSet(&cfg)
-	if err := applyEnv(fs, lookup); err != nil {
-		return cfg, err
+	cfg, fs, given, err := parseSettings(args, lookup, stderr, false)
+	if err == nil && cfg.RLSEnv {
+		// Once more, with envoyproxy/ratelimit's environment under
+		// redcell's own (applyReferenceEnv).
+		cfg, fs, given, err = parseSettings(args, lookup, stderr, true)
 	}
-	given, rest, err := cliflag.Parse(fs, args)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			usage(fs, stderr)
-		}
 		return cfg, err
-	}
-	if len(rest) > 0 {
-		return cfg, fmt.Errorf("unexpected argument %q", rest[0])
 	}
 	if err := cfg.readPassword(); err != nil {
 		return cfg, err
@@ -42,10 +37,53 @@ func Parse(args []string, lookup func(string) (string, bool), stderr io.Writer) 
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
-	if cfg.InMemory {
-		cfg.warnings = unusedInMemory(fs, given, lookup)
+	_, inMemorySet := lookup(envName("in-memory"))
+	if cfg.InMemory && (!cfg.RLSEnv || inMemorySet || slices.Contains(given, "in-memory")) {
+		// Under --rls-env, memory is the default, and a --dir the image
+		// sets is no mistake.
+		cfg.warnings = append(cfg.warnings, unusedInMemory(fs, given, lookup)...)
 	}
 	return cfg, nil
+}
+
+// parseSettings reads the defaults, then the REDCELL_ variables (with
+// referenceEnv, between envoyproxy/ratelimit's defaults and its variables
+// set: referenceEnv.apply), then args, and returns the flags given on the
+// command line.
+func parseSettings(args []string, lookup func(string) (string, bool), stderr io.Writer, referenceEnv bool) (Config, *flag.FlagSet, []string, error) {
+	var cfg Config
+	fs := flagSet(&cfg)
+	var warnings []Warning
+	if referenceEnv {
+		ref, err := readReferenceEnv(lookup)
+		if err == nil {
+			err = ref.apply(fs, false)
+		}
+		if err == nil {
+			err = applyEnv(fs, lookup)
+		}
+		if err == nil {
+			err = ref.apply(fs, true)
+		}
+		if err != nil {
+			return cfg, fs, nil, err
+		}
+		warnings = ref.warnings
+	} else if err := applyEnv(fs, lookup); err != nil {
+		return cfg, fs, nil, err
+	}
+	given, rest, err := cliflag.Parse(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(fs, stderr)
+		}
+		return cfg, fs, nil, err
+	}
+	if len(rest) > 0 {
+		return cfg, fs, nil, fmt.Errorf("unexpected argument %q", rest[0])
+	}
+	cfg.warnings = warnings
+	return cfg, fs, given, nil
 }
 
 // flagSet registers every flag on a new flag set, each writing to its field

@@ -107,8 +107,8 @@ func loopback(bind string) bool {
 
 // secretFlags are the flags whose values are secrets: passwords. A file's
 // path (--requirepass-file, --tls-key-file) is not one, nor is a user's
-// name. TestSecretFlagsAreKnown keeps the list whole.
-var secretFlags = []string{"requirepass", "masterauth", "cluster-auth-pass"}
+// name. The xDS stream's headers may carry a token. TestSecretFlagsAreKnown keeps the list whole.
+var secretFlags = []string{"requirepass", "masterauth", "cluster-auth-pass", "rls-xds-headers"}
 
 // Redacted stands for a secret's value in RedactArgs.
 const Redacted = "REDACTED"

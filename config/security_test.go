@@ -180,16 +180,20 @@ func TestRedactArgs(t *testing.T) {
 // password, a token or a key fails this test until it is sorted.
 func TestSecretFlagsAreKnown(t *testing.T) {
 	notSecret := map[string]string{
-		"requirepass-file":  "a path; the password is in the file",
-		"tls-key-file":      "a path",
-		"tls-cert-file":     "a path",
-		"tls-ca-cert-file":  "a path",
-		"tls-auth-clients":  "yes, no or optional",
-		"cluster-auth-user": "a user's name",
-		"max-key-len":       "a size",
-		"rls-key-prefix":    "a prefix of keys",
+		"requirepass-file":         "a path; the password is in the file",
+		"tls-key-file":             "a path",
+		"tls-cert-file":            "a path",
+		"tls-ca-cert-file":         "a path",
+		"tls-auth-clients":         "yes, no or optional",
+		"cluster-auth-user":        "a user's name",
+		"max-key-len":              "a size",
+		"rls-key-prefix":           "a prefix of keys",
+		"rls-xds-tls-ca-cert-file": "a path",
+		"rls-xds-tls-cert-file":    "a path",
+		"rls-xds-tls-key-file":     "a path",
+		"rls-response-headers":     "on or off",
 	}
-	suggestive := regexp.MustCompile(`pass|auth|secret|token|key|cred|bearer|cookie|private|cert`)
+	suggestive := regexp.MustCompile(`pass|auth|secret|token|key|cred|bearer|cookie|private|cert|header`)
 	var cfg Config
 	var seen []string
 	flagSet(&cfg).VisitAll(func(f *flag.Flag) {

@@ -18,7 +18,8 @@ func (c Config) LogAttrs() []any {
 			continue
 		}
 		val := v.Field(i).Interface()
-		if strings.Contains(f.Name, "Pass") || strings.Contains(f.Name, "Secret") || strings.Contains(f.Name, "Token") {
+		if strings.Contains(f.Name, "Pass") || strings.Contains(f.Name, "Secret") || strings.Contains(f.Name, "Token") ||
+			strings.HasSuffix(f.Name, "Headers") { // --rls-xds-headers may carry a token
 			val = !v.Field(i).IsZero()
 		}
 		attrs = append(attrs, slog.Any(snake(f.Name), val))
@@ -63,7 +64,7 @@ func camelWords(name string) []string {
 // meets another in a name (TLS and CA in TLSCACertFile) must be here for
 // snake to split them: TestEveryFieldsLogNameSplitsItsInitialisms fails
 // for a field whose run of capitals it cannot split.
-var initialisms = []string{"TLS", "CA", "IP", "RLS", "ACL"}
+var initialisms = []string{"TLS", "CA", "IP", "RLS", "ACL", "XDS", "ID"}
 
 // splitInitialisms splits w into the initialisms it is made of (TLSCA into
 // TLS and CA), or returns nil if it is not made of them.

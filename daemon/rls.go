@@ -20,36 +20,72 @@ import (
 )
 
 // rlsService is Envoy's rate limit service as the daemon runs it: its
-// listener, opened with the others, its rules, loaded before the store
-// opens (a bad file stops the start before anything is written), and once
-// serving the gRPC server and the watcher of its rules.
+// listeners, opened with the others, its rules (loaded before the store
+// opens, so that a bad file stops the start before anything is written, or
+// followed from an xDS management server once serving), and once serving
+// the gRPC server, the watcher of its rules and the health check.
 type rlsService struct {
 	ln      net.Listener
 	svc     *rls.Service
-	watcher *rls.Watcher
+	watcher *rls.Watcher // nil with --rls-xds-server
+	xds     *rls.XDS     // nil with --rls-config
+	health  *rlsHealth   // nil without --rls-healthcheck-addr
 	metrics *rls.Metrics
 	grpc    *grpc.Server
 	cluster *rls.Cluster
 }
 
-// openRLS listens on --rls-addr and loads --rls-config; nil without
-// --rls-addr.
+// openRLS listens on --rls-addr and loads --rls-config (or readies the
+// client of --rls-xds-server); nil without --rls-addr.
 func openRLS(cfg config.Config, logger *slog.Logger) (*rlsService, error) {
 	if cfg.RLSAddr == "" {
 		return nil, nil
 	}
 	m := rls.NewMetrics()
-	svc := rls.NewService(nil, nil, nil, rls.Options{KeyPrefix: cfg.RLSKeyPrefix, ResponseHeaders: cfg.RLSResponseHeaders}, m)
-	w := &rls.Watcher{Path: cfg.RLSConfig, Service: svc, Logger: logger, Metrics: m,
-		Options: rls.LoadOptions{MergeDomains: cfg.RLSMergeDomains, WindowLogMax: cfg.WindowLogMax}}
-	if err := w.Load(); err != nil {
-		return nil, fmt.Errorf("--rls-config %s: %w", cfg.RLSConfig, err)
+	svc := rls.NewService(nil, nil, nil, rls.Options{KeyPrefix: cfg.RLSKeyPrefix, ResponseHeaders: cfg.RLSResponseHeaders,
+		ShadowMode: cfg.RLSShadowMode, QuotaMode: cfg.RLSQuotaMode, DynamicMetadata: cfg.RLSResponseDynamicMetadata}, m)
+	r := &rlsService{svc: svc, metrics: m}
+	opts := rls.LoadOptions{MergeDomains: cfg.RLSMergeDomains, WindowLogMax: cfg.WindowLogMax}
+	if cfg.RLSXDSServer != "" {
+		x, err := newXDS(cfg, svc, opts, m, logger)
+		if err != nil {
+			return nil, err
+		}
+		r.xds = x
+	} else {
+		r.watcher = &rls.Watcher{Path: cfg.RLSConfig, Service: svc, Logger: logger, Metrics: m, Options: opts}
+		if err := r.watcher.Load(); err != nil {
+			return nil, fmt.Errorf("--rls-config %s: %w", cfg.RLSConfig, err)
+		}
 	}
-	ln, err := net.Listen("tcp", cfg.RLSAddr)
-	if err != nil {
+	var err error
+	if r.ln, err = net.Listen("tcp", cfg.RLSAddr); err != nil {
 		return nil, fmt.Errorf("--rls-addr %s: %w", cfg.RLSAddr, err)
 	}
-	return &rlsService{ln: ln, svc: svc, watcher: w, metrics: m}, nil
+	if cfg.RLSHealthcheckAddr != "" {
+		if r.health, err = listenRLSHealth(cfg.RLSHealthcheckAddr, svc, cfg.RLSHealthcheckNeedsRules); err != nil {
+			_ = r.ln.Close()
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// newXDS is the client of --rls-xds-server, its TLS files read now: a
+// missing one stops the start.
+func newXDS(cfg config.Config, svc *rls.Service, opts rls.LoadOptions, m *rls.Metrics, logger *slog.Logger) (*rls.XDS, error) {
+	md, _ := config.ParsePairs(cfg.RLSXDSNodeMetadata, "=") // Validate read them
+	headers, _ := config.ParsePairs(cfg.RLSXDSHeaders, ":")
+	x := &rls.XDS{Server: cfg.RLSXDSServer, Node: rls.XDSNode(cfg.RLSXDSNodeID, md), Headers: headers,
+		Options: opts, Service: svc, Logger: logger, Metrics: m}
+	if cfg.RLSXDSTLS {
+		tlsCfg, err := rls.XDSTLSConfig(cfg.RLSXDSTLSCACertFile, cfg.RLSXDSTLSCertFile, cfg.RLSXDSTLSKeyFile, cfg.RLSXDSTLSServerName)
+		if err != nil {
+			return nil, fmt.Errorf("--rls-xds-tls: %w", err)
+		}
+		x.TLS = tlsCfg
+	}
+	return x, nil
 }
 
 // serve decides on st's store (or, in cluster mode, on each key's node)
@@ -96,13 +132,18 @@ func (r *rlsService) serve(ctx context.Context, cfg config.Config, st *state, ga
 	watched := make(chan struct{})
 	go func() {
 		defer close(watched)
-		if cfg.RLSReloadInterval > 0 {
+		switch {
+		case r.xds != nil:
+			r.xds.Run(wctx)
+		case cfg.RLSReloadInterval > 0:
 			r.watcher.Run(wctx, cfg.RLSReloadInterval)
 		}
 	}()
+	stopHealth := r.health.serve(logger)
 	logger.Info("serving Envoy's rate limit service", "addr", r.ln.Addr().String(), "config", cfg.RLSConfig,
-		"domains", len(r.svc.Rules().Domains()), "tls", cfg.TLSCertFile != "")
+		"xds_server", cfg.RLSXDSServer, "domains", len(r.svc.Rules().Domains()), "tls", cfg.TLSCertFile != "")
 	return func() {
+		stopHealth()
 		cancel()
 		<-watched
 		// Calls under way end, new ones are refused; past a few seconds
@@ -121,9 +162,10 @@ func (r *rlsService) serve(ctx context.Context, cfg config.Config, st *state, ga
 	}, nil
 }
 
-// close closes the listener when serving never began.
+// close closes the listeners when serving never began.
 func (r *rlsService) close() {
 	if r != nil && r.grpc == nil {
 		_ = r.ln.Close()
+		r.health.close()
 	}
 }
