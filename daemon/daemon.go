@@ -15,7 +15,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/redcell/redcell/clock"
 	"github.com/redcell/redcell/cluster"
@@ -169,7 +168,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 		topOf := func(n int) []top.Entry { return st.store.Top(n, gcra.InstantOf(clk.Now())) }
 		var rlsOf rlsFacts
 		if rlsSvc != nil {
-			rlsOf = func() ([]string, time.Time) { return rlsSvc.svc.Rules().Domains(), rlsSvc.svc.RulesSince() }
+			rlsOf = rulesInForce(rlsSvc.svc)
 		}
 		stopMetrics := serveMetrics(ls.metrics, reg, topOf, rlsOf, logger)
 		defer stopMetrics()

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/redcell/redcell/rls"
 )
 
 // statusPage is the page at / on --metrics-addr for those without Grafana:
@@ -17,17 +19,27 @@ import (
 //go:embed status.html
 var statusPage []byte
 
-// rlsFacts tells the status page the rate limit service's domains and when
-// its rules were put in force; nil without --rls-addr.
-type rlsFacts func() (domains []string, since time.Time)
+// rlsFacts tells the status page the rate limit service's rules in force
+// and when they were put in force (zero: none yet); nil without --rls-addr.
+type rlsFacts func() (rules []rls.ListedRule, since time.Time)
+
+// rulesInForce is svc's rlsFacts.
+func rulesInForce(svc *rls.Service) rlsFacts {
+	return func() ([]rls.ListedRule, time.Time) { return svc.Rules().List(), svc.RulesSince() }
+}
 
 // statusHandler serves GET /status.json: the counters the page turns into
 // rates (it reads them from the metrics registry, so page and /metrics
 // agree), clients, role and replication, the top limited keys, the RLS.
-func statusHandler(reg prometheus.Gatherer, top topFunc, rls rlsFacts) http.Handler {
+func statusHandler(reg prometheus.Gatherer, top topFunc, rlsOf rlsFacts) http.Handler {
+	type rlsRule struct {
+		Name  string `json:"name"`
+		Limit string `json:"limit"`
+		Where string `json:"where"`
+	}
 	type rlsStatus struct {
-		Domains []string `json:"domains"`
-		Since   string   `json:"since"`
+		Rules []rlsRule `json:"rules"`
+		Since int64     `json:"since"` // unix milliseconds; 0: no rules yet
 	}
 	type status struct {
 		Time      int64            `json:"time"` // unix milliseconds
@@ -61,9 +73,15 @@ func statusHandler(reg prometheus.Gatherer, top topFunc, rls rlsFacts) http.Hand
 				}
 			}
 		}
-		if rls != nil {
-			domains, since := rls()
-			st.RLS = &rlsStatus{Domains: domains, Since: since.UTC().Format(time.RFC3339)}
+		if rlsOf != nil {
+			rules, since := rlsOf()
+			st.RLS = &rlsStatus{Rules: make([]rlsRule, 0, len(rules))}
+			for _, r := range rules {
+				st.RLS.Rules = append(st.RLS.Rules, rlsRule{r.Name, r.Limit, r.Where})
+			}
+			if !since.IsZero() {
+				st.RLS.Since = since.UnixMilli()
+			}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
