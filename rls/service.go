@@ -226,16 +226,19 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	}
 	now := s.now()
 	resp := &pb.RateLimitResponse{Statuses: make([]*pb.RateLimitResponse_DescriptorStatus, len(ds))}
-	var headerStatus *pb.RateLimitResponse_DescriptorStatus
+	// The headers' limit, chosen as the reference's: the fewest remaining,
+	// then the first descriptor over its limit (not in quota mode).
+	var header outcome
+	hasHeader := false
 	minRemaining := uint32(math.MaxUint32)
 	failed, quotaFailed, quotaTotal := 0, 0, 0
 	rest := calls // each descriptor's calls, decided, in order
 	for i := range ds {
 		x := &ds[i]
 		x.calls, rest = rest[:len(x.calls)], rest[len(x.calls):]
-		st := s.status(x, now)
-		if s.opts.ResponseHeaders && st.CurrentLimit != nil && st.LimitRemaining < minRemaining {
-			headerStatus, minRemaining = st, st.LimitRemaining
+		st, best := s.status(x, now)
+		if st.CurrentLimit != nil && st.LimitRemaining < minRemaining {
+			header, hasHeader, minRemaining = best, true, st.LimitRemaining
 		}
 		if x.unlimited {
 			resp.Statuses[i] = &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK, LimitRemaining: unlimitedRemaining}
@@ -248,7 +251,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 				quotaFailed++
 			} else {
 				failed++
-				headerStatus, minRemaining = st, 0
+				header, hasHeader, minRemaining = best, true, 0
 			}
 		}
 		if quota {
@@ -259,12 +262,8 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 	if failed > 0 || (quotaTotal > 0 && quotaTotal == quotaFailed) {
 		resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
 	}
-	if s.opts.ResponseHeaders && headerStatus != nil {
-		resp.ResponseHeadersToAdd = []*core.HeaderValue{
-			{Key: "RateLimit-Limit", Value: strconv.FormatUint(uint64(headerStatus.CurrentLimit.RequestsPerUnit), 10)},
-			{Key: "RateLimit-Remaining", Value: strconv.FormatUint(uint64(headerStatus.LimitRemaining), 10)},
-			{Key: "RateLimit-Reset", Value: strconv.FormatInt(ceilSeconds(headerStatus.DurationUntilReset.AsDuration()), 10)},
-		}
+	if s.opts.ResponseHeaders && hasHeader {
+		resp.ResponseHeadersToAdd = rateLimitHeaders(header)
 	}
 	if resp.OverallCode == pb.RateLimitResponse_OVER_LIMIT && s.opts.ShadowMode {
 		resp.OverallCode = pb.RateLimitResponse_OK
@@ -310,13 +309,40 @@ func hitsOf(req *pb.RateLimitRequest, i int) int64 {
 	return int64(min(h, MaxHits))
 }
 
-// status is a descriptor's answer from its calls' results, the strictest
-// of its limits answering, and counts it in the metrics.
-func (s *Service) status(x *descriptor, now time.Time) *pb.RateLimitResponse_DescriptorStatus {
-	if len(x.calls) == 0 {
-		return &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}
+// rateLimitHeaders are the RateLimit-* headers of o, the limit chosen to
+// answer with. A fixed window's are the reference's: its
+// requests_per_unit, what remains of it, the window's end. GCRA's and the
+// sliding window's announce what can pass at once (burst+1, the window's
+// limit), so that remaining never exceeds the limit announced (a burst of
+// 20 at 10 a second is 21, not 10 with 20 remaining); over the limit
+// nothing remains and the reset is when the next request of as many hits
+// would pass (when it never could, more hits than the limit, when the whole
+// limit is back); allowed, the reset is when the whole limit is back (the
+// IETF draft's reset of the quota).
+func rateLimitHeaders(o outcome) []*core.HeaderValue {
+	limit, remaining, reset := uint64(o.limit.RequestsPerUnit), uint64(o.remaining), o.reset
+	if o.limit.Algorithm != FixedWindow {
+		limit, remaining = o.threshold, min(remaining, o.threshold)
+		if o.over {
+			remaining = 0
+			if o.retry >= 0 {
+				reset = o.retry
+			}
+		}
 	}
-	var best outcome
+	return []*core.HeaderValue{
+		{Key: "RateLimit-Limit", Value: strconv.FormatUint(limit, 10)},
+		{Key: "RateLimit-Remaining", Value: strconv.FormatUint(remaining, 10)},
+		{Key: "RateLimit-Reset", Value: strconv.FormatInt(ceilSeconds(reset), 10)},
+	}
+}
+
+// status is a descriptor's answer from its calls' results, the strictest
+// of its limits answering (best), and counts it in the metrics.
+func (s *Service) status(x *descriptor, now time.Time) (st *pb.RateLimitResponse_DescriptorStatus, best outcome) {
+	if len(x.calls) == 0 {
+		return &pb.RateLimitResponse_DescriptorStatus{Code: pb.RateLimitResponse_OK}, best
+	}
 	stats := s.metrics.rule(x.statsKey)
 	for j := range x.calls {
 		o := s.outcome(&x.calls[j], now)
@@ -325,7 +351,7 @@ func (s *Service) status(x *descriptor, now time.Time) *pb.RateLimitResponse_Des
 			best = o
 		}
 	}
-	st := &pb.RateLimitResponse_DescriptorStatus{
+	st = &pb.RateLimitResponse_DescriptorStatus{
 		Code:               pb.RateLimitResponse_OK,
 		CurrentLimit:       &pb.RateLimitResponse_RateLimit{Name: best.limit.Name, RequestsPerUnit: best.limit.RequestsPerUnit, Unit: pb.RateLimitResponse_RateLimit_Unit(best.limit.Unit)},
 		LimitRemaining:     best.remaining,
@@ -334,7 +360,7 @@ func (s *Service) status(x *descriptor, now time.Time) *pb.RateLimitResponse_Des
 	if best.over && !x.shadow {
 		st.Code = pb.RateLimitResponse_OVER_LIMIT
 	}
-	return st
+	return st, best
 }
 
 // outcome is one limit's answer.
@@ -343,6 +369,9 @@ type outcome struct {
 	over      bool
 	remaining uint32
 	reset     time.Duration
+	// retry is, over a GCRA or sliding-window limit, when the request
+	// would pass; negative when it never could.
+	retry time.Duration
 	// before and after are the counts before and after the hits, and
 	// threshold the limit they compare with, for the metrics.
 	before, after, threshold uint64
@@ -371,6 +400,7 @@ func (s *Service) outcome(c *Call, now time.Time) outcome {
 		// answer decided here and one forwarded to another node read
 		// alike.
 		o.reset = time.Duration(max(gcra.Seconds(r.ResetAfter), 0)) * time.Second
+		o.retry = time.Duration(gcra.Seconds(r.RetryAfter)) * time.Second
 		o.threshold = uint64(max(r.Limit, 0))
 		o.after = o.threshold - uint64(o.remaining)
 		o.before = o.after
