@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
 	"github.com/redcell/redcell/internal/contain"
@@ -45,5 +46,8 @@ func Register(srv *grpc.Server, svc *Service) *health.Server {
 	h.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 	h.SetServingStatus(pb.RateLimitService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(srv, h)
+	// Reflection, so that grpcurl and its kind call the service without
+	// Envoy's proto files: it describes only the public APIs registered.
+	reflection.Register(srv)
 	return h
 }
