@@ -99,8 +99,8 @@ type Config struct {
 	// Envoy's rate limit service (rls.go): RLSAddr serves it (empty:
 	// off), with the rules at RLSConfig, reloaded every
 	// RLSReloadInterval (0: never), or those of the xDS management server
-	// RLSXDSServer (rlsxds.go). RLSEnv reads envoyproxy/ratelimit's
-	// environment (rlsenv.go).
+	// RLSXDSServer (addRLSXDSFlags). RLSEnv reads envoyproxy/ratelimit's
+	// environment (readReferenceEnv).
 	RLSAddr                    string
 	RLSConfig                  string
 	RLSResponseHeaders         bool
@@ -109,6 +109,11 @@ type Config struct {
 	RLSReloadInterval          time.Duration
 	RLSShadowMode              bool
 	RLSQuotaMode               bool
+	RLSStopIncrementOverLimit  bool
+	RLSNearLimitRatio          float64
+	RLSLimitHeader             string
+	RLSRemainingHeader         string
+	RLSResetHeader             string
 	RLSResponseDynamicMetadata bool
 	RLSHealthcheckAddr         string
 	RLSHealthcheckNeedsRules   bool

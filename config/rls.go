@@ -7,6 +7,8 @@ import (
 	"net"
 	"strings"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // addRLSFlags registers the flags of Envoy's rate limit service (package
@@ -32,6 +34,17 @@ func addRLSFlags(fs *flag.FlagSet, cfg *Config) {
 			"(redcell_rls_global_shadow_mode_total), as envoyproxy/ratelimit's SHADOW_MODE")
 	fs.BoolVar(&cfg.RLSQuotaMode, "rls-quota-mode", false,
 		"treat every descriptor as a quota_mode rule: the answer is OVER_LIMIT only when all of them are over, as envoyproxy/ratelimit's QUOTA_MODE")
+	fs.BoolVar(&cfg.RLSStopIncrementOverLimit, "rls-stop-increment-over-limit", false,
+		"when one of a request's limits would go over, count the request against none of its other limits, "+
+			"as envoyproxy/ratelimit's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT")
+	fs.Float64Var(&cfg.RLSNearLimitRatio, "rls-near-limit-ratio", 0.8,
+		"the share of a limit past which hits count as near it in redcell_rls_near_limit_total, as envoyproxy/ratelimit's NEAR_LIMIT_RATIO")
+	fs.StringVar(&cfg.RLSLimitHeader, "rls-limit-header", "",
+		"the `name` of --rls-response-headers' limit header (empty: RateLimit-Limit), as envoyproxy/ratelimit's LIMIT_LIMIT_HEADER")
+	fs.StringVar(&cfg.RLSRemainingHeader, "rls-remaining-header", "",
+		"the `name` of --rls-response-headers' remaining header (empty: RateLimit-Remaining), as envoyproxy/ratelimit's LIMIT_REMAINING_HEADER")
+	fs.StringVar(&cfg.RLSResetHeader, "rls-reset-header", "",
+		"the `name` of --rls-response-headers' reset header (empty: RateLimit-Reset), as envoyproxy/ratelimit's LIMIT_RESET_HEADER")
 	fs.BoolVar(&cfg.RLSResponseDynamicMetadata, "rls-response-dynamic-metadata", false,
 		"put the domain, the descriptors and the metadata of the rules that passed in every answer's dynamic_metadata, "+
 			"for Envoy's access log, as envoyproxy/ratelimit's RESPONSE_DYNAMIC_METADATA")
@@ -87,6 +100,14 @@ func (c Config) validateRLS() error {
 		return errors.New("--rls-addr needs --rls-config or --rls-xds-server, the rules to serve")
 	case c.RLSReloadInterval < 0:
 		return fmt.Errorf("--rls-reload-interval %v: must not be negative", c.RLSReloadInterval)
+	case !(c.RLSNearLimitRatio > 0 && c.RLSNearLimitRatio <= 1):
+		return fmt.Errorf("--rls-near-limit-ratio %v: a share of the limit, above 0 and at most 1", c.RLSNearLimitRatio)
+	}
+	for flag, name := range map[string]string{"--rls-limit-header": c.RLSLimitHeader, "--rls-remaining-header": c.RLSRemainingHeader,
+		"--rls-reset-header": c.RLSResetHeader} {
+		if name != "" && !httpguts.ValidHeaderFieldName(name) {
+			return fmt.Errorf("%s %q: not an HTTP header name", flag, name)
+		}
 	}
 	if _, _, err := net.SplitHostPort(c.RLSAddr); err != nil {
 		return fmt.Errorf("--rls-addr %q: %w", c.RLSAddr, err)

@@ -138,13 +138,18 @@ func TestRLSEnvReadsEnvoyGatewaysEnvironment(t *testing.T) {
 	require.Equal(t, "0.0.0.0:9001", parseWith(t, e).RLSAddr, "GRPC_PORT, set, wins over REDCELL_RLS_ADDR")
 
 	c = parseWith(t, env{"REDCELL_RLS_ENV": "1", "RUNTIME_ROOT": "/srv", "RUNTIME_SUBDIRECTORY": "ratelimit", "GRPC_PORT": "9000",
-		"SHADOW_MODE": "true", "RESPONSE_DYNAMIC_METADATA": "true", "QUOTA_MODE": "false", "LOG_LEVEL": "trace", "MERGE_DOMAIN_CONFIG": "true"})
+		"SHADOW_MODE": "true", "RESPONSE_DYNAMIC_METADATA": "true", "QUOTA_MODE": "false", "LOG_LEVEL": "trace", "MERGE_DOMAIN_CONFIG": "true",
+		"STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT": "true", "NEAR_LIMIT_RATIO": "0.5", "LIMIT_REMAINING_HEADER": "X-Left"})
 	require.Equal(t, "/srv/ratelimit/config", c.RLSConfig, "CONFIG_TYPE FILE: the reference's runtime directory")
 	require.Equal(t, "0.0.0.0:9000", c.RLSAddr)
 	require.True(t, c.RLSShadowMode)
 	require.True(t, c.RLSResponseDynamicMetadata)
 	require.False(t, c.RLSQuotaMode)
 	require.True(t, c.RLSMergeDomains)
+	require.True(t, c.RLSStopIncrementOverLimit)
+	require.Equal(t, 0.5, c.RLSNearLimitRatio)
+	require.Equal(t, "X-Left", c.RLSRemainingHeader)
+	require.Empty(t, c.RLSLimitHeader, "not set: the default name")
 	require.Equal(t, "DEBUG", c.LogLevel.String())
 
 	c = parseWith(t, env{"SHADOW_MODE": "true", "GRPC_PORT": "9000"}, "--rls-addr", ":1", "--rls-config", "x.yaml")
@@ -158,6 +163,8 @@ func TestRLSEnvReadsEnvoyGatewaysEnvironment(t *testing.T) {
 		{env{"GRPC_UDS": "/tmp/rl.sock"}, "--rls-env: GRPC_UDS: a Unix socket for the rate limit service is not offered; set GRPC_HOST and GRPC_PORT"},
 		{env{"SHADOW_MODE": "yes please"}, `--rls-env: invalid value "yes please" for SHADOW_MODE: true or false`},
 		{env{"LOG_LEVEL": "loud"}, `--rls-env: LOG_LEVEL "loud": trace, debug, info, warn, error, fatal or panic`},
+		{env{"NEAR_LIMIT_RATIO": "1.5"}, `--rls-near-limit-ratio 1.5: a share of the limit, above 0 and at most 1`},
+		{env{"LIMIT_RESET_HEADER": "X Reset"}, `--rls-reset-header "X Reset": not an HTTP header name`},
 	} {
 		tc.env["REDCELL_RLS_ENV"] = "true"
 		require.EqualError(t, parseErr(t, tc.env), tc.want)

@@ -108,8 +108,11 @@ func (r *referenceEnv) service() {
 	}
 	r.warn("GRPC_SERVER_TLS_CA_CERT", "is not envoyproxy/ratelimit's (it reads GRPC_CLIENT_TLS_CACERT): neither checks client certificates with it")
 	r.setBool("rls-response-headers", "LIMIT_RESPONSE_HEADERS_ENABLED")
-	for _, name := range []string{"LIMIT_LIMIT_HEADER", "LIMIT_REMAINING_HEADER", "LIMIT_RESET_HEADER"} {
-		r.warn(name, "is not offered: the headers keep their default names, RateLimit-Limit, RateLimit-Remaining, RateLimit-Reset")
+	for flag, name := range map[string]string{"rls-limit-header": "LIMIT_LIMIT_HEADER", "rls-remaining-header": "LIMIT_REMAINING_HEADER",
+		"rls-reset-header": "LIMIT_RESET_HEADER"} {
+		if v, ok := r.lookup(name); ok {
+			r.set(flag, v, name)
+		}
 	}
 	if v, ok := r.lookup("CACHE_KEY_PREFIX"); ok {
 		r.set("rls-key-prefix", v, "CACHE_KEY_PREFIX")
@@ -117,12 +120,10 @@ func (r *referenceEnv) service() {
 	r.setBool("rls-shadow-mode", "SHADOW_MODE")
 	r.setBool("rls-quota-mode", "QUOTA_MODE")
 	r.setBool("rls-response-dynamic-metadata", "RESPONSE_DYNAMIC_METADATA")
-	if v, ok := r.lookup("NEAR_LIMIT_RATIO"); ok && v != "0.8" {
-		r.warn("NEAR_LIMIT_RATIO", "is not offered: near_limit counts past 0.8 of a limit")
+	if v, ok := r.lookup("NEAR_LIMIT_RATIO"); ok {
+		r.set("rls-near-limit-ratio", v, "NEAR_LIMIT_RATIO")
 	}
-	if r.isTrue("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT") {
-		r.warn("STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT", "is not offered: hits over a fixed window's limit are counted, as by default")
-	}
+	r.setBool("rls-stop-increment-over-limit", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT")
 }
 
 // rules: files, or an xDS management server.

@@ -192,6 +192,9 @@ func TestSecretFlagsAreKnown(t *testing.T) {
 		"rls-xds-tls-cert-file":    "a path",
 		"rls-xds-tls-key-file":     "a path",
 		"rls-response-headers":     "on or off",
+		"rls-limit-header":         "a header's name",
+		"rls-remaining-header":     "a header's name",
+		"rls-reset-header":         "a header's name",
 	}
 	suggestive := regexp.MustCompile(`pass|auth|secret|token|key|cred|bearer|cookie|private|cert|header`)
 	var cfg Config

@@ -43,7 +43,9 @@ func openRLS(cfg config.Config, logger *slog.Logger) (*rlsService, error) {
 	}
 	m := rls.NewMetrics()
 	svc := rls.NewService(nil, nil, nil, rls.Options{KeyPrefix: cfg.RLSKeyPrefix, ResponseHeaders: cfg.RLSResponseHeaders,
-		ShadowMode: cfg.RLSShadowMode, QuotaMode: cfg.RLSQuotaMode, DynamicMetadata: cfg.RLSResponseDynamicMetadata}, m)
+		ShadowMode: cfg.RLSShadowMode, QuotaMode: cfg.RLSQuotaMode, DynamicMetadata: cfg.RLSResponseDynamicMetadata,
+		StopIncrementWhenOverLimit: cfg.RLSStopIncrementOverLimit, NearLimitRatio: cfg.RLSNearLimitRatio,
+		LimitHeader: cfg.RLSLimitHeader, RemainingHeader: cfg.RLSRemainingHeader, ResetHeader: cfg.RLSResetHeader}, m)
 	r := &rlsService{svc: svc, metrics: m}
 	opts := rls.LoadOptions{MergeDomains: cfg.RLSMergeDomains, WindowLogMax: cfg.WindowLogMax}
 	if cfg.RLSXDSServer != "" {

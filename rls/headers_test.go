@@ -6,6 +6,7 @@ import (
 	"time"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 )
 
@@ -62,4 +63,22 @@ func TestSlidingWindowHeadersAreCoherent(t *testing.T) {
 	reset, err := strconv.Atoi(h[2])
 	require.NoError(t, err)
 	require.True(t, reset >= 1 && reset <= 60, "reset %d: when the next one passes, within the minute", reset)
+}
+
+// The headers' names and the near-limit share are the operator's, as the
+// reference's LIMIT_*_HEADER and NEAR_LIMIT_RATIO make them.
+func TestHeaderNamesAndNearLimitRatio(t *testing.T) {
+	rules := loadString(t, "domain: h\ndescriptors:\n  - key: user\n    rate_limit: {unit: hour, requests_per_unit: 10}\n")
+	r := newRig(t, rules, Options{ResponseHeaders: true, LimitHeader: "X-Limit", RemainingHeader: "X-Left", ResetHeader: "X-Reset",
+		NearLimitRatio: 0.5}, referenceNow)
+	var resp *pb.RateLimitResponse
+	for range 7 {
+		resp = r.call(t, request("h", desc(E{"user", "a"})))
+	}
+	var names []string
+	for _, h := range resp.ResponseHeadersToAdd {
+		names = append(names, h.Key+"="+h.Value)
+	}
+	require.Equal(t, []string{"X-Limit=10", "X-Left=3", "X-Reset=1216"}, names)
+	require.Equal(t, 2.0, testutil.ToFloat64(r.svc.metrics.nearLimit.WithLabelValues("h.user")), "hits 6 and 7 past half of 10")
 }

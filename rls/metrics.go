@@ -34,7 +34,7 @@ func NewMetrics() *Metrics {
 	return &Metrics{
 		totalHits:   vec("total_hits_total", "Hits counted against the rule (hits_addend summed), as the reference's total_hits."),
 		overLimit:   vec("over_limit_total", "Hits over the rule's limit, as the reference's over_limit."),
-		nearLimit:   vec("near_limit_total", "Hits past the near-limit share (0.8) of the rule's limit and within it, as the reference's near_limit."),
+		nearLimit:   vec("near_limit_total", "Hits past the near-limit share (--rls-near-limit-ratio, 0.8 by default) of the rule's limit and within it, as the reference's near_limit."),
 		withinLimit: vec("within_limit_total", "Hits within the rule's limit, as the reference's within_limit."),
 		shadowMode:  vec("shadow_mode_total", "Hits over the limit of a rule in shadow mode, answered OK, as the reference's shadow_mode."),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "redcell_rls_requests_total",
@@ -67,7 +67,6 @@ func (m *Metrics) globalShadow() {
 // ruleStats are one rule's counters, looked up once.
 type ruleStats struct {
 	totalHits, overLimit, nearLimit, withinLimit, shadowMode prometheus.Counter
-	nearRatio                                                float64
 }
 
 func (m *Metrics) rule(key string) *ruleStats {
@@ -86,7 +85,7 @@ func (m *Metrics) rule(key string) *ruleStats {
 		r = &ruleStats{
 			totalHits: m.totalHits.WithLabelValues(key), overLimit: m.overLimit.WithLabelValues(key),
 			nearLimit: m.nearLimit.WithLabelValues(key), withinLimit: m.withinLimit.WithLabelValues(key),
-			shadowMode: m.shadowMode.WithLabelValues(key), nearRatio: 0.8,
+			shadowMode: m.shadowMode.WithLabelValues(key),
 		}
 		m.rules[key] = r
 	}
@@ -96,14 +95,15 @@ func (m *Metrics) rule(key string) *ruleStats {
 // count adds one limit's outcome for hits, as the reference's
 // GetResponseDescriptorStatus does: over the limit, the hits past it (all
 // of them when the count was already there) and those between the near
-// threshold and the limit; within it, the hits past the near threshold.
-func (r *ruleStats) count(o outcome, hits int64, shadow bool) {
+// threshold (nearRatio of the limit) and the limit; within it, the hits
+// past the near threshold.
+func (r *ruleStats) count(o outcome, hits int64, shadow bool, nearRatio float64) {
 	if r == nil {
 		return
 	}
 	h := float64(hits)
 	r.totalHits.Add(h)
-	near := uint64(float64(float32(o.threshold) * float32(r.nearRatio)))
+	near := uint64(float64(float32(o.threshold) * float32(nearRatio)))
 	if o.over {
 		over := h
 		if o.before < o.threshold {

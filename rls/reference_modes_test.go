@@ -1,8 +1,6 @@
 package rls
 
 import (
-	"bufio"
-	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -56,16 +54,7 @@ func modesRequests() []struct {
 // detailed_metric rule and a value_to_metric one as it builds them; the
 // shadow mode's OK over a status still OVER_LIMIT.
 func TestDynamicMetadataAndShadowModeAsTheReference(t *testing.T) {
-	f, err := os.Open("testdata/reference/modes/answers.jsonl")
-	require.NoError(t, err)
-	defer f.Close()
-	var answers []referenceAnswer
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var a referenceAnswer
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &a))
-		answers = append(answers, a)
-	}
+	answers := readReferenceAnswers(t, "testdata/reference/modes/answers.jsonl")
 	reqs := modesRequests()
 	require.Equal(t, len(reqs), len(answers))
 

@@ -11,6 +11,7 @@
 package rls
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,8 +42,13 @@ type Options struct {
 	// reference's LIMIT_RESPONSE_HEADERS_ENABLED chooses them.
 	ResponseHeaders bool
 	// NearLimitRatio is the share of a limit past which hits count as near
-	// it, in metrics. The default is 0.8.
+	// it, in metrics (the reference's NEAR_LIMIT_RATIO). The default is 0.8.
 	NearLimitRatio float64
+	// LimitHeader, RemainingHeader and ResetHeader name the ResponseHeaders
+	// (the reference's LIMIT_LIMIT_HEADER, LIMIT_REMAINING_HEADER,
+	// LIMIT_RESET_HEADER). The defaults are RateLimit-Limit,
+	// RateLimit-Remaining and RateLimit-Reset.
+	LimitHeader, RemainingHeader, ResetHeader string
 	// ShadowMode answers OK whenever the answer would be OVER_LIMIT, each
 	// descriptor's status left as decided, and counts it (the reference's
 	// global SHADOW_MODE).
@@ -55,6 +61,10 @@ type Options struct {
 	// metadata of the rules that passed, to every answer's
 	// dynamic_metadata, as the reference's RESPONSE_DYNAMIC_METADATA.
 	DynamicMetadata bool
+	// StopIncrementWhenOverLimit spends none of a request's other limits
+	// when one of them would go over (spareTheOthers), as the reference's
+	// STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT.
+	StopIncrementWhenOverLimit bool
 }
 
 // Service is the gRPC rate limit service. It is safe for concurrent use.
@@ -75,6 +85,9 @@ func NewService(rules *Rules, d Decider, now func() time.Time, opts Options, met
 	if opts.NearLimitRatio == 0 {
 		opts.NearLimitRatio = 0.8
 	}
+	opts.LimitHeader = cmp.Or(opts.LimitHeader, "RateLimit-Limit")
+	opts.RemainingHeader = cmp.Or(opts.RemainingHeader, "RateLimit-Remaining")
+	opts.ResetHeader = cmp.Or(opts.ResetHeader, "RateLimit-Reset")
 	s := &Service{decider: d, now: now, opts: opts, metrics: metrics}
 	if rules != nil {
 		s.rules.Store(rules)
@@ -220,6 +233,11 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		calls = append(calls, kept...)
 	}
 	if len(calls) > 0 {
+		if s.opts.StopIncrementWhenOverLimit {
+			if err := s.spareTheOthers(ctx, calls); err != nil {
+				return nil, decisionStatus(err)
+			}
+		}
 		if err := s.decider.Decide(ctx, s.now(), calls); err != nil {
 			return nil, decisionStatus(err)
 		}
@@ -263,7 +281,7 @@ func (s *Service) shouldRateLimit(ctx context.Context, req *pb.RateLimitRequest)
 		resp.OverallCode = pb.RateLimitResponse_OVER_LIMIT
 	}
 	if s.opts.ResponseHeaders && hasHeader {
-		resp.ResponseHeadersToAdd = rateLimitHeaders(header)
+		resp.ResponseHeadersToAdd = s.rateLimitHeaders(header)
 	}
 	if resp.OverallCode == pb.RateLimitResponse_OVER_LIMIT && s.opts.ShadowMode {
 		resp.OverallCode = pb.RateLimitResponse_OK
@@ -309,7 +327,41 @@ func hitsOf(req *pb.RateLimitRequest, i int) int64 {
 	return int64(min(h, MaxHits))
 }
 
-// rateLimitHeaders are the RateLimit-* headers of o, the limit chosen to
+// spareTheOthers is the reference's STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT:
+// the calls' keys are read first (0 hits), and if any call would go over
+// its limit with its hits, every other call is decided with 0 hits, so
+// that a request refused by one limit spends none of the others; the calls
+// going over are counted as usual. As in the reference, the read and the
+// decision are apart: a request between them can change what was read.
+func (s *Service) spareTheOthers(ctx context.Context, calls []Call) error {
+	reads := make([]Call, len(calls))
+	for i, c := range calls {
+		reads[i] = Call{Key: c.Key, Limit: c.Limit}
+	}
+	if err := s.decider.Decide(ctx, s.now(), reads); err != nil {
+		return err
+	}
+	over := make([]bool, len(calls))
+	anyOver := false
+	for i, r := range reads {
+		if r.Limit.Algorithm == FixedWindow {
+			over[i] = uint64(r.Count)+uint64(calls[i].Hits) > uint64(r.Limit.RequestsPerUnit)
+		} else {
+			over[i] = calls[i].Hits > r.Result.Remaining
+		}
+		anyOver = anyOver || over[i]
+	}
+	if anyOver {
+		for i := range calls {
+			if !over[i] {
+				calls[i].Hits = 0
+			}
+		}
+	}
+	return nil
+}
+
+// rateLimitHeaders are the RateLimit-* headers (as named in s.opts) of o, the limit chosen to
 // answer with. A fixed window's are the reference's: its
 // requests_per_unit, what remains of it, the window's end. GCRA's and the
 // sliding window's announce what can pass at once (burst+1, the window's
@@ -319,7 +371,7 @@ func hitsOf(req *pb.RateLimitRequest, i int) int64 {
 // would pass (when it never could, more hits than the limit, when the whole
 // limit is back); allowed, the reset is when the whole limit is back (the
 // IETF draft's reset of the quota).
-func rateLimitHeaders(o outcome) []*core.HeaderValue {
+func (s *Service) rateLimitHeaders(o outcome) []*core.HeaderValue {
 	limit, remaining, reset := uint64(o.limit.RequestsPerUnit), uint64(o.remaining), o.reset
 	if o.limit.Algorithm != FixedWindow {
 		limit, remaining = o.threshold, min(remaining, o.threshold)
@@ -331,9 +383,9 @@ func rateLimitHeaders(o outcome) []*core.HeaderValue {
 		}
 	}
 	return []*core.HeaderValue{
-		{Key: "RateLimit-Limit", Value: strconv.FormatUint(limit, 10)},
-		{Key: "RateLimit-Remaining", Value: strconv.FormatUint(remaining, 10)},
-		{Key: "RateLimit-Reset", Value: strconv.FormatInt(ceilSeconds(reset), 10)},
+		{Key: s.opts.LimitHeader, Value: strconv.FormatUint(limit, 10)},
+		{Key: s.opts.RemainingHeader, Value: strconv.FormatUint(remaining, 10)},
+		{Key: s.opts.ResetHeader, Value: strconv.FormatInt(ceilSeconds(reset), 10)},
 	}
 }
 
@@ -346,7 +398,7 @@ func (s *Service) status(x *descriptor, now time.Time) (st *pb.RateLimitResponse
 	stats := s.metrics.rule(x.statsKey)
 	for j := range x.calls {
 		o := s.outcome(&x.calls[j], now)
-		stats.count(o, x.hits, x.shadow)
+		stats.count(o, x.hits, x.shadow, s.opts.NearLimitRatio)
 		if j == 0 || o.stricter(best) {
 			best = o
 		}
