@@ -141,8 +141,8 @@ func (f *Flusher) checkpoint() error {
 }
 
 // applyLogged writes changes taken from the commit log (oldest first) to the
-// backend, the newest change of each key only, in key order, in batches of
-// flushBatch, and syncs. It returns those newest changes (in changes'
+// backend, the newest change of each key only, in key order, in batches
+// (batchLen), and syncs. It returns those newest changes (in changes'
 // array), to keep if it fails.
 //
 // The newest of each key is found with a set of the keys seen, walking from
@@ -167,7 +167,7 @@ func (f *Flusher) applyLogged(changes []Change, saved gcra.Instant) ([]Change, e
 	out := changes[w:]
 	slices.SortFunc(out, func(a, b Change) int { return strings.Compare(a.Key, b.Key) })
 	for rest := out; len(rest) > 0; {
-		n := min(len(rest), flushBatch)
+		n, _ := batchLen(rest)
 		if err := f.backend.Apply(rest[:n], saved, n == len(rest)); err != nil {
 			return out, err
 		}

@@ -116,8 +116,32 @@ func NewFlusher(store *Store, backend Backend, opts FlusherOptions) *Flusher {
 // of Pebble batches, and RSS grew with them.
 const flushBatch = 1 << 13
 
+// flushBatchBytes bounds one backend write's bytes too, for the same
+// reasons: a boxed kind's state is no TAT (CL.ACQUIRE's 100 leases are
+// 2 KB), and 8Ki such keys made 16 MB batches, each copied into a memtable
+// of its own: 55 of the 81 bytes of RSS a held lease cost (bench/leases.sh).
+const flushBatchBytes = 512 << 10
+
+// batchLen returns how many of changes, from the first, one backend write
+// carries: at most flushBatch changes and flushBatchBytes bytes (at least
+// one change); full is false when all of them fit with room to spare.
+func batchLen(changes []Change) (n int, full bool) {
+	size := 0
+	for i, c := range changes {
+		size += len(c.Key) + len(c.Value) + changeFraming
+		if i == flushBatch || i > 0 && size > flushBatchBytes {
+			return i, true
+		}
+	}
+	return len(changes), false
+}
+
+// changeFraming is a change's bytes in a Pebble batch besides its key and
+// value: its kind, varint lengths and the value's header, about.
+const changeFraming = 32
+
 // Flush writes every change made so far and syncs it. The changes go out in
-// batches of at most flushBatch keys, shard by shard: each key's stored state
+// batches (batchLen), shard by shard: each key's stored state
 // is always one it had. Only the last batch is synced: syncing the log makes
 // every batch written before it durable too. When a batch fails, its changes
 // and those not yet written go back to the store, and the shards not yet
@@ -150,10 +174,13 @@ func (f *Flusher) flushLocked() error {
 	for i := 0; i < shards && err == nil; i++ {
 		f.buf = f.take(i, f.buf)
 		last := i == shards-1
-		// A shard may hold more than flushBatch changes: write them in
-		// batches of flushBatch, and keep the rest for the next shard's.
-		for err == nil && (len(f.buf) >= flushBatch || last && len(f.buf) > 0) {
-			n := min(len(f.buf), flushBatch)
+		// A shard may hold more than a batch (batchLen): write them in
+		// batches, and keep the rest for the next shard's.
+		for err == nil && len(f.buf) > 0 {
+			n, full := batchLen(f.buf)
+			if !full && !last {
+				break
+			}
 			final := last && n == len(f.buf)
 			batch := f.buf[:n]
 			if err = f.backend.Apply(prepare(batch, offset), saved, final); err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/lease"
 )
 
 func fixedClock() time.Time { return t0.Time() }
@@ -249,11 +250,17 @@ func TestBackgroundSaveRunsOnce(t *testing.T) {
 type batchBackend struct {
 	*memoryBackend
 	sizes  []int
+	bytes  []int // each batch's keys and values
 	failAt int
 }
 
 func (b *batchBackend) Apply(changes []Change, saved gcra.Instant, sync bool) error {
 	b.sizes = append(b.sizes, len(changes))
+	n := 0
+	for _, c := range changes {
+		n += len(c.Key) + len(c.Value)
+	}
+	b.bytes = append(b.bytes, n)
 	if len(b.sizes) == b.failAt {
 		return errors.New("disk full")
 	}
@@ -367,6 +374,33 @@ func TestFlushSplitsAShardsChanges(t *testing.T) {
 	require.Equal(t, []bool{false, false, true}, b.synced)
 	require.Len(t, b.Snapshot(), n)
 	require.Zero(t, b.syncs)
+}
+
+// Batches are bounded by their bytes too, not only their keys: keys of
+// 100 leases each (about 3 KB of state) go out in batches of at most
+// flushBatchBytes, where flushBatch keys would have made a 5 MB one.
+func TestFlushBatchesAreBoundedInBytes(t *testing.T) {
+	const keys = 1600
+	s := New(Config{Shards: 4, TrackChanges: true})
+	spec, err := lease.NewSpec(100, 60000)
+	require.NoError(t, err)
+	for k := range keys {
+		for i := range 100 {
+			_, _, err := s.Acquire(fmt.Appendf(nil, "lease:%d", k), spec, fmt.Appendf(nil, "token-%020d", i), t0, false)
+			require.NoError(t, err)
+		}
+	}
+	b := &batchBackend{memoryBackend: newMemoryBackend()}
+	require.NoError(t, NewFlusher(s, b, FlusherOptions{Now: fixedClock}).Flush())
+	require.Len(t, b.Snapshot(), keys)
+	total := 0
+	for i, n := range b.bytes {
+		require.LessOrEqual(t, n, flushBatchBytes, "batch %d of %d keys", i, b.sizes[i])
+		require.Less(t, n, 1<<20, "under the 1 MiB a reused Pebble batch keeps its buffer at")
+		total += n
+	}
+	require.Greater(t, total, 4<<20, "over 4 MB of states")
+	require.GreaterOrEqual(t, len(b.bytes), total/(1<<20))
 }
 
 // Pending is exact while flushes fail: a failed flush hands its changes
