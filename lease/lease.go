@@ -231,7 +231,11 @@ func scan(state []byte, now gcra.Instant, token []byte, exp gcra.Instant) layout
 				l.earliest = e
 			}
 			l.held++
-			if token != nil && n == len(token) && string(state[p+entryHeader:p+size]) == string(token) {
+			// The last byte first: tokens of one length (numbered, or the
+			// server's) differ there most, and most entries are not the
+			// token's, so most are told apart without a call to compare.
+			if token != nil && n == len(token) && state[p+size-1] == token[n-1] &&
+				string(state[p+entryHeader:p+size]) == string(token) {
 				l.at, l.size = p, size
 			}
 			if l.ins < 0 && e > exp {

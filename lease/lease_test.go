@@ -331,3 +331,24 @@ func FuzzDecisions(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkReleaseNotHeld is CL.RELEASE of a token not held on a key of
+// 100 leases whose tokens have its length (bench/leases.sh's numbered
+// tokens): a scan that compares each.
+func BenchmarkReleaseNotHeld(b *testing.B) {
+	s := Spec{Limit: 100, Lease: time.Hour}
+	var state []byte
+	for i := range 100 {
+		_, next, _, _ := Acquire(s, state, fmt.Appendf(nil, "%012d", i*7), 0, nil)
+		state = append(state[:0], next...)
+	}
+	tok := fmt.Appendf(nil, "%012d", 3)
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		held, _, _ := Release(state, tok, 1, buf)
+		if held {
+			b.Fatal("held")
+		}
+	}
+}
