@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -41,21 +39,16 @@ func TestRLSInClusterModeDecidesOnTheKeysNode(t *testing.T) {
 	require.NoError(t, os.WriteFile(rules, []byte(rlsRules), 0o644))
 	var nodes []*rlsNode
 	for i := range 3 {
-		ctx, cancel := context.WithCancel(context.Background())
-		ready, rlsReady := make(chan net.Addr, 1), make(chan net.Addr, 1)
-		done := make(chan error, 1)
-		cfg := config.Config{Bind: "127.0.0.1", Dir: t.TempDir(), FlushInterval: time.Hour, ClusterEnabled: "yes",
-			RLSAddr: "127.0.0.1:0", RLSConfig: rules, WindowLogMax: 10000}
-		go func() {
-			done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), Options{Ready: ready, rlsReady: func(a net.Addr) { rlsReady <- a }})
-		}()
-		r, g := <-ready, <-rlsReady
-		t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-		conn, err := grpc.NewClient(g.String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+		respAddr, rlsAddr, stop := runRLS(t, config.Config{Bind: "127.0.0.1", Dir: t.TempDir(), FlushInterval: time.Hour,
+			ClusterEnabled: "yes", RLSAddr: "127.0.0.1:0", RLSConfig: rules, WindowLogMax: 10000})
+		t.Cleanup(stop)
+		conn, err := grpc.NewClient(rlsAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = conn.Close() })
-		n := &rlsNode{id: strings.Repeat(string(rune('a'+i)), 40), port: r.(*net.TCPAddr).Port,
-			rdb: redis.NewClient(&redis.Options{Addr: r.String(), MaxRetries: -1}), rls: pb.NewRateLimitServiceClient(conn)}
+		port, err := strconv.Atoi(respAddr[strings.LastIndexByte(respAddr, ':')+1:])
+		require.NoError(t, err)
+		n := &rlsNode{id: strings.Repeat(string(rune('a'+i)), 40), port: port,
+			rdb: redis.NewClient(&redis.Options{Addr: respAddr, MaxRetries: -1}), rls: pb.NewRateLimitServiceClient(conn)}
 		t.Cleanup(func() { _ = n.rdb.Close() })
 		require.NoError(t, n.rdb.Do(context.Background(), "CLUSTERX", "SETNODEID", n.id).Err())
 		nodes = append(nodes, n)

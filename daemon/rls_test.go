@@ -36,12 +36,18 @@ descriptors:
 // it.
 func startRLS(t *testing.T, dir, rules string) (respAddr, rlsAddr string, stop func()) {
 	t.Helper()
+	return runRLS(t, config.Config{Bind: "127.0.0.1", Dir: dir, FlushInterval: time.Hour, RLSAddr: "127.0.0.1:0", RLSConfig: rules,
+		WindowLogMax: 10000})
+}
+
+// runRLS runs the daemon with cfg, which serves the rate limit service, and
+// returns its RESP and gRPC addresses once both listen, and how to stop it.
+func runRLS(t *testing.T, cfg config.Config) (respAddr, rlsAddr string, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	rlsReady := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	cfg := config.Config{Bind: "127.0.0.1", Dir: dir, FlushInterval: time.Hour, RLSAddr: "127.0.0.1:0", RLSConfig: rules,
-		WindowLogMax: 10000}
 	go func() {
 		done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), Options{Ready: ready, rlsReady: func(a net.Addr) { rlsReady <- a }})
 	}()
@@ -132,17 +138,9 @@ func TestABadRulesFileStopsTheStart(t *testing.T) {
 func TestMinReplicasRefusesOnBothFronts(t *testing.T) {
 	rules := filepath.Join(t.TempDir(), "rules.yaml")
 	require.NoError(t, os.WriteFile(rules, []byte(rlsRules), 0o644))
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	rlsReady := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	cfg := config.Config{Bind: "127.0.0.1", InMemory: true, RLSAddr: "127.0.0.1:0", RLSConfig: rules, WindowLogMax: 10000,
-		MinReplicasToWrite: 1, MinReplicasMaxLag: 10 * time.Second}
-	go func() {
-		done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), Options{Ready: ready, rlsReady: func(a net.Addr) { rlsReady <- a }})
-	}()
-	respAddr, rlsAddr := (<-ready).String(), (<-rlsReady).String()
-	defer func() { cancel(); require.NoError(t, <-done) }()
+	respAddr, rlsAddr, stop := runRLS(t, config.Config{Bind: "127.0.0.1", InMemory: true, RLSAddr: "127.0.0.1:0", RLSConfig: rules,
+		WindowLogMax: 10000, MinReplicasToWrite: 1, MinReplicasMaxLag: 10 * time.Second})
+	defer stop()
 
 	rdb := redis.NewClient(&redis.Options{Addr: respAddr})
 	defer rdb.Close()

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -35,17 +33,9 @@ import (
 func TestRLSOverXDSStartsBeforeItsManagementServer(t *testing.T) {
 	mgmtAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
 	healthAddr := fmt.Sprintf("127.0.0.1:%d", harness.FreePort(t))
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan net.Addr, 1)
-	rlsReady := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	cfg := config.Config{Bind: "127.0.0.1", InMemory: true, WindowLogMax: 10000, RLSAddr: "127.0.0.1:0",
-		RLSXDSServer: mgmtAddr, RLSXDSNodeID: "envoy-ratelimit", RLSHealthcheckAddr: healthAddr, RLSHealthcheckNeedsRules: true}
-	go func() {
-		done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), Options{Ready: ready, rlsReady: func(a net.Addr) { rlsReady <- a }})
-	}()
-	respAddr, rlsAddr := (<-ready).String(), (<-rlsReady).String()
-	defer func() { cancel(); require.NoError(t, <-done) }()
+	respAddr, rlsAddr, stop := runRLS(t, config.Config{Bind: "127.0.0.1", InMemory: true, WindowLogMax: 10000, RLSAddr: "127.0.0.1:0",
+		RLSXDSServer: mgmtAddr, RLSXDSNodeID: "envoy-ratelimit", RLSHealthcheckAddr: healthAddr, RLSHealthcheckNeedsRules: true})
+	defer stop()
 
 	rdb := redis.NewClient(&redis.Options{Addr: respAddr})
 	defer rdb.Close()

@@ -1,10 +1,8 @@
 package rls
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"os"
 	"testing"
 	"time"
 
@@ -124,16 +122,7 @@ type referenceAnswer struct {
 // envoyproxy/ratelimit at commit referenceCommit (f2fb157), run against
 // redis-server as its README runs it, at referenceNow.
 func TestConformanceWithTheReference(t *testing.T) {
-	f, err := os.Open("testdata/reference/answers.jsonl")
-	require.NoError(t, err)
-	defer f.Close()
-	var answers []referenceAnswer
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var a referenceAnswer
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &a))
-		answers = append(answers, a)
-	}
+	answers := readReferenceAnswers(t, "testdata/reference/answers.jsonl")
 	reqs := conformanceRequests()
 	require.Equal(t, len(reqs), len(answers), "requests and answers")
 
