@@ -7,7 +7,8 @@
 # redis-benchmark, and only talks to 127.0.0.1.
 #
 #   acquires/s, random keys, limit 100, a minute's lease, pipelined -P 16
-#     and unpipelined: CL.ACQUIRE vs EVALSHA lease_zset
+#     and unpipelined: CL.ACQUIRE vs EVALSHA lease_zset; and CL.THROTTLE on
+#     redcell under the same loads, the ceiling an acquire cannot pass
 #   releases/s of tokens that may be held: CL.RELEASE vs ZREM
 #   memory per held lease, MEM_KEYS keys of 100 leases each (the server's
 #     11-byte tokens on redcell; the script's own, about 19 bytes, on Redis)
@@ -66,6 +67,10 @@ for r in $(seq "$ROUNDS"); do
 	for s in "${sides[@]}"; do bench acq.$s "" $s -P 16 -c 50 -r 100000 -n "$N" $(acquire $s) lease:__rand_int__ 100 60000; done
 	# shellcheck disable=SC2046
 	for s in "${sides[@]}"; do bench acqlat.$s "" $s -c 50 -r 100000 -n $((N / 5)) $(acquire $s) lease:__rand_int__ 100 60000; done
+	# The ceiling: redcell's lightest decision, CL.THROTTLE, under the same
+	# loads; no acquire can be faster than the loop that serves it.
+	bench ceil.rc "" rc -P 16 -c 50 -r 100000 -n "$N" CL.THROTTLE thr:__rand_int__ 100 10 1
+	bench ceillat.rc "" rc -c 50 -r 100000 -n $((N / 5)) CL.THROTTLE thr:__rand_int__ 100 10 1
 	# Releases of tokens 0..999 on keys 0..999 of limit 100, a tenth of
 	# them held: each round first takes the leases again with known tokens.
 	for s in "${sides[@]}"; do
@@ -117,6 +122,8 @@ echo "| load | redcell | Redis 7 | redcell / Redis |"
 echo "|---|---|---|---|"
 row "acquires/s, CL.ACQUIRE 100 60000 vs the zset script, random keys -P 16 -c 50 -r 100000" acq 1 %.0f
 row "acquires/s, the same unpipelined -c 50" acqlat 1 %.0f
+printf '| the ceiling: CL.THROTTLE on redcell, -P 16 / unpipelined (ratio: to the script'"'"'s acquires) | %.0f / %.0f | | %s / %s |\n' \
+	"$(median ceil.rc 1)" "$(median ceillat.rc 1)" "$(pratio ceil.rc acq.lua 1)" "$(pratio ceillat.rc acqlat.lua 1)"
 printf '| p50 / p99 ms, the same | %s | %s | %s |\n' "$(lat acqlat.rc)" "$(lat acqlat.lua)" "$(pratio acqlat.rc acqlat.lua 3)"
 row "releases/s, CL.RELEASE vs ZREM, 1,000 keys of 100 leases, -P 16 -c 50 -r 1000" rel 1 %.0f
 row "server CPU us/acquire, -P 16" acq 4 %.2f
