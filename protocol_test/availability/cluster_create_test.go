@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -54,64 +52,6 @@ func startCreateNodes(t *testing.T, n int, persistent ...bool) []*createdNode {
 	return nodes
 }
 
-// startBareSentinels starts n Sentinels (redis-server at path --sentinel)
-// that monitor nothing yet, and returns once each answers PING. Their
-// logs are printed if the test fails.
-func startBareSentinels(t *testing.T, path string, n int) []*sentinel {
-	t.Helper()
-	var all []*sentinel
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, s := range all {
-				t.Logf("Sentinel on port %d, its log:\n%s", s.Port, s.Log())
-			}
-		}
-	})
-	for range n {
-		for attempt := 1; ; attempt++ { // the free port may be taken before Sentinel binds it
-			dir := t.TempDir()
-			s := &sentinel{Endpoint: harness.LoopbackEndpoint(harness.FreePort(t)), conf: filepath.Join(dir, "sentinel.conf"),
-				logPath: filepath.Join(dir, "sentinel.log")}
-			conf := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\nsentinel resolve-hostnames no\n", s.Port, dir, s.logPath)
-			require.NoError(t, os.WriteFile(s.conf, []byte(conf), 0o644))
-			cmd := exec.Command(path, s.conf, "--sentinel")
-			var out harness.LockedBuffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			require.NoError(t, cmd.Start())
-			exited := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(exited) }()
-			t.Cleanup(func() {
-				_ = cmd.Process.Signal(syscall.SIGTERM)
-				select {
-				case <-exited:
-				case <-time.After(10 * time.Second):
-					_ = cmd.Process.Kill()
-					<-exited
-				}
-			})
-			require.Eventually(t, func() bool {
-				select {
-				case <-exited:
-					return true
-				default:
-					return harness.AnswersPing(s.Addr)
-				}
-			}, 30*time.Second, 20*time.Millisecond, "Sentinel on port %d; its output:\n%s", s.Port, &out)
-			select {
-			case <-exited:
-				require.Less(t, attempt, 3, "Sentinel exited; its output:\n%s\nits log:\n%s", out.String(), s.Log())
-				continue
-			default:
-			}
-			s.client = redis.NewSentinelClient(&redis.Options{Addr: s.Addr, Protocol: 2})
-			t.Cleanup(func() { _ = s.client.Close() })
-			all = append(all, s)
-			break
-		}
-	}
-	return all
-}
-
 // runCluster runs `redcell cluster args...` and returns its stdout, its
 // stderr and its exit status.
 func runCluster(t *testing.T, args ...string) (stdout, stderr string, status int) {
@@ -142,7 +82,7 @@ func TestClusterCreateWithSentinels(t *testing.T) {
 	path := needSentinel(t)
 	harness.RedisCLI(t)
 	nodes := startCreateNodes(t, 6)
-	ss := startBareSentinels(t, path, 3)
+	ss := startSentinels(t, path, 3, 0)
 	var args, sentinels []string
 	for _, n := range nodes {
 		args = append(args, n.Addr)
@@ -467,7 +407,7 @@ func TestClusterReshardAcrossAFailover(t *testing.T) {
 	path := needSentinel(t)
 	harness.RedisCLI(t)
 	nodes := startCreateNodes(t, 6, true)
-	ss := startBareSentinels(t, path, 3)
+	ss := startSentinels(t, path, 3, 0)
 	args := []string{"create"}
 	for _, n := range nodes {
 		args = append(args, n.Addr)

@@ -92,7 +92,8 @@ func needSentinel(t *testing.T) string {
 }
 
 // startSentinels starts n Sentinels (redis-server at path) monitoring the
-// master at 127.0.0.1:masterPort and returns once each answers PING. They
+// master at 127.0.0.1:masterPort (none for 0: SENTINEL MONITOR adds it, as
+// redcell cluster create does) and returns once each answers PING. They
 // are stopped when the test ends, their logs printed if it failed.
 func startSentinels(t *testing.T, path string, n, masterPort int) []*sentinel {
 	t.Helper()
