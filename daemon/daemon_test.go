@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"io/fs"
@@ -12,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/internal/testkit"
 	"github.com/redcell/redcell/storage"
 )
 
@@ -45,7 +44,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 // Run's log, in order: the start-up line with the settings (no password),
 // the load, readiness, and on the way out the shutdown and the final save.
 func TestRunLogsItsStartAndStop(t *testing.T) {
-	var logs syncBuffer
+	var logs testkit.LockedBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan net.Addr, 1)
 	done := make(chan error, 1)
@@ -70,24 +69,6 @@ func TestRunLogsItsStartAndStop(t *testing.T) {
 	require.NotContains(t, logs.String(), "hunter2")
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger writing while a test reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // --event-loops 0 means a goroutine per connection; the server's own 0
 // means its default number of loops, so the flag's 0 must not pass as is.
 func TestEventLoopsFlagReachesTheServer(t *testing.T) {
@@ -99,7 +80,7 @@ func TestEventLoopsFlagReachesTheServer(t *testing.T) {
 // default (0: 16 per CPU) resolved, a count rounded up to a power of two.
 func TestStartAndReadyLogTheShardsThatRun(t *testing.T) {
 	for _, c := range []struct{ shards, want int }{{0, storage.DefaultShards()}, {10, 16}, {64, 64}} {
-		var logs syncBuffer
+		var logs testkit.LockedBuffer
 		ctx, cancel := context.WithCancel(context.Background())
 		ready := make(chan net.Addr, 1)
 		done := make(chan error, 1)
@@ -137,7 +118,7 @@ func TestReadyLineSaysWherePersistenceGoes(t *testing.T) {
 		{config.Config{Bind: "127.0.0.1", Dir: dir, FlushInterval: time.Second},
 			[]string{" dir=" + dir + " ", " flush_interval=1s"}, []string{" persistence="}},
 	} {
-		var logs syncBuffer
+		var logs testkit.LockedBuffer
 		ctx, cancel := context.WithCancel(context.Background())
 		ready := make(chan net.Addr, 1)
 		done := make(chan error, 1)
@@ -185,7 +166,7 @@ func TestAStartThatCannotBindLeavesTheDirUntouched(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "data")
 		cfg := config.Config{Bind: "127.0.0.1", Dir: dir, FlushInterval: time.Second, DiskReserve: 16 << 20}
 		c.set(&cfg)
-		var logs syncBuffer
+		var logs testkit.LockedBuffer
 		err := Run(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)), Options{})
 		require.EqualError(t, err, c.want, c.name)
 		_, serr := os.Stat(dir)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redcell/redcell/internal/testkit"
 	"github.com/stretchr/testify/require"
 )
 
@@ -21,7 +22,7 @@ func TestPprofHidesSecretFlags(t *testing.T) {
 	saved := os.Args
 	os.Args = args
 	t.Cleanup(func() { os.Args = saved })
-	var logs syncBuffer
+	var logs testkit.LockedBuffer
 	stop, err := servePprof("127.0.0.1:0", slog.New(slog.NewTextHandler(&logs, nil)))
 	require.NoError(t, err)
 	t.Cleanup(stop)

@@ -127,7 +127,7 @@ scrape_configs:
 	require.NoError(t, os.WriteFile(cfgPath, []byte(config), 0o600))
 	prom := exec.Command(prometheus, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "tsdb"),
 		"--web.listen-address=127.0.0.1:"+strconv.Itoa(promPort))
-	var promLog harness.LockedBuffer
+	var promLog testkit.LockedBuffer
 	prom.Stdout, prom.Stderr = &promLog, &promLog
 	require.NoError(t, prom.Start())
 	t.Cleanup(func() { _ = prom.Process.Kill(); _ = prom.Wait() })

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit"
 	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/stretchr/testify/require"
@@ -33,7 +34,7 @@ func TestRedisExporterReadsRedcell(t *testing.T) {
 
 	listen := harness.LoopbackEndpoint(harness.FreePort(t)).Addr
 	cmd := exec.Command(exporter, "-redis.addr", "redis://"+ts.Addr, "-web.listen-address", listen, "-redis-only-metrics")
-	var logs harness.LockedBuffer
+	var logs testkit.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })

@@ -135,7 +135,7 @@ func TestMonitorOutlivesTheIdleTimeout(t *testing.T) {
 // unread pass the output buffer limit, rather than growing the server's
 // memory with every command; the other clients carry on.
 func TestMonitorThatDoesNotReadIsDisconnected(t *testing.T) {
-	var log harness.LockedBuffer
+	var log testkit.LockedBuffer
 	ts := harness.StartServer(t, harness.WithLimits(server.Limits{MaxOutput: 64 << 10}), func(c *server.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})

@@ -215,7 +215,7 @@ func TestRedisCLISubscribe(t *testing.T) {
 // pubsub does; PUBLISH keeps answering at once meanwhile, and the other
 // subscribers keep receiving.
 func TestSlowSubscriberIsDisconnected(t *testing.T) {
-	var log harness.LockedBuffer
+	var log testkit.LockedBuffer
 	ts := harness.StartServer(t, harness.WithLimits(server.Limits{MaxOutput: 64 << 10}), func(c *server.Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&log, nil))
 	})

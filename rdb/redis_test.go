@@ -12,10 +12,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 )
@@ -54,7 +54,7 @@ type redisServer struct {
 	addr   string
 	dir    string
 	client *redis.Client
-	log    *syncBuffer // its standard output and error
+	log    *testkit.LockedBuffer // its standard output and error
 }
 
 // startRedis starts redis-server with its files in dir (dump.rdb is what
@@ -71,7 +71,7 @@ func startRedis(t *testing.T, dir string, extra ...string) *redisServer {
 	args := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 		"--dbfilename", "dump.rdb", "--save", "", "--appendonly", "no", "--daemonize", "no"}, extra...)
 	cmd := exec.Command(bin, args...)
-	log := new(syncBuffer)
+	log := new(testkit.LockedBuffer)
 	cmd.Stdout, cmd.Stderr = log, log
 	require.NoError(t, cmd.Start())
 	exited := make(chan struct{})
@@ -124,23 +124,6 @@ func (s *redisServer) do(t *testing.T, args ...any) any {
 	}
 	require.NoError(t, err, "%v", args)
 	return v
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func TestRedisServerLoadsOurFile(t *testing.T) {

@@ -22,7 +22,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/redcell/redcell/internal/testkit"
-	"github.com/redcell/redcell/internal/testkit/harness"
 )
 
 const xdsNode = "envoy-ratelimit"
@@ -40,13 +39,13 @@ type xdsRig struct {
 	*rig
 	mgmt    *testkit.XDSServer
 	xds     *XDS
-	log     *harness.LockedBuffer
+	log     *testkit.LockedBuffer
 	metrics *Metrics
 }
 
 func newXDSRig(t *testing.T, serverTLS, clientTLS *tls.Config, opts LoadOptions) *xdsRig {
 	t.Helper()
-	x := &xdsRig{mgmt: testkit.StartXDSServer(t, "127.0.0.1:0", serverTLS), log: &harness.LockedBuffer{}, metrics: NewMetrics()}
+	x := &xdsRig{mgmt: testkit.StartXDSServer(t, "127.0.0.1:0", serverTLS), log: &testkit.LockedBuffer{}, metrics: NewMetrics()}
 	x.rig = newRig(t, nil, Options{}, referenceNow)
 	x.rig.svc.metrics = x.metrics
 	x.xds = &XDS{Server: x.mgmt.Addr, Node: XDSNode(xdsNode, map[string]string{"zone": "a"}), TLS: clientTLS,

@@ -257,7 +257,7 @@ func startClusterPool(t *testing.T, hosts []string, counts []int) clusterPool {
 			port := harness.FreePort(t)
 			cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", h, "--save", "", "--appendonly", "no",
 				"--dir", t.TempDir(), "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-			var log harness.LockedBuffer
+			var log testkit.LockedBuffer
 			cmd.Stdout, cmd.Stderr = &log, &log
 			require.NoError(t, cmd.Start())
 			exited := make(chan struct{})
@@ -451,7 +451,7 @@ func TestClusterReshardAcrossAFailover(t *testing.T) {
 
 	cmd := testkit.Binary(t).Command(nil, "cluster", "reshard", "--from", master.Addr, "--to", dest.Addr,
 		"--slots", "0-"+strconv.Itoa(slots-1), "--retry-for", "1m")
-	var out, errOut harness.LockedBuffer
+	var out, errOut testkit.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	require.NoError(t, cmd.Start())
 	require.Eventually(t, func() bool { return strings.Count(out.String(), " keys moved in ") >= 10 },

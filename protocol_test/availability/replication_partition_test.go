@@ -102,7 +102,7 @@ func needNetns(t *testing.T) partitionNet {
 func startInNetns(t *testing.T, ns, addr, path string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("ip", append([]string{"netns", "exec", ns, path}, args...)...) // ip execs path: its pid is path's
-	var out harness.LockedBuffer
+	var out testkit.LockedBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	require.NoError(t, cmd.Start())
 	exited := make(chan struct{})

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit"
 	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
@@ -120,7 +121,7 @@ func startSentinel(t *testing.T, path string, masterPort int) *sentinel {
 			logPath: filepath.Join(dir, "sentinel.log")}
 		require.NoError(t, os.WriteFile(s.conf, []byte(sentinelConf(s.Port, masterPort, dir, s.logPath)), 0o644))
 		cmd := exec.Command(path, s.conf, "--sentinel")
-		var out harness.LockedBuffer // before the log file opens: a config error
+		var out testkit.LockedBuffer // before the log file opens: a config error
 		cmd.Stdout, cmd.Stderr = &out, &out
 		require.NoError(t, cmd.Start())
 		exited := make(chan struct{})

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redcell/redcell/internal/testkit"
 	"github.com/redcell/redcell/internal/testkit/harness"
 
 	"github.com/redis/go-redis/v9"
@@ -38,7 +39,7 @@ type replServer struct {
 	Node  *replication.Node
 	Srv   *server.Server
 	rdb   *redis.Client
-	log   *harness.LockedBuffer // the node's and the server's log
+	log   *testkit.LockedBuffer // the node's and the server's log
 
 	stopOnce sync.Once
 	stopped  chan struct{} // closed once stop has returned
@@ -69,7 +70,7 @@ func startReplServer(t *testing.T, now func() time.Time, opts ...replOption) *re
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	port := ln.Addr().(*net.TCPAddr).Port
-	log := &harness.LockedBuffer{}
+	log := &testkit.LockedBuffer{}
 	logger := slog.New(slog.NewTextHandler(log, nil))
 	store := storage.New(storage.Config{})
 	cfg := replication.Config{Store: store, Now: now, ListeningPort: port, FeedInterval: time.Millisecond, Logger: logger}

@@ -5,8 +5,6 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -81,7 +79,7 @@ func StartRedisServer(t *testing.T, args ...string) Endpoint {
 		e := LoopbackEndpoint(FreePort(t))
 		cmd := exec.Command(path, append([]string{"--port", strconv.Itoa(e.Port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no", "--dir", t.TempDir()}, args...)...)
-		var log LockedBuffer
+		var log testkit.LockedBuffer
 		cmd.Stdout, cmd.Stderr = &log, &log
 		require.NoError(t, cmd.Start())
 		exited := make(chan struct{})
@@ -137,23 +135,4 @@ func FreePort(t testing.TB) int {
 	port := ln.Addr().(*net.TCPAddr).Port
 	require.NoError(t, ln.Close())
 	return port
-}
-
-// LockedBuffer collects a child process's output, or a server's log, safely
-// for the goroutines that write it.
-type LockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *LockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *LockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
