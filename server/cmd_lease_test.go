@@ -360,3 +360,22 @@ func TestClusterMigrationCarriesLeases(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), v)
 }
+
+// BenchmarkReleaseHandlerNotHeld is one CL.RELEASE of a token not held on
+// a key of 100 leases, what bench/leases.sh's releases mostly are; beside
+// BenchmarkThrottleHandler it says what a release costs over a decision.
+func BenchmarkReleaseHandlerNotHeld(b *testing.B) {
+	var now atomic.Int64
+	now.Store(t0.UnixNano())
+	tc := newTestClient(b, Config{Now: func() time.Time { return time.Unix(0, now.Add(1000)) }})
+	for i := range 100 {
+		tc.do("CL.ACQUIRE", "rel:12", "100", "3600000", "TOKEN", fmt.Sprintf("%012d", i*7))
+	}
+	cmd := argv("CL.RELEASE", "rel:12", fmt.Sprintf("%012d", 3))
+	b.ReportAllocs()
+	for b.Loop() {
+		tc.srv.handle(tc.conn, redconCommand(cmd))
+		tc.conn.SetBuffer(nil)
+	}
+	require.Equal(b, ":0\r\n", tc.do("CL.RELEASE", "rel:12", fmt.Sprintf("%012d", 3)))
+}
