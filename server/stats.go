@@ -45,10 +45,18 @@ type stats struct {
 	ops opsSampler
 }
 
-// decisionCounts is one stripe of the decision counters: two cache lines.
+// decisionCounts is one stripe of the decision counters, padded to whole
+// cache lines so that stripes counted by different loops never share one
+// (five deciders' counters are 160 bytes: with CL.ACQUIRE the stripes
+// stopped being two lines each).
 type decisionCounts struct {
 	n [numDeciders][4]atomic.Int64
+	_ [(cacheLine - numDeciders*4*8%cacheLine) % cacheLine]byte
 }
+
+// cacheLine is the cache line's size on the CPUs redcell runs on (amd64,
+// arm64), for padding.
+const cacheLine = 64
 
 // The commands that decide, for the decision counters
 // (redcell_decisions_total{cmd}).
