@@ -16,7 +16,7 @@ import (
 func addRLSFlags(fs *flag.FlagSet, cfg *Config) {
 	fs.StringVar(&cfg.RLSAddr, "rls-addr", "",
 		"serve Envoy's rate limit service (gRPC envoy.service.ratelimit.v3 and grpc.health.v1) at this `host:port`, "+
-			"e.g. 0.0.0.0:8081, with TLS when --tls-cert-file and --tls-key-file are set (empty: off)")
+			"e.g. 0.0.0.0:8081, or unix:path for a Unix socket, with TLS when --tls-cert-file and --tls-key-file are set (empty: off)")
 	fs.StringVar(&cfg.RLSConfig, "rls-config", "",
 		"the rate limit rules: a YAML `path` in envoyproxy/ratelimit's format, a file or a directory of them "+
 			"(dot files left out; a Kubernetes ConfigMap mount works), reloaded when it changes")
@@ -83,6 +83,12 @@ func addRLSXDSFlags(fs *flag.FlagSet, cfg *Config) {
 		"the `name` the management server's certificate must hold (default: the host of --rls-xds-server; CONFIG_GRPC_XDS_SERVER_TLS_SAN)")
 }
 
+// RLSUnixPath returns the socket's path when addr, an --rls-addr, names a
+// Unix socket (unix:path).
+func RLSUnixPath(addr string) (path string, ok bool) {
+	return strings.CutPrefix(addr, "unix:")
+}
+
 // validateRLS checks the rate limit service's flags.
 func (c Config) validateRLS() error {
 	switch {
@@ -109,7 +115,11 @@ func (c Config) validateRLS() error {
 			return fmt.Errorf("%s %q: not an HTTP header name", flag, name)
 		}
 	}
-	if _, _, err := net.SplitHostPort(c.RLSAddr); err != nil {
+	if path, unix := RLSUnixPath(c.RLSAddr); unix {
+		if path == "" {
+			return fmt.Errorf("--rls-addr %q: unix: needs the socket's path", c.RLSAddr)
+		}
+	} else if _, _, err := net.SplitHostPort(c.RLSAddr); err != nil {
 		return fmt.Errorf("--rls-addr %q: %w", c.RLSAddr, err)
 	}
 	if c.RLSHealthcheckAddr != "" {

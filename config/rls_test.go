@@ -29,6 +29,7 @@ func TestRLSFlags(t *testing.T) {
 		{[]string{"--rls-addr", "127.0.0.1:8081"}, "--rls-addr needs --rls-config or --rls-xds-server, the rules to serve"},
 		{[]string{"--rls-config", "x.yaml"}, "--rls-config needs --rls-addr"},
 		{[]string{"--rls-addr", "8081", "--rls-config", "x.yaml"}, `--rls-addr "8081": address 8081: missing port in address`},
+		{[]string{"--rls-addr", "unix:", "--rls-config", "x.yaml"}, `--rls-addr "unix:": unix: needs the socket's path`},
 		{[]string{"--rls-addr", ":8081", "--rls-config", "x.yaml", "--rls-reload-interval", "-1s"}, "--rls-reload-interval -1s: must not be negative"},
 		{[]string{"--rls-addr", ":8081", "--rls-config", "x.yaml", "--tls-cert-file", "c"}, "TLS for --rls-addr needs both --tls-cert-file and --tls-key-file"},
 	} {
@@ -150,6 +151,8 @@ func TestRLSEnvReadsEnvoyGatewaysEnvironment(t *testing.T) {
 	require.Equal(t, 0.5, c.RLSNearLimitRatio)
 	require.Equal(t, "X-Left", c.RLSRemainingHeader)
 	require.Empty(t, c.RLSLimitHeader, "not set: the default name")
+	require.Equal(t, "unix:/run/rl.sock", parseWith(t, env{"REDCELL_RLS_ENV": "1", "GRPC_UDS": "/run/rl.sock", "GRPC_PORT": "9000"}).RLSAddr,
+		"GRPC_UDS instead of GRPC_HOST and GRPC_PORT, as the reference")
 	require.Equal(t, "DEBUG", c.LogLevel.String())
 
 	c = parseWith(t, env{"SHADOW_MODE": "true", "GRPC_PORT": "9000"}, "--rls-addr", ":1", "--rls-config", "x.yaml")
@@ -160,7 +163,6 @@ func TestRLSEnvReadsEnvoyGatewaysEnvironment(t *testing.T) {
 		want string
 	}{
 		{env{"CONFIG_TYPE": "CONSUL"}, `--rls-env: CONFIG_TYPE "CONSUL": FILE or GRPC_XDS_SOTW`},
-		{env{"GRPC_UDS": "/tmp/rl.sock"}, "--rls-env: GRPC_UDS: a Unix socket for the rate limit service is not offered; set GRPC_HOST and GRPC_PORT"},
 		{env{"SHADOW_MODE": "yes please"}, `--rls-env: invalid value "yes please" for SHADOW_MODE: true or false`},
 		{env{"LOG_LEVEL": "loud"}, `--rls-env: LOG_LEVEL "loud": trace, debug, info, warn, error, fatal or panic`},
 		{env{"NEAR_LIMIT_RATIO": "1.5"}, `--rls-near-limit-ratio 1.5: a share of the limit, above 0 and at most 1`},

@@ -85,10 +85,11 @@ func (r *referenceEnv) apply(fs *flag.FlagSet, explicit bool) error {
 // service: where the service listens, its TLS, its health check, its
 // answers.
 func (r *referenceEnv) service() {
-	if _, ok := r.lookup("GRPC_UDS"); ok {
-		r.fail("GRPC_UDS: a Unix socket for the rate limit service is not offered; set GRPC_HOST and GRPC_PORT")
+	if path, ok := r.lookup("GRPC_UDS"); ok && path != "" {
+		r.set("rls-addr", "unix:"+path, "GRPC_UDS") // instead of GRPC_HOST and GRPC_PORT, as the reference
+	} else {
+		r.set("rls-addr", net.JoinHostPort(r.get("GRPC_HOST", "0.0.0.0"), r.get("GRPC_PORT", "8081")), "GRPC_HOST, GRPC_PORT")
 	}
-	r.set("rls-addr", net.JoinHostPort(r.get("GRPC_HOST", "0.0.0.0"), r.get("GRPC_PORT", "8081")), "GRPC_HOST, GRPC_PORT")
 	r.set("rls-healthcheck-addr", net.JoinHostPort(r.get("HOST", "0.0.0.0"), r.get("PORT", "8080")), "HOST, PORT")
 	r.setBool("rls-healthcheck-needs-rules", "HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED")
 	// The state lives in this process, as the reference's lived in a Redis

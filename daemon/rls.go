@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -61,7 +63,7 @@ func openRLS(cfg config.Config, logger *slog.Logger) (*rlsService, error) {
 		}
 	}
 	var err error
-	if r.ln, err = net.Listen("tcp", cfg.RLSAddr); err != nil {
+	if r.ln, err = listenRLS(cfg.RLSAddr); err != nil {
 		return nil, fmt.Errorf("--rls-addr %s: %w", cfg.RLSAddr, err)
 	}
 	if cfg.RLSHealthcheckAddr != "" {
@@ -71,6 +73,25 @@ func openRLS(cfg config.Config, logger *slog.Logger) (*rlsService, error) {
 		}
 	}
 	return r, nil
+}
+
+// listenRLS listens on --rls-addr: host:port, or unix:path for a Unix
+// socket (the reference's GRPC_UDS). A socket file left by a process that
+// ended is removed first, as Redis removes its unixsocket's; any other file
+// there is not.
+func listenRLS(addr string) (net.Listener, error) {
+	path, unix := config.RLSUnixPath(addr)
+	if !unix {
+		return net.Listen("tcp", addr)
+	}
+	if fi, err := os.Lstat(path); err == nil && fi.Mode().Type() == fs.ModeSocket {
+		if c, err := net.Dial("unix", path); err == nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("listen unix %s: another process serves it", path)
+		}
+		_ = os.Remove(path)
+	}
+	return net.Listen("unix", path)
 }
 
 // newXDS is the client of --rls-xds-server, its TLS files read now: a

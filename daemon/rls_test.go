@@ -154,3 +154,37 @@ func TestMinReplicasRefusesOnBothFronts(t *testing.T) {
 	require.Equal(t, "NOREPLICAS Not enough good replicas to write.", status.Convert(err).Message())
 	require.Equal(t, int64(0), rdb.Exists(context.Background(), "api_user_alice_hour").Val(), "nothing stored")
 }
+
+// --rls-addr unix:path serves the rate limit service on a Unix socket, as
+// the reference's GRPC_UDS: a socket a process that ended left behind is
+// taken over, one another process serves is not, nor a file that is no
+// socket.
+func TestRLSOnAUnixSocket(t *testing.T) {
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	require.NoError(t, os.WriteFile(rules, []byte(rlsRules), 0o644))
+	sock := filepath.Join(t.TempDir(), "rls.sock")
+	stale, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	stale.(*net.UnixListener).SetUnlinkOnClose(false)
+	require.NoError(t, stale.Close()) // the file stays, as after a crash
+
+	cfg := config.Config{Bind: "127.0.0.1", InMemory: true, RLSAddr: "unix:" + sock, RLSConfig: rules, WindowLogMax: 10000}
+	_, rlsAddr, stop := runRLS(t, cfg)
+	defer stop()
+	require.Equal(t, sock, rlsAddr)
+	var got []pb.RateLimitResponse_Code
+	for range 3 {
+		got = append(got, rlsCall(t, "unix:"+sock, "alice").OverallCode)
+	}
+	require.Equal(t, []pb.RateLimitResponse_Code{pb.RateLimitResponse_OK, pb.RateLimitResponse_OK, pb.RateLimitResponse_OVER_LIMIT}, got)
+
+	err = Run(context.Background(), cfg, slog.New(slog.DiscardHandler), Options{})
+	require.EqualError(t, err, "--rls-addr unix:"+sock+": listen unix "+sock+": another process serves it")
+	notSocket := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(notSocket, []byte("x"), 0o644))
+	cfg.RLSAddr = "unix:" + notSocket
+	require.ErrorContains(t, Run(context.Background(), cfg, slog.New(slog.DiscardHandler), Options{}), "address already in use")
+	data, err := os.ReadFile(notSocket)
+	require.NoError(t, err)
+	require.Equal(t, "x", string(data), "a file that is no socket is left alone")
+}
