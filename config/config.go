@@ -117,6 +117,7 @@ type Config struct {
 	RLSResponseDynamicMetadata bool
 	RLSHealthcheckAddr         string
 	RLSHealthcheckNeedsRules   bool
+	RLSTLSClientName           string
 	RLSEnv                     bool
 	RLSXDSServer               string
 	RLSXDSNodeID               string

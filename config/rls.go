@@ -53,6 +53,9 @@ func addRLSFlags(fs *flag.FlagSet, cfg *Config) {
 			"(its HOST and PORT; empty: off)")
 	fs.BoolVar(&cfg.RLSHealthcheckNeedsRules, "rls-healthcheck-needs-rules", false,
 		"answer /healthcheck 500 until the rules in force have a domain, as envoyproxy/ratelimit's HEALTHY_WITH_AT_LEAST_ONE_CONFIG_LOADED")
+	fs.StringVar(&cfg.RLSTLSClientName, "rls-tls-client-name", "",
+		"accept on --rls-addr only client certificates that name this `name` (a DNS name of theirs), as envoyproxy/ratelimit's "+
+			"GRPC_CLIENT_TLS_SAN; needs --tls-ca-cert-file")
 	fs.BoolVar(&cfg.RLSEnv, "rls-env", false,
 		"read envoyproxy/ratelimit's environment variables (GRPC_PORT, CONFIG_TYPE, CONFIG_GRPC_XDS_*, USE_PROMETHEUS, ...) "+
 			"with its meaning and defaults, under the REDCELL_ variables and the flags, and keep the state in memory; "+
@@ -121,6 +124,9 @@ func (c Config) validateRLS() error {
 		}
 	} else if _, _, err := net.SplitHostPort(c.RLSAddr); err != nil {
 		return fmt.Errorf("--rls-addr %q: %w", c.RLSAddr, err)
+	}
+	if c.RLSTLSClientName != "" && (c.TLSCertFile == "" || c.TLSCACertFile == "" || c.TLSAuthClients == "no") {
+		return errors.New("--rls-tls-client-name needs client certificates: --tls-cert-file, --tls-key-file and --tls-ca-cert-file")
 	}
 	if c.RLSHealthcheckAddr != "" {
 		if _, _, err := net.SplitHostPort(c.RLSHealthcheckAddr); err != nil {

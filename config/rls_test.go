@@ -30,6 +30,8 @@ func TestRLSFlags(t *testing.T) {
 		{[]string{"--rls-config", "x.yaml"}, "--rls-config needs --rls-addr"},
 		{[]string{"--rls-addr", "8081", "--rls-config", "x.yaml"}, `--rls-addr "8081": address 8081: missing port in address`},
 		{[]string{"--rls-addr", "unix:", "--rls-config", "x.yaml"}, `--rls-addr "unix:": unix: needs the socket's path`},
+		{[]string{"--rls-addr", ":8081", "--rls-config", "x.yaml", "--rls-tls-client-name", "envoy"},
+			"--rls-tls-client-name needs client certificates: --tls-cert-file, --tls-key-file and --tls-ca-cert-file"},
 		{[]string{"--rls-addr", ":8081", "--rls-config", "x.yaml", "--rls-reload-interval", "-1s"}, "--rls-reload-interval -1s: must not be negative"},
 		{[]string{"--rls-addr", ":8081", "--rls-config", "x.yaml", "--tls-cert-file", "c"}, "TLS for --rls-addr needs both --tls-cert-file and --tls-key-file"},
 	} {
@@ -153,6 +155,9 @@ func TestRLSEnvReadsEnvoyGatewaysEnvironment(t *testing.T) {
 	require.Empty(t, c.RLSLimitHeader, "not set: the default name")
 	require.Equal(t, "unix:/run/rl.sock", parseWith(t, env{"REDCELL_RLS_ENV": "1", "GRPC_UDS": "/run/rl.sock", "GRPC_PORT": "9000"}).RLSAddr,
 		"GRPC_UDS instead of GRPC_HOST and GRPC_PORT, as the reference")
+	require.Equal(t, "envoy.internal", parseWith(t, env{"REDCELL_RLS_ENV": "1", "GRPC_SERVER_USE_TLS": "true",
+		"GRPC_SERVER_TLS_CERT": "/certs/tls.crt", "GRPC_SERVER_TLS_KEY": "/certs/tls.key", "GRPC_CLIENT_TLS_CACERT": "/certs/ca.crt",
+		"GRPC_CLIENT_TLS_SAN": "envoy.internal"}).RLSTLSClientName)
 	require.Equal(t, "DEBUG", c.LogLevel.String())
 
 	c = parseWith(t, env{"SHADOW_MODE": "true", "GRPC_PORT": "9000"}, "--rls-addr", ":1", "--rls-config", "x.yaml")

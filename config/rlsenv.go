@@ -103,8 +103,8 @@ func (r *referenceEnv) service() {
 		if ca := r.get("GRPC_CLIENT_TLS_CACERT", ""); ca != "" {
 			r.set("tls-ca-cert-file", ca, "GRPC_CLIENT_TLS_CACERT")
 		}
-		if _, ok := r.lookup("GRPC_CLIENT_TLS_SAN"); ok {
-			r.fail("GRPC_CLIENT_TLS_SAN: checking a name in the client's certificate is not offered; its CA (GRPC_CLIENT_TLS_CACERT) is checked")
+		if san, ok := r.lookup("GRPC_CLIENT_TLS_SAN"); ok && san != "" {
+			r.set("rls-tls-client-name", san, "GRPC_CLIENT_TLS_SAN")
 		}
 	}
 	r.warn("GRPC_SERVER_TLS_CA_CERT", "is not envoyproxy/ratelimit's (it reads GRPC_CLIENT_TLS_CACERT): neither checks client certificates with it")

@@ -193,6 +193,7 @@ func TestSecretFlagsAreKnown(t *testing.T) {
 		"rls-xds-tls-key-file":     "a path",
 		"rls-response-headers":     "on or off",
 		"rls-limit-header":         "a header's name",
+		"rls-tls-client-name":      "a name in a certificate",
 		"rls-remaining-header":     "a header's name",
 		"rls-reset-header":         "a header's name",
 	}

@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -94,6 +96,20 @@ func listenRLS(addr string) (net.Listener, error) {
 	return net.Listen("unix", path)
 }
 
+// requireClientName makes cfg accept only a client certificate, verified
+// against its CAs, that names name (--rls-tls-client-name, the reference's
+// GRPC_CLIENT_TLS_SAN): a client without one is refused too, whatever
+// --tls-auth-clients says, since a name was asked for.
+func requireClientName(cfg *tls.Config, name string) {
+	cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	cfg.VerifyPeerCertificate = func(_ [][]byte, chains [][]*x509.Certificate) error {
+		if len(chains) == 0 || len(chains[0]) == 0 {
+			return errors.New("no client certificate")
+		}
+		return chains[0][0].VerifyHostname(name)
+	}
+}
+
 // newXDS is the client of --rls-xds-server, its TLS files read now: a
 // missing one stops the start.
 func newXDS(cfg config.Config, svc *rls.Service, opts rls.LoadOptions, m *rls.Metrics, logger *slog.Logger) (*rls.XDS, error) {
@@ -139,6 +155,9 @@ func (r *rlsService) serve(ctx context.Context, cfg config.Config, st *state, ga
 		tlsCfg, err := engine.LoadTLSConfig(cfg.TLSFiles())
 		if err != nil {
 			return nil, err
+		}
+		if cfg.RLSTLSClientName != "" {
+			requireClientName(tlsCfg, cfg.RLSTLSClientName)
 		}
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
 	}

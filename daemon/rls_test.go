@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/tls"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -16,11 +17,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/redcell/redcell/config"
+	"github.com/redcell/redcell/internal/testkit"
 )
 
 const rlsRules = `domain: api
@@ -187,4 +190,41 @@ func TestRLSOnAUnixSocket(t *testing.T) {
 	data, err := os.ReadFile(notSocket)
 	require.NoError(t, err)
 	require.Equal(t, "x", string(data), "a file that is no socket is left alone")
+}
+
+// --rls-tls-client-name (the reference's GRPC_CLIENT_TLS_SAN) accepts on
+// the rate limit service only a client certificate of the CA that names
+// it: the test's client certificate names localhost, so it is served when
+// localhost is asked for, refused when another name is, and a client
+// without a certificate is refused either way.
+func TestRLSClientCertificateName(t *testing.T) {
+	pki := testkit.NewPKI(t)
+	rules := filepath.Join(t.TempDir(), "rules.yaml")
+	require.NoError(t, os.WriteFile(rules, []byte(rlsRules), 0o644))
+	call := func(addr string, cfg *tls.Config) error {
+		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+		require.NoError(t, err)
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err = pb.NewRateLimitServiceClient(conn).ShouldRateLimit(ctx, &pb.RateLimitRequest{Domain: "api",
+			Descriptors: []*pbc.RateLimitDescriptor{{Entries: []*pbc.RateLimitDescriptor_Entry{{Key: "user", Value: "a"}}}}})
+		return err
+	}
+	for _, tc := range []struct {
+		name   string
+		served bool
+	}{{"localhost", true}, {"envoy.internal", false}} {
+		_, addr, stop := runRLS(t, config.Config{Bind: "127.0.0.1", InMemory: true, RLSAddr: "127.0.0.1:0", RLSConfig: rules,
+			WindowLogMax: 10000, TLSCertFile: pki.ServerCert, TLSKeyFile: pki.ServerKey, TLSCACertFile: pki.CA,
+			TLSAuthClients: "optional", RLSTLSClientName: tc.name})
+		err := call(addr, pki.ClientTLS(pki.Client))
+		if tc.served {
+			require.NoError(t, err, tc.name)
+		} else {
+			require.Equal(t, codes.Unavailable, status.Code(err), "%s: %v", tc.name, err)
+		}
+		require.Equal(t, codes.Unavailable, status.Code(call(addr, pki.ClientTLS())), "%s: no certificate", tc.name)
+		stop()
+	}
 }
