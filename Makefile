@@ -23,7 +23,7 @@ FUZZ := \
 	./acl:FuzzRules ./acl:FuzzLoad ./acl:FuzzPatternAsGlob \
 	./rdb:FuzzReader ./rdb:FuzzRoundTrip \
 	./replication:FuzzApplyStream ./replication:FuzzChangeRoundTrip \
-	./internal/statecodec:FuzzDecodeValue ./rls:FuzzLoad ./rls:FuzzShouldRateLimit
+	./internal/statecodec:FuzzDecodeValue ./rls:FuzzLoad ./rls:FuzzShouldRateLimit ./rls:FuzzXDSResource
 
 .PHONY: test test-short lint fuzz bench callgrind
 

@@ -2,14 +2,18 @@ package rls
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	rlsconf "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/redcell/redcell/storage"
@@ -108,6 +112,38 @@ func FuzzShouldRateLimit(f *testing.F) {
 				t.Fatalf("the answer does not encode: %v", err)
 			}
 			clock = clock.Add(time.Second)
+		}
+	})
+}
+
+// FuzzXDSResource: whatever bytes a management server sends as a
+// RateLimitConfig, converting and loading them never panics, and a
+// refusal names the resource (what the NACK's error_detail carries).
+func FuzzXDSResource(f *testing.F) {
+	for _, c := range []*rlsconf.RateLimitConfig{
+		limitConfig("api-rules", "api", 3),
+		{Name: "m", Domain: "d", Descriptors: []*rlsconf.RateLimitDescriptor{{Key: "k", Value: "v*",
+			RateLimit: &rlsconf.RateLimitPolicy{Unit: rlsconf.RateLimitUnit_HOUR, RequestsPerUnit: 2, Name: "n",
+				Replaces: []*rlsconf.RateLimitReplace{{Name: "x"}}},
+			Descriptors: []*rlsconf.RateLimitDescriptor{{Key: "c", ShadowMode: true, DetailedMetric: true}},
+			Metadata:    &structpb.Struct{Fields: map[string]*structpb.Value{"a": structpb.NewNumberValue(1)}}}}},
+	} {
+		b, err := proto.Marshal(c)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		files, err := xdsFiles([]*anypb.Any{{TypeUrl: RateLimitConfigType, Value: data}})
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "resource 0: ") {
+				t.Fatalf("not named: %v", err)
+			}
+			return
+		}
+		if _, err := Load(files, LoadOptions{MergeDomains: true}); err != nil && !strings.HasPrefix(err.Error(), files[0].Name) {
+			t.Fatalf("refusal %q does not name the resource %q", err, files[0].Name)
 		}
 	})
 }
