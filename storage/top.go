@@ -26,26 +26,15 @@ func (sh *shard) note(key []byte, limited bool, now gcra.Instant) {
 // Top returns at most n of the keys limited most over about the last
 // minute at now (top.Generation), most limited first: this node's view,
 // merged from its shards' sketches.
-func (s *Store) Top(n int, now gcra.Instant) []top.Entry {
-	var out []top.Entry
-	for i := range s.shards {
-		s.shards[i].with(func(sh *shard) { out = sh.top.AppendTo(out, now) })
-	}
-	return best(out, n)
-}
+func (s *Store) Top(n int, now gcra.Instant) []top.Entry { return s.top(nil, n, now) }
 
 // Top is Store.Top within the transaction: the shards it holds are read
 // without locking them again (CL.TOP inside MULTI/EXEC deadlocked on them).
-func (tx *Txn) Top(n int, now gcra.Instant) []top.Entry {
+func (tx *Txn) Top(n int, now gcra.Instant) []top.Entry { return tx.s.top(tx, n, now) }
+
+func (s *Store) top(tx *Txn, n int, now gcra.Instant) []top.Entry {
 	var out []top.Entry
-	for i := range tx.s.shards {
-		sh := &tx.s.shards[i]
-		if tx.held[i] {
-			out = sh.top.AppendTo(out, now)
-			continue
-		}
-		sh.with(func(sh *shard) { out = sh.top.AppendTo(out, now) })
-	}
+	s.forShards(tx, func(sh *shard) { out = sh.top.AppendTo(out, now) })
 	return best(out, n)
 }
 
