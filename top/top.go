@@ -155,11 +155,10 @@ func (s *Sketch) Quick(h uint64, limited bool, now gcra.Instant) bool {
 // Note counts one decision on key, of hash h (the store's 64-bit hash of
 // the key), at now: limited or allowed. An allowed decision on a key not
 // tracked is not counted. A key is told from another by its hash: two keys
-// of one shard share one in 2^64.
+// of one shard share one in 2^64. It is the whole of what Quick does
+// and the rest: the store calls it only when Quick did not count the
+// decision, so it does not ask Quick again.
 func (s *Sketch) Note(key []byte, h uint64, limited bool, now gcra.Instant) {
-	if s.Quick(h, limited, now) {
-		return
-	}
 	if now >= s.genEnd {
 		s.age(now)
 	}
