@@ -2,7 +2,6 @@ package rls
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -54,14 +53,7 @@ func (rule *Rule) describe() string {
 	}
 	var parts []string
 	for _, l := range rule.Limits {
-		s := strconv.FormatUint(uint64(l.RequestsPerUnit), 10) + "/" + l.Unit.String()
-		switch l.Algorithm {
-		case GCRA:
-			s += " gcra burst " + strconv.FormatInt(l.Burst, 10)
-		case SlidingWindow:
-			s += " sliding window"
-		}
-		parts = append(parts, s)
+		parts = append(parts, l.String())
 	}
 	s := strings.Join(parts, "; ")
 	if rule.ShadowMode {

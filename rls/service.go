@@ -512,7 +512,10 @@ func (lim Limit) String() string {
 	case GCRA:
 		s += fmt.Sprintf(" gcra burst %d", lim.Burst)
 	case SlidingWindow:
-		s += fmt.Sprintf(" sliding_window precision %d", lim.Precision)
+		s += " sliding window"
+		if lim.Precision > 0 {
+			s += fmt.Sprintf(" precision %d", lim.Precision)
+		}
 	}
 	return s
 }
