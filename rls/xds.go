@@ -1,6 +1,7 @@
 package rls
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -135,7 +136,7 @@ func XDSNode(id string, md map[string]string) *core.Node {
 
 // Run follows the management server until ctx is done.
 func (x *XDS) Run(ctx context.Context) {
-	minB, maxB := orDefault(x.MinBackoff, DefaultXDSMinBackoff), orDefault(x.MaxBackoff, DefaultXDSMaxBackoff)
+	minB, maxB := cmp.Or(x.MinBackoff, DefaultXDSMinBackoff), cmp.Or(x.MaxBackoff, DefaultXDSMaxBackoff)
 	creds := insecure.NewCredentials()
 	if x.TLS != nil {
 		creds = credentials.NewTLS(x.TLS)
@@ -164,18 +165,14 @@ func (x *XDS) Run(ctx context.Context) {
 			x.log(slog.LevelWarn, "lost the xDS management server, the rules in force serve meanwhile", "xds_server", x.Server, "err", err)
 		} else {
 			failures++
-			if failures == 1 || time.Since(loggedAt) >= orDefault(x.LogEvery, DefaultXDSLogEvery) {
+			if failures == 1 || time.Since(loggedAt) >= cmp.Or(x.LogEvery, DefaultXDSLogEvery) {
 				loggedAt = time.Now()
 				x.log(slog.LevelWarn, "cannot reach the xDS management server, retrying", "xds_server", x.Server,
 					"attempts", failures, "err", err, "rules", x.accepted != "")
 			}
 		}
-		t := time.NewTimer(wait/2 + rand.N(wait/2+1)) // jittered, so that a fleet does not reconnect at once
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, wait/2+rand.N(wait/2+1)) { // jittered, so that a fleet does not reconnect at once
 			return
-		case <-t.C:
 		}
 		wait = min(2*wait, maxB)
 	}
@@ -230,7 +227,7 @@ func (x *XDS) apply(resp *discovery.DiscoveryResponse) error {
 	sum := resourcesDigest(resp.GetResources())
 	if x.refused.err != nil && sum == x.refused.sum {
 		x.refused.repeats++
-		if time.Since(x.refused.loggedAt) >= orDefault(x.LogEvery, DefaultXDSLogEvery) {
+		if time.Since(x.refused.loggedAt) >= cmp.Or(x.LogEvery, DefaultXDSLogEvery) {
 			x.log(slog.LevelError, "the xDS management server keeps sending the refused configuration", "xds_server", x.Server,
 				"version", resp.GetVersionInfo(), "nacks", x.refused.repeats-x.refused.logged, "err", x.refused.err)
 			x.refused.loggedAt, x.refused.logged = time.Now(), x.refused.repeats
@@ -261,7 +258,7 @@ func (x *XDS) nackDelay() time.Duration {
 	if x.refused.repeats == 0 {
 		return 0
 	}
-	most := orDefault(x.NackDelay, DefaultXDSNackDelay)
+	most := cmp.Or(x.NackDelay, DefaultXDSNackDelay)
 	d := 50 * time.Millisecond << min(x.refused.repeats-1, 10)
 	return min(d, most)
 }
@@ -304,11 +301,4 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d == 0 {
-		return def
-	}
-	return d
 }
