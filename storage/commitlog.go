@@ -352,7 +352,7 @@ func replayCommitLogs(db *pebble.DB, fs vfs.FS, dir string, seqs []uint64, free 
 			applied += changes
 			saved = max(saved, recSaved)
 			data = rest
-			if b.Count() >= flushBatch || b.Len() >= flushBatchBytes {
+			if batchFull(b) {
 				if err := b.Commit(pebble.NoSync); err != nil {
 					return applied, free, err
 				}

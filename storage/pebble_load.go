@@ -149,7 +149,7 @@ func shiftStore(db *pebble.DB, offset time.Duration, now gcra.Instant) error {
 			_ = it.Close()
 			return err
 		}
-		if b.Count() >= flushBatch || b.Len() >= flushBatchBytes {
+		if batchFull(b) {
 			if err := b.Commit(pebble.NoSync); err != nil {
 				_ = it.Close()
 				return err
