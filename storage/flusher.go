@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
 	"github.com/redcell/redcell/gcra"
 )
 
@@ -137,11 +136,6 @@ func batchLen(changes []Change) (n int, full bool) {
 	}
 	return len(changes), false
 }
-
-// batchFull reports whether a Pebble batch that a rewrite fills key by key
-// (the load's, the commit log's replay) is to be committed: the bounds of
-// batchLen.
-func batchFull(b *pebble.Batch) bool { return b.Count() >= flushBatch || b.Len() >= flushBatchBytes }
 
 // changeFraming is a change's bytes in a Pebble batch besides its key and
 // value: its kind, varint lengths and the value's header, about.

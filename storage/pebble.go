@@ -407,3 +407,8 @@ func (p *PebbleBackend) Close() error {
 		return p.db.Close()
 	})
 }
+
+// batchFull reports whether a Pebble batch that a rewrite fills key by key
+// (the load's, the commit log's replay) is to be committed: the bounds of
+// batchLen.
+func batchFull(b *pebble.Batch) bool { return b.Count() >= flushBatch || b.Len() >= flushBatchBytes }
