@@ -32,14 +32,9 @@ func rulesInForce(svc *rls.Service) rlsFacts {
 // rates (it reads them from the metrics registry, so page and /metrics
 // agree), clients, role and replication, the top limited keys, the RLS.
 func statusHandler(reg prometheus.Gatherer, top topFunc, rlsOf rlsFacts) http.Handler {
-	type rlsRule struct {
-		Name  string `json:"name"`
-		Limit string `json:"limit"`
-		Where string `json:"where"`
-	}
 	type rlsStatus struct {
-		Rules []rlsRule `json:"rules"`
-		Since int64     `json:"since"` // unix milliseconds; 0: no rules yet
+		Rules []rls.ListedRule `json:"rules"`
+		Since int64            `json:"since"` // unix milliseconds; 0: no rules yet
 	}
 	type status struct {
 		Time      int64            `json:"time"` // unix milliseconds
@@ -75,9 +70,9 @@ func statusHandler(reg prometheus.Gatherer, top topFunc, rlsOf rlsFacts) http.Ha
 		}
 		if rlsOf != nil {
 			rules, since := rlsOf()
-			st.RLS = &rlsStatus{Rules: make([]rlsRule, 0, len(rules))}
-			for _, r := range rules {
-				st.RLS.Rules = append(st.RLS.Rules, rlsRule{r.Name, r.Limit, r.Where})
+			st.RLS = &rlsStatus{Rules: rules}
+			if st.RLS.Rules == nil {
+				st.RLS.Rules = []rls.ListedRule{} // [], not null: the page lists none
 			}
 			if !since.IsZero() {
 				st.RLS.Since = since.UnixMilli()

@@ -8,16 +8,17 @@ import (
 // The rules in force as a list, for the status page on --metrics-addr: each
 // rule once, named as its metrics name it, with its limits in words.
 
-// ListedRule is one rule of the rules in force.
+// ListedRule is one rule of the rules in force, as the status page's JSON
+// has it.
 type ListedRule struct {
 	// Name is the rule's Rule.StatsKey: the domain and each level's
 	// key_value, dot-separated, as redcell_rls_* metrics' rule label.
-	Name string
+	Name string `json:"name"`
 	// Limit is its limits in words ("10/second gcra burst 4; 100/hour"),
 	// "unlimited", and the modes that change what it answers.
-	Limit string
+	Limit string `json:"limit"`
 	// Where is the file and line it came from.
-	Where string
+	Where string `json:"where"`
 }
 
 // List returns every rule of every domain, by domain and then by name.
