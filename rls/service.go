@@ -361,8 +361,8 @@ func (s *Service) spareTheOthers(ctx context.Context, calls []Call) error {
 	return nil
 }
 
-// rateLimitHeaders are the RateLimit-* headers (as named in s.opts) of o, the limit chosen to
-// answer with. A fixed window's are the reference's: its
+// rateLimitHeaders are the RateLimit-* headers (as s.opts names them) of
+// o, the limit chosen to answer with. A fixed window's are the reference's: its
 // requests_per_unit, what remains of it, the window's end. GCRA's and the
 // sliding window's announce what can pass at once (burst+1, the window's
 // limit), so that remaining never exceeds the limit announced (a burst of
