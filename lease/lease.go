@@ -9,20 +9,20 @@
 // owns and reuses; the store runs it under the key's shard lock, which is
 // what makes "at most limit" exact whatever the connections.
 //
-// The state is the leases held, soonest expiry first, each an expiry
-// (8 bytes, little-endian nanoseconds), a token length (1 byte) and the
-// token: 20 bytes a lease with the server's 11-character tokens. Expired
-// leases are dropped by the next decision that reads the state; the key's
-// own expiry is its latest lease's, so the key disappears with its last
-// lease (an empty state: the store deletes the key).
+// The state (baseSize, appendLease) is a base instant and the leases held, soonest
+// expiry first, each its end in whole milliseconds after the base and its
+// token: 12 bytes a lease with the server's tokens, which are kept as the 8
+// bytes they encode. A lease's end is on the millisecond, rounded down as
+// Redis's own expiries are (PEXPIRE counts from the millisecond now is in):
+// a lease ends less than a millisecond sooner than asked, at worst, and
+// retry_after never exceeds the lease asked for. Expired leases
+// are dropped by the next decision that reads the state; the key's own
+// expiry is its latest lease's, so the key disappears with its last lease
+// (an empty state: the store deletes the key).
 package lease
 
 import (
-	"cmp"
-	"encoding/binary"
 	"errors"
-	"math"
-	"slices"
 	"time"
 
 	"github.com/redcell/redcell/gcra"
@@ -43,16 +43,14 @@ var (
 // on disk, and one byte holds its length.
 const MaxToken = 64
 
-// MaxLease bounds lease_ms (about 106 days): a lease is meant to be renewed
-// while held, and expiries stay far from int64's overflow.
-const MaxLease = 1 << 53 * time.Nanosecond
+// MaxLease bounds lease_ms (24 days): a lease is meant to be renewed while
+// held, and a lease's end, counted in milliseconds from a base at most a
+// millisecond before the decision, fits its 31 bits (maxOffset).
+const MaxLease = 24 * 24 * time.Hour
 
 // MaxLimit bounds limit: every lease held is read by each decision on its
 // key, so a key of millions of leases would cost milliseconds a decision.
 const MaxLimit = 100000
-
-// entryHeader is an entry's expiry and token length.
-const entryHeader = 9
 
 // Spec is a validated CL.ACQUIRE request.
 type Spec struct {
@@ -122,163 +120,8 @@ func ceilMillis(d time.Duration) int64 {
 
 // Held is one lease: its token and when it ends.
 type Held struct {
-	Token  []byte // a view of the state
+	Token  []byte
 	Expiry gcra.Instant
-}
-
-// entries walks state's leases live at now, soonest expiry first, calling
-// f with each; f returns false to stop. A state that does not decode is
-// ErrCorrupt (the leases before the damage were walked).
-func entries(state []byte, now gcra.Instant, f func(Held) bool) error {
-	for len(state) > 0 {
-		if len(state) < entryHeader {
-			return ErrCorrupt
-		}
-		exp := gcra.Instant(binary.LittleEndian.Uint64(state))
-		n := int(state[8])
-		if n == 0 || len(state) < entryHeader+n {
-			return ErrCorrupt
-		}
-		if exp > now && !f(Held{Token: state[entryHeader : entryHeader+n], Expiry: exp}) {
-			return nil
-		}
-		state = state[entryHeader+n:]
-	}
-	return nil
-}
-
-// appendEntry appends one lease to buf.
-func appendEntry(buf []byte, token []byte, exp gcra.Instant) []byte {
-	buf = binary.LittleEndian.AppendUint64(buf, uint64(exp))
-	buf = append(buf, byte(len(token)))
-	return append(buf, token...)
-}
-
-// lay scans state (scan); a state out of expiry order, or that does not
-// decode, is first rewritten with its live leases that decode, in order
-// (normalize). Only a state written by something else is: every decision
-// keeps the order.
-func lay(state []byte, now gcra.Instant, token []byte, exp gcra.Instant) ([]byte, layout) {
-	l := scan(state, now, token, exp)
-	if !l.ordered {
-		state = normalize(state, now)
-		l = scan(state, now, token, exp)
-	}
-	return state, l
-}
-
-// normalize returns state's live leases that decode, in expiry order, in a
-// new slice.
-func normalize(state []byte, now gcra.Instant) []byte {
-	held := List(state, now, nil)
-	slices.SortStableFunc(held, func(a, b Held) int { return cmp.Compare(a.Expiry, b.Expiry) })
-	var out []byte
-	for _, h := range held {
-		out = appendEntry(out, h.Token, h.Expiry)
-	}
-	return out
-}
-
-// layout is what one pass over a state finds (scan): where its live
-// leases are, the one a token names, and where a lease ending at a given
-// instant goes, so that a decision builds the new state from slices of the
-// old one rather than entry by entry. A state's leases are kept in expiry
-// order, so the expired ones are a prefix.
-type layout struct {
-	start    int // the live leases are state[start:]
-	held     int64
-	earliest gcra.Instant // the earliest live lease's end; 0: none
-	// at and size place the live lease the token names (size 0: none).
-	at, size int
-	// ins is where a lease ending at the instant asked goes.
-	ins int
-	// lastAt places the last lease; last and beforeLast are the ends of
-	// the last two (0: none), for the key's expiry once one is dropped.
-	lastAt           int
-	last, beforeLast gcra.Instant
-	// ordered is false for a state out of expiry order or that does not
-	// decode (written by something else): rebuild, entry by entry, then.
-	ordered bool
-}
-
-// scan lays out state at now for token and a lease ending at exp.
-func scan(state []byte, now gcra.Instant, token []byte, exp gcra.Instant) layout {
-	l := layout{ins: -1, ordered: true}
-	var prev gcra.Instant
-	p := 0
-	for p < len(state) {
-		if len(state)-p < entryHeader {
-			l.ordered = false
-			return l
-		}
-		e := gcra.Instant(binary.LittleEndian.Uint64(state[p:]))
-		n := int(state[p+8])
-		size := entryHeader + n
-		if n == 0 || len(state)-p < size {
-			l.ordered = false
-			return l
-		}
-		if e < prev {
-			l.ordered = false
-			return l
-		}
-		prev = e
-		switch {
-		case e <= now:
-			l.start = p + size // expired: a prefix, as the order keeps them
-		default:
-			if l.held == 0 {
-				l.earliest = e
-			}
-			l.held++
-			// The last byte first: tokens of one length (numbered, or the
-			// server's) differ there most, and most entries are not the
-			// token's, so most are told apart without a call to compare.
-			if token != nil && n == len(token) && state[p+size-1] == token[n-1] &&
-				string(state[p+entryHeader:p+size]) == string(token) {
-				l.at, l.size = p, size
-			}
-			if l.ins < 0 && e > exp {
-				l.ins = p
-			}
-			l.beforeLast, l.last, l.lastAt = l.last, e, p
-		}
-		p += size
-	}
-	if l.ins < 0 {
-		l.ins = len(state)
-	}
-	return l
-}
-
-// splice appends to buf the live leases of state (l.start on) without the
-// one at l.at when drop, with (token, exp) at l.ins when token is not nil,
-// and returns it with the key's new expiry (its latest lease's end; 0 for
-// none).
-func splice(buf, state []byte, l layout, drop bool, token []byte, exp gcra.Instant) ([]byte, gcra.Instant) {
-	buf = buf[:0]
-	// keep appends state[from:to] without the dropped lease.
-	keep := func(from, to int) {
-		if drop && l.at >= from && l.at < to {
-			buf = append(buf, state[from:l.at]...)
-			buf = append(buf, state[l.at+l.size:to]...)
-			return
-		}
-		buf = append(buf, state[from:to]...)
-	}
-	keyExp := l.last
-	if drop && l.at == l.lastAt {
-		keyExp = l.beforeLast
-	}
-	if token == nil {
-		keep(l.start, len(state))
-		return buf, keyExp
-	}
-	ins := max(l.ins, l.start)
-	keep(l.start, ins)
-	buf = appendEntry(buf, token, exp)
-	keep(ins, len(state))
-	return buf, max(keyExp, exp)
 }
 
 // Acquire decides a CL.ACQUIRE of token on state at now: a token already
@@ -288,16 +131,18 @@ func splice(buf, state []byte, l layout, drop bool, token []byte, exp gcra.Insta
 // the key's expiry, and whether to store it.
 func Acquire(spec Spec, state, token []byte, now gcra.Instant, buf []byte) (res Result, next []byte, exp gcra.Instant, store bool) {
 	res = Result{Limit: spec.Limit, RetryAfter: -1}
+	k := keyOf(token)
 	end := now + gcra.Instant(spec.Lease)
-	state, l := lay(state, now, token, end)
+	var l layout
+	state = lay(&l, state, now, &k, end)
 	held := l.held
 	switch {
 	case l.size > 0:
 		res.Renewed = true
-		next, exp = splice(buf, state, l, true, token, end)
+		next, exp = splice(buf, state, &l, true, &k, end, now)
 	case l.held < spec.Limit:
 		held++
-		next, exp = splice(buf, state, l, false, token, end)
+		next, exp = splice(buf, state, &l, false, &k, end, now)
 	default:
 		res.Limited = true
 		if l.held > 0 {
@@ -314,59 +159,73 @@ func Acquire(spec Spec, state, token []byte, now gcra.Instant, buf []byte) (res 
 // Release ends the lease named token. held reports whether it was held
 // (live at now); only then is the new state to be stored.
 func Release(state, token []byte, now gcra.Instant, buf []byte) (held bool, next []byte, exp gcra.Instant) {
-	state, l := lay(state, now, token, 0)
+	k := keyOf(token)
+	var l layout
+	state = lay(&l, state, now, &k, now)
 	if l.size == 0 {
 		return false, nil, 0
 	}
-	next, exp = splice(buf, state, l, true, nil, 0)
+	next, exp = splice(buf, state, &l, true, nil, 0, now)
 	return true, next, exp
 }
 
 // Renew extends the lease named token to lease from now. renewed reports
 // whether it was held (live at now): an ended lease never comes back.
 func Renew(state, token []byte, lease time.Duration, now gcra.Instant, buf []byte) (renewed bool, next []byte, exp gcra.Instant) {
+	k := keyOf(token)
 	end := now + gcra.Instant(lease)
-	state, l := lay(state, now, token, end)
+	var l layout
+	state = lay(&l, state, now, &k, end)
 	if l.size == 0 {
 		return false, nil, 0
 	}
-	next, exp = splice(buf, state, l, true, token, end)
+	next, exp = splice(buf, state, &l, true, &k, end, now)
 	return true, next, exp
 }
 
 // List appends the leases of state live at now to held, soonest expiry
 // first, their tokens copied.
 func List(state []byte, now gcra.Instant, held []Held) []Held {
-	_ = entries(state, now, func(h Held) bool {
-		h.Token = append([]byte(nil), h.Token...)
-		held = append(held, h)
+	_ = walk(state, func(e entry) bool {
+		if e.exp > now {
+			held = append(held, Held{Token: e.appendToken(nil), Expiry: e.exp})
+		}
 		return true
 	})
 	return held
 }
 
-// Valid reports whether state decodes and names each token once: what a
-// restored, replicated or migrated state must be before it is stored (a
-// decision keeps a state so; it need not be in expiry order, which a
-// decision restores).
+// Valid reports whether state decodes, names each token once and keeps
+// each as a decision would (a token the server could have made, packed):
+// what a restored, replicated or migrated state must be before it is
+// stored. It need not be in expiry order, which a decision restores.
 func Valid(state []byte) bool {
-	seen := map[string]bool{}
-	dup := false
-	err := entries(state, math.MinInt64, func(h Held) bool {
-		dup = seen[string(h.Token)]
-		seen[string(h.Token)] = true
-		return !dup
+	packed := map[uint64]bool{}
+	named := map[string]bool{}
+	ok := true
+	n := 0
+	err := walk(state, func(e entry) bool {
+		n++
+		if e.packed {
+			ok = !packed[e.raw]
+			packed[e.raw] = true
+			return ok
+		}
+		_, packable := pack(e.tok)
+		ok = len(e.tok) <= MaxToken && !packable && !named[string(e.tok)]
+		named[string(e.tok)] = true
+		return ok
 	})
-	return len(state) > 0 && err == nil && !dup
+	return err == nil && ok && n > 0
 }
 
 // Shift appends state to buf with every expiry moved by offset: the wall
-// clock stepped, and the disk keeps wall-clock instants.
+// clock stepped, and the disk keeps wall-clock instants. The leases' ends
+// are counted from the base: only the base moves.
 func Shift(state []byte, offset time.Duration, buf []byte) []byte {
 	buf = append(buf[:0], state...)
-	for p := 0; p+entryHeader <= len(buf); p += entryHeader + int(buf[p+8]) {
-		exp := int64(binary.LittleEndian.Uint64(buf[p:]))
-		binary.LittleEndian.PutUint64(buf[p:], uint64(exp+int64(offset)))
+	if base, ok := baseOf(buf); ok {
+		putBase(buf, base+gcra.Instant(offset))
 	}
 	return buf
 }

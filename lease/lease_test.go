@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +14,16 @@ import (
 	"github.com/redcell/redcell/gcra"
 )
 
-const ms = gcra.Instant(time.Millisecond)
+// encode is a state of leases in the order given, on a base of 0: what
+// something other than a decision may have written.
+func encode(leases ...Held) []byte {
+	out := appendBase(nil, 0)
+	for _, h := range leases {
+		k := keyOf(h.Token)
+		out = appendLease(out, &k, int64(h.Expiry/ms))
+	}
+	return out
+}
 
 func spec(t *testing.T, limit, leaseMS int64) Spec {
 	t.Helper()
@@ -130,7 +140,7 @@ func TestCorruptStatesHoldNothingAndNeverPanic(t *testing.T) {
 		})
 	}
 	require.False(t, Valid(nil))
-	twice := append(appendEntry(nil, []byte("t"), 5), appendEntry(nil, []byte("t"), 9)...)
+	twice := encode(Held{[]byte("t"), 5 * ms}, Held{[]byte("t"), 9 * ms})
 	require.False(t, Valid(twice), "a token twice: no state a decision writes")
 }
 
@@ -153,6 +163,12 @@ func TestShiftMovesEveryExpiry(t *testing.T) {
 // grant never makes more than limit leases live at once.
 func TestRandomSequencesMatchAModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
+	// Tokens of every kind: the server's (packed), one that is not the
+	// canonical encoding of its bytes (kept as typed), short and long.
+	pool := []string{"t0", "t1", "t2", "AAAAAAAAAAA", "AAAAAAAAAAB", "Xx2bQ7rNw0M", "-_-_-_-_-_-", strings.Repeat("z", MaxToken)}
+	// A lease ends on the millisecond now+d is in: the clock below steps
+	// by nanoseconds too.
+	endOf := func(t gcra.Instant) gcra.Instant { return t / ms * ms }
 	for round := range 200 {
 		var state []byte
 		model := map[string]gcra.Instant{}
@@ -176,7 +192,7 @@ func TestRandomSequencesMatchAModel(t *testing.T) {
 			return n
 		}
 		for step := range 300 {
-			tok := fmt.Sprintf("t%d", rng.IntN(8))
+			tok := pool[rng.IntN(len(pool))]
 			at := fmt.Sprintf("round %d step %d", round, step)
 			switch rng.IntN(5) {
 			case 0, 1:
@@ -206,7 +222,7 @@ func TestRandomSequencesMatchAModel(t *testing.T) {
 					require.Equal(t, want, res.RetryAfter, at)
 				}
 				if ok {
-					model[tok] = now + gcra.Instant(d)*ms
+					model[tok] = endOf(now + gcra.Instant(d)*ms)
 					state = append([]byte(nil), next...)
 					require.Equal(t, latest(), exp, "the key lives as long as its latest lease: %s", at)
 					require.Equal(t, max(0, limit-live()), res.Remaining, at)
@@ -224,12 +240,12 @@ func TestRandomSequencesMatchAModel(t *testing.T) {
 				renewed, next, exp := Renew(state, []byte(tok), d, now, nil)
 				require.Equal(t, model[tok] > now, renewed, at)
 				if renewed {
-					model[tok] = now + gcra.Instant(d)
+					model[tok] = endOf(now + gcra.Instant(d))
 					state = append([]byte(nil), next...)
 					require.Equal(t, latest(), exp, at)
 				}
 			case 4:
-				now += gcra.Instant(rng.IntN(200)) * ms
+				now += gcra.Instant(rng.IntN(200))*ms + gcra.Instant(rng.IntN(3))*gcra.Instant(rng.IntN(int(ms)))
 			}
 			var want []string
 			for k, e := range model {
@@ -268,9 +284,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 // A state out of expiry order (written by something else: a decision keeps
 // the order) is decided as the leases it holds, and written back in order.
 func TestAStateOutOfOrderIsPutInOrder(t *testing.T) {
-	state := appendEntry(nil, []byte("late"), 900*ms)
-	state = appendEntry(state, []byte("gone"), 10*ms)
-	state = appendEntry(state, []byte("early"), 500*ms)
+	state := encode(Held{[]byte("late"), 900 * ms}, Held{[]byte("gone"), 10 * ms}, Held{[]byte("early"), 500 * ms})
 	require.True(t, Valid(state))
 	res, next, exp, ok := Acquire(spec(t, 3, 1000), state, []byte("new"), 100*ms, nil)
 	require.True(t, ok)
@@ -291,7 +305,7 @@ func FuzzDecisions(f *testing.F) {
 	_, good, _, _ := Acquire(Spec{Limit: 3, Lease: time.Second}, nil, []byte("a"), 0, nil)
 	f.Add(good, []byte("a"), uint8(0), int64(5), int64(100))
 	f.Add([]byte{1, 2, 3}, []byte("b"), uint8(1), int64(0), int64(1))
-	f.Add(append(appendEntry(nil, []byte("x"), 900), appendEntry(nil, []byte("y"), 10)...), []byte("y"), uint8(2), int64(2), int64(50))
+	f.Add(encode(Held{[]byte("x"), 900 * ms}, Held{[]byte("y"), 10 * ms}), []byte("y"), uint8(2), int64(2), int64(50))
 	f.Fuzz(func(t *testing.T, state, token []byte, op uint8, limit, at int64) {
 		if CheckToken(token) != nil {
 			return

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redcell/redcell/acl"
 	"github.com/redcell/redcell/engine"
+	"github.com/redcell/redcell/lease"
 	"github.com/redcell/redcell/replication"
 	"github.com/redcell/redcell/storage"
 )
@@ -60,7 +61,10 @@ type client struct {
 	batch   batchState
 	session session
 	// rate is CL.THROTTLE's last Rate (rateMemo).
-	rate    rateMemo
+	rate rateMemo
+	// token is where CL.ACQUIRE makes a token (newToken): on the stack it
+	// escaped, through the decision's closure, an allocation a call.
+	token   [lease.TokenLen]byte
 	cluster clusterConn
 
 	id    int64

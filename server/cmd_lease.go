@@ -1,8 +1,6 @@
 package server
 
 import (
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"time"
@@ -63,9 +61,8 @@ func cmdAcquire(c *client, args [][]byte, now time.Time) {
 		c.writeError(e)
 		return
 	}
-	var made [tokenLen]byte
 	if token == nil {
-		token = newToken(made[:])
+		token = newToken(c.token[:])
 	}
 	if block > 0 && !c.inExec() {
 		if c.conn.OnLoop() {
@@ -183,18 +180,12 @@ func acquireOptions(opts [][]byte) (token []byte, block time.Duration, e replyEr
 	return token, block, replyError{}
 }
 
-// tokenLen is the length of a token the server makes: 64 random bits in
-// base64url. Two leases of one key share a token once in 2^64 tries per
-// pair; a token is only ever compared with its own key's.
-const tokenLen = 11
-
-// newToken fills buf (tokenLen bytes) with a new token and returns it. The
-// runtime's generator (math/rand/v2) is per thread and takes no lock.
+// newToken fills buf (lease.TokenLen bytes) with a new token: 64 random
+// bits (lease.AppendToken). Two leases of one key share a token once in
+// 2^64 tries per pair; a token is only ever compared with its own key's.
+// The runtime's generator (math/rand/v2) is per thread and takes no lock.
 func newToken(buf []byte) []byte {
-	var raw [8]byte
-	binary.LittleEndian.PutUint64(raw[:], rand.Uint64())
-	base64.RawURLEncoding.Encode(buf, raw[:])
-	return buf[:tokenLen]
+	return lease.AppendToken(buf[:0], rand.Uint64())
 }
 
 // CL.RELEASE key token
