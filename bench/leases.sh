@@ -18,6 +18,8 @@
 #   N=1000000     requests per round
 #   MEM_KEYS=10000  keys of the memory fill
 #   BIN=path      a redcell binary to use instead of building the work tree
+#   BEFORE=path   a second redcell binary (an older build), run beside the
+#                 others in every round: a before column in the table
 set -euo pipefail
 
 ROUNDS=${ROUNDS:-3}
@@ -26,8 +28,11 @@ MEM_KEYS=${MEM_KEYS:-10000}
 repo=$(cd "$(dirname "$0")/.." && pwd)
 script=bench/leases.sh
 
-declare -A port=([lua]=6392 [rc]="") pid=([lua]="" [rc]="")
-sides=(rc lua)
+BEFORE=${BEFORE:-}
+declare -A port=([lua]=6392 [rc]="" [rc0]="") pid=([lua]="" [rc]="" [rc0]="")
+sides=(rc)
+[[ -z $BEFORE ]] || sides+=(rc0)
+sides+=(lua)
 sha=""
 # shellcheck source=bench/lib.sh
 source "$repo/bench/lib.sh"
@@ -52,12 +57,17 @@ start_servers() {
 	check rc "1 " CL.RELEASE check:l t
 	tell lua DEL check:l >/dev/null
 	tell rc DEL check:l >/dev/null
+	[[ -z $BEFORE ]] || redcell_bin=$work/redcell.before start_redcell_side rc0
 }
 
 # acquire SIDE: the words of one acquire on SIDE, before its key.
 acquire() { if [[ $1 == lua ]]; then echo "EVALSHA $sha 1"; else echo CL.ACQUIRE; fi; }
 
 build_redcell
+if [[ -n $BEFORE ]]; then
+	[[ -x $BEFORE ]] || { echo "$script: BEFORE=$BEFORE is not an executable" >&2; exit 1; }
+	cp "$BEFORE" "$work/redcell.before"
+fi
 log "load average: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
 start_servers
 
@@ -118,13 +128,28 @@ echo "redcell $version against Redis $redis_version with the sorted-set lease sc
 	"alternated within each; values are medians, ratios redcell / Redis as the median of per-round ratios." \
 	"Load average at end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores."
 echo
-echo "| load | redcell | Redis 7 | redcell / Redis |"
-echo "|---|---|---|---|"
+# With BEFORE, rows get the before build's median and redcell / before.
+if [[ -n $BEFORE ]]; then
+	row() {
+		printf '| %s | %s | %s | %s | %s | %s |\n' "$1" "$(printf "$4" "$(median "$2.rc" "$3")")" \
+			"$(printf "$4" "$(median "$2.rc0" "$3")")" "$(pratio "$2.rc" "$2.rc0" "$3")" \
+			"$(printf "$4" "$(median "$2.lua" "$3")")" "$(pratio "$2.rc" "$2.lua" "$3")"
+	}
+	echo "redcell before: $BEFORE"
+	echo
+	echo "| load | redcell | before | redcell / before | Redis 7 | redcell / Redis |"
+	echo "|---|---|---|---|---|---|"
+else
+	echo "| load | redcell | Redis 7 | redcell / Redis |"
+	echo "|---|---|---|---|"
+fi
 row "acquires/s, CL.ACQUIRE 100 60000 vs the zset script, random keys -P 16 -c 50 -r 100000" acq 1 %.0f
 row "acquires/s, the same unpipelined -c 50" acqlat 1 %.0f
-printf '| the ceiling: CL.THROTTLE on redcell, -P 16 / unpipelined (ratio: to the script'"'"'s acquires) | %.0f / %.0f | | %s / %s |\n' \
-	"$(median ceil.rc 1)" "$(median ceillat.rc 1)" "$(pratio ceil.rc acq.lua 1)" "$(pratio ceillat.rc acqlat.lua 1)"
-printf '| p50 / p99 ms, the same | %s | %s | %s |\n' "$(lat acqlat.rc)" "$(lat acqlat.lua)" "$(pratio acqlat.rc acqlat.lua 3)"
+before_ceil="" before_lat=""
+[[ -z $BEFORE ]] || before_ceil=" | |" before_lat=" $(lat acqlat.rc0) | $(pratio acqlat.rc acqlat.rc0 3) |"
+printf '| the ceiling: CL.THROTTLE on redcell, -P 16 / unpipelined (ratio: to the script'"'"'s acquires) | %.0f / %.0f |%s | %s / %s |\n' \
+	"$(median ceil.rc 1)" "$(median ceillat.rc 1)" "$before_ceil" "$(pratio ceil.rc acq.lua 1)" "$(pratio ceillat.rc acqlat.lua 1)"
+printf '| p50 / p99 ms, the same | %s |%s %s | %s |\n' "$(lat acqlat.rc)" "$before_lat" "$(lat acqlat.lua)" "$(pratio acqlat.rc acqlat.lua 3)"
 row "releases/s, CL.RELEASE vs ZREM, 1,000 keys of 100 leases, -P 16 -c 50 -r 1000" rel 1 %.0f
 row "server CPU us/acquire, -P 16" acq 4 %.2f
 row "server CPU us/release, -P 16" rel 4 %.2f
