@@ -1,6 +1,7 @@
 package server
 
 import (
+	"runtime/debug"
 	"strconv"
 	"time"
 
@@ -50,6 +51,9 @@ func memorySubcommands() []*command {
 	subs := []*command{
 		helpSubcommand("memory", "4.0.0", memoryHelp),
 		keyedSubcommand("memory|usage", -3, "4.0.0", "Estimates the memory usage of a key.", "O(N) where N is the number of samples.", cmdMemoryUsage),
+		{name: "memory|purge", arity: 2, flags: []string{}, acl: []string{"@slow"}, since: "4.0.0",
+			summary: "Asks the allocator to release memory.", complexity: "Depends on how much memory is allocated, could be slow",
+			run: cmdMemoryPurge},
 	}
 	for _, s := range subs {
 		s.group = "server"
@@ -118,12 +122,25 @@ func cmdMemoryUsage(c *client, args [][]byte, now time.Time) {
 	c.writeInt(size)
 }
 
+// MEMORY PURGE
+//
+// Redis asks jemalloc to give its dirty pages back to the system; redcell
+// asks Go's runtime the same (debug.FreeOSMemory: a collection, then every
+// free page returned). What an operator runs before reading RSS, and what
+// bench/ measures memory after, on both servers alike.
+func cmdMemoryPurge(c *client, _ [][]byte, _ time.Time) {
+	debug.FreeOSMemory()
+	c.writeOK()
+}
+
 // memoryHelp is Redis 7's MEMORY HELP for the subcommands redcell serves.
 var memoryHelp = []string{
 	"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 	"USAGE <key> [SAMPLES <count>]",
 	"    Return memory in bytes used by <key> and its value. Nested values are",
 	"    sampled up to <count> times (default: 5, 0 means sample all).",
+	"PURGE",
+	"    Attempt to purge dirty pages for reclamation by the allocator.",
 	"HELP",
 	"    Print this help.",
 }

@@ -1,9 +1,12 @@
 package server
 
 import (
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/internal/testkit"
 )
@@ -59,4 +62,24 @@ func TestObjectStrlenMemory(t *testing.T) {
 	if got, want := objectHelp[0], "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"; got != want {
 		t.Errorf("OBJECT HELP's first line %q", got)
 	}
+}
+
+// MEMORY PURGE answers OK, as Redis's, and gives free memory back to the
+// system: the heap a dropped 64 MiB buffer took is released.
+func TestMemoryPurgeReleasesFreePages(t *testing.T) {
+	tc := newTestClient(t, Config{})
+	buf := make([]byte, 64<<20)
+	for i := range buf {
+		buf[i] = byte(i) // touched: resident
+	}
+	runtime.KeepAlive(buf)
+	buf = nil
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	require.Equal(t, "+OK\r\n", tc.do("MEMORY", "PURGE"))
+	runtime.ReadMemStats(&after)
+	require.GreaterOrEqual(t, after.HeapReleased-min(after.HeapReleased, before.HeapReleased), uint64(32<<20),
+		"released %d MiB before, %d after", before.HeapReleased>>20, after.HeapReleased>>20)
+	require.Equal(t, "-ERR wrong number of arguments for 'memory|purge' command\r\n", tc.do("MEMORY", "PURGE", "x"))
 }
