@@ -96,21 +96,19 @@ done
 
 # Memory: MEM_KEYS keys, each acquired about 150 times with limit 100 and
 # an hour's lease on freshly started servers, so that every key holds
-# exactly 100 leases; RSS growth (the larger of just after and 3 s later,
-# after redcell's persistence flush) per lease. The 100 are checked.
+# exactly 100 leases; RSS growth (3 s after, past redcell's persistence
+# flush, free pages returned on both: settled_rss) per lease. The 100 are checked.
 stop_servers
 start_servers
 for s in "${sides[@]}"; do
 	# shellcheck disable=SC2046
 	bench warm.$s "" $s -P 16 -c 50 -r 1000 -n 200000 $(acquire $s) warm:__rand_int__ 100 3600000
 	sleep 2
-	rss0=$(rss "${pid[$s]}")
+	rss0=$(settled_rss "$s")
 	# shellcheck disable=SC2046
 	bench fill.$s "" $s -P 16 -c 50 -r "$MEM_KEYS" -n $((MEM_KEYS * 150)) $(acquire $s) mem:__rand_int__ 100 3600000
-	rss1=$(rss "${pid[$s]}")
-	sleep 3
-	rss2=$(rss "${pid[$s]}")
-	rss1=$((rss1 > rss2 ? rss1 : rss2))
+	sleep 3 # redcell's flush
+	rss1=$(settled_rss "$s")
 	echo "$((rss1 - rss0)) $((MEM_KEYS * 100))" >>"$work/mem.$s"
 	awk '{ printf "%.1f\n", $1 / $2 }' "$work/mem.$s" >"$work/bpl.$s"
 done

@@ -126,6 +126,16 @@ stop_servers() {
 
 rss() { awk '/^VmRSS:/ { print $2 * 1024 }' "/proc/$1/status"; }
 
+# settled_rss SIDE: the side's RSS once its allocator has given free pages
+# back (MEMORY PURGE: jemalloc's purge on Redis, Go's FreeOSMemory on
+# redcell; an older build that does not know it is read as it is). Read
+# without it, Redis's RSS just after a fill of a million leases held 16 B
+# a lease of dirty pages it had not yet returned.
+settled_rss() {
+	redis-cli -h $HOST -p "${port[$1]}" MEMORY PURGE >/dev/null 2>&1 || true
+	rss "${pid[$1]}"
+}
+
 # The commands of each load, in the order first run.
 declare -A cmds
 order=()

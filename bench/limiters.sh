@@ -80,22 +80,20 @@ done
 
 # Memory: MEM_KEYS keys, each called about 150 times with limit 100 and a
 # one-hour window on freshly started servers, so that every log holds
-# exactly 100 entries; RSS growth (the larger of just after and 3 s later,
-# after redcell's persistence flush) per key. The 100 entries are checked.
+# exactly 100 entries; RSS growth (3 s after, past redcell's persistence
+# flush, free pages returned on both: settled_rss) per key. The 100 entries are checked.
 stop_servers
 start_servers
 for s in "${sides[@]}"; do
 	# shellcheck disable=SC2046
 	bench warm.$s "" $s -P 16 -c 50 -r 1000 -n 200000 $(window $s) warm:__rand_int__ 100 3600
 	sleep 2
-	keys0=$(tell $s DBSIZE) rss0=$(rss "${pid[$s]}")
+	keys0=$(tell $s DBSIZE) rss0=$(settled_rss "$s")
 	# shellcheck disable=SC2046
 	bench fill.$s "" $s -P 16 -c 50 -r "$MEM_KEYS" -n $((MEM_KEYS * 150)) $(window $s) log:__rand_int__ 100 3600
-	rss1=$(rss "${pid[$s]}")
-	sleep 3
-	rss2=$(rss "${pid[$s]}")
+	sleep 3 # redcell's flush
+	rss1=$(settled_rss "$s")
 	keys1=$(tell $s DBSIZE)
-	rss1=$((rss1 > rss2 ? rss1 : rss2))
 	echo "$((rss1 - rss0)) $((keys1 - keys0))" >>"$work/mem.$s"
 	awk '{ printf "%.1f\n", $1 / $2 }' "$work/mem.$s" >"$work/bpk.$s"
 	awk '{ print $2 }' "$work/mem.$s" >"$work/keys.$s"

@@ -22,8 +22,8 @@
 #   MEM_KEYS="1000000 10000000"  the fills, each on freshly started servers
 #                    ("" : none); a fill of K keys is 3K requests with -r K,
 #                    which gives ~0.95K distinct keys, period 3600 so that
-#                    none expires; the growth of RSS (the larger of just
-#                    after and MEM_WAIT seconds later) over DBSIZE's
+#                    none expires; the growth of RSS (MEM_WAIT seconds
+#                    after, free pages returned: settled_rss) over DBSIZE's
 #   MEM_ROUNDS=1     fills of each size
 #   MEM_WAIT=3       seconds
 #   ARGS             flags of both servers (e.g. --in-memory)
@@ -90,16 +90,14 @@ stop() {
 # Memory: each fill on freshly started servers, after a warm-up that brings
 # each to its working size, one side after the other.
 fill() {
-	local s=$1 k=$2 keys0 rss0 rss1 rss2 keys1
+	local s=$1 k=$2 keys0 rss0 rss1 keys1
 	bench "mwarm.$s" "" "$s" -P 16 -c 50 -r 1000 -n 200000 CL.THROTTLE warm:__rand_int__ 1 1 3600
 	sleep "$MEM_WAIT"
-	keys0=$(redis-cli -h $HOST -p "${port[$s]}" DBSIZE) rss0=$(rss "${pid[$s]}")
+	keys0=$(redis-cli -h $HOST -p "${port[$s]}" DBSIZE) rss0=$(settled_rss "$s")
 	bench "mfill.$s" "" "$s" -P 16 -c 50 -r "$k" -n $((3 * k)) CL.THROTTLE key:__rand_int__ 1 1 3600
-	rss1=$(rss "${pid[$s]}")
 	sleep "$MEM_WAIT"
-	rss2=$(rss "${pid[$s]}")
+	rss1=$(settled_rss "$s")
 	keys1=$(redis-cli -h $HOST -p "${port[$s]}" DBSIZE)
-	rss1=$((rss1 > rss2 ? rss1 : rss2))
 	echo "$((rss1 - rss0)) $((keys1 - keys0)) $rss1 $keys1" >>"$work/mem$k.$s"
 	awk '{ printf "%.1f\n", $1 / $2 }' "$work/mem$k.$s" >"$work/bpk$k.$s"
 }

@@ -154,8 +154,9 @@ done
 
 # Memory: fill ~1M live keys (period 3600: they outlive the run) on freshly
 # started servers, after a warm-up that brings each to its working size.
-# RSS growth is read as the larger of just after the fill and 3 s later
-# (redcell's last persistence flush), and divided by the growth of DBSIZE.
+# RSS growth is read 3 s after the fill (redcell's last persistence flush),
+# free pages returned on every server (settled_rss), and divided by the
+# growth of DBSIZE.
 fill="key:__rand_int__ 1 1 3600"
 warm="warm:__rand_int__ 1 1 3600"
 for m in $(seq "$MEM_ROUNDS"); do
@@ -166,14 +167,12 @@ for m in $(seq "$MEM_ROUNDS"); do
 		# shellcheck disable=SC2046
 		bench warm.$s "" $s -P 16 -c 50 -r 1000 -n 200000 $(throttle $s) $warm
 		sleep 2
-		keys0=$(redis-cli -h $HOST -p "${port[$s]}" DBSIZE) rss0=$(rss "${pid[$s]}")
+		keys0=$(redis-cli -h $HOST -p "${port[$s]}" DBSIZE) rss0=$(settled_rss "$s")
 		# shellcheck disable=SC2046
 		bench fill.$s "" $s -P 16 -c 50 -r 1000000 -n "$MEM_N" $(throttle $s) $fill
-		rss1=$(rss "${pid[$s]}")
-		sleep 3
-		rss2=$(rss "${pid[$s]}")
+		sleep 3 # redcell's flush
+		rss1=$(settled_rss "$s")
 		keys1=$(redis-cli -h $HOST -p "${port[$s]}" DBSIZE)
-		rss1=$((rss1 > rss2 ? rss1 : rss2))
 		echo "$((rss1 - rss0)) $((keys1 - keys0)) $rss1 $keys1" >>"$work/mem.$s"
 	done
 done
