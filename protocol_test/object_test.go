@@ -75,6 +75,8 @@ func TestStrlenMemoryObject(t *testing.T) {
 	), raw.Do("OBJECT", "HELP"))
 	require.Equal(t, testkit.Simples(
 		"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+		"PURGE",
+		"    Attempt to purge dirty pages for reclamation by the allocator.",
 		"USAGE <key> [SAMPLES <count>]",
 		"    Return memory in bytes used by <key> and its value. Nested values are",
 		"    sampled up to <count> times (default: 5, 0 means sample all).",

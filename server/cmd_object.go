@@ -53,7 +53,7 @@ func memorySubcommands() []*command {
 		keyedSubcommand("memory|usage", -3, "4.0.0", "Estimates the memory usage of a key.", "O(N) where N is the number of samples.", cmdMemoryUsage),
 		{name: "memory|purge", arity: 2, flags: []string{}, acl: []string{"@slow"}, since: "4.0.0",
 			summary: "Asks the allocator to release memory.", complexity: "Depends on how much memory is allocated, could be slow",
-			run: cmdMemoryPurge},
+			tips: []string{"request_policy:all_shards", "response_policy:all_succeeded"}, run: cmdMemoryPurge},
 	}
 	for _, s := range subs {
 		s.group = "server"
@@ -136,11 +136,11 @@ func cmdMemoryPurge(c *client, _ [][]byte, _ time.Time) {
 // memoryHelp is Redis 7's MEMORY HELP for the subcommands redcell serves.
 var memoryHelp = []string{
 	"MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+	"PURGE",
+	"    Attempt to purge dirty pages for reclamation by the allocator.",
 	"USAGE <key> [SAMPLES <count>]",
 	"    Return memory in bytes used by <key> and its value. Nested values are",
 	"    sampled up to <count> times (default: 5, 0 means sample all).",
-	"PURGE",
-	"    Attempt to purge dirty pages for reclamation by the allocator.",
 	"HELP",
 	"    Print this help.",
 }
