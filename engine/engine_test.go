@@ -53,6 +53,9 @@ func (s *echoSession) Run(args [][]byte, now time.Time) time.Time {
 		words = append(words, "off-loop")
 	case "panic":
 		panic("injected panic")
+	case "stall": // the loop busy for a while, as a long batch keeps it
+		d, _ := time.ParseDuration(words[1])
+		time.Sleep(d)
 	}
 	s.c.WriteString(strings.Join(words, " "))
 	return now
@@ -110,4 +113,30 @@ func TestEngineServesSessions(t *testing.T) {
 		require.Equal(t, "+eight\r\n", bystander.DoInline("eight"))
 		require.Equal(t, before, contain.Recovered(), "the session records it (Recovered): the engine does not count it again")
 	}
+}
+
+// A connection whose request waits in its socket is not idle, however
+// long the event loop took to come to it: a batch of another connection
+// that kept the loop busy past the idle timeout closed it (seen as
+// protocol_test's TestIdleTimeout failing under load: its INFO connection
+// reset while a client that never reads kept the loop busy).
+func TestABusyLoopClosesNoConnectionWithARequestWaiting(t *testing.T) {
+	if !HaveEventLoops {
+		t.Skip("no event loops on this platform")
+	}
+	const idle = 150 * time.Millisecond
+	e := New(Config{EventLoops: 1, Limits: Limits{IdleTimeout: idle}}, &echo{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- e.Serve(ln) }()
+	t.Cleanup(func() { require.NoError(t, e.Close()); require.NoError(t, <-served) })
+
+	busy, waiting := testkit.Dial(t, ln.Addr().String()), testkit.Dial(t, ln.Addr().String())
+	require.Equal(t, "+hello\r\n", waiting.DoInline("hello"))
+	busy.Write("stall 600ms\r\n")
+	time.Sleep(100 * time.Millisecond) // the loop is in the stall: what comes now waits in the socket
+	waiting.Write("ping\r\n")
+	require.Equal(t, "+stall 600ms\r\n", busy.Read())
+	require.Equal(t, "+ping\r\n", waiting.Read(), "answered, not closed as idle")
 }

@@ -354,11 +354,22 @@ func (l *eventLoop) sweep() {
 		from := c.readAt
 		if c.partialCommand() {
 			from = c.cmdStart
+		} else if now-from > idle && inputWaiting(c.fd) {
+			// It sent a request the loop has not read yet: the loop was
+			// busy (a long batch of another connection), not the client
+			// idle. It is read in the next round.
+			continue
 		}
 		if now-from > idle {
 			l.finish(c, errIdle)
 		}
 	}
+}
+
+// inputWaiting reports whether bytes wait unread in fd's socket.
+func inputWaiting(fd int) bool {
+	n, err := unix.IoctlGetInt(fd, unix.SIOCINQ)
+	return err == nil && n > 0
 }
 
 // errIdle is how an idle connection's end is logged.
