@@ -72,37 +72,26 @@ func ceilMillisAfter(base, t gcra.Instant) int64 {
 	return -floorMillisAfter(t, base)
 }
 
-// entry is one lease as stored.
+// entry is one lease as stored: its end, its size and its token.
 type entry struct {
-	exp    gcra.Instant
-	size   int
-	packed bool
-	raw    uint64 // a packed token's 8 bytes
-	tok    []byte // an unpacked token, a view of the state
+	exp  gcra.Instant
+	size int
+	tokenKey
 }
 
 // decode reads the lease at state[p:] of a state whose base is base; ok is
-// false when it does not decode.
+// false when it does not decode (leaseAt).
 func decode(state []byte, p int, base gcra.Instant) (e entry, ok bool) {
-	if len(state)-p < wordSize+1 {
+	w, n, ok := leaseAt(state, p)
+	if !ok {
 		return e, false
 	}
-	w := binary.LittleEndian.Uint32(state[p:])
-	e.exp = base + gcra.Instant(w&maxOffset)*ms
+	e.exp, e.size = base+gcra.Instant(w&maxOffset)*ms, n
 	if w&packedBit != 0 {
-		e.size = wordSize + packedSize
-		if len(state)-p < e.size {
-			return e, false
-		}
 		e.packed, e.raw = true, binary.LittleEndian.Uint64(state[p+wordSize:])
-		return e, true
+	} else {
+		e.tok = state[p+wordSize+1 : p+n]
 	}
-	n := int(state[p+wordSize])
-	e.size = wordSize + 1 + n
-	if n == 0 || len(state)-p < e.size {
-		return e, false
-	}
-	e.tok = state[p+wordSize+1 : p+e.size]
 	return e, true
 }
 
@@ -401,7 +390,7 @@ func splice(buf, state []byte, l *layout, drop bool, k *tokenKey, end, now gcra.
 		if k == nil {
 			return buf, 0
 		}
-		base := gcra.Instant(floorMillisAfter(0, now)) * ms
+		base := millisOf(now)
 		off := floorMillisAfter(base, end)
 		return appendLease(appendBase(buf, base), k, off), base + gcra.Instant(off)*ms
 	}
@@ -409,7 +398,7 @@ func splice(buf, state []byte, l *layout, drop bool, k *tokenKey, end, now gcra.
 	if k != nil {
 		off = int64(l.end-l.base) / int64(ms)
 		if off < 0 || off > maxOffset {
-			return rebase(buf, state, l, drop, k, end, now)
+			return rebase(buf, state, l, drop, k, now)
 		}
 	}
 	buf = append(buf, state[:baseSize]...)
@@ -439,44 +428,37 @@ func splice(buf, state []byte, l *layout, drop bool, k *tokenKey, end, now gcra.
 
 // rebase is splice when k's lease ends too far from the state's base (a
 // key renewed for weeks, or a clock stepped back): the base moves to now's
-// millisecond on its grid, and each lease kept is written again from it.
-// A lease that would still not fit (only after the clock stepped back by
-// weeks) is cut to the longest that does.
-func rebase(buf, state []byte, l *layout, drop bool, k *tokenKey, end, now gcra.Instant) ([]byte, gcra.Instant) {
-	base := l.base + gcra.Instant(floorMillisAfter(l.base, now))*ms
-	buf = appendBase(buf[:0], base)
-	var last gcra.Instant
-	put := func(k *tokenKey, t gcra.Instant) {
-		off := min(max(floorMillisAfter(base, t), 0), maxOffset)
-		buf = appendLease(buf, k, off)
-		last = base + gcra.Instant(off)*ms
-	}
+// millisecond on its grid, and the leases kept are written again from it
+// (onBase). It allocates: it runs once in weeks a key, if ever.
+func rebase(buf, state []byte, l *layout, drop bool, k *tokenKey, now gcra.Instant) ([]byte, gcra.Instant) {
+	var kept []entry
 	inserted := false
 	for p := l.start; p < len(state); {
 		e, _ := decode(state, p, l.base) // scan has read it
 		if !inserted && e.exp > l.end {
-			put(k, end)
+			kept = append(kept, entry{exp: l.end, tokenKey: *k})
 			inserted = true
 		}
 		if !drop || p != l.at {
-			kk := tokenKey{packed: e.packed, raw: e.raw, tok: e.tok}
-			put(&kk, e.exp)
+			kept = append(kept, e)
 		}
 		p += e.size
 	}
 	if !inserted {
-		put(k, end)
+		kept = append(kept, entry{exp: l.end, tokenKey: *k})
 	}
-	return buf, last
+	return onBase(buf[:0], l.base+gcra.Instant(floorMillisAfter(l.base, now))*ms, kept)
 }
 
 // normalize returns state's live leases that decode, in expiry order, in a
-// new slice, on a base at now's millisecond; an end off that grid is moved
-// up to it, so that a lease live now stays live.
+// new slice, on a base at now's millisecond (onBase).
 func normalize(state []byte, now gcra.Instant) []byte {
 	var held []entry
 	_ = walk(state, func(e entry) bool {
 		if e.exp > now {
+			if !e.packed {
+				e.tokenKey = keyOf(e.tok) // a packable token written unpacked
+			}
 			held = append(held, e)
 		}
 		return true
@@ -485,14 +467,27 @@ func normalize(state []byte, now gcra.Instant) []byte {
 	if len(held) == 0 {
 		return nil
 	}
-	base := gcra.Instant(floorMillisAfter(0, now)) * ms
-	out := appendBase(nil, base)
-	for _, e := range held {
-		k := tokenKey{packed: e.packed, raw: e.raw, tok: e.tok}
-		if !k.packed {
-			k = keyOf(e.tok) // a packable token written unpacked
-		}
-		out = appendLease(out, &k, min(ceilMillisAfter(base, e.exp), maxOffset))
-	}
+	out, _ := onBase(nil, millisOf(now), held)
 	return out
+}
+
+// onBase appends to buf a state of base and leases (in expiry order),
+// and returns it with its last lease's end. An end off the base's grid
+// (written by something else) moves up to it, so that a lease live now
+// stays live; one too far to count from the base (only after a clock
+// stepped back by weeks) is cut to the farthest that is not.
+func onBase(buf []byte, base gcra.Instant, leases []entry) ([]byte, gcra.Instant) {
+	buf = appendBase(buf, base)
+	var last gcra.Instant
+	for i := range leases {
+		off := min(max(ceilMillisAfter(base, leases[i].exp), 0), maxOffset)
+		buf = appendLease(buf, &leases[i].tokenKey, off)
+		last = base + gcra.Instant(off)*ms
+	}
+	return buf, last
+}
+
+// millisOf is the millisecond t is in: a new state's base.
+func millisOf(t gcra.Instant) gcra.Instant {
+	return gcra.Instant(floorMillisAfter(0, t)) * ms
 }
