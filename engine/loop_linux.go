@@ -354,13 +354,11 @@ func (l *eventLoop) sweep() {
 		from := c.readAt
 		if c.partialCommand() {
 			from = c.cmdStart
-		} else if now-from > idle && inputWaiting(c.fd) {
-			// It sent a request the loop has not read yet: the loop was
-			// busy (a long batch of another connection), not the client
-			// idle. It is read in the next round.
-			continue
 		}
-		if now-from > idle {
+		// Bytes waiting unread mean the loop was slow to read them (a
+		// long batch of another connection), not the client slow to send:
+		// they are read in the next round, and the client judged after.
+		if now-from > idle && !inputWaiting(c.fd) {
 			l.finish(c, errIdle)
 		}
 	}
