@@ -338,14 +338,18 @@ func (s *Service) spareTheOthers(ctx context.Context, calls []Call) error {
 	for i, c := range calls {
 		reads[i] = Call{Key: c.Key, Limit: c.Limit}
 	}
-	if err := s.decider.Decide(ctx, s.now(), reads); err != nil {
+	now := s.now()
+	if err := s.decider.Decide(ctx, now, reads); err != nil {
 		return err
 	}
 	over := make([]bool, len(calls))
 	anyOver := false
-	for i, r := range reads {
+	for i := range reads {
+		r := &reads[i]
 		if r.Limit.Algorithm == FixedWindow {
-			over[i] = uint64(r.Count)+uint64(calls[i].Hits) > uint64(r.Limit.RequestsPerUnit)
+			// The count the hits would make, judged as an answer is.
+			r.Count, r.Hits = r.Count+calls[i].Hits, calls[i].Hits
+			over[i] = s.outcome(r, now).over
 		} else {
 			over[i] = calls[i].Hits > r.Result.Remaining
 		}
