@@ -111,19 +111,13 @@ func (r *referenceEnv) service() {
 	r.setBool("rls-response-headers", "LIMIT_RESPONSE_HEADERS_ENABLED")
 	for flag, name := range map[string]string{"rls-limit-header": "LIMIT_LIMIT_HEADER", "rls-remaining-header": "LIMIT_REMAINING_HEADER",
 		"rls-reset-header": "LIMIT_RESET_HEADER"} {
-		if v, ok := r.lookup(name); ok {
-			r.set(flag, v, name)
-		}
+		r.setIfSet(flag, name)
 	}
-	if v, ok := r.lookup("CACHE_KEY_PREFIX"); ok {
-		r.set("rls-key-prefix", v, "CACHE_KEY_PREFIX")
-	}
+	r.setIfSet("rls-key-prefix", "CACHE_KEY_PREFIX")
 	r.setBool("rls-shadow-mode", "SHADOW_MODE")
 	r.setBool("rls-quota-mode", "QUOTA_MODE")
 	r.setBool("rls-response-dynamic-metadata", "RESPONSE_DYNAMIC_METADATA")
-	if v, ok := r.lookup("NEAR_LIMIT_RATIO"); ok {
-		r.set("rls-near-limit-ratio", v, "NEAR_LIMIT_RATIO")
-	}
+	r.setIfSet("rls-near-limit-ratio", "NEAR_LIMIT_RATIO")
 	r.setBool("rls-stop-increment-over-limit", "STOP_CACHE_KEY_INCREMENT_WHEN_OVERLIMIT")
 }
 
@@ -253,6 +247,13 @@ func (r *referenceEnv) isTrue(name string) bool {
 		r.fail(fmt.Sprintf("invalid value %q for %s: true or false", v, name))
 	}
 	return b
+}
+
+// setIfSet sets flag to variable name's value, when it is set.
+func (r *referenceEnv) setIfSet(flag, name string) {
+	if v, ok := r.lookup(name); ok {
+		r.set(flag, v, name)
+	}
 }
 
 func (r *referenceEnv) setBool(flag, name string) {
