@@ -2,12 +2,10 @@ package daemon
 
 import (
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -30,19 +28,9 @@ func serveMetrics(ln net.Listener, reg *prometheus.Registry, top topFunc, rls rl
 		_, _ = w.Write(statusPage)
 	})
 	mux.Handle("GET /status.json", statusHandler(reg, top, rls))
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("metrics server stopped", "err", err)
-		}
-	}()
-	logger.Info("serving metrics", "metrics", "http://"+ln.Addr().String()+"/metrics")
-	return func() { _ = hs.Close(); <-done }
+	return serveHTTP(ln, mux, "metrics", logger, "metrics", "http://"+ln.Addr().String()+"/metrics")
 }
 
-// topFunc answers CL.TOP: at most n of the most limited keys.
 type topFunc func(n int) []top.Entry
 
 // topHandler serves GET /top?count=n: CL.TOP's answer as a JSON array of

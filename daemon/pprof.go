@@ -9,7 +9,6 @@ import (
 	"net/http/pprof"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/redcell/redcell/config"
 )
@@ -21,10 +20,7 @@ func servePprof(addr string, logger *slog.Logger) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("--pprof-addr %s: %w", addr, err)
 	}
-	hs := &http.Server{Handler: pprofHandler(os.Args), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = hs.Serve(ln) }()
-	logger.Info("serving pprof", "addr", ln.Addr().String())
-	return func() { _ = hs.Close() }, nil
+	return serveHTTP(ln, pprofHandler(os.Args), "pprof", logger, "addr", ln.Addr().String()), nil
 }
 
 // pprofHandler serves net/http/pprof's pages, as its import registers them

@@ -1,14 +1,11 @@
 package daemon
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	"github.com/redcell/redcell/rls"
 )
@@ -55,21 +52,11 @@ func (h *rlsHealth) serve(logger *slog.Logger) (stop func()) {
 	if h == nil {
 		return func() {}
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(h.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("the rate limit service's health check stopped", "err", err)
-		}
-	}()
-	logger.Info("serving the rate limit service's health check", "addr", "http://"+h.ln.Addr().String()+"/healthcheck")
+	stopServing := serveHTTP(h.ln, h, "the rate limit service's health check", logger,
+		"addr", "http://"+h.ln.Addr().String()+"/healthcheck")
 	return func() {
 		h.stopping.Store(true)
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
+		stopServing()
 	}
 }
 
