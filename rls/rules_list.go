@@ -1,6 +1,7 @@
 package rls
 
 import (
+	"maps"
 	"slices"
 	"strings"
 )
@@ -32,12 +33,7 @@ func (r *Rules) List() []ListedRule {
 		if n.rule != nil {
 			out = append(out, ListedRule{Name: n.rule.StatsKey, Limit: n.rule.describe(), Where: n.rule.Where})
 		}
-		keys := make([]string, 0, len(n.children))
-		for k := range n.children {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(n.children)) {
 			walk(n.children[k])
 		}
 	}
