@@ -129,7 +129,7 @@ const flushBatchBytes = 512 << 10
 func batchLen(changes []Change) (n int, full bool) {
 	size := 0
 	for i, c := range changes {
-		size += len(c.Key) + len(c.Value) + changeFraming
+		size += c.batchSize()
 		if i == flushBatch || i > 0 && size > flushBatchBytes {
 			return i, true
 		}
@@ -140,6 +140,10 @@ func batchLen(changes []Change) (n int, full bool) {
 // changeFraming is a change's bytes in a Pebble batch besides its key and
 // value: its kind, varint lengths and the value's header, about.
 const changeFraming = 32
+
+// batchSize is about what c takes in a Pebble batch: what batchLen bounds
+// a write by, and what a write asks the disk's room for (PebbleBackend.Apply).
+func (c Change) batchSize() int { return len(c.Key) + len(c.Value) + changeFraming }
 
 // Flush writes every change made so far and syncs it. The changes go out in
 // batches (batchLen), shard by shard: each key's stored state

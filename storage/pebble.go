@@ -292,7 +292,7 @@ func (p *PebbleBackend) Apply(changes []Change, saved gcra.Instant, sync bool) e
 	defer p.mu.Unlock()
 	size := 0
 	for _, c := range changes {
-		size += len(c.Key) + len(c.Value) + changeFraming
+		size += c.batchSize()
 	}
 	if err := p.disk.room(int64(size)); err != nil {
 		return err
