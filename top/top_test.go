@@ -164,12 +164,18 @@ func TestAllowedAndLongKeys(t *testing.T) {
 	require.Equal(t, exact, s.AppendTo(nil, 1)[1].Key, "a key of exactly KeyBytes is whole")
 }
 
-func BenchmarkNoteLimited(b *testing.B) {
-	var s Sketch
-	keys := make([][]byte, 64)
+// benchKeys is n keys "key:0" on, for the benchmarks.
+func benchKeys(n int) [][]byte {
+	keys := make([][]byte, n)
 	for i := range keys {
 		keys[i] = fmt.Appendf(nil, "key:%d", i)
 	}
+	return keys
+}
+
+func BenchmarkNoteLimited(b *testing.B) {
+	var s Sketch
+	keys := benchKeys(64)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
@@ -183,10 +189,7 @@ func BenchmarkNoteLimited(b *testing.B) {
 // every slot taken: a decrement, and one in Sample a replacement.
 func BenchmarkNoteLimitedFlood(b *testing.B) {
 	var s Sketch
-	keys := make([][]byte, 4096)
-	for i := range keys {
-		keys[i] = fmt.Appendf(nil, "key:%d", i)
-	}
+	keys := benchKeys(4096)
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
