@@ -230,7 +230,7 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 }
 
 // runBackground starts the goroutines that run beside the connections until
-// ctx ends: expiry, the memory watch, and with persistence the flusher (on
+// ctx ends: expiry, the memory watch, tidying, and with persistence the flusher (on
 // its interval, or group commits in durable mode) and the clean-up of stale
 // keys. Wait on the result for them to end.
 func runBackground(ctx context.Context, cfg config.Config, st *state, logger *slog.Logger) *sync.WaitGroup {
@@ -239,6 +239,7 @@ func runBackground(ctx context.Context, cfg config.Config, st *state, logger *sl
 		st.store.RunExpiry(ctx, storage.ExpiryOptions{Now: st.clock.Now, Logger: logger})
 	})
 	wg.Go(func() { st.store.RunMemoryWatch(ctx, storage.DefaultMemoryWatchInterval, logger) })
+	wg.Go(func() { st.store.RunTidy(ctx, storage.DefaultTidyInterval, logger) })
 	switch {
 	case st.flusher == nil:
 	case cfg.FlushInterval == 0:

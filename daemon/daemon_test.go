@@ -242,3 +242,47 @@ func TestAMissingACLFileStopsTheStartFirst(t *testing.T) {
 	_, serr := os.Stat(dir)
 	require.ErrorIs(t, serr, fs.ErrNotExist, "the store was not opened")
 }
+
+// A server left at rest after a fill gives its arenas' garbage back: the
+// lease states that outgrew their blobs while filling are compacted off
+// the command path (storage.Store.RunTidy), seen in INFO's
+// redcell_arena_garbage, and every lease is still held.
+func TestAServerAtRestTidiesItsArenas(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	cfg := config.Config{Bind: "127.0.0.1", InMemory: true, Shards: 1}
+	go func() { done <- Run(ctx, cfg, slog.New(slog.DiscardHandler), Options{Ready: ready}) }()
+	addr := <-ready
+	rdb := redis.NewClient(&redis.Options{Addr: addr.String()})
+	defer rdb.Close()
+	// The fill storage's tests show leaves over an eighth of the arena
+	// garbage and under the half at which the table compacts itself.
+	for k := range 300 {
+		p := rdb.Pipeline()
+		for i := range 100 {
+			p.Do(ctx, "CL.ACQUIRE", "leases:"+strconv.Itoa(k), 100, 3600000, "TOKEN", "holder-"+strconv.Itoa(i))
+		}
+		_, err := p.Exec(ctx)
+		require.NoError(t, err)
+	}
+	garbage := func() int64 {
+		info, err := rdb.Info(ctx, "memory").Result()
+		require.NoError(t, err)
+		m := regexp.MustCompile(`\r\nredcell_arena_garbage:(\d+)\r\n`).FindStringSubmatch(info)
+		require.NotNil(t, m, info)
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		require.NoError(t, err)
+		return n
+	}
+	require.Greater(t, garbage(), int64(100<<10), "the fill's garbage")
+	require.Eventually(t, func() bool { return garbage() == 0 }, 10*time.Second, 100*time.Millisecond,
+		"tidied within two looks (storage.DefaultTidyInterval)")
+	for _, k := range []int{0, 150, 299} {
+		n, err := rdb.Do(ctx, "CL.LEASES", "leases:"+strconv.Itoa(k)).Slice()
+		require.NoError(t, err)
+		require.Len(t, n, 100)
+	}
+	cancel()
+	require.NoError(t, <-done)
+}

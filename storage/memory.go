@@ -73,6 +73,8 @@ type memoryLimit struct {
 	over    atomic.Bool
 	used    atomic.Int64
 	evicted atomic.Int64
+	// garbage is the arenas' garbage bytes when used was measured.
+	garbage atomic.Int64
 	// uncounted reports memory the limit does not count (SetUncounted).
 	uncounted atomic.Pointer[func() int64]
 }
@@ -130,11 +132,21 @@ func (s *Store) measureMemory(tx *Txn) int64 {
 	copy(samples, goMemory)
 	metrics.Read(samples)
 	used := int64(samples[0].Value.Uint64() - samples[1].Value.Uint64())
-	s.forShards(tx, func(sh *shard) { used += sh.t.mappedInUse() })
+	var garbage int64
+	s.forShards(tx, func(sh *shard) {
+		used += sh.t.mappedInUse()
+		garbage += int64(sh.t.garbage + sh.t.valGarbage)
+	})
 	s.mem.used.Store(used)
+	s.mem.garbage.Store(garbage)
 	s.mem.over.Store(s.mem.limit > 0 && s.counted(used) > s.mem.limit)
 	return used
 }
+
+// ArenaGarbage is the bytes of the tables' arenas, counted in the memory in
+// use, that hold keys moved or gone: what the next compaction or Tidy
+// drops. It is as of the last measure (MeasureMemory).
+func (s *Store) ArenaGarbage() int64 { return s.mem.garbage.Load() }
 
 // RunMemoryWatch measures the memory every interval until ctx is done, and
 // under VolatileTTL evicts keys while it is over the limit. Without a limit

@@ -72,6 +72,8 @@ type table struct {
 	// mem.vals'.
 	vals       []byte
 	valGarbage int
+	// tidyMark is garbage and valGarbage when Tidy last looked.
+	tidyMark [2]int
 
 	mem *tableMem
 
