@@ -11,7 +11,8 @@
 #     redcell under the same loads, the ceiling an acquire cannot pass
 #   releases/s of tokens that may be held: CL.RELEASE vs ZREM
 #   memory per held lease, MEM_KEYS keys of 100 leases each (the server's
-#     11-byte tokens on redcell; the script's own, about 19 bytes, on Redis)
+#     11-byte tokens on redcell; the script's own, about 19 bytes, on Redis),
+#     then as many more; also on redcell --in-memory
 #
 # Settings (environment):
 #   ROUNDS=3      rounds of every load
@@ -97,9 +98,15 @@ done
 # Memory: MEM_KEYS keys, each acquired about 150 times with limit 100 and
 # an hour's lease on freshly started servers, so that every key holds
 # exactly 100 leases; RSS growth (3 s after, past redcell's persistence
-# flush, free pages returned on both: settled_rss) per lease. The 100 are checked.
+# flush and its tidying of the arenas, free pages returned on both:
+# settled_rss) per lease. Then the same again on other keys: what the next
+# leases cost once the fixed parts (Pebble's memtables) have grown. Beside
+# them, redcell --in-memory (rcm): no persistence, as the Redis peer runs.
+# The 100 are checked.
 stop_servers
 start_servers
+start_redcell_side rcm --in-memory
+sides+=(rcm)
 for s in "${sides[@]}"; do
 	# shellcheck disable=SC2046
 	bench warm.$s "" $s -P 16 -c 50 -r 1000 -n 200000 $(acquire $s) warm:__rand_int__ 100 3600000
@@ -107,18 +114,27 @@ for s in "${sides[@]}"; do
 	rss0=$(settled_rss "$s")
 	# shellcheck disable=SC2046
 	bench fill.$s "" $s -P 16 -c 50 -r "$MEM_KEYS" -n $((MEM_KEYS * 150)) $(acquire $s) mem:__rand_int__ 100 3600000
-	sleep 3 # redcell's flush
+	sleep 3 # redcell's flush and tidying
 	rss1=$(settled_rss "$s")
+	# shellcheck disable=SC2046
+	bench fill2.$s "" $s -P 16 -c 50 -r "$MEM_KEYS" -n $((MEM_KEYS * 150)) $(acquire $s) next:__rand_int__ 100 3600000
+	sleep 3
+	rss2=$(settled_rss "$s")
 	echo "$((rss1 - rss0)) $((MEM_KEYS * 100))" >>"$work/mem.$s"
+	echo "$((rss2 - rss1)) $((MEM_KEYS * 100))" >>"$work/mem2.$s"
 	awk '{ printf "%.1f\n", $1 / $2 }' "$work/mem.$s" >"$work/bpl.$s"
+	awk '{ printf "%.1f\n", $1 / $2 }' "$work/mem2.$s" >"$work/bpl2.$s"
 done
 for i in 0 $((MEM_KEYS / 2)) $((MEM_KEYS - 1)); do
-	k=mem:$(printf '%012d' "$i")
-	check lua "100 " ZCARD "$k"
-	[[ $(redis-cli -h $HOST -p "${port[rc]}" CL.LEASES "$k" | wc -l) == 200 ]] ||
-		{ log "$script: $k does not hold 100 leases on redcell"; exit 1; }
+	for prefix in mem next; do
+		k=$prefix:$(printf '%012d' "$i")
+		check lua "100 " ZCARD "$k"
+		for s in rc rcm; do
+			[[ $(redis-cli -h $HOST -p "${port[$s]}" CL.LEASES "$k" | wc -l) == 200 ]] ||
+				{ log "$script: $k does not hold 100 leases on redcell ($s)"; exit 1; }
+		done
+	done
 done
-
 
 redis_version=$(redis-server --version | grep -o 'v=[0-9.]*' | cut -d= -f2)
 echo
@@ -152,8 +168,12 @@ row "releases/s, CL.RELEASE vs ZREM, 1,000 keys of 100 leases, -P 16 -c 50 -r 10
 row "server CPU us/acquire, -P 16" acq 4 %.2f
 row "server CPU us/release, -P 16" rel 4 %.2f
 row "RSS growth per held lease, $MEM_KEYS keys of 100 (B/lease)" bpl 1 %.1f
+row "RSS growth per held lease, $MEM_KEYS keys of 100 more (B/lease)" bpl2 1 %.1f
+printf '| the same two, redcell --in-memory (no persistence, as the Redis peer runs) | %.1f / %.1f |%s %.1f / %.1f | %s / %s |\n' \
+	"$(median bpl.rcm 1)" "$(median bpl2.rcm 1)" "$before_ceil" "$(median bpl.lua 1)" "$(median bpl2.lua 1)" \
+	"$(pratio bpl.rcm bpl.lua 1)" "$(pratio bpl2.rcm bpl2.lua 1)"
 echo
-echo "Commands (redcell: $work/redcell --bind $HOST --port 0 --dir DIR; Redis: redis-server --bind $HOST --port ${port[lua]}" \
+echo "Commands (redcell: $work/redcell --bind $HOST --port 0 --dir DIR, rcm the same with --in-memory; Redis: redis-server --bind $HOST --port ${port[lua]}" \
 	"--save '' --appendonly no, the script loaded with SCRIPT LOAD from bench/lease_zset.lua):"
 for k in "${order[@]}"; do
 	echo "  $k: ${cmds[$k]//$sha/\$LEASE_SHA}"
