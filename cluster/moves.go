@@ -105,7 +105,35 @@ func (s *State) StartMove(m *Move) error {
 	return nil
 }
 
-// EndMove forgets the move of slot.
+// Hand puts m, a move recorded (StartMove) whose destination now holds the
+// slot's last state, in its Asking phase, which it saves first with the
+// rest of the state (nodes.conf): the source sends the slot's clients to
+// the destination with ASK from then on, and the destination serves them
+// after ASKING, until a topology ends the move, across restarts of either.
+// A source restarted without it would serve its copy of the slot as of the
+// handover beside the destination's, the slot's decisions split between
+// two states; a destination, refuse the clients sent to it and drop what
+// it imported as keys of a slot it does not serve. A move not yet handed
+// is not saved: a restart in its middle fails it, and the slot stays with
+// the source. If the save fails, m is left as it was.
+func (s *State) Hand(m *Move) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.move(m.Slot) != m {
+		return fmt.Errorf("cluster: slot %d's move is not in progress", m.Slot)
+	}
+	if err := s.save(s.view.Load(), m); err != nil {
+		return err
+	}
+	m.Thaw(Asking)
+	return nil
+}
+
+// EndMove forgets the move of slot. A handed one is saved gone. That save
+// is the only one whose failure is not reported: the line it leaves names
+// a move the topology saved ended (the next Follow after a restart ends it
+// again: clusternode's settle), or an import aborted, whose slot's source
+// sends no client with ASK and which the next import of the slot replaces.
 func (s *State) EndMove(slot int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -121,9 +149,12 @@ func (s *State) EndMove(slot int) {
 	}
 	if len(cur) == 0 {
 		s.moves.Store(nil)
-		return
+	} else {
+		s.moves.Store(&cur)
 	}
-	s.moves.Store(&cur)
+	if m := (*p)[slot]; m != nil && m.Phase.Load() == Asking {
+		_ = s.save(s.view.Load(), nil)
+	}
 }
 
 // Moves lists the moves in progress.

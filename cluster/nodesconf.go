@@ -18,10 +18,12 @@ import (
 
 // The file a State persists in: "myid <id>", "sentinels <host:port> ..."
 // when there are Sentinels, "failover <shard's master> <master> <epoch>"
-// for each shard Sentinel named a master of, "version <n>", then the
-// topology's lines as pushed (Topology.Text), or no version and no lines
-// before the first push. It is replaced whole (atomicfile).
-func (s *State) save(v *view) error {
+// for each shard Sentinel named a master of, "moving <slot> out|in
+// <peer's id>" for each move handed (State.Hand; handing, also for m),
+// "version <n>", then the topology's lines as pushed (Topology.Text), or no
+// version and no lines before the first push. It is replaced whole
+// (atomicfile). The caller holds s.mu.
+func (s *State) save(v *view, handing *Move) error {
 	if s.path == "" {
 		return nil
 	}
@@ -37,6 +39,22 @@ func (s *State) save(v *view) error {
 			f.Master = f.Reported // Sentinel has not said it yet
 		}
 		fmt.Fprintf(&b, "failover %s %s %d\n", shard, f.Master, f.Epoch)
+	}
+	var moves []*Move
+	if p := s.moves.Load(); p != nil {
+		for _, m := range *p {
+			if m.Phase.Load() == Asking || m == handing {
+				moves = append(moves, m)
+			}
+		}
+	}
+	slices.SortFunc(moves, func(a, b *Move) int { return a.Slot - b.Slot })
+	for _, m := range moves {
+		way := "in"
+		if m.Out {
+			way = "out"
+		}
+		fmt.Fprintf(&b, "moving %d %s %s\n", m.Slot, way, m.Peer.ID)
 	}
 	if v.base != nil && v.base.Version >= 0 {
 		b.WriteString("version " + strconv.FormatInt(v.base.Version, 10) + "\n")
@@ -54,6 +72,14 @@ type saved struct {
 	top       *Topology
 	sentinels []string
 	failovers map[string]Failover
+	moves     []savedMove
+}
+
+// savedMove is a "moving" line: a move handed (State.Hand).
+type savedMove struct {
+	slot int
+	out  bool
+	peer string
 }
 
 func load(path string) (f saved, err error) {
@@ -84,6 +110,12 @@ func load(path string) (f saved, err error) {
 				f.failovers = map[string]Failover{}
 			}
 			f.failovers[fs[1]] = Failover{Master: fs[2], Epoch: epoch}
+		case fs[0] == "moving" && len(fs) == 4:
+			slot, err := strconv.Atoi(fs[1])
+			if err != nil || slot < 0 || slot >= Slots || (fs[2] != "out" && fs[2] != "in") || len(fs[3]) != IDLen {
+				return f, bad
+			}
+			f.moves = append(f.moves, savedMove{slot: slot, out: fs[2] == "out", peer: fs[3]})
 		case fs[0] == "version" && len(fs) == 2:
 			if version, err = strconv.ParseInt(fs[1], 10, 64); err != nil {
 				return f, fmt.Errorf("%s:%d: %q", path, n+1, line)

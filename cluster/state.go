@@ -110,9 +110,10 @@ func NewState(dir string, emulated bool, ip string, port int) (*State, error) {
 		s.path = filepath.Join(dir, "nodes.conf")
 	}
 	v := view{me: -1}
+	var f saved
 	if s.path != "" {
-		f, err := load(s.path)
-		if err != nil {
+		var err error
+		if f, err = load(s.path); err != nil {
 			return nil, err
 		}
 		v.myID, v.base, v.sentinels, v.failovers = f.id, f.top, f.sentinels, f.failovers
@@ -124,8 +125,29 @@ func NewState(dir string, emulated bool, ip string, port int) (*State, error) {
 		v.base = Emulated(v.myID, ip, port)
 	}
 	v.held = len(v.sentinels) > 0
-	s.view.Store(v.derive())
+	nv := v.derive()
+	s.view.Store(nv)
+	s.restoreMoves(nv, f.moves)
 	return s, nil
+}
+
+// restoreMoves records the moves saved handed (State.Hand) in their Asking
+// phase, each with its peer as the topology in force has it. One whose
+// peer the topology no longer has, or whose slot moves twice, is dropped:
+// a push that removed the peer ended the move.
+func (s *State) restoreMoves(v *view, saved []savedMove) {
+	for _, sm := range saved {
+		if v.top == nil {
+			return
+		}
+		peer := v.top.Node(sm.peer)
+		if peer == nil {
+			continue
+		}
+		m := &Move{Slot: sm.slot, Peer: *peer, Out: sm.out}
+		m.Phase.Store(Asking)
+		_ = s.StartMove(m) // a slot named twice: the first stands
+	}
 }
 
 func randomID() string {
@@ -213,7 +235,7 @@ func (s *State) change(fn func(v *view) error) error {
 		return err
 	}
 	nv := v.derive()
-	if err := s.save(nv); err != nil {
+	if err := s.save(nv, nil); err != nil {
 		return err
 	}
 	s.view.Store(nv)

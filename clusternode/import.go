@@ -49,11 +49,19 @@ func (m *Migrator) ImportKey(slot int, key, value []byte) error {
 	return m.cfg.Store.Apply(key, kind, exp, state)
 }
 
-// EndImport marks slot's import done: the source sends clients here with
-// ASK from now on. ErrNotImporting if slot is not being imported.
+// EndImport marks slot's import done, saved: the source sends clients here
+// with ASK from now on. ErrNotImporting if slot is not being imported.
 func (m *Migrator) EndImport(slot int) error {
-	if mv := m.cfg.State.Move(slot); mv == nil || mv.Out {
+	mv := m.cfg.State.Move(slot)
+	if mv == nil || mv.Out {
 		return ErrNotImporting
+	}
+	// Saved before DONE is answered (State.Hand): restarted, this node
+	// keeps serving the clients the source sends here, and keeps the keys
+	// it imported rather than drop them as a slot it does not serve. The
+	// source waits for the answer, and aborts the move on an error.
+	if err := m.cfg.State.Hand(mv); err != nil {
+		return err
 	}
 	m.cfg.Logger.Info("cluster: slot imported; served to ASKING clients until a topology gives it here", "slot", slot)
 	return nil

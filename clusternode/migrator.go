@@ -41,7 +41,10 @@ import (
 //     difference, then are routed: sent on with ASK, or run here if the
 //     destination was given up on.
 //  3. Asking: the destination has the slot's last state; clients are sent
-//     -ASK there, and the destination serves them after ASKING.
+//     -ASK there, and the destination serves them after ASKING. Both nodes
+//     save the step (cluster.State.Hand), the destination before it
+//     answers DONE, the source before its first ASK: either restarted
+//     keeps to it.
 //  4. A topology that gives the slot to the destination (CLUSTERX SETSLOT
 //     or SETNODES, pushed to every node) ends it: the source answers MOVED
 //     and drops its copy of the slot (Follower.Follow).
@@ -232,7 +235,11 @@ func (m *Migrator) passes(p *peer, mv *cluster.Move) (time.Duration, error) {
 	if err := p.replies(n + 1); err != nil {
 		return 0, fmt.Errorf("frozen for %v: %w", time.Since(frozen).Round(time.Microsecond), err)
 	}
-	mv.Thaw(cluster.Asking)
+	// Saved before the first ASK (State.Hand): a restart of this node
+	// keeps sending the slot's clients there.
+	if err := m.cfg.State.Hand(mv); err != nil {
+		return 0, err
+	}
 	return time.Since(frozen), nil
 }
 

@@ -524,6 +524,69 @@ func TestClusterNodeRestartedKeepsItsIDTopologyAndKeys(t *testing.T) {
 	require.Equal(t, "ERR the version is not newer than the topology's: 7 <= 7", a.refusal(t, "CLUSTERX", "SETNODES", c.text(), 7))
 }
 
+// A slot migrated (CLUSTERX MIGRATE) and not yet given to its destination
+// by a topology stays handed over across a restart of either node: the
+// source, restarted, still sends its clients to the destination with ASK
+// rather than serve its copy of the slot as of the handover; the
+// destination, restarted, still serves them after ASKING with the state it
+// imported and decided on, rather than refuse them and drop its keys as a
+// slot it does not serve. The topology's flip then ends the move as it
+// would have: no decision lost or doubled.
+func TestClusterASlotHandedOverSurvivesARestartOfEitherNode(t *testing.T) {
+	c := startCluster(t, 2)
+	a, b := c.masters[0], c.masters[1]
+	tag := "{h0}"
+	for i := 1; c.owner(c.slot(t, tag)) != a; i++ {
+		tag = "{h" + strconv.Itoa(i) + "}"
+	}
+	var keys []string // ten keys of one slot of a's
+	for i := range 10 {
+		keys = append(keys, tag+strconv.Itoa(i))
+		require.Equal(t, firstDecision, a.do(t, hourly(keys[i])...), keys[i])
+	}
+	slot := c.slot(t, tag)
+	require.Equal(t, "OK", a.do(t, "CLUSTERX", "MIGRATE", slot, b.ID, "SYNC"))
+	ask := "ASK " + strconv.Itoa(slot) + " 127.0.0.1:" + strconv.Itoa(b.Port)
+	require.Equal(t, ask, a.refusal(t, hourly(keys[0])...))
+	asking := func(n *clusterNode, args ...any) []int64 {
+		t.Helper()
+		cmds, err := n.rdb.Pipelined(harness.Ctx(t), func(p redis.Pipeliner) error {
+			p.Do(harness.Ctx(t), "ASKING")
+			p.Do(harness.Ctx(t), args...)
+			return nil
+		})
+		require.NoError(t, err, "%v on %s", args, n.Addr)
+		return int64s(t, cmds[1].(*redis.Cmd).Val())
+	}
+	requireDecision(t, asking(b, hourly(keys[0])...), 2, "decided on the destination after ASKING")
+
+	require.NoError(t, a.Stop(syscall.SIGTERM), "a clean exit; log:\n%s", a.Log())
+	a.Restart()
+	a.reconnect(t)
+	require.Equal(t, ask, a.refusal(t, hourly(keys[0])...), "the restarted source still sends the slot's clients on")
+
+	require.NoError(t, b.Stop(syscall.SIGTERM), "a clean exit; log:\n%s", b.Log())
+	b.Restart()
+	b.reconnect(t)
+	require.Equal(t, int64(len(keys)), b.do(t, "CLUSTER", "COUNTKEYSINSLOT", slot), "the restarted destination keeps what it imported")
+	requireDecision(t, asking(b, hourly(keys[0])...), 3, "and serves it after ASKING")
+	require.Equal(t, "MOVED "+strconv.Itoa(slot)+" 127.0.0.1:"+strconv.Itoa(a.Port), b.refusal(t, hourly(keys[0])...), "not without")
+
+	for _, n := range c.masters {
+		require.Equal(t, "OK", n.do(t, "CLUSTERX", "SETSLOT", slot, "NODE", b.ID, 2))
+	}
+	require.Equal(t, "MOVED "+strconv.Itoa(slot)+" 127.0.0.1:"+strconv.Itoa(b.Port), a.refusal(t, hourly(keys[0])...))
+	require.Equal(t, int64(0), a.do(t, "CLUSTER", "COUNTKEYSINSLOT", slot), "the source dropped its copy")
+	requireDecision(t, int64s(t, b.do(t, hourly(keys[0])...)), 4, "the flip: served without ASKING")
+	for _, k := range keys[1:] {
+		requireDecision(t, int64s(t, b.do(t, hourly(k)...)), 2, "%s's second decision, its first on the destination", k)
+	}
+	require.NoError(t, a.Stop(syscall.SIGTERM))
+	a.Restart()
+	a.reconnect(t)
+	require.Equal(t, "MOVED "+strconv.Itoa(slot)+" 127.0.0.1:"+strconv.Itoa(b.Port), a.refusal(t, hourly(keys[0])...), "the ended move stays ended")
+}
+
 // infoField is one field of the node's INFO section ("" if absent).
 func (n *clusterNode) infoField(t testing.TB, section, field string) string {
 	t.Helper()
