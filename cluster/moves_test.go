@@ -19,6 +19,17 @@ func stateIn(t *testing.T, dir, id string) *State {
 	return s
 }
 
+// movingOut returns idA's State persisted in dir with slot 100 recorded
+// moving out to idB.
+func movingOut(t *testing.T, dir string) (*State, *Move) {
+	t.Helper()
+	s := stateIn(t, dir, idA)
+	top, _ := s.Topology()
+	mv := &Move{Slot: 100, Peer: *top.Node(idB), Out: true}
+	require.NoError(t, s.StartMove(mv))
+	return s, mv
+}
+
 // A slot handed to its destination (the source sends clients there with
 // ASK, the destination serves them after ASKING) stays so across a
 // restart of either node until a topology ends the move: a source that
@@ -85,10 +96,7 @@ func TestAHandedMoveSurvivesARestart(t *testing.T) {
 // migration fails on the lost connection and the source serves the slot).
 func TestAMoveNotHandedIsNotSaved(t *testing.T) {
 	dir := t.TempDir()
-	s := stateIn(t, dir, idA)
-	top, _ := s.Topology()
-	mv := &Move{Slot: 100, Peer: *top.Node(idB), Out: true}
-	require.NoError(t, s.StartMove(mv))
+	s, mv := movingOut(t, dir)
 	mv.Freeze()
 	require.NoError(t, s.SetTopology(threeNodes(t, 2), false), "a save while it moves")
 	again, err := NewState(dir, false, "127.0.0.1", 30001)
@@ -103,10 +111,7 @@ func TestAMoveNotHandedIsNotSaved(t *testing.T) {
 // been ended by that push.
 func TestASavedMoveToANodeGoneIsDropped(t *testing.T) {
 	dir := t.TempDir()
-	s := stateIn(t, dir, idA)
-	top, _ := s.Topology()
-	mv := &Move{Slot: 100, Peer: *top.Node(idB), Out: true}
-	require.NoError(t, s.StartMove(mv))
+	s, mv := movingOut(t, dir)
 	require.NoError(t, s.Hand(mv))
 	conf, err := os.ReadFile(filepath.Join(dir, "nodes.conf"))
 	require.NoError(t, err)

@@ -10,12 +10,16 @@ import (
 	"github.com/redcell/redcell/lease"
 )
 
-// fillWithGarbage gives a one-shard store both kinds of arena garbage a
-// table leaves behind: lease states that outgrew their blobs as they were
+// storeWithGarbage returns a one-shard store, and its table, with both
+// kinds of arena garbage a table leaves behind: lease states that outgrew their blobs as they were
 // filled (the value arena), and long TAT keys deleted (the key arena), both
 // past tidyShare and under the half at which the table compacts on its own.
-func fillWithGarbage(t *testing.T, s *Store) {
+func storeWithGarbage(t *testing.T) (*Store, *table) {
 	t.Helper()
+	if !offHeap {
+		t.Skip("arenas are mapped outside the heap on Linux only")
+	}
+	s := New(Config{Shards: 1})
 	spec, err := lease.NewSpec(100, 3600000)
 	require.NoError(t, err)
 	for k := range 300 {
@@ -38,6 +42,7 @@ func fillWithGarbage(t *testing.T, s *Store) {
 	require.True(t, tb.mem.vals.mapped && tb.mem.arena.mapped, "arenas this size are mapped")
 	require.Greater(t, tb.valGarbage, len(tb.vals)/tidyShare, "the fill left value garbage")
 	require.Greater(t, tb.garbage, len(tb.arena)/tidyShare, "the deletes left key garbage")
+	return s, tb
 }
 
 // A store filled and then left alone holds up to half its arenas in
@@ -45,12 +50,7 @@ func fillWithGarbage(t *testing.T, s *Store) {
 // garbage just made), and every key reads back as it was. Reproduces the
 // 19 B a lease that a million leases kept for their 12 B of state.
 func TestTidyGivesAStoreAtRestItsGarbageBack(t *testing.T) {
-	if !offHeap {
-		t.Skip("arenas are mapped outside the heap on Linux only")
-	}
-	s := New(Config{Shards: 1})
-	fillWithGarbage(t, s)
-	tb := &s.shards[0].t
+	s, tb := storeWithGarbage(t)
 	listings := func() [][]lease.Held {
 		var all [][]lease.Held
 		for k := range 300 {
@@ -84,12 +84,7 @@ func TestTidyGivesAStoreAtRestItsGarbageBack(t *testing.T) {
 // compactions: tidying it would copy its arena again and again while a fill
 // runs. It is tidied at the first look after it goes quiet.
 func TestTidyLeavesATableBeingWrittenAlone(t *testing.T) {
-	if !offHeap {
-		t.Skip("arenas are mapped outside the heap on Linux only")
-	}
-	s := New(Config{Shards: 1})
-	fillWithGarbage(t, s)
-	tb := &s.shards[0].t
+	s, tb := storeWithGarbage(t)
 	require.Zero(t, s.Tidy())
 
 	// More states outgrow their blobs, a key at a time until the garbage
