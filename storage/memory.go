@@ -165,10 +165,18 @@ func (s *Store) RunMemoryWatch(ctx context.Context, interval time.Duration, logg
 	})
 }
 
-// watchMemory is one tick of RunMemoryWatch: it measures, and under
-// volatile-ttl past the limit evicts about enough keys to come back under.
+// watchMemory is one tick of RunMemoryWatch: it measures; past the limit
+// it compacts the arenas' garbage (Store.tidy, pressed), then under
+// volatile-ttl evicts about enough keys to come back under.
 func (s *Store) watchMemory() {
 	used := s.counted(s.MeasureMemory())
+	if used > s.mem.limit && s.ArenaGarbage() > 0 && s.tidy(true) > 0 {
+		// The arenas' garbage counts toward the limit (it is memory in
+		// use): dropped first, before a key is refused or evicted for
+		// room that compacting gives. Redis's used_memory, an
+		// allocator's count, does not hold such bytes either.
+		used = s.counted(s.MeasureMemory())
+	}
 	if used <= s.mem.limit || s.mem.policy != VolatileTTL {
 		return
 	}

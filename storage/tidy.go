@@ -35,10 +35,15 @@ const (
 
 // Tidy looks once at every shard's arenas (table.tidy), each shard under
 // its own lock, and returns the bytes of garbage it dropped.
-func (s *Store) Tidy() int {
+func (s *Store) Tidy() int { return s.tidy(false) }
+
+// tidy is Tidy; with pressed, an arena past tidyShare is compacted even in
+// a table being written (the memory watch, over the limit: garbage counts
+// toward it).
+func (s *Store) tidy(pressed bool) int {
 	freed := 0
 	for i := range s.shards {
-		s.shards[i].with(func(sh *shard) { freed += sh.t.tidy() })
+		s.shards[i].with(func(sh *shard) { freed += sh.t.tidy(pressed) })
 	}
 	return freed
 }
@@ -59,13 +64,13 @@ func (s *Store) RunTidy(ctx context.Context, interval time.Duration, logger *slo
 // heap are tidied: their pages go back to the system when the old region is
 // freed, where a heap region's would wait for the collector, and a heap
 // region is small anyway (under mmapThreshold).
-func (t *table) tidy() int {
+func (t *table) tidy(pressed bool) int {
 	freed := 0
-	if t.mem.arena.mapped && worthTidying(len(t.arena), t.garbage, t.tidyMark[0]) {
+	if t.mem.arena.mapped && worthTidying(len(t.arena), t.garbage, t.tidyMark[0], pressed) {
 		freed += t.garbage
 		t.compactArena(max(minArena, 2*(len(t.arena)-t.garbage)))
 	}
-	if t.mem.vals.mapped && worthTidying(len(t.vals), t.valGarbage, t.tidyMark[1]) {
+	if t.mem.vals.mapped && worthTidying(len(t.vals), t.valGarbage, t.tidyMark[1], pressed) {
 		freed += t.valGarbage
 		t.compactValues(max(minArena, 2*(len(t.vals)-t.valGarbage)))
 	}
@@ -76,8 +81,8 @@ func (t *table) tidy() int {
 // worthTidying reports whether an arena of used bytes, garbage of them
 // garbage, mark at the last look, is to be compacted now: it is past
 // tidyShare garbage and its table has been quiet since (made less than
-// quietShare of it). A compaction resets the garbage, so mark can be more
-// than garbage: that is quiet too.
-func worthTidying(used, garbage, mark int) bool {
-	return used >= compactArena && garbage > used/tidyShare && garbage-mark < used/quietShare
+// quietShare of it), or pressed. A compaction resets the garbage, so mark
+// can be more than garbage: that is quiet too.
+func worthTidying(used, garbage, mark int, pressed bool) bool {
+	return used >= compactArena && garbage > used/tidyShare && (pressed || garbage-mark < used/quietShare)
 }

@@ -14,12 +14,13 @@ import (
 // kinds of arena garbage a table leaves behind: lease states that outgrew their blobs as they were
 // filled (the value arena), and long TAT keys deleted (the key arena), both
 // past tidyShare and under the half at which the table compacts on its own.
-func storeWithGarbage(t *testing.T) (*Store, *table) {
+func storeWithGarbage(t *testing.T, cfg Config) (*Store, *table) {
 	t.Helper()
 	if !offHeap {
 		t.Skip("arenas are mapped outside the heap on Linux only")
 	}
-	s := New(Config{Shards: 1})
+	cfg.Shards = 1
+	s := New(cfg)
 	spec, err := lease.NewSpec(100, 3600000)
 	require.NoError(t, err)
 	for k := range 300 {
@@ -50,7 +51,7 @@ func storeWithGarbage(t *testing.T) (*Store, *table) {
 // garbage just made), and every key reads back as it was. Reproduces the
 // 19 B a lease that a million leases kept for their 12 B of state.
 func TestTidyGivesAStoreAtRestItsGarbageBack(t *testing.T) {
-	s, tb := storeWithGarbage(t)
+	s, tb := storeWithGarbage(t, Config{})
 	listings := func() [][]lease.Held {
 		var all [][]lease.Held
 		for k := range 300 {
@@ -84,7 +85,7 @@ func TestTidyGivesAStoreAtRestItsGarbageBack(t *testing.T) {
 // compactions: tidying it would copy its arena again and again while a fill
 // runs. It is tidied at the first look after it goes quiet.
 func TestTidyLeavesATableBeingWrittenAlone(t *testing.T) {
-	s, tb := storeWithGarbage(t)
+	s, tb := storeWithGarbage(t, Config{})
 	require.Zero(t, s.Tidy())
 
 	// More states outgrow their blobs, a key at a time until the garbage
@@ -105,6 +106,31 @@ func TestTidyLeavesATableBeingWrittenAlone(t *testing.T) {
 	require.Equal(t, valGarbage, s.Tidy(), "quiet since")
 }
 
+// Over the memory limit, the arenas' garbage, which counts toward it, is
+// dropped at the memory watch's next tick, however busy the table: before
+// a new key is refused or one evicted for room that compacting gives.
+// Under the limit the watch leaves it to Tidy.
+func TestOverTheLimitTheArenasGarbageGoesFirst(t *testing.T) {
+	for _, over := range []bool{true, false} {
+		limit := int64(1 << 40)
+		if over {
+			limit = 1
+		}
+		s, tb := storeWithGarbage(t, Config{MaxMemory: limit})
+		garbage := tb.garbage + tb.valGarbage
+		before := s.Len()
+		s.watchMemory()
+		if over {
+			require.Zero(t, tb.garbage+tb.valGarbage, "dropped")
+			require.Zero(t, s.ArenaGarbage(), "and measured so")
+		} else {
+			require.Equal(t, garbage, tb.garbage+tb.valGarbage, "left to Tidy")
+			require.Equal(t, int64(garbage), s.ArenaGarbage())
+		}
+		require.Equal(t, before, s.Len(), "nothing evicted (noeviction)")
+	}
+}
+
 func TestWorthTidying(t *testing.T) {
 	for _, c := range []struct {
 		used, garbage, mark int
@@ -118,6 +144,8 @@ func TestWorthTidying(t *testing.T) {
 		{compactArena - 1, 3000, 3000, false},  // too small to bother
 		{compactArena, compactArena / 2, compactArena / 2, true},
 	} {
-		require.Equal(t, c.want, worthTidying(c.used, c.garbage, c.mark), "%+v", c)
+		require.Equal(t, c.want, worthTidying(c.used, c.garbage, c.mark, false), "%+v", c)
 	}
+	require.True(t, worthTidying(64<<10, 16<<10, 0, true), "pressed: however much was just made")
+	require.False(t, worthTidying(64<<10, 8<<10, 0, true), "but past an eighth")
 }
