@@ -43,7 +43,7 @@ var (
 	descConnections = prometheus.NewDesc("redcell_connections_received_total",
 		"Client connections accepted.", nil, nil)
 	descPanics = prometheus.NewDesc("redcell_panics_total",
-		"Panics recovered by the process, by where: resp (a client's command: its connection was closed), rls (a rate limit call), replication, cluster, flush, expiry, memory (the memory watch). Any is a bug to report.", []string{"where"}, nil)
+		"Panics recovered by the process, by where: resp (a client's command: its connection was closed), rls (a rate limit call), replication, cluster, flush, expiry, memory (the memory watch), tidy (the arenas' tidying). Any is a bug to report.", []string{"where"}, nil)
 	descRejectedConns = prometheus.NewDesc("redcell_rejected_connections_total",
 		"Client connections refused (maxclients).", nil, nil)
 
@@ -52,6 +52,8 @@ var (
 		"Keys held by kind (string: a TAT; window; leases), expired ones not yet swept included.", []string{"kind"}, nil)
 	descMemory = prometheus.NewDesc("redcell_memory_used_bytes",
 		"Memory the keys take, as maxmemory counts it (INFO used_memory).", nil, nil)
+	descArenaGarbage = prometheus.NewDesc("redcell_memory_arena_garbage_bytes",
+		"Of redcell_memory_used_bytes, the bytes keys moved or gone left in the keyspace's arenas, as of the last measure: given back once the store is at rest, or at once over the limit (INFO redcell_arena_garbage).", nil, nil)
 	descMemoryMax = prometheus.NewDesc("redcell_memory_max_bytes",
 		"The memory limit (--maxmemory); 0 for none.", nil, nil)
 	descEvicted = prometheus.NewDesc("redcell_evicted_keys_total",
@@ -81,7 +83,7 @@ var (
 func (collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descDecisions, descHits, descMisses, descErrors, descCommands,
 		descRejected, descFailed, descLatency, descKeys, descExpired, descPending, descConnected,
-		descConnections, descRejectedConns, descPanics, descKeysByKind, descMemory, descMemoryMax, descEvicted, descReplicas,
+		descConnections, descRejectedConns, descPanics, descKeysByKind, descMemory, descArenaGarbage, descMemoryMax, descEvicted, descReplicas,
 		descMinReplicas, descReplicaLag, descReplicaBehind, descLinkUp, descTopologyVersion, descCurrentEpoch, descSlotsFail, descSentinels, descWaiting} {
 		ch <- d
 	}
@@ -131,7 +133,10 @@ func (col collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descKeysByKind, prometheus.GaugeValue, float64(n), storage.Kinds[k].Type())
 	}
 	limit, _ := s.store.MemoryLimit()
-	gauge(descMemory, s.store.UsedMemory())
+	// Measured now: without a limit nothing else measures (the memory
+	// watch does not run), and a scrape is off the command path.
+	gauge(descMemory, s.store.MeasureMemory())
+	gauge(descArenaGarbage, s.store.ArenaGarbage())
 	gauge(descMemoryMax, limit)
 	counter(descEvicted, s.store.Evicted())
 	if s.repl != nil {

@@ -2,6 +2,8 @@ package server
 
 import (
 	"bytes"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/stretchr/testify/require"
 
+	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/storage"
 )
 
@@ -53,6 +56,31 @@ func TestCollector(t *testing.T) {
 	}
 	require.NotContains(t, text, `cmd="foo"`, "unknown commands have no series")
 	require.NotContains(t, text, `cmd="ping"`, "commands never called have no series")
+}
+
+// Each scrape measures the memory: without --maxmemory nothing else does
+// (the memory watch runs only with a limit), and the gauge read the first
+// measure ever taken, however the keys grew after.
+func TestMemoryIsMeasuredAtEachScrape(t *testing.T) {
+	tc := newTestClient(t, Config{})
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(tc.srv.Collector()))
+	used := func() float64 {
+		t.Helper()
+		m := regexp.MustCompile(`\nredcell_memory_used_bytes (\S+)\n`).FindStringSubmatch(gatherText(t, reg))
+		require.NotNil(t, m)
+		v, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		return v
+	}
+	before := used()
+	rate, err := gcra.NewRate(9, 1, 3600, 1)
+	require.NoError(t, err)
+	for i := range 500_000 { // 16 MiB of slots at least, outside the Go heap
+		_, err := tc.srv.store.Throttle(strconv.AppendInt([]byte("key:"), int64(i), 10), rate, gcra.InstantOf(t0))
+		require.NoError(t, err)
+	}
+	require.Greater(t, used()-before, float64(8<<20))
 }
 
 func gatherText(t *testing.T, g prometheus.Gatherer) string {
@@ -126,6 +154,7 @@ func TestCollectorReplication(t *testing.T) {
 	require.Regexp(t, `\nredcell_replica_lag_seconds\{replica="127\.0\.0\.1:\d+"\} \d`, text)
 	require.Regexp(t, `\nredcell_replica_lag_bytes\{replica="127\.0\.0\.1:\d+"\} \d+\n`, text)
 	require.Regexp(t, `\nredcell_memory_used_bytes [1-9]`, text)
+	require.Regexp(t, `\nredcell_memory_arena_garbage_bytes \d+\n`, text)
 
 	// The master counts the replica good once it acknowledges; the
 	// replica says its link is up once it has loaded the snapshot: wait

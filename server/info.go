@@ -141,7 +141,7 @@ func (s *Server) infoClients(ks storage.Keyspace, _ time.Time) [][2]string {
 }
 
 // infoMemory reports the memory in use as the memory limit counts it
-// (storage.UsedMemory: the Go runtime's and the keyspace's), which is what
+// (storage.Store.MeasureMemory: the Go runtime's and the keyspace's), which is what
 // maxmemory is compared with, as Redis's used_memory is.
 func (s *Server) infoMemory(ks storage.Keyspace, _ time.Time) [][2]string {
 	used := ks.MeasureMemory()

@@ -101,17 +101,6 @@ func (s *Store) counted(used int64) int64 { return used - s.Uncounted() }
 // MemoryLimit returns the limit in bytes (0: none) and the policy.
 func (s *Store) MemoryLimit() (int64, EvictionPolicy) { return s.mem.limit, s.mem.policy }
 
-// UsedMemory is the memory in use as last measured: what the Go runtime
-// holds from the system (heap, stacks, its own structures; less what it has
-// returned) and the keyspace's arrays outside the Go heap, by the parts of
-// them in use. Pebble's caches in C memory are outside it.
-func (s *Store) UsedMemory() int64 {
-	if n := s.mem.used.Load(); n > 0 {
-		return n
-	}
-	return s.MeasureMemory()
-}
-
 // RefusesNewKeys reports whether a key created now would be refused
 // (ErrOOM): the memory is over the limit, as last measured, under
 // NoEviction. The rate limit service asks it to refuse a request whole
@@ -123,8 +112,11 @@ func (s *Store) Evicted() int64 { return s.mem.evicted.Load() }
 
 var goMemory = []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 
-// MeasureMemory measures the memory in use now (see UsedMemory), records it,
-// and sets whether it is over the limit.
+// MeasureMemory measures the memory in use now, records it, and sets whether
+// it is over the limit: what the Go runtime holds from the system (heap,
+// stacks, its own structures; less what it has returned) and the
+// keyspace's arrays outside the Go heap, by the parts of them in use.
+// Pebble's caches in C memory are outside it.
 func (s *Store) MeasureMemory() int64 { return s.measureMemory(nil) }
 
 func (s *Store) measureMemory(tx *Txn) int64 {
