@@ -10,6 +10,9 @@
 //   - Expiry: lazily on access, and actively through ExpireSome (RunExpiry).
 //   - The memory limit, as Redis's maxmemory (Config.MaxMemory,
 //     EvictionPolicy), watched off the command path (RunMemoryWatch).
+//   - Tidying: the garbage keys moved or gone leave in a table's arenas is
+//     compacted once the table is at rest, or at once over the limit
+//     (Tidy, RunTidy).
 //   - Transactions' locks: Lock returns a Txn holding the shards of a
 //     transaction's keys, itself a Keyspace, so that MULTI/EXEC runs with
 //     nothing of anyone else's in between.
