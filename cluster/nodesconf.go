@@ -19,8 +19,8 @@ import (
 // The file a State persists in: "myid <id>", "sentinels <host:port> ..."
 // when there are Sentinels, "failover <shard's master> <master> <epoch>"
 // for each shard Sentinel named a master of, "moving <slot> out|in
-// <peer's id>" for each move handed (State.Hand; handing, also for m),
-// "version <n>", then the topology's lines as pushed (Topology.Text), or no
+// <peer's id>" for each move handed (in Asking, and handing, the one
+// State.Hand saves before it enters Asking), "version <n>", then the topology's lines as pushed (Topology.Text), or no
 // version and no lines before the first push. It is replaced whole
 // (atomicfile). The caller holds s.mu.
 func (s *State) save(v *view, handing *Move) error {

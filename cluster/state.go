@@ -136,10 +136,10 @@ func NewState(dir string, emulated bool, ip string, port int) (*State, error) {
 // peer the topology no longer has, or whose slot moves twice, is dropped:
 // a push that removed the peer ended the move.
 func (s *State) restoreMoves(v *view, saved []savedMove) {
+	if v.top == nil {
+		return
+	}
 	for _, sm := range saved {
-		if v.top == nil {
-			return
-		}
 		peer := v.top.Node(sm.peer)
 		if peer == nil {
 			continue
