@@ -230,9 +230,9 @@ func Run(ctx context.Context, cfg config.Config, logger *slog.Logger, opts Optio
 }
 
 // runBackground starts the goroutines that run beside the connections until
-// ctx ends: expiry, the memory watch, tidying, and with persistence the flusher (on
-// its interval, or group commits in durable mode) and the clean-up of stale
-// keys. Wait on the result for them to end.
+// ctx ends: expiry, the memory watch, tidying, and with persistence the
+// flusher (on its interval, or group commits in durable mode) and the
+// clean-up of stale keys. Wait on the result for them to end.
 func runBackground(ctx context.Context, cfg config.Config, st *state, logger *slog.Logger) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	wg.Go(func() {

@@ -71,9 +71,8 @@ type memoryLimit struct {
 	limit   int64 // bytes; 0: none
 	policy  EvictionPolicy
 	over    atomic.Bool
-	used    atomic.Int64
 	evicted atomic.Int64
-	// garbage is the arenas' garbage bytes when used was measured.
+	// garbage is the arenas' garbage bytes at the last measure.
 	garbage atomic.Int64
 	// uncounted reports memory the limit does not count (SetUncounted).
 	uncounted atomic.Pointer[func() int64]
@@ -129,7 +128,6 @@ func (s *Store) measureMemory(tx *Txn) int64 {
 		used += sh.t.mappedInUse()
 		garbage += int64(sh.t.garbage + sh.t.valGarbage)
 	})
-	s.mem.used.Store(used)
 	s.mem.garbage.Store(garbage)
 	s.mem.over.Store(s.mem.limit > 0 && s.counted(used) > s.mem.limit)
 	return used
@@ -140,9 +138,9 @@ func (s *Store) measureMemory(tx *Txn) int64 {
 // drops. It is as of the last measure (MeasureMemory).
 func (s *Store) ArenaGarbage() int64 { return s.mem.garbage.Load() }
 
-// RunMemoryWatch measures the memory every interval until ctx is done, and
-// under VolatileTTL evicts keys while it is over the limit. Without a limit
-// it returns at once.
+// RunMemoryWatch measures the memory every interval until ctx is done and,
+// while it is over the limit, compacts the arenas' garbage and under
+// VolatileTTL evicts keys (watchMemory). Without a limit it returns at once.
 func (s *Store) RunMemoryWatch(ctx context.Context, interval time.Duration, logger *slog.Logger) {
 	if s.mem.limit <= 0 {
 		return
