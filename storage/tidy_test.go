@@ -131,6 +131,50 @@ func TestOverTheLimitTheArenasGarbageGoesFirst(t *testing.T) {
 	}
 }
 
+// A compaction gives a state that shrank since its blob was made the room
+// a new blob would have: a key whose holders left keeps no slack sized for
+// the crowd it once had. It grows again as any state does.
+func TestACompactionFitsAShrunkStatesRoom(t *testing.T) {
+	s := New(Config{Shards: 1})
+	tb := &s.shards[0].t
+	spec, err := lease.NewSpec(100, 3600000)
+	require.NoError(t, err)
+	key := []byte("crowd")
+	for i := range 100 {
+		_, _, err := s.Acquire(key, spec, fmt.Appendf(nil, "holder-%d", i), t0, false)
+		require.NoError(t, err)
+	}
+	for i := range 95 {
+		held, err := s.Release(key, fmt.Appendf(nil, "holder-%d", i), t0, false)
+		require.NoError(t, err)
+		require.True(t, held)
+	}
+	p := tb.lookup(key)
+	require.GreaterOrEqual(t, p, 0)
+	state := len(tb.value(&tb.slots[p]))
+	require.Greater(t, tb.slots[p].valCap(), 10*state, "the room of a hundred leases")
+	before, err := s.Leases(key, t0, nil)
+	require.NoError(t, err)
+	require.Len(t, before, 5)
+
+	tb.compactValues(2 * len(tb.vals))
+	p = tb.lookup(key)
+	require.Equal(t, blobCapacity(state), tb.slots[p].valCap())
+	require.Equal(t, valueHeader+len(key)+blobCapacity(state), len(tb.vals), "the arena holds that blob alone")
+	after, err := s.Leases(key, t0, nil)
+	require.NoError(t, err)
+	require.Equal(t, before, after)
+
+	for i := 100; i < 150; i++ {
+		_, _, err := s.Acquire(key, spec, fmt.Appendf(nil, "holder-%d", i), t0, false)
+		require.NoError(t, err)
+	}
+	after, err = s.Leases(key, t0, nil)
+	require.NoError(t, err)
+	require.Len(t, after, 55)
+	require.Equal(t, before, after[:5])
+}
+
 func TestWorthTidying(t *testing.T) {
 	for _, c := range []struct {
 		used, garbage, mark int

@@ -47,11 +47,15 @@ func (t *table) value(e *entry) []byte {
 	return t.vals[start : start+uint64(n)]
 }
 
+// blobCapacity is the room a blob gives a state of n bytes: an eighth
+// more, so that a state growing a little at a time moves now and then.
+func blobCapacity(n int) int { return n + n/8 + 8 }
+
 // addBlob appends a blob of key and state v, making room first, and returns
 // its offset and state capacity. When from is a blob of the same key (one
 // moving), the key is copied from there, which compaction keeps valid.
 func (t *table) addBlob(key, v []byte) (uint64, int) {
-	capacity := len(v) + len(v)/8 + 8
+	capacity := blobCapacity(len(v))
 	size := valueHeader + len(key) + capacity
 	if len(t.vals)+size > cap(t.vals) {
 		live := len(t.vals) - t.valGarbage + size
@@ -79,7 +83,7 @@ func (t *table) setValue(p int, v []byte) {
 	// Moving: room first (compaction moves this blob too), then the key
 	// from where the blob is now, then the old blob becomes garbage.
 	n := e.keyLen()
-	if need := valueHeader + n + len(v) + len(v)/8 + 8; len(t.vals)+need > cap(t.vals) {
+	if need := valueHeader + n + blobCapacity(len(v)); len(t.vals)+need > cap(t.vals) {
 		live := len(t.vals) - t.valGarbage + need
 		t.compactValues(max(minArena, 2*live))
 	}
@@ -108,7 +112,9 @@ func (t *table) maybeCompactValues() {
 }
 
 // compactValues moves the live blobs into a fresh arena of at least size
-// bytes, dropping the garbage.
+// bytes, dropping the garbage. A blob whose state shrank since it was made
+// (a key's leases released, a log's entries gone) keeps only the room a
+// new one would have (blobCapacity): the rest was slack no write reclaims.
 func (t *table) compactValues(size int) {
 	old := replaceRegion(&t.mem.vals, size)
 	vals := t.mem.vals.b[:0]
@@ -118,8 +124,12 @@ func (t *table) compactValues(size int) {
 			continue
 		}
 		off := e.valOff()
-		e.setVal(uint64(len(vals)), e.valCap())
-		vals = append(vals, t.vals[off:off+uint64(e.blobSize())]...)
+		n := int(binary.LittleEndian.Uint32(t.vals[off:]))
+		capacity := min(e.valCap(), blobCapacity(n))
+		used := valueHeader + e.keyLen() + n
+		e.setVal(uint64(len(vals)), capacity)
+		vals = append(vals, t.vals[off:off+uint64(used)]...)
+		vals = vals[:len(vals)+capacity-n] // a fresh region: zeros
 	}
 	t.vals = vals
 	t.valGarbage = 0
