@@ -126,7 +126,7 @@ func (s *Store) measureMemory(tx *Txn) int64 {
 	var garbage int64
 	s.forShards(tx, func(sh *shard) {
 		used += sh.t.mappedInUse()
-		garbage += int64(sh.t.garbage + sh.t.valGarbage)
+		garbage += int64(sh.t.garbage + sh.t.valGarbage + sh.t.valSpare)
 	})
 	s.mem.garbage.Store(garbage)
 	s.mem.over.Store(s.mem.limit > 0 && s.counted(used) > s.mem.limit)
@@ -134,8 +134,9 @@ func (s *Store) measureMemory(tx *Txn) int64 {
 }
 
 // ArenaGarbage is the bytes of the tables' arenas, counted in the memory in
-// use, that hold keys moved or gone: what the next compaction or Tidy
-// drops. It is as of the last measure (MeasureMemory).
+// use, that no key needs: those of keys moved or gone, and the room of
+// states that shrank (table.valSpare). A compaction drops them (Tidy). It
+// is as of the last measure (MeasureMemory).
 func (s *Store) ArenaGarbage() int64 { return s.mem.garbage.Load() }
 
 // RunMemoryWatch measures the memory every interval until ctx is done and,

@@ -72,6 +72,9 @@ type table struct {
 	// mem.vals'.
 	vals       []byte
 	valGarbage int
+	// valSpare is the room blobs have beyond what their states need now
+	// (spare), which a compaction gives back.
+	valSpare int
 	// tidyMark is garbage and valGarbage when Tidy last looked.
 	tidyMark [2]int
 

@@ -14,7 +14,7 @@ func (t *table) release() {
 	t.mem.free()
 	t.count, t.boxed = 0, [2]int{}
 	t.arena, t.garbage = nil, 0
-	t.vals, t.valGarbage = nil, 0
+	t.vals, t.valGarbage, t.valSpare = nil, 0, 0
 	t.tidyMark = [2]int{}
 	t.log.resized()
 	t.feed.resized()

@@ -15,7 +15,8 @@ import (
 // of a million leases ran 14% slower, each compaction walking the whole
 // table). So up to half an arena can be garbage when writing stops, and it
 // stays so while nothing moves: a million leases took 19 B each for their
-// 12 B of state. Tidy, off the command path, compacts an arena whose garbage
+// 12 B of state. Likewise the room of a blob whose state shrank (a key's
+// holders gone): no write gives it back, a compaction does. Tidy, off the command path, compacts an arena whose garbage
 // is more than tidyShare of it in a table that made less than quietShare of
 // it since the last look: a store being filled is left to its own
 // compactions, one at rest gets its memory back within two looks. After a
@@ -60,7 +61,9 @@ func (s *Store) RunTidy(ctx context.Context, interval time.Duration, logger *slo
 }
 
 // tidy compacts each of the table's arenas that is worth it (worthTidying)
-// and returns the garbage bytes dropped. Only arenas mapped outside the Go
+// and returns the bytes dropped: garbage, and in the value arena the room
+// states that shrank no longer need (table.valSpare), which counts as
+// garbage here. Only arenas mapped outside the Go
 // heap are tidied: their pages go back to the system when the old region is
 // freed, where a heap region's would wait for the collector, and a heap
 // region is small anyway (under mmapThreshold).
@@ -70,11 +73,11 @@ func (t *table) tidy(pressed bool) int {
 		freed += t.garbage
 		t.compactArena(max(minArena, 2*(len(t.arena)-t.garbage)))
 	}
-	if t.mem.vals.mapped && worthTidying(len(t.vals), t.valGarbage, t.tidyMark[1], pressed) {
-		freed += t.valGarbage
+	if t.mem.vals.mapped && worthTidying(len(t.vals), t.valGarbage+t.valSpare, t.tidyMark[1], pressed) {
+		freed += t.valGarbage + t.valSpare
 		t.compactValues(max(minArena, 2*(len(t.vals)-t.valGarbage)))
 	}
-	t.tidyMark = [2]int{t.garbage, t.valGarbage}
+	t.tidyMark = [2]int{t.garbage, t.valGarbage + t.valSpare}
 	return freed
 }
 

@@ -2,12 +2,16 @@ package storage
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/lease"
+	"github.com/redcell/redcell/window"
 )
 
 // storeWithGarbage returns a one-shard store, and its table, with both
@@ -43,7 +47,21 @@ func storeWithGarbage(t *testing.T, cfg Config) (*Store, *table) {
 	require.True(t, tb.mem.vals.mapped && tb.mem.arena.mapped, "arenas this size are mapped")
 	require.Greater(t, tb.valGarbage, len(tb.vals)/tidyShare, "the fill left value garbage")
 	require.Greater(t, tb.garbage, len(tb.arena)/tidyShare, "the deletes left key garbage")
+	requireSpareCounted(t, tb)
 	return s, tb
+}
+
+// requireSpareCounted checks valSpare against the blobs' spare room
+// counted afresh.
+func requireSpareCounted(t *testing.T, tb *table) {
+	t.Helper()
+	n := 0
+	for i := range tb.slots {
+		if e := &tb.slots[i]; e.boxed() && e.valCap() > 0 {
+			n += tb.spareOf(e)
+		}
+	}
+	require.Equal(t, n, tb.valSpare)
 }
 
 // A store filled and then left alone holds up to half its arenas in
@@ -173,6 +191,88 @@ func TestACompactionFitsAShrunkStatesRoom(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, after, 55)
 	require.Equal(t, before, after[:5])
+	requireSpareCounted(t, tb)
+}
+
+// Releasing leases shrinks states in place: no garbage, but room their
+// blobs no longer need (table.valSpare), which Tidy gives back as it gives
+// garbage, at the second look once the releases stop.
+func TestTidyGivesShrunkStatesTheirRoomBack(t *testing.T) {
+	s, tb := storeWithGarbage(t, Config{})
+	s.Tidy()
+	s.Tidy()
+	require.Zero(t, tb.valGarbage+tb.valSpare, "a clean start")
+	for k := range 300 {
+		for i := range 90 {
+			held, err := s.Release(fmt.Appendf(nil, "leases:%d", k), fmt.Appendf(nil, "holder-%d", i), t0, false)
+			require.NoError(t, err)
+			require.True(t, held)
+		}
+	}
+	requireSpareCounted(t, tb)
+	spare := tb.valSpare
+	require.Greater(t, spare, len(tb.vals)/2, "90 of 100 leases' room")
+	require.Zero(t, tb.valGarbage, "shrunk in place")
+	mapped := tb.mappedInUse()
+	require.Zero(t, s.Tidy(), "the releases were just made")
+	require.Equal(t, spare, s.Tidy())
+	require.Equal(t, mapped-int64(spare), tb.mappedInUse())
+	requireSpareCounted(t, tb)
+	for k := range 300 {
+		held, err := s.Leases(fmt.Appendf(nil, "leases:%d", k), t0, nil)
+		require.NoError(t, err)
+		require.Len(t, held, 10)
+	}
+}
+
+// valSpare stays what the blobs' room counted afresh says over random
+// sequences of every write a boxed key sees: leases taken, released and
+// expired, window logs growing and emptying, keys deleted and swept, and
+// compactions (the table's own and Tidy's, pressed).
+func TestSpareRoomIsCountedThroughAnySequence(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := New(Config{Shards: 1})
+	tb := &s.shards[0].t
+	now := t0
+	win, err := window.NewSpec(50, 10, 1, 0, window.DefaultLogMax)
+	require.NoError(t, err)
+	// Tokens of up to 200 bytes: a state that shrank can then outgrow its
+	// blob in one write, its spare room turning to garbage.
+	token := func() []byte {
+		i := rng.IntN(80)
+		return fmt.Appendf(nil, "t%d%s", i, strings.Repeat("x", i*i%200))
+	}
+	for op := range 20000 {
+		key := fmt.Appendf(nil, "k%d", rng.IntN(40))
+		switch rng.IntN(8) {
+		case 0, 1, 2:
+			spec, err := lease.NewSpec(int64(1+rng.IntN(60)), int64(1000+rng.IntN(20000)))
+			require.NoError(t, err)
+			_, _, err = s.Acquire(key, spec, token(), now, false)
+			if err != nil {
+				require.ErrorIs(t, err, ErrWrongType)
+			}
+		case 3, 4:
+			_, err := s.Release(key, token(), now, false)
+			if err != nil {
+				require.ErrorIs(t, err, ErrWrongType)
+			}
+		case 5:
+			_, _, err := s.Window(append([]byte("w"), key...), win, now, false)
+			require.NoError(t, err)
+		case 6:
+			s.Delete(key, now)
+		case 7:
+			now += gcra.Instant(rng.IntN(3000)) * gcra.Instant(time.Millisecond)
+			s.ExpireCycle(now, 64, func() bool { return true })
+			if rng.IntN(4) == 0 {
+				s.tidy(rng.IntN(2) == 0)
+			}
+		}
+		if op%97 == 0 || op == 19999 {
+			requireSpareCounted(t, tb)
+		}
+	}
 }
 
 func TestWorthTidying(t *testing.T) {

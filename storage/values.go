@@ -69,13 +69,25 @@ func (t *table) addBlob(key, v []byte) (uint64, int) {
 	return uint64(off), capacity
 }
 
+// spare is the room a blob of capacity gives a state of n bytes beyond
+// what a new blob would (blobCapacity): room a state that shrank no longer
+// needs, which a compaction gives back (table.valSpare counts it).
+func spare(capacity, n int) int { return max(0, capacity-blobCapacity(n)) }
+
+// spareOf is spare of e's blob as it is.
+func (t *table) spareOf(e *entry) int {
+	return spare(e.valCap(), int(binary.LittleEndian.Uint32(t.vals[e.valOff():])))
+}
+
 // setValue stores v as the state of the boxed entry at slot p, and records
 // the write.
 func (t *table) setValue(p int, v []byte) {
 	e := &t.slots[p]
-	if len(v) <= e.valCap() {
+	if c := e.valCap(); len(v) <= c {
 		off := e.valOff()
-		binary.LittleEndian.PutUint32(t.vals[off:], uint32(len(v)))
+		h := t.vals[off : off+valueHeader]
+		t.valSpare += spare(c, len(v)) - spare(c, int(binary.LittleEndian.Uint32(h)))
+		binary.LittleEndian.PutUint32(h, uint32(len(v)))
 		copy(t.vals[off+valueHeader+uint64(e.keyLen()):], v)
 		t.markDirty(p)
 		return
@@ -87,6 +99,7 @@ func (t *table) setValue(p int, v []byte) {
 		live := len(t.vals) - t.valGarbage + need
 		t.compactValues(max(minArena, 2*live))
 	}
+	t.valSpare -= t.spareOf(e) // counted as garbage now
 	oldSize := e.blobSize()
 	off, capacity := t.addBlob(t.boxedKey(e), v) // fits: no compaction
 	e.setVal(off, capacity)
@@ -99,6 +112,7 @@ func (t *table) setValue(p int, v []byte) {
 // it.
 func (t *table) freeValue(e *entry) {
 	if e.valCap() > 0 {
+		t.valSpare -= t.spareOf(e)
 		t.valGarbage += e.blobSize()
 		e.setVal(0, 0)
 	}
@@ -132,6 +146,6 @@ func (t *table) compactValues(size int) {
 		vals = vals[:len(vals)+capacity-n] // a fresh region: zeros
 	}
 	t.vals = vals
-	t.valGarbage = 0
+	t.valGarbage, t.valSpare = 0, 0
 	old.free()
 }
