@@ -53,7 +53,7 @@ var (
 	descMemory = prometheus.NewDesc("redcell_memory_used_bytes",
 		"Memory the keys take, as maxmemory counts it (INFO used_memory).", nil, nil)
 	descArenaGarbage = prometheus.NewDesc("redcell_memory_arena_garbage_bytes",
-		"Of redcell_memory_used_bytes, the bytes keys moved or gone left in the keyspace's arenas, as of the last measure: given back once the store is at rest, or at once over the limit (INFO redcell_arena_garbage).", nil, nil)
+		"Of redcell_memory_used_bytes, the bytes of the keyspace's arenas no key needs (left by keys moved or gone, or by states that shrank), as of the last measure: given back once the store is at rest, or at once over the limit (INFO redcell_arena_garbage).", nil, nil)
 	descMemoryMax = prometheus.NewDesc("redcell_memory_max_bytes",
 		"The memory limit (--maxmemory); 0 for none.", nil, nil)
 	descEvicted = prometheus.NewDesc("redcell_evicted_keys_total",

@@ -171,9 +171,9 @@ func (s *Server) infoMemory(ks storage.Keyspace, _ time.Time) [][2]string {
 		{"mem_allocator", "go"},
 		// CL.TOP's sketches: fixed, whatever the keys (top.Size a shard).
 		{"redcell_top_memory", itoa(s.store.TopMemory())},
-		// Bytes of used_memory that keys moved or gone left in the
-		// arenas, as of the measure above (storage.Store.ArenaGarbage):
-		// a store at rest gives them back (storage.Store.Tidy).
+		// Bytes of used_memory in the arenas that no key needs, as of
+		// the measure above (storage.Store.ArenaGarbage): a store at
+		// rest gives them back (storage.Store.Tidy).
 		{"redcell_arena_garbage", itoa(s.store.ArenaGarbage())},
 	}
 }
