@@ -16,13 +16,13 @@ import (
 // table). So up to half an arena can be garbage when writing stops, and it
 // stays so while nothing moves: a million leases took 19 B each for their
 // 12 B of state. Likewise the room of a blob whose state shrank (a key's
-// holders gone): no write gives it back, a compaction does. Tidy, off the command path, compacts an arena whose garbage
-// is more than tidyShare of it in a table that made less than quietShare of
-// it since the last look: a store being filled is left to its own
-// compactions, one at rest gets its memory back within two looks. After a
-// compaction an arena's garbage has to grow by an eighth of it in steps of
-// under a 64th a look before the next, so tidying copies at most an eighth
-// of the arenas' bytes a look.
+// holders gone): no write gives it back, a compaction does. Tidy, off the
+// command path, compacts an arena whose garbage is more than tidyShare of
+// it in a table that made less than quietShare of it since the last look:
+// a store being filled is left to its own compactions, one at rest gets its
+// memory back within two looks. After a compaction an arena's garbage has
+// to grow by an eighth of it in steps of under a 64th a look before the
+// next, so tidying copies at most an eighth of the arenas' bytes a look.
 const (
 	// DefaultTidyInterval is how often RunTidy looks.
 	DefaultTidyInterval = time.Second
@@ -35,7 +35,7 @@ const (
 )
 
 // Tidy looks once at every shard's arenas (table.tidy), each shard under
-// its own lock, and returns the bytes of garbage it dropped.
+// its own lock, and returns the bytes it dropped.
 func (s *Store) Tidy() int { return s.tidy(false) }
 
 // tidy is Tidy; with pressed, an arena past tidyShare is compacted even in
@@ -63,10 +63,10 @@ func (s *Store) RunTidy(ctx context.Context, interval time.Duration, logger *slo
 // tidy compacts each of the table's arenas that is worth it (worthTidying)
 // and returns the bytes dropped: garbage, and in the value arena the room
 // states that shrank no longer need (table.valSpare), which counts as
-// garbage here. Only arenas mapped outside the Go
-// heap are tidied: their pages go back to the system when the old region is
-// freed, where a heap region's would wait for the collector, and a heap
-// region is small anyway (under mmapThreshold).
+// garbage here. Only arenas mapped outside the Go heap are tidied: their
+// pages go back to the system when the old region is freed, where a heap
+// region's would wait for the collector, and a heap region is small anyway
+// (under mmapThreshold).
 func (t *table) tidy(pressed bool) int {
 	freed := 0
 	if t.mem.arena.mapped && worthTidying(len(t.arena), t.garbage, t.tidyMark[0], pressed) {
