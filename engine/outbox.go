@@ -25,7 +25,7 @@ import (
 //
 // Use, for anything that streams to a connection:
 //
-//	o := c.StartOutbox(limit, fellBehind) // on the connection's own goroutine, in its command
+//	o := c.StartOutbox(limit, fellBehind, nil) // on the connection's own goroutine, in its command
 //	o.Hold()                              // if others will push before the command's reply is sent
 //	o.Push(b)                             // from any goroutine, as often as there is something to send
 //	o.Stop()                              // from any goroutine; the connection's end stops it too
@@ -57,13 +57,20 @@ type Outbox struct {
 // batch of replies is pushed to it. limit is its backlog
 // (Limits.OutboxBacklog); fellBehind is told, from the goroutine that
 // pushed, when a push would have passed it, before the connection is
-// killed. It must be called on the connection's own goroutine, off an event
-// loop; a connection without a network has no outbox: nil.
-func (c *Conn) StartOutbox(limit int, fellBehind func(o *Outbox)) *Outbox {
+// killed. published, if not nil, is given the new outbox before the
+// replies so far are pushed to it: whoever pushes to the client must find
+// the outbox by the time the client has read them (a tracking client's
+// invalidations, which its CLIENT TRACKING reply promises from then on).
+// It must be called on the connection's own goroutine, off an event loop;
+// a connection without a network has no outbox: nil.
+func (c *Conn) StartOutbox(limit int, fellBehind, published func(o *Outbox)) *Outbox {
 	if c.outbox == nil && c.nc != nil {
 		c.outbox = &Outbox{c: c, w: idleWriter{c.nc, c.idle}, limit: limit, fellBehind: fellBehind,
 			wake: make(chan struct{}, 1), done: make(chan struct{})}
 		go c.outbox.run()
+		if published != nil {
+			published(c.outbox)
+		}
 		_ = c.Flush() // the replies so far go first; a push does not fail
 	}
 	return c.outbox

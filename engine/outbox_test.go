@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"io"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -129,4 +130,41 @@ func TestOutboxHoldCountsAgainstTheBacklog(t *testing.T) {
 	require.True(t, c.Killed())
 	waitOutbox(t, f)
 	require.Empty(t, w.String())
+}
+
+// StartOutbox gives the new outbox to published before the replies queued
+// so far are pushed to it: whoever must push to the client once it has
+// read those replies (a tracking client's invalidations, promised by its
+// CLIENT TRACKING reply) finds the outbox by then. Published after, a push
+// made between the client reading its reply and the publishing was lost.
+// Held as it is published (as the server does), a push made meanwhile
+// follows those replies.
+func TestStartOutboxPublishesBeforeTheRepliesSoFarGoOut(t *testing.T) {
+	client, server := net.Pipe()
+	defer client.Close()
+	c := newConn(New(Config{}, &echo{}), server)
+	c.s = &echoSession{}
+	c.out = append(c.out, "+OK\r\n"...)
+	var queuedWhenPublished []byte
+	o := c.StartOutbox(1<<20, nil, func(o *Outbox) {
+		o.mu.Lock()
+		queuedWhenPublished = append([]byte(nil), o.queue...)
+		o.mu.Unlock()
+		require.Equal(t, "+OK\r\n", string(c.out), "the reply still waits")
+		o.Hold()
+		require.True(t, o.Push([]byte(">2\r\npushed\r\n")), "a push as soon as published")
+	})
+	require.NotNil(t, o)
+	require.Empty(t, queuedWhenPublished)
+	buf := make([]byte, 64)
+	var got []byte
+	for len(got) < len("+OK\r\n>2\r\npushed\r\n") {
+		n, err := client.Read(buf)
+		require.NoError(t, err)
+		got = append(got, buf[:n]...)
+	}
+	require.Equal(t, "+OK\r\n>2\r\npushed\r\n", string(got),
+		"what is pushed once published goes out after the replies so far")
+	o.Stop()
+	waitOutbox(t, o)
 }

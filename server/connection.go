@@ -58,9 +58,10 @@ type connection interface {
 	// WatchHangup tells a command waiting off the loops (CL.ACQUIRE's
 	// BLOCK) when its client has closed its end (engine.Conn.WatchHangup).
 	WatchHangup() (hungUp <-chan struct{}, stop func())
-	// StartOutbox makes an outbox the connection's writer (engine.Outbox);
-	// nil for a connection without a network.
-	StartOutbox(limit int, fellBehind func(o *engine.Outbox)) *engine.Outbox
+	// StartOutbox makes an outbox the connection's writer (engine.Outbox),
+	// given to published before the replies so far go to it; nil for a
+	// connection without a network.
+	StartOutbox(limit int, fellBehind, published func(o *engine.Outbox)) *engine.Outbox
 
 	RemoteAddr() string
 	LocalAddr() string

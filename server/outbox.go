@@ -10,10 +10,18 @@ import "github.com/redcell/redcell/engine"
 // cannot have one (one without a network, in tests).
 func (c *client) startOutbox() *engine.Outbox {
 	if c.outbox == nil {
-		c.outbox = c.conn.StartOutbox(c.srv.limits.engine().OutboxBacklog(), c.fellBehind)
-		if c.outbox != nil {
-			c.tracking.outbox.Store(c.outbox) // for invalidations (tracking)
-		}
+		// Published for invalidations (tracking) before the replies so
+		// far go out, held so that what is pushed meanwhile follows them:
+		// a client told +OK to CLIENT TRACKING (or to a SUBSCRIBE a
+		// redirection names) is sent every change after it, after it.
+		// Stored after, a change made between the client reading its
+		// reply and the store found no outbox, and its invalidation was
+		// dropped (TestTrackingModesAsRedis, once under load).
+		c.outbox = c.conn.StartOutbox(c.srv.limits.engine().OutboxBacklog(), c.fellBehind,
+			func(o *engine.Outbox) {
+				o.Hold()
+				c.tracking.outbox.Store(o)
+			})
 	}
 	return c.outbox
 }

@@ -76,7 +76,9 @@ func (f *fakeConn) WriteInts(v [5]int64) {
 
 // StartOutbox reports that a fakeConn, without a network, cannot have an
 // outbox: MONITOR and SUBSCRIBE are refused.
-func (f *fakeConn) StartOutbox(int, func(*engine.Outbox)) *engine.Outbox { return nil }
+func (f *fakeConn) StartOutbox(int, func(*engine.Outbox), func(*engine.Outbox)) *engine.Outbox {
+	return nil
+}
 
 func (f *fakeConn) SetDeferredArray(mark, n int) {
 	out := f.Buffer()
